@@ -1,0 +1,193 @@
+// The shard load model: implementation of shard_model.h (formulas are documented there).
+//
+// Cost: O(N) per strategy, N = shards; a Projection allocates one vector of N doubles per
+// strategy. Everything is validated first, so the arithmetic below never sees NaN, a
+// non-positive capacity or an index outside [0, N).
+
+#include "hotkey/model/shard_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace hotkey::model {
+namespace {
+
+constexpr std::array<std::string_view, 6> kNames = {"none",  "cache",       "replicate",
+                                                    "split", "split_cache", "isolate"};
+
+// A strategy fits when its busiest shard is at most target * C. The comparison allows a
+// relative 1e-12 so that a load computed to be exactly the target (say 8000 of 10000 at
+// target 0.8) is not rejected by the last bit of a floating-point rounding.
+constexpr double kFitTolerance = 1e-12;
+
+bool Finite(double x) { return std::isfinite(x); }
+
+// Debian's Abseil 20220623 is built with its own absl::string_view, which StrCat does not
+// take from a std::string_view implicitly.
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+// Everything in Cluster::Validate() except `ops`, which ProjectMeasured() ignores.
+absl::Status ValidateShape(const Cluster& c) {
+  if (c.shards < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("shards must be >= 1, got ", c.shards));
+  }
+  if (!Finite(c.capacity) || c.capacity <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capacity must be a positive number of ops/s, got ", c.capacity));
+  }
+  if (c.app_servers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("app_servers must be >= 1, got ", c.app_servers));
+  }
+  if (!Finite(c.refresh_seconds) || c.refresh_seconds <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("refresh_seconds must be positive, got ", c.refresh_seconds));
+  }
+  if (c.replicas < 1 || c.replicas > c.shards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("replicas must be in [1, shards=", c.shards, "], got ", c.replicas));
+  }
+  if (c.split < 1 || c.split > c.shards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("split must be in [1, shards=", c.shards, "], got ", c.split));
+  }
+  if (!Finite(c.target) || c.target <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target must be a positive fraction of capacity, got ", c.target));
+  }
+  if (c.order.empty()) {
+    return absl::InvalidArgumentError("order must name at least one strategy");
+  }
+  std::array<bool, kNames.size()> seen{};
+  for (Strategy s : c.order) {
+    const auto i = static_cast<size_t>(s);
+    if (i >= kNames.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("order holds an unknown strategy value ", static_cast<int>(s)));
+    }
+    if (s == Strategy::kIsolate) {
+      return absl::InvalidArgumentError(
+          "order must not contain isolate: it is the implied last resort");
+    }
+    if (seen[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("order names strategy '", Sv(kNames[i]), "' more than once"));
+    }
+    seen[i] = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateShare(std::string_view what, double x) {
+  if (!Finite(x) || x < 0 || x > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(Sv(what), " must be in [0, 1], got ", x));
+  }
+  return absl::OkStatus();
+}
+
+// The model proper, on validated inputs: B = background ops/s per shard, H = key ops/s.
+Projection Compute(const Cluster& c, double b, double h, double w) {
+  const double hr = h * (1.0 - w);
+  const double hw = h * w;
+  const double refresh_load = c.app_servers / c.refresh_seconds;
+  Projection p;
+  p.loads.reserve(c.order.size());
+  bool advised = false;
+  for (Strategy s : c.order) {
+    // The key's extra load on each of the first `touched` shards; the others carry B only.
+    int touched = 1;
+    double extra = 0;
+    switch (s) {
+      case Strategy::kNone:
+        extra = h;
+        break;
+      case Strategy::kCache:
+        extra = hw + refresh_load;
+        break;
+      case Strategy::kReplicate:
+        touched = c.replicas;
+        extra = hr / c.replicas + hw;
+        break;
+      case Strategy::kSplit:
+        touched = c.split;
+        extra = hw / c.split + hr;
+        break;
+      case Strategy::kSplitCache:
+        touched = c.split;
+        extra = hw / c.split + refresh_load;
+        break;
+      case Strategy::kIsolate:  // rejected by validation
+        break;
+    }
+    StrategyLoad load;
+    load.strategy = s;
+    load.shard_loads.assign(c.shards, b / c.capacity);
+    for (int i = 0; i < touched; ++i) load.shard_loads[i] = (b + extra) / c.capacity;
+    const auto [lo, hi] = std::minmax_element(load.shard_loads.begin(), load.shard_loads.end());
+    load.least_busy = *lo;
+    load.busiest = *hi;
+    if (!advised && load.busiest <= c.target * (1.0 + kFitTolerance)) {
+      p.advice = s;
+      advised = true;
+    }
+    p.loads.push_back(std::move(load));
+  }
+  if (!advised) p.advice = Strategy::kIsolate;
+  return p;
+}
+
+}  // namespace
+
+std::string_view StrategyName(Strategy s) {
+  const auto i = static_cast<size_t>(s);
+  return i < kNames.size() ? kNames[i] : std::string_view("unknown");
+}
+
+absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (name == kNames[i]) return static_cast<Strategy>(i);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown strategy '", Sv(name), "'; expected one of ",
+                   absl::StrJoin(kNames, ", ", [](std::string* out, std::string_view n) {
+                     out->append(n.data(), n.size());
+                   })));
+}
+
+absl::Status Cluster::Validate() const {
+  if (!Finite(ops) || ops <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ops must be a positive number of ops/s, got ", ops));
+  }
+  return ValidateShape(*this);
+}
+
+absl::StatusOr<Projection> Project(const Cluster& cluster, const HotKey& key) {
+  if (absl::Status s = cluster.Validate(); !s.ok()) return s;
+  if (absl::Status s = ValidateShare("share", key.share); !s.ok()) return s;
+  if (absl::Status s = ValidateShare("write_share", key.write_share); !s.ok()) return s;
+  const double b = cluster.ops * (1.0 - key.share) / cluster.shards;
+  const double h = cluster.ops * key.share;
+  return Compute(cluster, b, h, key.write_share);
+}
+
+absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double background_ops,
+                                           double key_ops, double write_share) {
+  if (absl::Status s = ValidateShape(cluster); !s.ok()) return s;
+  if (!Finite(background_ops) || background_ops < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("background_ops must be >= 0, got ", background_ops));
+  }
+  if (!Finite(key_ops) || key_ops < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("key_ops must be >= 0, got ", key_ops));
+  }
+  if (absl::Status s = ValidateShare("write_share", write_share); !s.ok()) return s;
+  return Compute(cluster, background_ops, key_ops, write_share);
+}
+
+}  // namespace hotkey::model
