@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything hotkeyd needs to build, test and run, from Debian 12's packages.
+# Idempotent; quiet on success. Used by the README's commands and by .ci/run.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libboost1.81-dev       # Asio (UDP, timers, signals) and Beast (HTTP)
+  prometheus-cpp-dev     # metric model and text exposition format
+  libabsl-dev            # containers, hashing, strings, status, flags
+  catch2                 # unit and end-to-end tests
+  libxxhash-dev          # XXH3: the stable, seeded 64-bit key hash
+  libyaml-cpp-dev        # the --config.file rules file
+  zlib1g-dev             # reading gzip traces in hotkey-sim and the benchmarks
+  prometheus             # promtool and a real Prometheus for the deploy tests
+  curl python3 procps iproute2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
