@@ -1,0 +1,144 @@
+#include "hotkey/sketch/count_min.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "absl/strings/str_cat.h"
+#include "byte_io.h"
+
+namespace hotkey::sketch {
+
+namespace {
+constexpr char kMagic[] = "HKCM";
+constexpr uint16_t kVersion = 1;
+}  // namespace
+
+CountMinSketch::CountMinSketch(uint32_t width, uint32_t depth)
+    : width_(width),
+      depth_(depth),
+      mask_(width - 1),
+      counters_(static_cast<size_t>(width) * depth, 0.0f) {}
+
+absl::StatusOr<CountMinSketch> CountMinSketch::Create(uint32_t width, uint32_t depth) {
+  if (width == 0 || !std::has_single_bit(width) || width > kMaxWidth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("count-min width must be a power of two in [1, ", kMaxWidth, "], got ",
+                     width));
+  }
+  if (depth == 0 || depth > kMaxDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("count-min depth must be in [1, ", kMaxDepth, "], got ", depth));
+  }
+  return CountMinSketch(width, depth);
+}
+
+absl::StatusOr<CountMinSketch> CountMinSketch::FromError(double epsilon, double delta) {
+  if (!(epsilon > 0 && epsilon < 1) || !(delta > 0 && delta < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "count-min epsilon and delta must be in (0, 1), got ", epsilon, " and ", delta));
+  }
+  // width >= e / epsilon and depth >= ln(1 / delta) give the bounds in the header.
+  const double min_width = std::ceil(std::numbers::e / epsilon);
+  if (min_width > kMaxWidth) {
+    return absl::InvalidArgumentError(absl::StrCat("epsilon ", epsilon, " is too small"));
+  }
+  const uint32_t width = std::bit_ceil(static_cast<uint32_t>(min_width));
+  const double min_depth = std::ceil(std::log(1.0 / delta));
+  return Create(width, static_cast<uint32_t>(std::clamp(min_depth, 1.0, 1.0 * kMaxDepth)));
+}
+
+absl::StatusOr<CountMinSketch> CountMinSketch::FromBytes(size_t bytes, uint32_t depth) {
+  if (depth == 0 || depth > kMaxDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("count-min depth must be in [1, ", kMaxDepth, "], got ", depth));
+  }
+  const size_t per_row = bytes / depth / sizeof(float);
+  if (per_row == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(bytes, " bytes cannot hold ", depth, " count-min rows"));
+  }
+  const size_t width = std::bit_floor(std::min<size_t>(per_row, kMaxWidth));
+  return Create(static_cast<uint32_t>(width), depth);
+}
+
+float CountMinSketch::Update(uint64_t hash, float weight) {
+  assert(weight > 0 && std::isfinite(weight));
+  // Conservative update: find the minimum, then lift only the counters below min + weight.
+  float* c[kMaxDepth];
+  float est = std::numeric_limits<float>::infinity();
+  for (uint32_t r = 0; r < depth_; ++r) {
+    c[r] = &counters_[Column(hash, r)];
+    est = std::min(est, *c[r]);
+  }
+  const float target = est + weight;
+  for (uint32_t r = 0; r < depth_; ++r) *c[r] = std::max(*c[r], target);
+  return target;
+}
+
+void CountMinSketch::RaiseTo(uint64_t hash, float value) {
+  for (uint32_t r = 0; r < depth_; ++r) {
+    float& c = counters_[Column(hash, r)];
+    c = std::max(c, value);
+  }
+}
+
+float CountMinSketch::Estimate(uint64_t hash) const {
+  float est = std::numeric_limits<float>::infinity();
+  for (uint32_t r = 0; r < depth_; ++r) est = std::min(est, counters_[Column(hash, r)]);
+  return est;
+}
+
+absl::Status CountMinSketch::Merge(const CountMinSketch& other, float factor) {
+  if (other.width_ != width_ || other.depth_ != depth_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot merge a ", other.width_, "x", other.depth_, " count-min into a ",
+                     width_, "x", depth_, " one"));
+  }
+  for (size_t i = 0; i < counters_.size(); ++i) counters_[i] += factor * other.counters_[i];
+  return absl::OkStatus();
+}
+
+void CountMinSketch::Scale(float factor) {
+  assert(factor > 0 && factor <= 1);
+  for (float& c : counters_) c *= factor;
+}
+
+void CountMinSketch::Clear() { std::fill(counters_.begin(), counters_.end(), 0.0f); }
+
+double CountMinSketch::epsilon() const { return std::numbers::e / width_; }
+double CountMinSketch::delta() const { return std::exp(-static_cast<double>(depth_)); }
+
+std::string CountMinSketch::Serialize() const {
+  internal::ByteWriter w(kMagic, kVersion);
+  w.U32(width_);
+  w.U32(depth_);
+  for (float c : counters_) w.F32(c);
+  return std::move(w).Finish();
+}
+
+absl::StatusOr<CountMinSketch> CountMinSketch::Deserialize(std::string_view bytes) {
+  internal::ByteReader r;
+  if (absl::Status s = internal::ByteReader::Open(bytes, kMagic, kVersion, &r); !s.ok()) {
+    return s;
+  }
+  uint32_t width, depth;
+  if (!r.U32(&width) || !r.U32(&depth)) return absl::DataLossError("count-min: short header");
+  absl::StatusOr<CountMinSketch> cms = Create(width, depth);
+  if (!cms.ok()) return cms.status();
+  if (r.remaining() != cms->counters_.size() * sizeof(float)) {
+    return absl::DataLossError("count-min: counter block has the wrong length");
+  }
+  for (float& c : cms->counters_) {
+    r.F32(&c);
+    if (!(c >= 0) || !std::isfinite(c)) {
+      return absl::DataLossError("count-min: a counter is negative or not finite");
+    }
+  }
+  return cms;
+}
+
+}  // namespace hotkey::sketch

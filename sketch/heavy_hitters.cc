@@ -1,0 +1,516 @@
+#include "hotkey/sketch/heavy_hitters.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "byte_io.h"
+
+namespace hotkey::sketch {
+
+namespace {
+
+constexpr char kMagic[] = "HKHH";
+constexpr uint16_t kVersion = 1;
+
+// The index's home bucket: the hash's middle bits, which neither the count-min columns
+// (low bits plus multiples of the high half) nor the truncation marker lean on alone.
+inline uint64_t Home(uint64_t hash, uint64_t mask) { return (hash ^ (hash >> 29)) & mask; }
+
+int64_t ToNanos(absl::Time t) { return absl::ToUnixNanos(t); }
+
+bool Finite(double v) { return std::isfinite(v) && v >= 0; }
+
+}  // namespace
+
+absl::Status HeavyHittersOptions::Validate() const {
+  if (candidates < 1 || candidates > HeavyHitters::kMaxCandidates) {
+    return absl::InvalidArgumentError(absl::StrCat("candidates must be in [1, ",
+                                                   HeavyHitters::kMaxCandidates, "], got ",
+                                                   candidates));
+  }
+  if (max_key_bytes < 1 || max_key_bytes > HeavyHitters::kMaxKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_key_bytes must be in [1, ", HeavyHitters::kMaxKeyBytes, "], got ", max_key_bytes));
+  }
+  if (half_life <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("half_life must be positive, got ", absl::FormatDuration(half_life)));
+  }
+  return CountMinSketch::FromBytes(sketch_bytes, sketch_depth).status();
+}
+
+absl::StatusOr<HeavyHitters> HeavyHitters::Create(const HeavyHittersOptions& options,
+                                                  absl::Time now) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  absl::StatusOr<CountMinSketch> cms =
+      CountMinSketch::FromBytes(options.sketch_bytes, options.sketch_depth);
+  if (!cms.ok()) return cms.status();
+  return HeavyHitters(options, *std::move(cms), now);
+}
+
+HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cms,
+                           absl::Time now)
+    : options_(options),
+      cms_(std::move(cms)),
+      half_life_s_(options.half_life == absl::InfiniteDuration()
+                       ? std::numeric_limits<double>::infinity()
+                       : absl::ToDoubleSeconds(options.half_life)),
+      start_(now),
+      landmark_(now),
+      now_(now),
+      entries_(options.candidates),
+      keys_(static_cast<size_t>(options.candidates) * options.max_key_bytes),
+      heap_(options.candidates) {
+  // Load factor at most 1/2 keeps linear probing at about 1.5 probes for a hit.
+  const uint64_t buckets = std::bit_ceil(uint64_t{2} * options.candidates);
+  index_.assign(buckets, Bucket{0, kEmpty});
+  index_mask_ = buckets - 1;
+}
+
+void HeavyHitters::Advance(absl::Time now) {
+  if (now <= now_) return;
+  now_ = now;
+  if (std::isinf(half_life_s_)) return;
+  const double exponent = absl::ToDoubleSeconds(now_ - landmark_) / half_life_s_;
+  if (exponent > kRescaleExponent) {
+    Rescale();
+  } else {
+    factor_ = std::exp2(exponent);
+  }
+}
+
+void HeavyHitters::Rescale() {
+  // Move the landmark to now: every stored value is divided by 2^((now - L)/h). Values that
+  // underflow to zero are weights that have decayed below 2^-1000 of a fresh event.
+  const double exponent = absl::ToDoubleSeconds(now_ - landmark_) / half_life_s_;
+  const double scale = std::exp2(-exponent);
+  cms_.Scale(static_cast<float>(scale));
+  for (double& t : total_) t *= scale;
+  for (uint32_t i = 0; i < size_; ++i) {
+    Entry& e = entries_[heap_[i].slot];
+    e.upper *= scale;
+    for (double& w : e.weight) w *= scale;
+    heap_[i].upper = e.upper;  // uniform scaling keeps the heap order
+  }
+  landmark_ = now_;
+  factor_ = 1.0;
+}
+
+double HeavyHitters::DecayedWindowSeconds() const {
+  const double age = absl::ToDoubleSeconds(now_ - start_);
+  if (std::isinf(half_life_s_)) return age;
+  // Integral over [start, now] of 2^-((now - t)/h) dt = (h / ln 2) * (1 - 2^-(age/h)).
+  return half_life_s_ / std::numbers::ln2 * -std::expm1(-age / half_life_s_ * std::numbers::ln2);
+}
+
+int32_t HeavyHitters::Find(uint64_t hash, std::string_view stored, bool truncated) const {
+  for (uint64_t b = Home(hash, index_mask_);; b = (b + 1) & index_mask_) {
+    const Bucket& bucket = index_[b];
+    if (bucket.slot == kEmpty) return kEmpty;
+    if (bucket.hash == hash) {
+      const Entry& e = entries_[bucket.slot];
+      if (e.key_len == stored.size() && e.truncated == truncated &&
+          std::memcmp(&keys_[static_cast<size_t>(bucket.slot) * options_.max_key_bytes],
+                      stored.data(), stored.size()) == 0) {
+        return bucket.slot;
+      }
+    }
+  }
+}
+
+void HeavyHitters::IndexInsert(uint64_t hash, uint32_t slot) {
+  uint64_t b = Home(hash, index_mask_);
+  while (index_[b].slot != kEmpty) b = (b + 1) & index_mask_;
+  index_[b] = Bucket{hash, static_cast<int32_t>(slot)};
+}
+
+void HeavyHitters::IndexErase(uint64_t hash, uint32_t slot) {
+  uint64_t i = Home(hash, index_mask_);
+  while (index_[i].slot != static_cast<int32_t>(slot)) i = (i + 1) & index_mask_;
+  // Backward-shift deletion: pull later members of the probe run into the hole, so lookups
+  // never need tombstones.
+  for (uint64_t j = (i + 1) & index_mask_; index_[j].slot != kEmpty; j = (j + 1) & index_mask_) {
+    const uint64_t home = Home(index_[j].hash, index_mask_);
+    // Bucket j may move to i only if its home is not cyclically inside (i, j].
+    const bool home_in_range = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+    if (home_in_range) continue;
+    index_[i] = index_[j];
+    i = j;
+  }
+  index_[i].slot = kEmpty;
+}
+
+void HeavyHitters::SiftDown(uint32_t pos) {
+  HeapNode node = heap_[pos];
+  for (;;) {
+    uint32_t child = 2 * pos + 1;
+    if (child >= size_) break;
+    if (child + 1 < size_ && heap_[child + 1].upper < heap_[child].upper) ++child;
+    if (heap_[child].upper >= node.upper) break;
+    heap_[pos] = heap_[child];
+    entries_[heap_[pos].slot].heap_pos = pos;
+    pos = child;
+  }
+  heap_[pos] = node;
+  entries_[node.slot].heap_pos = pos;
+}
+
+void HeavyHitters::SiftUp(uint32_t pos) {
+  HeapNode node = heap_[pos];
+  while (pos > 0) {
+    const uint32_t parent = (pos - 1) / 2;
+    if (heap_[parent].upper <= node.upper) break;
+    heap_[pos] = heap_[parent];
+    entries_[heap_[pos].slot].heap_pos = pos;
+    pos = parent;
+  }
+  heap_[pos] = node;
+  entries_[node.slot].heap_pos = pos;
+}
+
+void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated) {
+  std::memcpy(&keys_[static_cast<size_t>(slot) * options_.max_key_bytes], stored.data(),
+              stored.size());
+  entries_[slot].key_len = static_cast<uint32_t>(stored.size());
+  entries_[slot].truncated = truncated;
+}
+
+void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight) {
+  assert(weight > 0 && std::isfinite(weight));
+  const int o = static_cast<int>(op);
+  const double w = weight * factor_;
+  total_[o] += w;
+  raw_total_[o] += weight;
+
+  const bool truncated = key.size() > options_.max_key_bytes;
+  const std::string_view stored = truncated ? key.substr(0, options_.max_key_bytes) : key;
+  const int32_t slot = Find(hash, stored, truncated);
+  if (slot != kEmpty) {
+    Entry& e = entries_[slot];
+    e.upper += w;
+    e.weight[o] += w;
+    e.raw[o] += weight;
+    heap_[e.heap_pos].upper = e.upper;
+    SiftDown(e.heap_pos);
+    return;
+  }
+  const float estimate = cms_.Update(hash, static_cast<float>(w));
+  if (size_ < options_.candidates || estimate > heap_[0].upper) {
+    Admit(hash, stored, truncated, op, w, weight, estimate);
+  }
+}
+
+void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated, Op op,
+                         double weight, double raw, float estimate) {
+  uint32_t slot;
+  uint32_t pos;
+  if (size_ < options_.candidates) {
+    slot = size_;
+    pos = size_++;
+  } else {
+    // Evict the weakest entry; its upper bound goes back into the sketch so that the
+    // sketch's estimate for it stays >= its true weight.
+    slot = heap_[0].slot;
+    pos = 0;
+    const Entry& old = entries_[slot];
+    cms_.RaiseTo(old.hash, static_cast<float>(old.upper));
+    IndexErase(old.hash, slot);
+  }
+  Entry& e = entries_[slot];
+  e.hash = hash;
+  // The sketch's estimate already includes this event; never report less than was seen.
+  e.upper = std::max<double>(estimate, weight);
+  e.weight[0] = e.weight[1] = 0;
+  e.raw[0] = e.raw[1] = 0;
+  e.weight[static_cast<int>(op)] = weight;
+  e.raw[static_cast<int>(op)] = raw;
+  e.admitted_ns = ToNanos(now_);
+  SetKey(slot, stored, truncated);
+  IndexInsert(hash, slot);
+  heap_[pos] = HeapNode{e.upper, slot};
+  e.heap_pos = pos;
+  SiftDown(pos);
+}
+
+double HeavyHitters::UpperStored(uint64_t hash, std::string_view key, int32_t* slot) const {
+  const bool truncated = key.size() > options_.max_key_bytes;
+  *slot = Find(hash, truncated ? key.substr(0, options_.max_key_bytes) : key, truncated);
+  if (*slot != kEmpty) return entries_[*slot].upper;
+  return cms_.Estimate(hash);
+}
+
+double HeavyHitters::UpperBound(std::string_view key) const {
+  int32_t slot;
+  return UpperStored(HashKey(key, options_.seed), key, &slot) / factor_;
+}
+
+double HeavyHitters::LowerBound(std::string_view key) const {
+  int32_t slot;
+  UpperStored(HashKey(key, options_.seed), key, &slot);
+  if (slot == kEmpty) return 0;
+  const Entry& e = entries_[slot];
+  return (e.weight[0] + e.weight[1]) / factor_;
+}
+
+HeavyHitter HeavyHitters::Report(uint32_t slot) const {
+  const Entry& e = entries_[slot];
+  HeavyHitter h;
+  h.key = std::string(StoredKey(slot));
+  h.truncated = e.truncated;
+  h.hash = e.hash;
+  h.estimate = e.upper / factor_;
+  for (int o = 0; o < kNumOps; ++o) {
+    h.weight[o] = e.weight[o] / factor_;
+    h.raw_weight[o] = e.raw[o];
+  }
+  h.lower_bound = h.weight[0] + h.weight[1];
+  h.admitted = absl::FromUnixNanos(e.admitted_ns);
+  return h;
+}
+
+std::vector<HeavyHitter> HeavyHitters::TopK(size_t n) const {
+  std::vector<HeapNode> nodes(heap_.begin(), heap_.begin() + size_);
+  n = std::min<size_t>(n, nodes.size());
+  auto heavier = [](const HeapNode& a, const HeapNode& b) {
+    return a.upper != b.upper ? a.upper > b.upper : a.slot < b.slot;
+  };
+  std::partial_sort(nodes.begin(), nodes.begin() + n, nodes.end(), heavier);
+  std::vector<HeavyHitter> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(Report(nodes[i].slot));
+  return out;
+}
+
+size_t HeavyHitters::MemoryBytes() const {
+  return sizeof(*this) + cms_.bytes() + entries_.capacity() * sizeof(Entry) + keys_.capacity() +
+         heap_.capacity() * sizeof(HeapNode) + index_.capacity() * sizeof(Bucket);
+}
+
+absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
+  const HeavyHittersOptions& a = options_;
+  const HeavyHittersOptions& b = other.options_;
+  if (a.candidates != b.candidates || a.max_key_bytes != b.max_key_bytes ||
+      a.half_life != b.half_life || a.seed != b.seed || cms_.width() != other.cms_.width() ||
+      cms_.depth() != other.cms_.depth()) {
+    return absl::InvalidArgumentError(
+        "cannot merge heavy-hitter trackers of different options or seeds");
+  }
+  // Bring both to the later clock, then express the other's values against our landmark:
+  // a stored value S at landmark L' is S * 2^((L' - L)/h) at landmark L.
+  Advance(other.now_);
+  double scale = 1.0;
+  if (!std::isinf(half_life_s_)) {
+    scale = std::exp2(absl::ToDoubleSeconds(other.landmark_ - landmark_) / half_life_s_);
+  }
+
+  // Candidates from both tables, with both sides' bounds read before the sketches merge.
+  struct Merged {
+    uint64_t hash;
+    std::string key;
+    bool truncated;
+    double upper;
+    double weight[kNumOps];
+    double raw[kNumOps];
+    int64_t admitted_ns;
+  };
+  std::vector<Merged> merged;
+  merged.reserve(size_ + other.size_);
+  for (uint32_t i = 0; i < size_; ++i) {
+    const uint32_t slot = heap_[i].slot;
+    const Entry& e = entries_[slot];
+    Merged m{e.hash, std::string(StoredKey(slot)), e.truncated, e.upper, {}, {}, e.admitted_ns};
+    int32_t other_slot = other.Find(e.hash, m.key, e.truncated);
+    if (other_slot != kEmpty) {
+      const Entry& o = other.entries_[other_slot];
+      m.upper += o.upper * scale;
+      for (int k = 0; k < kNumOps; ++k) {
+        m.weight[k] = e.weight[k] + o.weight[k] * scale;
+        m.raw[k] = e.raw[k] + o.raw[k];
+      }
+      m.admitted_ns = std::min(e.admitted_ns, o.admitted_ns);
+    } else {
+      m.upper += other.cms_.Estimate(e.hash) * scale;
+      for (int k = 0; k < kNumOps; ++k) {
+        m.weight[k] = e.weight[k];
+        m.raw[k] = e.raw[k];
+      }
+    }
+    merged.push_back(std::move(m));
+  }
+  for (uint32_t i = 0; i < other.size_; ++i) {
+    const uint32_t slot = other.heap_[i].slot;
+    const Entry& o = other.entries_[slot];
+    const std::string_view key = other.StoredKey(slot);
+    if (Find(o.hash, key, o.truncated) != kEmpty) continue;  // merged above
+    Merged m{o.hash, std::string(key), o.truncated,
+             o.upper * scale + cms_.Estimate(o.hash), {}, {}, o.admitted_ns};
+    for (int k = 0; k < kNumOps; ++k) {
+      m.weight[k] = o.weight[k] * scale;
+      m.raw[k] = o.raw[k];
+    }
+    merged.push_back(std::move(m));
+  }
+
+  if (absl::Status s = cms_.Merge(other.cms_, static_cast<float>(scale)); !s.ok()) return s;
+  for (int k = 0; k < kNumOps; ++k) {
+    total_[k] += other.total_[k] * scale;
+    raw_total_[k] += other.raw_total_[k];
+  }
+
+  // Keep the heaviest; hand the rest back to the sketch as upper bounds.
+  std::sort(merged.begin(), merged.end(),
+            [](const Merged& x, const Merged& y) { return x.upper > y.upper; });
+  const size_t keep = std::min<size_t>(merged.size(), options_.candidates);
+  for (size_t i = keep; i < merged.size(); ++i) {
+    cms_.RaiseTo(merged[i].hash, static_cast<float>(merged[i].upper));
+  }
+  std::fill(index_.begin(), index_.end(), Bucket{0, kEmpty});
+  size_ = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    const Merged& m = merged[i];
+    const uint32_t slot = size_++;
+    Entry& e = entries_[slot];
+    e.hash = m.hash;
+    e.upper = m.upper;
+    for (int k = 0; k < kNumOps; ++k) {
+      e.weight[k] = m.weight[k];
+      e.raw[k] = m.raw[k];
+    }
+    e.admitted_ns = m.admitted_ns;
+    SetKey(slot, m.key, m.truncated);
+    IndexInsert(m.hash, slot);
+    heap_[slot] = HeapNode{m.upper, slot};
+    e.heap_pos = slot;
+  }
+  for (uint32_t i = size_ / 2; i-- > 0;) SiftDown(i);
+  return absl::OkStatus();
+}
+
+// Layout (after the common magic/version header, all little-endian):
+//   u32 candidates | u32 max_key_bytes | u32 sketch_depth | u64 sketch_bytes | i64 half_life_ns
+//     (-1: no decay) | u64 seed | i64 start_ns | i64 landmark_ns | i64 now_ns
+//   f64 total[2] | f64 raw_total[2]
+//   u32 cms_width | f32 counters[width * depth]
+//   u32 entries, then per entry:
+//     u64 hash | f64 upper | f64 weight[2] | f64 raw[2] | i64 admitted_ns | u8 truncated
+//     | u32 key_len | key bytes
+//   u64 checksum
+std::string HeavyHitters::Serialize() const {
+  internal::ByteWriter w(kMagic, kVersion);
+  w.U32(options_.candidates);
+  w.U32(options_.max_key_bytes);
+  w.U32(options_.sketch_depth);
+  w.U64(options_.sketch_bytes);
+  w.I64(options_.half_life == absl::InfiniteDuration()
+            ? -1
+            : absl::ToInt64Nanoseconds(options_.half_life));
+  w.U64(options_.seed);
+  w.I64(ToNanos(start_));
+  w.I64(ToNanos(landmark_));
+  w.I64(ToNanos(now_));
+  for (double t : total_) w.F64(t);
+  for (double t : raw_total_) w.F64(t);
+  w.U32(cms_.width());
+  for (float c : cms_.counters()) w.F32(c);
+  w.U32(size_);
+  for (uint32_t i = 0; i < size_; ++i) {
+    const uint32_t slot = heap_[i].slot;
+    const Entry& e = entries_[slot];
+    w.U64(e.hash);
+    w.F64(e.upper);
+    for (double v : e.weight) w.F64(v);
+    for (double v : e.raw) w.F64(v);
+    w.I64(e.admitted_ns);
+    w.U8(e.truncated ? 1 : 0);
+    w.U32(e.key_len);
+    w.Bytes(StoredKey(slot));
+  }
+  return std::move(w).Finish();
+}
+
+absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
+  internal::ByteReader r;
+  if (absl::Status s = internal::ByteReader::Open(bytes, kMagic, kVersion, &r); !s.ok()) {
+    return s;
+  }
+  auto corrupt = [](absl::string_view what) {
+    return absl::DataLossError(absl::StrCat("heavy hitters: ", what));
+  };
+  HeavyHittersOptions o;
+  uint64_t sketch_bytes;
+  int64_t half_life_ns, start_ns, landmark_ns, now_ns;
+  if (!r.U32(&o.candidates) || !r.U32(&o.max_key_bytes) || !r.U32(&o.sketch_depth) ||
+      !r.U64(&sketch_bytes) || !r.I64(&half_life_ns) || !r.U64(&o.seed) || !r.I64(&start_ns) ||
+      !r.I64(&landmark_ns) || !r.I64(&now_ns)) {
+    return corrupt("short header");
+  }
+  o.sketch_bytes = sketch_bytes;
+  o.half_life =
+      half_life_ns == -1 ? absl::InfiniteDuration() : absl::Nanoseconds(half_life_ns);
+  if (sketch_bytes > (uint64_t{1} << 32)) return corrupt("sketch budget out of range");
+  if (absl::Status s = o.Validate(); !s.ok()) return corrupt(s.message());
+  absl::StatusOr<HeavyHitters> hh = Create(o, absl::FromUnixNanos(start_ns));
+  if (!hh.ok()) return corrupt(hh.status().message());
+  if (!(start_ns <= landmark_ns && landmark_ns <= now_ns)) return corrupt("clock out of order");
+  hh->landmark_ = absl::FromUnixNanos(landmark_ns);
+  hh->now_ = hh->landmark_;
+  hh->Advance(absl::FromUnixNanos(now_ns));
+  for (double& t : hh->total_) {
+    if (!r.F64(&t) || !Finite(t)) return corrupt("bad total");
+  }
+  for (double& t : hh->raw_total_) {
+    if (!r.F64(&t) || !Finite(t)) return corrupt("bad raw total");
+  }
+  uint32_t width;
+  if (!r.U32(&width) || width != hh->cms_.width()) return corrupt("sketch width mismatch");
+  for (float& c : hh->cms_.counters_) {
+    if (!r.F32(&c) || !(c >= 0) || !std::isfinite(c)) return corrupt("bad sketch counter");
+  }
+  uint32_t n;
+  if (!r.U32(&n) || n > o.candidates) return corrupt("bad entry count");
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t hash;
+    double upper, weight[kNumOps], raw[kNumOps];
+    int64_t admitted_ns;
+    uint8_t truncated;
+    uint32_t key_len;
+    std::string_view key;
+    if (!r.U64(&hash) || !r.F64(&upper) || !r.F64(&weight[0]) || !r.F64(&weight[1]) ||
+        !r.F64(&raw[0]) || !r.F64(&raw[1]) || !r.I64(&admitted_ns) || !r.U8(&truncated) ||
+        !r.U32(&key_len) || key_len > o.max_key_bytes || !r.Bytes(key_len, &key)) {
+      return corrupt("short or malformed entry");
+    }
+    if (!Finite(upper) || !Finite(weight[0]) || !Finite(weight[1]) || !Finite(raw[0]) ||
+        !Finite(raw[1]) || upper < weight[0] + weight[1] || truncated > 1) {
+      return corrupt("entry values out of range");
+    }
+    if (!truncated && HashKey(key, o.seed) != hash) return corrupt("entry hash mismatch");
+    if (truncated && key_len != o.max_key_bytes) return corrupt("truncated key of wrong size");
+    if (hh->Find(hash, key, truncated) != kEmpty) return corrupt("duplicate entry");
+    const uint32_t slot = hh->size_++;
+    Entry& e = hh->entries_[slot];
+    e.hash = hash;
+    e.upper = upper;
+    for (int k = 0; k < kNumOps; ++k) {
+      e.weight[k] = weight[k];
+      e.raw[k] = raw[k];
+    }
+    e.admitted_ns = admitted_ns;
+    hh->SetKey(slot, key, truncated != 0);
+    hh->IndexInsert(hash, slot);
+    hh->heap_[slot] = HeapNode{upper, slot};
+    e.heap_pos = slot;
+  }
+  if (r.remaining() != 0) return corrupt("trailing bytes");
+  for (uint32_t i = hh->size_ / 2; i-- > 0;) hh->SiftDown(i);
+  return hh;
+}
+
+}  // namespace hotkey::sketch

@@ -1,0 +1,213 @@
+// HeavyHitters: the top keys by share of recent traffic, in fixed memory.
+//
+// Two levels, filter first (the Augmented Sketch of Roy, Khan & Alonso, SIGMOD 2016):
+//   * a table of `candidates` keys (about 2K for a top-K) holding each key's bytes, an upper
+//     bound on its weight, and the weight seen since it was admitted (a lower bound), split
+//     by op (read/write); an open-addressing index by hash finds a key in one or two probes,
+//     and a min-heap by upper bound finds the weakest entry;
+//   * a count-min sketch (count_min.h) for every other key.
+// A hit updates the entry and skips the sketch; on the Zipf-like streams of real traffic
+// most events are hits, which is why this beats a sketch-then-heap design. A miss goes
+// through the sketch and the key is admitted when its estimate beats the weakest entry; the
+// evicted entry's upper bound is written back to the sketch (RaiseTo), so for every key
+//   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),
+// and for a key outside the table UpperBound(k) - true(k) <= epsilon * Total() with
+// probability >= 1 - delta (the count-min bound). A key in the table has
+// UpperBound - LowerBound = its estimate when it was admitted, which is small for keys
+// that were heavy from the start.
+//
+// Time decay: exponential, with half-life h, by forward decay (Cormode, Shkapenyuk,
+// Srivastava & Xu, "Forward Decay", ICDE 2009). An event at time t adds w * 2^((t - L)/h)
+// against a landmark L, so old weight never has to be touched; every reported figure is
+// divided by 2^((now - L)/h). When the factor passes 2^kRescaleExponent every counter is
+// scaled down and L moves to now: O(memory) once per kRescaleExponent half-lives, O(1) per
+// update otherwise. A key's weight then means "its weight over roughly the last half-life",
+// and its share is weight / Total(). Time only moves through Advance(): the caller's clock,
+// read once per batch, never a global.
+//
+// Memory: fixed at Create(), whatever the number of distinct keys: MemoryBytes().
+// Keys are arbitrary bytes. A key longer than `max_key_bytes` is stored as its first
+// max_key_bytes bytes plus its 64-bit hash (HeavyHitter::truncated), not rejected.
+//
+// Thread-compatible, not thread-safe: one writer. Give each thread its own instance and
+// Merge() them (same options and seed) to combine.
+
+#ifndef HOTKEY_SKETCH_HEAVY_HITTERS_H_
+#define HOTKEY_SKETCH_HEAVY_HITTERS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hotkey/sketch/count_min.h"
+#include "hotkey/sketch/hash.h"
+
+namespace hotkey::sketch {
+
+enum class Op : uint8_t { kRead = 0, kWrite = 1 };
+inline constexpr int kNumOps = 2;
+
+struct HeavyHittersOptions {
+  // Table slots: how many keys are tracked exactly. For a reliable top-K use about 2K.
+  uint32_t candidates = 200;
+  // Count-min budget in bytes, and its rows (delta = e^-depth).
+  size_t sketch_bytes = 32 * 1024;
+  uint32_t sketch_depth = 4;
+  // Bytes of a key kept in the table; longer keys are kept truncated, plus their hash.
+  uint32_t max_key_bytes = 64;
+  // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
+  absl::Duration half_life = absl::Seconds(10);
+  // Hash seed: sketches merge only with the same seed.
+  uint64_t seed = kDefaultSeed;
+
+  absl::Status Validate() const;
+};
+
+// One tracked key, as reported by TopK(). Weights are decayed to the time of the last
+// Advance() unless named raw.
+struct HeavyHitter {
+  std::string key;         // the stored bytes: the whole key, or its prefix if truncated
+  bool truncated = false;  // the key was longer than max_key_bytes
+  uint64_t hash = 0;
+  double estimate = 0;     // upper bound on the key's decayed weight
+  double lower_bound = 0;  // decayed weight seen since admission
+  double weight[kNumOps] = {0, 0};      // decayed weight since admission, by op
+  double raw_weight[kNumOps] = {0, 0};  // undecayed weight since admission, by op
+  absl::Time admitted;                  // when the key entered the table
+};
+
+class HeavyHitters {
+ public:
+  // Bound on a serialised tracker's table: protects Deserialize from absurd sizes.
+  static constexpr uint32_t kMaxCandidates = 1u << 20;
+  static constexpr uint32_t kMaxKeyBytes = 1u << 16;
+  // Rescale when the decay factor passes 2^40: far below float's 2^127 limit, and rare
+  // (once per 40 half-lives).
+  static constexpr double kRescaleExponent = 40;
+
+  // A tracker whose clock starts at `now`.
+  static absl::StatusOr<HeavyHitters> Create(const HeavyHittersOptions& options,
+                                             absl::Time now);
+
+  HeavyHitters(HeavyHitters&&) = default;
+  HeavyHitters& operator=(HeavyHitters&&) = default;
+  HeavyHitters(const HeavyHitters&) = default;
+  HeavyHitters& operator=(const HeavyHitters&) = default;
+
+  // Moves the clock to `now`: later updates count as happening then. A `now` earlier than
+  // the clock is ignored (time never runs backwards inside the tracker).
+  void Advance(absl::Time now);
+
+  // Counts one event of `weight` (> 0, finite) for `key`. No allocation, no exceptions.
+  void Update(std::string_view key, Op op, double weight = 1.0) {
+    UpdateHashed(HashKey(key, options_.seed), key, op, weight);
+  }
+  // The same with the key's hash already computed (HashKey(key, options().seed)).
+  void UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight);
+
+  // Decayed weight of `key`: Estimate = UpperBound >= true >= LowerBound (see above).
+  double Estimate(std::string_view key) const { return UpperBound(key); }
+  double UpperBound(std::string_view key) const;
+  double LowerBound(std::string_view key) const;
+
+  // Decayed weight of all events, and by op.
+  double Total() const { return (total_[0] + total_[1]) / factor_; }
+  double Total(Op op) const { return total_[static_cast<int>(op)] / factor_; }
+  // Undecayed weight of all events ever counted, by op.
+  double RawTotal(Op op) const { return raw_total_[static_cast<int>(op)]; }
+
+  // The additive error bound for keys outside the table: epsilon * Total(), which holds
+  // with probability >= 1 - delta.
+  double ErrorBound() const { return cms_.epsilon() * Total(); }
+
+  // How many seconds of steady traffic the decayed weights represent now: a key at a steady
+  // r events/s has weight r * DecayedWindowSeconds(). The integral of 2^-(now - t)/h over
+  // the tracker's life, so it is right from the first second, not only after many half-lives.
+  double DecayedWindowSeconds() const;
+
+  // The `n` heaviest tracked keys by Estimate(), heaviest first. Allocates; not for the
+  // per-event path.
+  std::vector<HeavyHitter> TopK(size_t n) const;
+  size_t size() const { return size_; }
+
+  // Adds `other` (same options, else an error) into this tracker. The result tracks the
+  // union of both tables' keys, keeping the heaviest, and its bounds still hold.
+  absl::Status Merge(const HeavyHitters& other);
+
+  // A versioned, checksummed byte string; Deserialize() returns an error for any buffer
+  // that is truncated, corrupt, or of another version, never undefined behaviour.
+  std::string Serialize() const;
+  static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes);
+
+  // Bytes of memory held, fixed at Create().
+  size_t MemoryBytes() const;
+  const HeavyHittersOptions& options() const { return options_; }
+  absl::Time now() const { return now_; }
+
+ private:
+  struct Entry {
+    uint64_t hash;
+    double upper;            // upper bound, forward-decayed units
+    double weight[kNumOps];  // since admission, forward-decayed units
+    double raw[kNumOps];     // since admission, undecayed
+    int64_t admitted_ns;
+    uint32_t heap_pos;
+    uint32_t key_len;  // stored bytes (<= max_key_bytes)
+    bool truncated;
+  };
+  struct HeapNode {
+    double upper;
+    uint32_t slot;
+  };
+  static constexpr int32_t kEmpty = -1;
+
+  HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cms, absl::Time now);
+
+  // Index of the slot holding the key, or kEmpty. `stored` is the key cut to max_key_bytes.
+  int32_t Find(uint64_t hash, std::string_view stored, bool truncated) const;
+  void IndexInsert(uint64_t hash, uint32_t slot);
+  void IndexErase(uint64_t hash, uint32_t slot);
+  void SiftDown(uint32_t pos);
+  void SiftUp(uint32_t pos);
+  void SetKey(uint32_t slot, std::string_view stored, bool truncated);
+  std::string_view StoredKey(uint32_t slot) const {
+    return {&keys_[static_cast<size_t>(slot) * options_.max_key_bytes], entries_[slot].key_len};
+  }
+  // Admits a new key into a free slot, or evicts the weakest entry, writing it back.
+  void Admit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight,
+             double raw, float estimate);
+  void Rescale();
+  HeavyHitter Report(uint32_t slot) const;
+  // The stored weight of `key` in forward-decayed units, and whether it is in the table.
+  double UpperStored(uint64_t hash, std::string_view key, int32_t* slot) const;
+
+  HeavyHittersOptions options_;
+  CountMinSketch cms_;
+  double half_life_s_;      // +inf when decay is off
+  absl::Time start_;        // creation time, for DecayedWindowSeconds()
+  absl::Time landmark_;     // L
+  absl::Time now_;          // the clock
+  double factor_ = 1.0;     // 2^((now - L)/h): the weight of an event now
+  double total_[kNumOps] = {0, 0};      // forward-decayed units
+  double raw_total_[kNumOps] = {0, 0};  // undecayed
+
+  uint32_t size_ = 0;                 // slots in use: 0..candidates
+  std::vector<Entry> entries_;        // `candidates` slots
+  std::vector<char> keys_;            // candidates * max_key_bytes key bytes
+  std::vector<HeapNode> heap_;        // size_ nodes, min-heap by upper
+  struct Bucket {
+    uint64_t hash;
+    int32_t slot;  // kEmpty when free
+  };
+  std::vector<Bucket> index_;  // open addressing, linear probing, load <= 1/2
+  uint64_t index_mask_;
+};
+
+}  // namespace hotkey::sketch
+
+#endif  // HOTKEY_SKETCH_HEAVY_HITTERS_H_
