@@ -1,0 +1,50 @@
+// Command-line flags in the Prometheus exporter style (`--web.listen-address=:10110`).
+//
+// Abseil flags cannot be used: their names must be C++ identifiers, and users of exporters
+// expect dotted, dashed names. This is a small table-driven parser instead: each flag has
+// a name, a help line, a setter into DaemonOptions and a getter that prints its default,
+// so the usage text always shows the real defaults (the DaemonOptions initialisers).
+//
+// Accepted forms: `--name=value`, `--name value`; for the boolean --demo also `--demo`
+// (true) and `--demo=false`. `-h`/`--help` and `--version` stop parsing. Unknown flags,
+// missing or bad values, positional arguments and out-of-range options are errors whose
+// message names the flag. The last occurrence of a repeated flag wins.
+//
+// Only `main` calls ParseFlags; components receive the options structs.
+// Pure functions (no I/O, no globals); thread-safe.
+
+#ifndef HOTKEY_CONFIG_FLAGS_H_
+#define HOTKEY_CONFIG_FLAGS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "hotkey/config/options.h"
+
+namespace hotkey::config {
+
+struct FlagsResult {
+  enum class Action {
+    kRun,           // start the daemon with `options`
+    kPrintHelp,     // print `text` (the usage) to stdout and exit 0
+    kPrintVersion,  // print `text` (the version) to stdout and exit 0
+  };
+  Action action = Action::kRun;
+  // Validated when action is kRun. The rules file (config_file) is not read here: main
+  // calls LoadRulesFile (rules_file.h) with ReloadableFrom(options) as its base.
+  DaemonOptions options;
+  std::string text;
+};
+
+// Parses argv[1..argc). `char**` converts implicitly.
+absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv);
+
+// The --help text: every flag with its default and help line.
+std::string UsageText();
+
+// The --version text: "hotkeyd, version 0.1.0 (g++ 12.2.0)".
+std::string VersionText();
+
+}  // namespace hotkey::config
+
+#endif  // HOTKEY_CONFIG_FLAGS_H_

@@ -1,0 +1,184 @@
+// Options structs: everything hotkeyd can be told, as plain validated values.
+//
+// Each component takes its options struct by value in its constructor and keeps it const;
+// only `main` builds them (from flags, see flags.h, then the rules file, see rules_file.h).
+// Defaults here are the documented defaults: the usage text prints them from these
+// initialisers, so the two cannot disagree.
+//
+// Every struct has `Validate()`, which returns the first problem found, naming the setting
+// and the allowed range; a validated struct needs no further checks by its user.
+//
+// Plain values; thread-compatible (const access from many threads is safe).
+
+#ifndef HOTKEY_CONFIG_OPTIONS_H_
+#define HOTKEY_CONFIG_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "hotkey/model/shard_model.h"
+
+namespace hotkey::config {
+
+// The UDP ingest side (daemon receivers).
+struct UdpOptions {
+  // host:port, [v6-host]:port or :port (all interfaces). Port 0 asks the kernel for one.
+  std::string listen_address = "127.0.0.1:10111";
+  // Receiver threads, each with its own SO_REUSEPORT socket and Tracker; in [1, 64].
+  int receivers = 1;
+  // SO_RCVBUF requested per socket; the kernel caps it at net.core.rmem_max.
+  // In [4 KiB, 1 GiB]: 16 MiB holds ~0.2 s of 1 Gbit/s of datagrams, riding out scrapes.
+  size_t read_buffer_bytes = size_t{16} << 20;
+  // Datagrams per recvmmsg call; in [1, 1024] (the kernel's UIO_MAXIOV).
+  int batch = 64;
+  // Events whose key is longer are rejected (reason key_too_long); in [1, 65507], the
+  // largest UDP payload.
+  size_t max_key_bytes = 1024;
+  // Source networks allowed to send, as CIDRs ("10.0.0.0/8", "::1/128", or a bare
+  // address); empty allows every source. Compile them with ParseCidr (values.h).
+  std::vector<std::string> allowed_sources;
+
+  absl::Status Validate() const;
+};
+
+// The HTTP server.
+struct WebOptions {
+  std::string listen_address = ":10110";
+  // Path of the Prometheus endpoint: starts with '/', is not "/" and is not under the
+  // paths the server itself uses ("/-/", "/api/").
+  std::string telemetry_path = "/metrics";
+
+  absl::Status Validate() const;
+};
+
+// The per-receiver Tracker (sketch + decaying top-K) and its publishing.
+struct TrackOptions {
+  // Exponential decay half-life of key weights: a share means "share of the traffic over
+  // roughly the last half-life". In [1ms, 24h].
+  absl::Duration half_life = absl::Seconds(1);
+  // How often trackers publish a merged snapshot; in [10ms, 1h]. Below 10 ms the merge
+  // cost dominates the receivers' CPU.
+  absl::Duration publish_interval = absl::Milliseconds(250);
+  // Window of the exported ops/s rates; at least publish_interval, at most 1h.
+  absl::Duration rate_window = absl::Seconds(5);
+  // Top-K table slots per receiver (the keys tracked exactly); in [1, 1048576].
+  uint32_t candidates = 128;
+  // Memory of the count-min sketch per receiver; in [1 KiB, 1 GiB].
+  size_t sketch_bytes = size_t{32} << 10;
+  // Key bytes stored per candidate; a longer key is kept truncated plus its hash, so two
+  // long keys with one prefix stay distinct. In [16, 65536]: below 16 the hash
+  // suffix leaves no room for a readable prefix.
+  uint32_t stored_key_bytes = 128;
+
+  absl::Status Validate() const;
+};
+
+// How keys appear as label values.
+enum class KeyLabelMode {
+  kRaw,     // the key, made valid UTF-8 and cut to label_max_bytes
+  kHash,    // a hex hash of the key only (keys may be user ids)
+  kPrefix,  // the key up to its last ':' (or its first label_max_bytes bytes) plus a hash
+};
+
+// "raw", "hash", "prefix": the values of --key.label and export.key_label.
+std::string_view KeyLabelModeName(KeyLabelMode mode);
+
+// Which keys reach /metrics, and how they are labelled.
+struct ExportOptions {
+  // Keys exported per snapshot, largest share first; in [1, 1000]. At most
+  // TrackOptions::candidates keys exist to export.
+  uint32_t top_k = 10;
+  // A key enters the exported set at this share of the shard's traffic; in (0, 1].
+  double min_share = 0.01;
+  // A key leaves the exported set when its share falls below
+  // min_share * (1 - hysteresis), so label sets do not churn; in [0, 1).
+  double hysteresis = 0.2;
+  KeyLabelMode label = KeyLabelMode::kRaw;
+  // Upper bound on a key label's length in bytes; in [16, 16384].
+  size_t label_max_bytes = 128;
+
+  absl::Status Validate() const;
+};
+
+// One per-pattern threshold of the rules file.
+struct ThresholdRule {
+  enum Kind {
+    kPrefix,  // the key starts with `pattern`
+    kGlob,    // `pattern` matches the whole key: `*` any bytes, `?` one byte, `[a-z]`,
+              // `[!a-z]` / `[^a-z]` a byte class, `\c` the byte c itself
+  };
+  Kind kind = kPrefix;
+  std::string pattern;  // not empty; bytes, compared unsigned
+  double share = 0.0;   // the key's threshold, in (0, 1]; unused when `ignore`
+  bool ignore = false;  // keys matching are never hot
+
+  // True if `key` matches. No allocation; a glob costs O(|pattern| * |key|) at worst.
+  bool Matches(std::string_view key) const;
+  absl::Status Validate() const;
+};
+
+// When a key is hot.
+struct AlertOptions {
+  // Share of the shard's traffic above which a key is hot, unless a rule says otherwise;
+  // in (0, 1].
+  double default_threshold = 0.10;
+  // A key must stay above its threshold this long before it is reported hot; in [0, 1h].
+  absl::Duration min_dwell = absl::Milliseconds(250);
+  // A hot key cools when its share < threshold * (1 - hysteresis); in [0, 1).
+  double hysteresis = 0.2;
+  // Idle guard: no key is hot while the shard serves fewer ops/s than this; >= 0.
+  double min_ops_per_second = 0;
+  // Tried in order; the first matching rule wins. At most kMaxRules.
+  std::vector<ThresholdRule> rules;
+
+  // Every rule is tried for every tracked key at every publish; 1024 rules by 128
+  // candidates by 4 publishes/s stays under a millisecond of CPU per second.
+  static constexpr size_t kMaxRules = 1024;
+
+  // The threshold for `key` (arbitrary bytes): the first matching rule's share, +infinity
+  // if that rule says ignore, else default_threshold. No allocation.
+  double ThresholdFor(std::string_view key) const;
+  absl::Status Validate() const;
+};
+
+// Everything main needs. Built by ParseFlags (flags.h).
+struct DaemonOptions {
+  UdpOptions udp;
+  WebOptions web;
+  TrackOptions track;
+  ExportOptions exporter;
+  AlertOptions alert;
+  hotkey::model::Cluster cluster;
+  // The YAML rules file (rules_file.h), read at start and on every reload; empty = none.
+  std::string config_file;
+  // Generate Zipf-distributed demo traffic in-process instead of (besides) listening.
+  bool demo = false;
+  double demo_rate = 20000;  // demo events per second; in (0, 1e7]
+  std::string log_level = "info";  // debug | info | warn | error
+
+  // Validates every part.
+  absl::Status Validate() const;
+};
+
+// What a reload (SIGHUP, POST /-/reload) may change; the rest needs a restart.
+struct ReloadableOptions {
+  AlertOptions alert;
+  ExportOptions exporter;
+  hotkey::model::Cluster cluster;
+
+  absl::Status Validate() const;
+};
+
+// The reloadable part of `options`.
+ReloadableOptions ReloadableFrom(const DaemonOptions& options);
+// `options` with its reloadable part replaced by `reloadable`.
+DaemonOptions WithReloadable(DaemonOptions options, const ReloadableOptions& reloadable);
+
+}  // namespace hotkey::config
+
+#endif  // HOTKEY_CONFIG_OPTIONS_H_

@@ -1,0 +1,67 @@
+// The YAML rules file (--config.file): per-pattern thresholds, alert and export settings
+// and the cluster model, i.e. everything a reload may change (ReloadableOptions).
+//
+// Format (example with every key: config/example-rules.yml):
+//
+//   alert:
+//     share_threshold: 0.10      # default threshold, (0, 1]
+//     min_dwell: 250ms
+//     hysteresis: 0.2
+//     min_ops: 100               # idle guard: no key is hot on a shard below this ops/s
+//   thresholds:                  # first match wins
+//     - prefix: "session:"
+//       share: 0.25
+//     - glob: "user:*:profile"   # * any bytes, ? one byte, [a-z] [!a-z] classes, \c literal
+//       share: 0.05
+//     - glob: "healthcheck*"
+//       ignore: true
+//   export:
+//     top_k: 10
+//     min_share: 0.01
+//     hysteresis: 0.2
+//     key_label: raw             # raw | hash | prefix
+//     label_max_bytes: 128
+//   cluster:
+//     shards: 8
+//     capacity: 10000            # ops/s per shard
+//     app_servers: 50
+//     refresh: 1s
+//     replicas: 4
+//     split: 8
+//     target: 0.8
+//     order: [none, cache, replicate, split, split_cache]
+//
+// Every section and key is optional; what the file gives overrides `base`, and a list
+// given (thresholds, order) replaces the base's list. Pass the options from the flags as
+// `base` on every load, not the previous load's result, so that deleting a line from the
+// file brings back the flag's value.
+//
+// Strictness: unknown keys are errors (a typo must not pass silently), as are wrong types,
+// missing values and out-of-range values; messages carry the file's line number. Patterns
+// are bytes as YAML decodes them: a "\xff" escape in YAML is the UTF-8 of U+00FF, so match
+// non-UTF-8 bytes with '?' or a class.
+//
+// yaml-cpp exceptions are caught inside; these functions never throw. Thread-safe.
+
+#ifndef HOTKEY_CONFIG_RULES_FILE_H_
+#define HOTKEY_CONFIG_RULES_FILE_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "hotkey/config/options.h"
+
+namespace hotkey::config {
+
+// `base` overlaid with `yaml_text`, validated. Empty text (or only comments) gives `base`.
+absl::StatusOr<ReloadableOptions> ApplyRulesFile(std::string_view yaml_text,
+                                                 const ReloadableOptions& base);
+
+// Reads `path` and applies it; errors name the path.
+absl::StatusOr<ReloadableOptions> LoadRulesFile(const std::string& path,
+                                                const ReloadableOptions& base);
+
+}  // namespace hotkey::config
+
+#endif  // HOTKEY_CONFIG_RULES_FILE_H_

@@ -1,0 +1,207 @@
+// Validation and threshold lookup for the options structs; see options.h.
+
+#include "hotkey/config/options.h"
+
+#include <limits>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl_compat.h"
+#include "hotkey/config/values.h"
+
+namespace hotkey::config {
+namespace {
+
+using internal::Av;
+
+absl::Status OutOfRange(std::string_view what, std::string_view range, const auto& got) {
+  return absl::InvalidArgumentError(absl::StrCat(Av(what), " must be in ", Av(range), "; got ", got));
+}
+
+template <class T>
+bool InRange(T v, T lo, T hi) {
+  return lo <= v && v <= hi;
+}
+
+bool IsShare(double v) { return v > 0 && v <= 1; }
+bool IsHysteresis(double v) { return v >= 0 && v < 1; }
+
+// The model's messages name bare fields ("replicas must be ..."); say whose they are.
+absl::Status ValidateCluster(const hotkey::model::Cluster& cluster) {
+  absl::Status s = cluster.Validate();
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("cluster: ", s.message()));
+}
+
+}  // namespace
+
+absl::Status UdpOptions::Validate() const {
+  if (auto a = ParseListenAddress(listen_address); !a.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("udp: ", a.status().message()));
+  }
+  if (!InRange(receivers, 1, 64)) return OutOfRange("udp receivers", "[1, 64]", receivers);
+  if (!InRange<size_t>(read_buffer_bytes, size_t{4} << 10, size_t{1} << 30)) {
+    return OutOfRange("udp read buffer", "[4KiB, 1GiB]", FormatByteSize(read_buffer_bytes));
+  }
+  if (!InRange(batch, 1, 1024)) return OutOfRange("udp batch", "[1, 1024]", batch);
+  if (!InRange<size_t>(max_key_bytes, 1, 65507)) {
+    return OutOfRange("key max bytes", "[1, 65507]", max_key_bytes);
+  }
+  for (const std::string& source : allowed_sources) {
+    if (auto c = ParseCidr(source); !c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("udp allowed sources: ", c.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WebOptions::Validate() const {
+  if (auto a = ParseListenAddress(listen_address); !a.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("web: ", a.status().message()));
+  }
+  auto bad_path = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("web telemetry path \"", telemetry_path, "\" ", Av(why)));
+  };
+  if (!absl::StartsWith(telemetry_path, "/")) return bad_path("must start with '/'");
+  if (telemetry_path == "/") return bad_path("must not be \"/\" (the landing page)");
+  if (absl::StartsWith(telemetry_path, "/-/") || absl::StartsWith(telemetry_path, "/api/")) {
+    return bad_path("must not be under /-/ or /api/ (used by the server)");
+  }
+  for (char c : telemetry_path) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == '?' || c == '#' || c == 0x7f) {
+      return bad_path("must not contain spaces, control bytes, '?' or '#'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrackOptions::Validate() const {
+  if (!InRange(half_life, absl::Milliseconds(1), absl::Hours(24))) {
+    return OutOfRange("track half-life", "[1ms, 24h]", absl::FormatDuration(half_life));
+  }
+  if (!InRange(publish_interval, absl::Milliseconds(10), absl::Hours(1))) {
+    return OutOfRange("track publish interval", "[10ms, 1h]",
+                      absl::FormatDuration(publish_interval));
+  }
+  if (!InRange(rate_window, publish_interval, absl::Hours(1))) {
+    return OutOfRange("track rate window",
+                      absl::StrCat("[publish interval (", absl::FormatDuration(publish_interval),
+                                   "), 1h]"),
+                      absl::FormatDuration(rate_window));
+  }
+  if (!InRange<uint32_t>(candidates, 1, 1u << 20)) {
+    return OutOfRange("track candidates", "[1, 1048576]", candidates);
+  }
+  if (!InRange<size_t>(sketch_bytes, size_t{1} << 10, size_t{1} << 30)) {
+    return OutOfRange("track sketch bytes", "[1KiB, 1GiB]", FormatByteSize(sketch_bytes));
+  }
+  if (!InRange<uint32_t>(stored_key_bytes, 16, 65536)) {
+    return OutOfRange("track stored key bytes", "[16, 65536]", stored_key_bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExportOptions::Validate() const {
+  if (!InRange<uint32_t>(top_k, 1, 1000)) return OutOfRange("export top-k", "[1, 1000]", top_k);
+  if (!IsShare(min_share)) return OutOfRange("export min share", "(0, 1]", min_share);
+  if (!IsHysteresis(hysteresis)) return OutOfRange("export hysteresis", "[0, 1)", hysteresis);
+  switch (label) {
+    case KeyLabelMode::kRaw:
+    case KeyLabelMode::kHash:
+    case KeyLabelMode::kPrefix:
+      break;
+    default:
+      return absl::InvalidArgumentError("key label mode is not raw, hash or prefix");
+  }
+  if (!InRange<size_t>(label_max_bytes, 16, 16384)) {
+    return OutOfRange("key label max bytes", "[16, 16384]", label_max_bytes);
+  }
+  return absl::OkStatus();
+}
+
+bool ThresholdRule::Matches(std::string_view key) const {
+  return kind == kPrefix ? key.starts_with(pattern) : GlobMatch(pattern, key);
+}
+
+absl::Status ThresholdRule::Validate() const {
+  if (kind != kPrefix && kind != kGlob) {
+    return absl::InvalidArgumentError("threshold rule kind is not prefix or glob");
+  }
+  if (pattern.empty()) {
+    return absl::InvalidArgumentError(
+        "threshold rule pattern is empty (the default threshold covers every key)");
+  }
+  if (kind == kGlob) {
+    if (absl::Status s = ValidateGlob(pattern); !s.ok()) return s;
+  }
+  if (!ignore && !IsShare(share)) {
+    return OutOfRange(absl::StrCat("share of threshold rule \"", pattern, "\""), "(0, 1]",
+                      share);
+  }
+  return absl::OkStatus();
+}
+
+double AlertOptions::ThresholdFor(std::string_view key) const {
+  for (const ThresholdRule& rule : rules) {
+    if (!rule.Matches(key)) continue;
+    return rule.ignore ? std::numeric_limits<double>::infinity() : rule.share;
+  }
+  return default_threshold;
+}
+
+absl::Status AlertOptions::Validate() const {
+  if (!IsShare(default_threshold)) {
+    return OutOfRange("alert share threshold", "(0, 1]", default_threshold);
+  }
+  if (!InRange(min_dwell, absl::ZeroDuration(), absl::Hours(1))) {
+    return OutOfRange("alert min dwell", "[0s, 1h]", absl::FormatDuration(min_dwell));
+  }
+  if (!IsHysteresis(hysteresis)) return OutOfRange("alert hysteresis", "[0, 1)", hysteresis);
+  if (!(min_ops_per_second >= 0) || min_ops_per_second > 1e12) {
+    return OutOfRange("alert min ops", "[0, 1e12]", min_ops_per_second);
+  }
+  if (rules.size() > kMaxRules) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("too many threshold rules: ", rules.size(), " (at most ", kMaxRules, ")"));
+  }
+  for (const ThresholdRule& rule : rules) {
+    if (absl::Status s = rule.Validate(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DaemonOptions::Validate() const {
+  for (absl::Status s : {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(),
+                         alert.Validate(), ValidateCluster(cluster)}) {
+    if (!s.ok()) return s;
+  }
+  if (!(demo_rate > 0) || demo_rate > 1e7) return OutOfRange("demo rate", "(0, 1e7]", demo_rate);
+  if (log_level != "debug" && log_level != "info" && log_level != "warn" &&
+      log_level != "error") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "log level \"", log_level, "\" is not one of debug, info, warn, error"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReloadableOptions::Validate() const {
+  for (absl::Status s : {alert.Validate(), exporter.Validate(), ValidateCluster(cluster)}) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+ReloadableOptions ReloadableFrom(const DaemonOptions& options) {
+  return ReloadableOptions{options.alert, options.exporter, options.cluster};
+}
+
+DaemonOptions WithReloadable(DaemonOptions options, const ReloadableOptions& reloadable) {
+  options.alert = reloadable.alert;
+  options.exporter = reloadable.exporter;
+  options.cluster = reloadable.cluster;
+  return options;
+}
+
+}  // namespace hotkey::config

@@ -1,0 +1,372 @@
+// Value parsers shared by the flags and the rules file; see values.h.
+
+#include "hotkey/config/values.h"
+
+#include <arpa/inet.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl_compat.h"
+
+namespace hotkey::config {
+namespace {
+
+using internal::Av;
+using internal::Sv;
+
+struct SizeSuffix {
+  std::string_view name;
+  uint64_t multiplier;
+};
+// Longest names first is not needed: suffixes are compared whole.
+constexpr SizeSuffix kSizeSuffixes[] = {
+    {"", 1},
+    {"b", 1},
+    {"kib", uint64_t{1} << 10},
+    {"mib", uint64_t{1} << 20},
+    {"gib", uint64_t{1} << 30},
+    {"kb", 1000},
+    {"mb", 1000 * 1000},
+    {"gb", 1000 * 1000 * 1000},
+};
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// Where the class starting at pattern[open] == '[' ends (the index of its ']'), or npos
+// when it is unclosed. Classes: optional '!' or '^', then bytes, ranges a-z and '\'
+// escapes; a ']' right after the opening (and negation) is a member.
+size_t FindClassEnd(std::string_view pattern, size_t open) {
+  size_t i = open + 1;
+  if (i < pattern.size() && (pattern[i] == '!' || pattern[i] == '^')) ++i;
+  bool first = true;
+  while (i < pattern.size()) {
+    if (pattern[i] == ']' && !first) return i;
+    if (pattern[i] == '\\') ++i;
+    ++i;
+    first = false;
+  }
+  return std::string_view::npos;
+}
+
+// Reads one class member byte at pattern[*i] (handling '\'), advancing *i.
+unsigned char ClassByte(std::string_view pattern, size_t* i) {
+  if (pattern[*i] == '\\' && *i + 1 < pattern.size()) ++*i;
+  return static_cast<unsigned char>(pattern[(*i)++]);
+}
+
+// Whether byte c is in the class pattern[open..close].
+bool ClassContains(std::string_view pattern, size_t open, size_t close, unsigned char c) {
+  size_t i = open + 1;
+  bool negate = false;
+  if (pattern[i] == '!' || pattern[i] == '^') {
+    negate = true;
+    ++i;
+  }
+  bool in = false;
+  while (i < close) {
+    unsigned char lo = ClassByte(pattern, &i);
+    unsigned char hi = lo;
+    if (i + 1 < close && pattern[i] == '-') {
+      ++i;
+      hi = ClassByte(pattern, &i);
+    }
+    if (lo <= c && c <= hi) in = true;
+  }
+  return in != negate;
+}
+
+// Matches the single-byte element at pattern[p] ('?', a class, an escape or a literal)
+// against c; on a match sets *next to the element's end.
+bool MatchElement(std::string_view pattern, size_t p, unsigned char c, size_t* next) {
+  switch (pattern[p]) {
+    case '?':
+      *next = p + 1;
+      return true;
+    case '[': {
+      size_t close = FindClassEnd(pattern, p);
+      if (close != std::string_view::npos) {
+        *next = close + 1;
+        return ClassContains(pattern, p, close, c);
+      }
+      break;  // unclosed: a literal '['
+    }
+    case '\\':
+      if (p + 1 < pattern.size()) {
+        *next = p + 2;
+        return static_cast<unsigned char>(pattern[p + 1]) == c;
+      }
+      break;  // trailing: a literal '\'
+  }
+  *next = p + 1;
+  return static_cast<unsigned char>(pattern[p]) == c;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
+  std::string_view s = Sv(absl::StripAsciiWhitespace(Av(text)));
+  size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+  uint64_t value = 0;
+  if (digits == 0 || !absl::SimpleAtoi(Av(s.substr(0, digits)), &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", Av(text), "\" is not a byte size (examples: 1024, 64KiB, 16MiB)"));
+  }
+  std::string suffix = absl::AsciiStrToLower(absl::StripAsciiWhitespace(Av(s.substr(digits))));
+  for (const SizeSuffix& known : kSizeSuffixes) {
+    if (suffix != known.name) continue;
+    if (value > std::numeric_limits<uint64_t>::max() / known.multiplier) {
+      return absl::InvalidArgumentError(absl::StrCat("byte size \"", Av(text), "\" is too large"));
+    }
+    return value * known.multiplier;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("\"", Av(text),
+                                                 "\" has an unknown size unit (use B, KiB, "
+                                                 "MiB, GiB, KB, MB or GB)"));
+}
+
+std::string FormatByteSize(uint64_t bytes) {
+  if (bytes != 0) {
+    if (bytes % (uint64_t{1} << 30) == 0) return absl::StrCat(bytes >> 30, "GiB");
+    if (bytes % (uint64_t{1} << 20) == 0) return absl::StrCat(bytes >> 20, "MiB");
+    if (bytes % (uint64_t{1} << 10) == 0) return absl::StrCat(bytes >> 10, "KiB");
+  }
+  return absl::StrCat(bytes);
+}
+
+absl::StatusOr<absl::Duration> ParseDurationText(std::string_view text) {
+  std::string s(absl::StripAsciiWhitespace(Av(text)));
+  absl::Duration d;
+  if (!absl::ParseDuration(s, &d) || d == absl::InfiniteDuration() ||
+      d == -absl::InfiniteDuration()) {
+    if (AllDigits(s)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", Av(text), "\" needs a unit (examples: 250ms, 1s, 5m)"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", Av(text), "\" is not a duration (examples: 250ms, 1s, 1m30s)"));
+  }
+  if (d < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("duration \"", Av(text), "\" is negative"));
+  }
+  return d;
+}
+
+absl::StatusOr<int64_t> ParseInteger(std::string_view text) {
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(Av(text), &v)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" is not an integer"));
+  }
+  return v;
+}
+
+absl::StatusOr<double> ParseNumber(std::string_view text) {
+  double v = 0;
+  if (!absl::SimpleAtod(Av(text), &v) || !std::isfinite(v)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" is not a finite number"));
+  }
+  return v;
+}
+
+absl::StatusOr<bool> ParseBool(std::string_view text) {
+  std::string s = absl::AsciiStrToLower(absl::StripAsciiWhitespace(Av(text)));
+  if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "0" || s == "no" || s == "off") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"", Av(text), "\" is not a boolean (use true or false)"));
+}
+
+std::string_view KeyLabelModeName(KeyLabelMode mode) {
+  switch (mode) {
+    case KeyLabelMode::kRaw:
+      return "raw";
+    case KeyLabelMode::kHash:
+      return "hash";
+    case KeyLabelMode::kPrefix:
+      return "prefix";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<KeyLabelMode> ParseKeyLabelMode(std::string_view text) {
+  for (KeyLabelMode m : {KeyLabelMode::kRaw, KeyLabelMode::kHash, KeyLabelMode::kPrefix}) {
+    if (text == KeyLabelModeName(m)) return m;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"", Av(text), "\" is not a key label mode (use raw, hash or prefix)"));
+}
+
+std::vector<std::string> SplitList(std::string_view text) {
+  std::vector<std::string> out;
+  for (absl::string_view item : absl::StrSplit(Av(text), ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    if (!item.empty()) out.emplace_back(item);
+  }
+  return out;
+}
+
+absl::StatusOr<HostPort> ParseListenAddress(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "listen address \"", Av(text), "\" ", Av(why), " (use host:port, [ipv6]:port or :port)"));
+  };
+  HostPort out;
+  std::string_view port;
+  if (text.starts_with("[")) {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos) return bad("has an unclosed '['");
+    out.host = std::string(text.substr(1, close - 1));
+    if (out.host.empty()) return bad("has an empty IPv6 host");
+    std::string_view rest = text.substr(close + 1);
+    if (!rest.starts_with(":")) return bad("has no port");
+    port = rest.substr(1);
+  } else {
+    size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return bad("has no port");
+    out.host = std::string(text.substr(0, colon));
+    if (out.host.find(':') != std::string::npos) return bad("needs brackets around IPv6 hosts");
+    port = text.substr(colon + 1);
+  }
+  for (char c : out.host) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c)) || c == '/' || c == '[' ||
+        c == ']') {
+      return bad("has a bad host");
+    }
+  }
+  uint32_t p = 0;
+  if (!AllDigits(port) || port.size() > 5 || !absl::SimpleAtoi(Av(port), &p) || p > 65535) {
+    return bad("has a bad port (0 to 65535)");
+  }
+  out.port = static_cast<uint16_t>(p);
+  return out;
+}
+
+bool Cidr::Contains(std::span<const uint8_t> address) const {
+  static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (!is_v6 && address.size() == 16 &&
+      std::memcmp(address.data(), kMappedPrefix, sizeof(kMappedPrefix)) == 0) {
+    address = address.subspan(12);
+  }
+  if (address.size() != (is_v6 ? 16u : 4u)) return false;
+  int full = prefix_length / 8;
+  if (std::memcmp(address.data(), network.data(), full) != 0) return false;
+  int rest = prefix_length % 8;
+  if (rest == 0) return true;
+  uint8_t mask = static_cast<uint8_t>(0xff << (8 - rest));
+  return (address[full] & mask) == network[full];
+}
+
+absl::StatusOr<Cidr> ParseCidr(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", Av(text), "\" is not a network: ", Av(why), " (examples: 10.0.0.0/8, fd00::/8, ::1)"));
+  };
+  std::string_view addr = text;
+  std::string_view prefix;
+  bool has_prefix = false;
+  if (size_t slash = text.find('/'); slash != std::string_view::npos) {
+    addr = text.substr(0, slash);
+    prefix = text.substr(slash + 1);
+    has_prefix = true;
+  }
+  Cidr out;
+  std::string addr_z(addr);  // inet_pton needs a terminated string
+  if (inet_pton(AF_INET, addr_z.c_str(), out.network.data()) == 1) {
+    out.is_v6 = false;
+  } else if (inet_pton(AF_INET6, addr_z.c_str(), out.network.data()) == 1) {
+    out.is_v6 = true;
+  } else {
+    return bad("bad address");
+  }
+  int max_len = out.is_v6 ? 128 : 32;
+  out.prefix_length = max_len;
+  if (has_prefix) {
+    int len = 0;
+    if (!AllDigits(prefix) || prefix.size() > 3 || !absl::SimpleAtoi(Av(prefix), &len) ||
+        len > max_len) {
+      return bad(absl::StrCat("prefix length must be 0 to ", max_len));
+    }
+    out.prefix_length = len;
+  }
+  for (int bit = out.prefix_length; bit < max_len; ++bit) {
+    out.network[bit / 8] &= static_cast<uint8_t>(~(0x80 >> (bit % 8)));
+  }
+  return out;
+}
+
+absl::Status ValidateGlob(std::string_view pattern) {
+  for (size_t p = 0; p < pattern.size(); ++p) {
+    if (pattern[p] == '\\') {
+      if (p + 1 == pattern.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("glob \"", Av(pattern), "\" ends with a lone '\\'"));
+      }
+      ++p;
+    } else if (pattern[p] == '[') {
+      size_t close = FindClassEnd(pattern, p);
+      if (close == std::string_view::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("glob \"", Av(pattern), "\" has an unclosed '[' (write \\[ for the byte)"));
+      }
+      size_t i = p + 1;
+      if (pattern[i] == '!' || pattern[i] == '^') ++i;
+      while (i < close) {
+        unsigned char lo = ClassByte(pattern, &i);
+        if (i + 1 < close && pattern[i] == '-') {
+          ++i;
+          unsigned char hi = ClassByte(pattern, &i);
+          if (hi < lo) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("glob \"", Av(pattern), "\" has a reversed range in a [...] class"));
+          }
+        }
+      }
+      p = close;
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  // Greedy matching with backtracking to the last '*' only: a later '*' can absorb
+  // whatever an earlier one would have, so O(|pattern| * |text|) and no recursion.
+  size_t p = 0;
+  size_t t = 0;
+  size_t star_p = std::string_view::npos;  // pattern index just after the last '*'
+  size_t star_t = 0;                       // text index that '*' is currently matched up to
+  while (t < text.size()) {
+    if (p < pattern.size()) {
+      if (pattern[p] == '*') {
+        star_p = ++p;
+        star_t = t;
+        continue;
+      }
+      size_t next = 0;
+      if (MatchElement(pattern, p, static_cast<unsigned char>(text[t]), &next)) {
+        p = next;
+        ++t;
+        continue;
+      }
+    }
+    if (star_p == std::string_view::npos) return false;
+    p = star_p;
+    t = ++star_t;
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace hotkey::config
