@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# promtool_test.sh: static checks of the Prometheus deploy files, no daemon needed.
+#
+#   promtool check rules   deploy/prometheus/hotkeyd.rules.yml   (syntax, PromQL, templates)
+#   promtool check config  deploy/prometheus/scrape.yml          (and the rule file it names)
+#   promtool test rules    deploy/prometheus/hotkeyd.rules.test.yml  (alert/recording unit tests)
+#   the shortened copy made by shorten-for.sh still passes `check rules` and has no `for:`
+#     longer than asked
+#   check_dashboard_metrics.py against the sample exposition (and its own unit tests)
+#   the Kubernetes manifests parse as YAML
+#
+# Usage: tests/deploy/promtool_test.sh [REPO_ROOT]   (default: two levels above this script)
+# Exits non-zero on the first failure. Needs promtool (Debian package `prometheus`) and
+# python3 with python3-yaml. Runs in about a second.
+set -euo pipefail
+
+root=${1:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"}
+prom="$root/deploy/prometheus"
+here="$root/tests/deploy"
+
+command -v promtool >/dev/null || { echo "promtool not found (apt-get install prometheus)" >&2; exit 1; }
+
+step() { printf '== %s\n' "$*"; }
+
+step "promtool check rules"
+promtool check rules "$prom/hotkeyd.rules.yml"
+
+step "promtool check config"
+promtool check config "$prom/scrape.yml"
+
+step "promtool test rules"
+promtool test rules "$prom/hotkeyd.rules.test.yml"
+
+step "shorten-for.sh produces valid rules with only the asked duration"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$prom/shorten-for.sh" "$prom/hotkeyd.rules.yml" 5s > "$tmp/short.rules.yml"
+promtool check rules "$tmp/short.rules.yml"
+shipped=$(grep -cE '^[[:space:]]*for:' "$prom/hotkeyd.rules.yml")
+shortened=$(grep -cE '^[[:space:]]*for: 5s$' "$tmp/short.rules.yml")
+if [ "$shipped" -eq 0 ] || [ "$shipped" -ne "$shortened" ]; then
+  echo "shorten-for.sh rewrote $shortened of $shipped 'for:' lines" >&2
+  exit 1
+fi
+# Everything except the for: lines is byte-identical.
+if ! diff <(grep -vE '^[[:space:]]*for:' "$prom/hotkeyd.rules.yml") \
+          <(grep -vE '^[[:space:]]*for:' "$tmp/short.rules.yml") >/dev/null; then
+  echo "shorten-for.sh changed lines other than for:" >&2
+  exit 1
+fi
+
+step "dashboard and rules use only exported metric names"
+python3 "$here/check_dashboard_metrics.py" "$root/deploy/grafana/hotkeyd-dashboard.json" \
+  "$prom/hotkeyd.rules.yml" "$here/testdata/metrics.txt"
+python3 "$here/check_dashboard_metrics_test.py" 2>&1 | tail -n 3
+
+step "Kubernetes manifests parse"
+python3 - "$root/deploy/kubernetes" <<'PY'
+import os, sys, yaml
+d = sys.argv[1]
+for f in sorted(os.listdir(d)):
+    if f.endswith((".yaml", ".yml")):
+        docs = [x for x in yaml.safe_load_all(open(os.path.join(d, f))) if x]
+        for x in docs:
+            assert {"apiVersion", "kind", "metadata"} <= x.keys(), (f, x.get("kind"))
+        print(f"{f}: {', '.join(x['kind'] + '/' + x['metadata']['name'] for x in docs)}")
+PY
+
+step "all deploy checks passed"
