@@ -44,6 +44,7 @@ struct UdpOptions {
   std::vector<std::string> allowed_sources;
 
   absl::Status Validate() const;
+  friend bool operator==(const UdpOptions&, const UdpOptions&) = default;
 };
 
 // The HTTP server.
@@ -54,6 +55,7 @@ struct WebOptions {
   std::string telemetry_path = "/metrics";
 
   absl::Status Validate() const;
+  friend bool operator==(const WebOptions&, const WebOptions&) = default;
 };
 
 // The per-receiver Tracker (sketch + decaying top-K) and its publishing.
@@ -76,6 +78,7 @@ struct TrackOptions {
   uint32_t stored_key_bytes = 128;
 
   absl::Status Validate() const;
+  friend bool operator==(const TrackOptions&, const TrackOptions&) = default;
 };
 
 // How keys appear as label values.
@@ -103,6 +106,7 @@ struct ExportOptions {
   size_t label_max_bytes = 128;
 
   absl::Status Validate() const;
+  friend bool operator==(const ExportOptions&, const ExportOptions&) = default;
 };
 
 // One per-pattern threshold of the rules file.
@@ -120,6 +124,7 @@ struct ThresholdRule {
   // True if `key` matches. No allocation; a glob costs O(|pattern| * |key|) at worst.
   bool Matches(std::string_view key) const;
   absl::Status Validate() const;
+  friend bool operator==(const ThresholdRule&, const ThresholdRule&) = default;
 };
 
 // When a key is hot.
@@ -144,6 +149,7 @@ struct AlertOptions {
   // if that rule says ignore, else default_threshold. No allocation.
   double ThresholdFor(std::string_view key) const;
   absl::Status Validate() const;
+  friend bool operator==(const AlertOptions&, const AlertOptions&) = default;
 };
 
 // Everything main needs. Built by ParseFlags (flags.h).

@@ -1,0 +1,306 @@
+// Tests for config/flags.h: the exporter-style flag parser.
+
+#include "hotkey/config/flags.h"
+
+#include <catch2/catch.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace hotkey::config {
+namespace {
+
+using Catch::Matchers::Contains;
+using hotkey::model::Strategy;
+using testing::Message;
+
+absl::StatusOr<FlagsResult> Parse(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"hotkeyd"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return ParseFlags(static_cast<int>(argv.size()), argv.data());
+}
+
+DaemonOptions ParseOk(const std::vector<std::string>& args) {
+  absl::StatusOr<FlagsResult> r = Parse(args);
+  INFO(Message(r));
+  REQUIRE(r.ok());
+  REQUIRE(r->action == FlagsResult::Action::kRun);
+  return r->options;
+}
+
+std::string ParseError(const std::vector<std::string>& args) {
+  absl::StatusOr<FlagsResult> r = Parse(args);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+  return Message(r);
+}
+
+TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
+  DaemonOptions o = ParseOk({});
+  CHECK(o.web.listen_address == ":10110");
+  CHECK(o.web.telemetry_path == "/metrics");
+  CHECK(o.udp.listen_address == "127.0.0.1:10111");
+  CHECK(o.udp.receivers == 1);
+  CHECK(o.udp.read_buffer_bytes == 16u << 20);
+  CHECK(o.udp.batch == 64);
+  CHECK(o.udp.max_key_bytes == 1024);
+  CHECK(o.udp.allowed_sources.empty());
+  CHECK(o.track.half_life == absl::Seconds(1));
+  CHECK(o.track.publish_interval == absl::Milliseconds(250));
+  CHECK(o.track.rate_window == absl::Seconds(5));
+  CHECK(o.track.candidates == 128);
+  CHECK(o.track.sketch_bytes == 32u << 10);
+  CHECK(o.track.stored_key_bytes == 128);
+  CHECK(o.exporter.top_k == 10);
+  CHECK(o.exporter.min_share == 0.01);
+  CHECK(o.exporter.hysteresis == 0.2);
+  CHECK(o.exporter.label == KeyLabelMode::kRaw);
+  CHECK(o.exporter.label_max_bytes == 128);
+  CHECK(o.alert.default_threshold == 0.10);
+  CHECK(o.alert.min_dwell == absl::Milliseconds(250));
+  CHECK(o.alert.hysteresis == 0.2);
+  CHECK(o.alert.min_ops_per_second == 0);
+  CHECK(o.alert.rules.empty());
+  CHECK(o.cluster.shards == 8);
+  CHECK(o.cluster.replicas == 4);
+  CHECK(o.cluster.order.size() == 5);
+  CHECK(o.config_file.empty());
+  CHECK_FALSE(o.demo);
+  CHECK(o.demo_rate == 20000);
+  CHECK(o.log_level == "info");
+}
+
+TEST_CASE("Flags: --name=value and --name value both set a value", "[config][flags]") {
+  CHECK(ParseOk({"--udp.receivers=4"}).udp.receivers == 4);
+  CHECK(ParseOk({"--udp.receivers", "4"}).udp.receivers == 4);
+  CHECK(ParseOk({"--web.listen-address", "127.0.0.1:0"}).web.listen_address == "127.0.0.1:0");
+  // A value may itself contain '='.
+  CHECK(ParseOk({"--config.file=/etc/a=b.yml"}).config_file == "/etc/a=b.yml");
+}
+
+TEST_CASE("Flags: every kind of value is parsed", "[config][flags]") {
+  DaemonOptions o = ParseOk({
+      "--udp.read-buffer=64KiB",
+      "--track.sketch-bytes=1MB",
+      "--key.max-bytes=2048",
+      "--track.stored-key-bytes=1KiB",
+      "--track.half-life=1m30s",
+      "--alert.min-dwell=0",
+      "--export.min-share=0.05",
+      "--key.label=hash",
+      "--udp.allowed-sources=10.0.0.0/8, ::1/128,,192.168.1.7",
+      "--cluster.order=cache,split",
+      "--cluster.refresh=500ms",
+      "--cluster.capacity=2.5e4",
+      "--demo.rate=100",
+      "--log.level=debug",
+  });
+  CHECK(o.udp.read_buffer_bytes == 65536);
+  CHECK(o.track.sketch_bytes == 1000000);
+  CHECK(o.udp.max_key_bytes == 2048);
+  CHECK(o.track.stored_key_bytes == 1024);
+  CHECK(o.track.half_life == absl::Seconds(90));
+  CHECK(o.alert.min_dwell == absl::ZeroDuration());
+  CHECK(o.exporter.min_share == 0.05);
+  CHECK(o.exporter.label == KeyLabelMode::kHash);
+  CHECK(o.udp.allowed_sources == std::vector<std::string>{"10.0.0.0/8", "::1/128", "192.168.1.7"});
+  CHECK(o.cluster.order == std::vector<Strategy>{Strategy::kCache, Strategy::kSplit});
+  CHECK(o.cluster.refresh_seconds == 0.5);
+  CHECK(o.cluster.capacity == 25000);
+  CHECK(o.demo_rate == 100);
+  CHECK(o.log_level == "debug");
+}
+
+TEST_CASE("Flags: --demo alone is true and --demo=false is false", "[config][flags]") {
+  CHECK(ParseOk({"--demo"}).demo);
+  CHECK(ParseOk({"--demo=true"}).demo);
+  CHECK_FALSE(ParseOk({"--demo", "--demo=false"}).demo);
+  // A bare boolean does not swallow the next argument.
+  DaemonOptions o = ParseOk({"--demo", "--udp.receivers=2"});
+  CHECK(o.demo);
+  CHECK(o.udp.receivers == 2);
+  CHECK_THAT(ParseError({"--demo=maybe"}), Contains("--demo") && Contains("maybe"));
+}
+
+TEST_CASE("Flags: the last of a repeated flag wins", "[config][flags]") {
+  CHECK(ParseOk({"--udp.batch=8", "--udp.batch=16"}).udp.batch == 16);
+}
+
+TEST_CASE("Flags: a value that does not parse names the flag and the value", "[config][flags]") {
+  CHECK_THAT(ParseError({"--udp.receivers=abc"}),
+             Contains("--udp.receivers") && Contains("\"abc\" is not an integer"));
+  CHECK_THAT(ParseError({"--udp.receivers=99999999999"}),
+             Contains("--udp.receivers") && Contains("out of range"));
+  CHECK_THAT(ParseError({"--track.candidates=-1"}),
+             Contains("--track.candidates") && Contains("out of range"));
+  CHECK_THAT(ParseError({"--track.half-life=1"}),
+             Contains("--track.half-life") && Contains("needs a unit"));
+  CHECK_THAT(ParseError({"--alert.min-dwell=soon"}), Contains("is not a duration"));
+  CHECK_THAT(ParseError({"--alert.min-dwell=-1s"}), Contains("negative"));
+  CHECK_THAT(ParseError({"--udp.read-buffer=16XB"}),
+             Contains("--udp.read-buffer") && Contains("unknown size unit"));
+  CHECK_THAT(ParseError({"--export.min-share=nan"}), Contains("not a finite number"));
+  CHECK_THAT(ParseError({"--key.label=plain"}),
+             Contains("--key.label") && Contains("raw, hash or prefix"));
+  CHECK_THAT(ParseError({"--cluster.order=none,teleport"}), Contains("--cluster.order"));
+}
+
+TEST_CASE("Flags: out-of-range options are rejected with the allowed range", "[config][flags]") {
+  CHECK_THAT(ParseError({"--udp.receivers=0"}), Contains("udp receivers must be in [1, 64]"));
+  CHECK_THAT(ParseError({"--udp.receivers=65"}), Contains("got 65"));
+  CHECK_THAT(ParseError({"--udp.batch=2000"}), Contains("udp batch must be in [1, 1024]"));
+  CHECK_THAT(ParseError({"--udp.read-buffer=1KiB"}), Contains("udp read buffer"));
+  CHECK_THAT(ParseError({"--key.max-bytes=0"}), Contains("key max bytes"));
+  CHECK_THAT(ParseError({"--export.top-k=0"}), Contains("export top-k must be in [1, 1000]"));
+  CHECK_THAT(ParseError({"--export.top-k=1001"}), Contains("export top-k"));
+  CHECK_THAT(ParseError({"--export.min-share=0"}), Contains("export min share must be in (0, 1]"));
+  CHECK_THAT(ParseError({"--export.min-share=1.5"}), Contains("export min share"));
+  CHECK(ParseOk({"--export.min-share=1"}).exporter.min_share == 1);
+  CHECK_THAT(ParseError({"--export.hysteresis=1"}), Contains("export hysteresis"));
+  CHECK_THAT(ParseError({"--alert.share-threshold=0"}), Contains("alert share threshold"));
+  CHECK_THAT(ParseError({"--alert.hysteresis=-0.1"}), Contains("alert hysteresis"));
+  CHECK_THAT(ParseError({"--alert.min-ops=-1"}), Contains("alert min ops"));
+  CHECK_THAT(ParseError({"--track.half-life=0s"}), Contains("track half-life"));
+  CHECK_THAT(ParseError({"--track.publish-interval=1ms"}), Contains("track publish interval"));
+  CHECK_THAT(ParseError({"--track.rate-window=100ms"}), Contains("track rate window"));
+  CHECK_THAT(ParseError({"--track.stored-key-bytes=8"}), Contains("track stored key bytes"));
+  CHECK_THAT(ParseError({"--key.label-max-bytes=4"}), Contains("key label max bytes"));
+  CHECK_THAT(ParseError({"--udp.allowed-sources=10.0.0.0/8,10.0.0.0/33"}),
+             Contains("udp allowed sources") && Contains("10.0.0.0/33"));
+  CHECK_THAT(ParseError({"--udp.allowed-sources=not-an-ip"}), Contains("not-an-ip"));
+  CHECK_THAT(ParseError({"--udp.listen-address=10111"}),
+             Contains("udp") && Contains("\"10111\" has no port"));
+  CHECK_THAT(ParseError({"--web.listen-address=::1:80"}), Contains("brackets"));
+  CHECK_THAT(ParseError({"--web.listen-address=:70000"}), Contains("bad port"));
+  CHECK_THAT(ParseError({"--web.telemetry-path=metrics"}), Contains("must start with '/'"));
+  CHECK_THAT(ParseError({"--web.telemetry-path=/-/metrics"}), Contains("/-/"));
+  CHECK_THAT(ParseError({"--cluster.shards=4", "--cluster.split=8"}),
+             Contains("cluster: split must be in [1, shards=4]"));
+  CHECK_THAT(ParseError({"--cluster.replicas=9"}), Contains("cluster: replicas"));
+  CHECK_THAT(ParseError({"--cluster.order="}), Contains("cluster: order"));
+  CHECK_THAT(ParseError({"--demo.rate=0"}), Contains("demo rate"));
+  CHECK_THAT(ParseError({"--log.level=loud"}), Contains("log level \"loud\""));
+}
+
+TEST_CASE("Flags: an unknown flag is an error that suggests the near name", "[config][flags]") {
+  CHECK_THAT(ParseError({"--web.listen_address=:1"}),
+             Contains("unknown flag --web.listen_address") &&
+                 Contains("did you mean --web.listen-address?"));
+  std::string far = ParseError({"--completely-different"});
+  CHECK_THAT(far, Contains("unknown flag --completely-different"));
+  CHECK_THAT(far, !Contains("did you mean"));
+}
+
+TEST_CASE("Flags: a flag without its value is an error", "[config][flags]") {
+  CHECK_THAT(ParseError({"--udp.receivers"}), Contains("--udp.receivers needs a value"));
+  // The next flag is not taken as the value.
+  CHECK_THAT(ParseError({"--config.file", "--demo"}), Contains("--config.file needs a value"));
+}
+
+TEST_CASE("Flags: positional arguments and single-dash flags are rejected", "[config][flags]") {
+  CHECK_THAT(ParseError({"extra"}), Contains("unexpected argument \"extra\""));
+  CHECK_THAT(ParseError({"-demo"}), Contains("unexpected argument \"-demo\""));
+  CHECK_THAT(ParseError({"--"}), Contains("unexpected argument"));
+}
+
+TEST_CASE("Flags: --help and -h return the usage even beside bad flags", "[config][flags]") {
+  for (const char* help : {"--help", "-h"}) {
+    absl::StatusOr<FlagsResult> r = Parse({"--bogus", help});
+    REQUIRE(r.ok());
+    CHECK(r->action == FlagsResult::Action::kPrintHelp);
+    CHECK(r->text == UsageText());
+  }
+}
+
+TEST_CASE("Flags: --version returns the version text", "[config][flags]") {
+  absl::StatusOr<FlagsResult> r = Parse({"--version"});
+  REQUIRE(r.ok());
+  CHECK(r->action == FlagsResult::Action::kPrintVersion);
+  CHECK_THAT(r->text, Contains("hotkeyd, version 0.1.0"));
+  CHECK(r->text == VersionText());
+}
+
+TEST_CASE("Flags: the usage text lists every flag with its default", "[config][flags]") {
+  const std::string usage = UsageText();
+  const char* expected[] = {
+      "--web.listen-address=:10110",
+      "--web.telemetry-path=/metrics",
+      "--udp.listen-address=127.0.0.1:10111",
+      "--udp.receivers=1",
+      "--udp.read-buffer=16MiB",
+      "--udp.batch=64",
+      "--udp.allowed-sources=\"\"",
+      "--key.max-bytes=1024",
+      "--key.label=raw",
+      "--key.label-max-bytes=128",
+      "--track.half-life=1s",
+      "--track.publish-interval=250ms",
+      "--track.rate-window=5s",
+      "--track.candidates=128",
+      "--track.sketch-bytes=32KiB",
+      "--track.stored-key-bytes=128",
+      "--export.top-k=10",
+      "--export.min-share=0.01",
+      "--export.hysteresis=0.2",
+      "--alert.share-threshold=0.1",
+      "--alert.min-dwell=250ms",
+      "--alert.hysteresis=0.2",
+      "--alert.min-ops=0",
+      "--cluster.shards=8",
+      "--cluster.capacity=10000",
+      "--cluster.app-servers=50",
+      "--cluster.refresh=1s",
+      "--cluster.replicas=4",
+      "--cluster.split=8",
+      "--cluster.target=0.8",
+      "--cluster.order=none,cache,replicate,split,split_cache",
+      "--config.file=\"\"",
+      "--demo\n",
+      "--demo.rate=20000",
+      "--log.level=info",
+      "--help",
+      "--version",
+  };
+  for (const char* flag : expected) {
+    INFO(flag);
+    CHECK_THAT(usage, Contains(flag));
+  }
+  CHECK_THAT(usage, Contains("(default: false)"));
+}
+
+TEST_CASE("Flags: the defaults the usage text prints parse back to the defaults",
+          "[config][flags]") {
+  // Pins getters and setters to each other: a default printed in a form its own flag
+  // rejects, or reads back differently, fails here.
+  std::vector<std::string> args;
+  std::istringstream lines(UsageText());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  --", 0) != 0 || line.find('=') == std::string::npos) continue;
+    std::string arg = line.substr(2);
+    if (arg.size() >= 2 && arg.substr(arg.size() - 2) == "\"\"") arg.resize(arg.size() - 2);
+    args.push_back(arg);
+  }
+  REQUIRE(args.size() >= 30);
+  DaemonOptions parsed = ParseOk(args);
+  DaemonOptions defaults;
+  CHECK(parsed.udp == defaults.udp);
+  CHECK(parsed.web == defaults.web);
+  CHECK(parsed.track == defaults.track);
+  CHECK(parsed.exporter == defaults.exporter);
+  CHECK(parsed.alert == defaults.alert);
+  CHECK(parsed.cluster.shards == defaults.cluster.shards);
+  CHECK(parsed.cluster.capacity == defaults.cluster.capacity);
+  CHECK(parsed.cluster.app_servers == defaults.cluster.app_servers);
+  CHECK(parsed.cluster.refresh_seconds == defaults.cluster.refresh_seconds);
+  CHECK(parsed.cluster.replicas == defaults.cluster.replicas);
+  CHECK(parsed.cluster.split == defaults.cluster.split);
+  CHECK(parsed.cluster.target == defaults.cluster.target);
+  CHECK(parsed.cluster.order == defaults.cluster.order);
+  CHECK(parsed.demo_rate == defaults.demo_rate);
+  CHECK(parsed.log_level == defaults.log_level);
+}
+
+}  // namespace
+}  // namespace hotkey::config

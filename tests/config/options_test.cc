@@ -1,0 +1,193 @@
+// Tests for config/options.h: threshold rules, glob matching and validation.
+
+#include "hotkey/config/options.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+
+#include "hotkey/config/values.h"
+#include "test_util.h"
+
+namespace hotkey::config {
+namespace {
+
+using namespace std::string_literals;  // "a\0b"s keeps the NUL
+using Catch::Matchers::Contains;
+using testing::Message;
+
+ThresholdRule Prefix(std::string pattern, double share) {
+  return ThresholdRule{ThresholdRule::kPrefix, std::move(pattern), share, false};
+}
+ThresholdRule Glob(std::string pattern, double share) {
+  return ThresholdRule{ThresholdRule::kGlob, std::move(pattern), share, false};
+}
+ThresholdRule IgnoreGlob(std::string pattern) {
+  return ThresholdRule{ThresholdRule::kGlob, std::move(pattern), 0, true};
+}
+
+TEST_CASE("Options: every default validates", "[config][options]") {
+  CHECK(UdpOptions{}.Validate().ok());
+  CHECK(WebOptions{}.Validate().ok());
+  CHECK(TrackOptions{}.Validate().ok());
+  CHECK(ExportOptions{}.Validate().ok());
+  CHECK(AlertOptions{}.Validate().ok());
+  CHECK(DaemonOptions{}.Validate().ok());
+  CHECK(ReloadableOptions{}.Validate().ok());
+}
+
+TEST_CASE("Thresholds: a key no rule matches gets the default", "[config][options]") {
+  AlertOptions alert;
+  alert.default_threshold = 0.3;
+  CHECK(alert.ThresholdFor("anything") == 0.3);
+  alert.rules = {Prefix("session:", 0.25)};
+  CHECK(alert.ThresholdFor("user:1") == 0.3);
+  CHECK(alert.ThresholdFor("") == 0.3);
+}
+
+TEST_CASE("Thresholds: a prefix rule matches keys that start with it", "[config][options]") {
+  AlertOptions alert;
+  alert.rules = {Prefix("session:", 0.25)};
+  CHECK(alert.ThresholdFor("session:abc") == 0.25);
+  CHECK(alert.ThresholdFor("session:") == 0.25);
+  CHECK(alert.ThresholdFor("session") == alert.default_threshold);
+  CHECK(alert.ThresholdFor("Session:abc") == alert.default_threshold);
+  CHECK(alert.ThresholdFor("x-session:abc") == alert.default_threshold);
+}
+
+TEST_CASE("Thresholds: the first matching rule wins", "[config][options]") {
+  AlertOptions alert;
+  alert.rules = {Prefix("user:admin", 0.5), Glob("user:*", 0.05), Prefix("user:", 0.9)};
+  CHECK(alert.ThresholdFor("user:admin:1") == 0.5);
+  CHECK(alert.ThresholdFor("user:42") == 0.05);
+  alert.rules = {Glob("user:*", 0.05), Prefix("user:admin", 0.5)};
+  CHECK(alert.ThresholdFor("user:admin:1") == 0.05);
+}
+
+TEST_CASE("Thresholds: an ignore rule gives an infinite threshold", "[config][options]") {
+  AlertOptions alert;
+  alert.rules = {IgnoreGlob("healthcheck*"), Prefix("health", 0.5)};
+  CHECK(std::isinf(alert.ThresholdFor("healthcheck:1")));
+  CHECK(alert.ThresholdFor("healthcheck:1") > 1.0);
+  CHECK(alert.ThresholdFor("healthz") == 0.5);
+}
+
+TEST_CASE("Glob: * ? and classes match whole keys", "[config][options]") {
+  CHECK(GlobMatch("user:*:profile", "user:42:profile"));
+  CHECK(GlobMatch("user:*:profile", "user::profile"));
+  CHECK(GlobMatch("user:*:profile", "user:a:b:profile"));
+  CHECK_FALSE(GlobMatch("user:*:profile", "user:42:profile:x"));
+  CHECK_FALSE(GlobMatch("user:*:profile", "xuser:42:profile"));
+  CHECK(GlobMatch("a?c", "abc"));
+  CHECK_FALSE(GlobMatch("a?c", "ac"));
+  CHECK(GlobMatch("[a-c]x", "bx"));
+  CHECK_FALSE(GlobMatch("[a-c]x", "dx"));
+  CHECK(GlobMatch("[!a-c]x", "dx"));
+  CHECK(GlobMatch("[^a-c]x", "dx"));
+  CHECK_FALSE(GlobMatch("[!a-c]x", "ax"));
+  CHECK(GlobMatch("[]]", "]"));
+  CHECK(GlobMatch("[!]]", "a"));
+  CHECK(GlobMatch("a\\*b", "a*b"));
+  CHECK_FALSE(GlobMatch("a\\*b", "axb"));
+  CHECK(GlobMatch("[\\]x]", "]"));
+  CHECK(GlobMatch("*", "anything at all"));
+  CHECK(GlobMatch("**a**", "xxaxx"));
+  CHECK(GlobMatch("*a*b", "xaxxb"));
+  CHECK(GlobMatch("*ab", "aab"));
+  CHECK_FALSE(GlobMatch("*ab", "aba"));
+  CHECK(GlobMatch("exact", "exact"));
+  CHECK_FALSE(GlobMatch("exact", "exac"));
+}
+
+TEST_CASE("Glob: the empty key matches only patterns that allow nothing", "[config][options]") {
+  CHECK(GlobMatch("*", ""));
+  CHECK(GlobMatch("**", ""));
+  CHECK(GlobMatch("", ""));
+  CHECK_FALSE(GlobMatch("?", ""));
+  CHECK_FALSE(GlobMatch("a*", ""));
+  CHECK_FALSE(GlobMatch("", "a"));
+  AlertOptions alert;
+  alert.rules = {Glob("?*", 0.5), Glob("*", 0.7)};
+  CHECK(alert.ThresholdFor("") == 0.7);
+}
+
+TEST_CASE("Glob: keys are bytes, NUL and bytes over 0x7f included", "[config][options]") {
+  const std::string nul_key = "a\0c"s;
+  REQUIRE(nul_key.size() == 3);
+  CHECK(GlobMatch("a?c", nul_key));
+  CHECK(GlobMatch("a*", nul_key));
+  CHECK(GlobMatch("a\0c"s, nul_key));
+  CHECK_FALSE(GlobMatch("a", nul_key));  // the NUL does not end the key
+  // Classes compare bytes unsigned: 0x80..0xff is a valid, non-empty range.
+  CHECK(ValidateGlob("[\x80-\xff]").ok());
+  CHECK(GlobMatch("[\x80-\xff]", "\xff"));
+  CHECK(GlobMatch("[\x80-\xff]", "\x80"));
+  CHECK_FALSE(GlobMatch("[\x80-\xff]", "\x7f"));
+  CHECK(GlobMatch("k:*\xfe", "k:\x01\x02\xfe"));
+  AlertOptions alert;
+  alert.rules = {Prefix("\xff\x00"s, 0.4)};
+  CHECK(alert.ThresholdFor("\xff\x00rest"s) == 0.4);
+  CHECK(alert.ThresholdFor("\xff") == alert.default_threshold);
+}
+
+TEST_CASE("Glob: many stars against a long miss finish quickly", "[config][options]") {
+  // Naive recursive matching takes exponential time here; ours is O(|p| * |t|).
+  std::string text(10000, 'a');
+  CHECK_FALSE(GlobMatch("a*a*a*a*a*a*a*a*a*a*b", text));
+  CHECK(GlobMatch("a*a*a*a*a*a*a*a*a*a*", text));
+}
+
+TEST_CASE("Glob: malformed patterns are rejected by validation", "[config][options]") {
+  CHECK_THAT(Message(ValidateGlob("user:[abc")), Contains("unclosed '['"));
+  CHECK_THAT(Message(ValidateGlob("abc\\")), Contains("lone '\\'"));
+  CHECK_THAT(Message(ValidateGlob("[z-a]")), Contains("reversed range"));
+  CHECK(ValidateGlob("\\[abc").ok());
+  // Unvalidated, a lone '[' matches itself rather than crashing.
+  CHECK(GlobMatch("a[b", "a[b"));
+}
+
+TEST_CASE("Thresholds: bad rules fail validation with the rule named", "[config][options]") {
+  AlertOptions alert;
+  alert.rules = {Prefix("", 0.2)};
+  CHECK_THAT(Message(alert.Validate()), Contains("pattern is empty"));
+  alert.rules = {Prefix("a:", 0)};
+  CHECK_THAT(Message(alert.Validate()), Contains("share of threshold rule \"a:\""));
+  alert.rules = {Prefix("a:", 1.5)};
+  CHECK_FALSE(alert.Validate().ok());
+  alert.rules = {Glob("[a", 0.2)};
+  CHECK_THAT(Message(alert.Validate()), Contains("unclosed"));
+  alert.rules = {IgnoreGlob("x*")};  // an ignore rule needs no share
+  CHECK(alert.Validate().ok());
+  alert.rules.assign(AlertOptions::kMaxRules + 1, Prefix("a", 0.2));
+  CHECK_THAT(Message(alert.Validate()), Contains("too many threshold rules"));
+}
+
+TEST_CASE("Options: the telemetry path must not hide the server's own paths",
+          "[config][options]") {
+  WebOptions web;
+  for (const char* bad : {"", "metrics", "/", "/-/healthy", "/api/v1/top", "/me trics", "/m?x"}) {
+    web.telemetry_path = bad;
+    INFO(bad);
+    CHECK_FALSE(web.Validate().ok());
+  }
+  web.telemetry_path = "/prometheus/metrics";
+  CHECK(web.Validate().ok());
+}
+
+TEST_CASE("Options: the reloadable part round-trips through DaemonOptions", "[config][options]") {
+  DaemonOptions d;
+  d.udp.receivers = 3;
+  ReloadableOptions r = ReloadableFrom(d);
+  r.alert.default_threshold = 0.5;
+  r.exporter.top_k = 3;
+  r.cluster.shards = 16;
+  DaemonOptions next = WithReloadable(d, r);
+  CHECK(next.alert.default_threshold == 0.5);
+  CHECK(next.exporter.top_k == 3);
+  CHECK(next.cluster.shards == 16);
+  CHECK(next.udp.receivers == 3);  // not reloadable: kept
+  CHECK(d.alert.default_threshold == 0.10);
+}
+
+}  // namespace
+}  // namespace hotkey::config

@@ -1,0 +1,226 @@
+// Tests for config/rules_file.h: the YAML rules file.
+
+#include "hotkey/config/rules_file.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "test_util.h"
+
+namespace hotkey::config {
+namespace {
+
+using Catch::Matchers::Contains;
+using hotkey::model::Strategy;
+using testing::Message;
+
+// A base unlike the defaults, so that "kept from base" is observable.
+ReloadableOptions Base() {
+  ReloadableOptions base;
+  base.alert.default_threshold = 0.3;
+  base.alert.rules = {{ThresholdRule::kPrefix, "old:", 0.5, false}};
+  base.exporter.top_k = 7;
+  base.cluster.shards = 12;
+  return base;
+}
+
+ReloadableOptions ApplyOk(const std::string& yaml) {
+  absl::StatusOr<ReloadableOptions> r = ApplyRulesFile(yaml, Base());
+  INFO(Message(r));
+  REQUIRE(r.ok());
+  return *r;
+}
+
+std::string ApplyError(const std::string& yaml) {
+  absl::StatusOr<ReloadableOptions> r = ApplyRulesFile(yaml, Base());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+  return Message(r);
+}
+
+// A file in the temp directory, removed on scope exit.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text)
+      : path_(std::filesystem::temp_directory_path() /
+              ("hotkey_rules_test_" + std::to_string(getpid()) + ".yml")) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST_CASE("Rules file: the example file loads with every section", "[config][rules]") {
+  absl::StatusOr<ReloadableOptions> r =
+      LoadRulesFile(HOTKEY_SOURCE_DIR "/config/example-rules.yml", ReloadableOptions{});
+  INFO(Message(r));
+  REQUIRE(r.ok());
+  CHECK(r->alert.default_threshold == 0.10);
+  CHECK(r->alert.min_ops_per_second == 100);
+  REQUIRE(r->alert.rules.size() == 3);
+  CHECK(r->alert.ThresholdFor("session:9") == 0.25);
+  CHECK(r->alert.ThresholdFor("user:42:profile") == 0.05);
+  CHECK(std::isinf(r->alert.ThresholdFor("healthcheck/db")));
+  CHECK(r->alert.ThresholdFor("cart:1") == 0.10);
+  CHECK(r->exporter.label == KeyLabelMode::kRaw);
+  CHECK(r->cluster.order.size() == 5);
+}
+
+TEST_CASE("Rules file: given keys override the base and the rest is kept", "[config][rules]") {
+  ReloadableOptions r = ApplyOk(
+      "alert:\n"
+      "  share_threshold: 0.2\n"
+      "  min_dwell: 1s\n"
+      "export:\n"
+      "  key_label: hash\n"
+      "  label_max_bytes: 1KiB\n"
+      "cluster:\n"
+      "  refresh: 500ms\n"
+      "  order: [replicate, split]\n");
+  CHECK(r.alert.default_threshold == 0.2);
+  CHECK(r.alert.min_dwell == absl::Seconds(1));
+  CHECK(r.alert.hysteresis == Base().alert.hysteresis);
+  CHECK(r.alert.rules == Base().alert.rules);  // no thresholds section: base rules kept
+  CHECK(r.exporter.label == KeyLabelMode::kHash);
+  CHECK(r.exporter.label_max_bytes == 1024);
+  CHECK(r.exporter.top_k == 7);
+  CHECK(r.cluster.shards == 12);
+  CHECK(r.cluster.refresh_seconds == 0.5);
+  CHECK(r.cluster.order == std::vector<Strategy>{Strategy::kReplicate, Strategy::kSplit});
+}
+
+TEST_CASE("Rules file: a thresholds list replaces the base's rules in order", "[config][rules]") {
+  ReloadableOptions r = ApplyOk(
+      "thresholds:\n"
+      "  - glob: \"user:*\"\n"
+      "    share: 0.05\n"
+      "  - prefix: 'user:admin'\n"
+      "    share: 0.5\n"
+      "  - glob: \"ping*\"\n"
+      "    ignore: true\n");
+  REQUIRE(r.alert.rules.size() == 3);
+  CHECK(r.alert.rules[0].kind == ThresholdRule::kGlob);
+  CHECK(r.alert.rules[1].pattern == "user:admin");
+  CHECK(r.alert.rules[2].ignore);
+  CHECK(r.alert.ThresholdFor("user:admin") == 0.05);  // first match wins
+  CHECK(r.alert.ThresholdFor("old:1") == 0.3);        // the base rule is gone
+  CHECK(ApplyOk("thresholds: []\n").alert.rules.empty());
+}
+
+TEST_CASE("Rules file: an empty file keeps the base", "[config][rules]") {
+  for (const char* text : {"", "\n\n", "# only a comment\n", "---\n"}) {
+    INFO(text);
+    ReloadableOptions r = ApplyOk(text);
+    CHECK(r.alert == Base().alert);
+    CHECK(r.exporter == Base().exporter);
+    CHECK(r.cluster.shards == 12);
+  }
+  // An empty section is also harmless.
+  CHECK(ApplyOk("alert:\n").alert == Base().alert);
+}
+
+TEST_CASE("Rules file: unknown keys are rejected with their line", "[config][rules]") {
+  CHECK_THAT(ApplyError("alerts:\n  share_threshold: 0.1\n"),
+             Contains("line 1: alerts: unknown key") && Contains("alert, thresholds"));
+  CHECK_THAT(ApplyError("alert:\n  min_dwell: 1s\n  share_treshold: 0.1\n"),
+             Contains("line 3: alert.share_treshold: unknown key"));
+  CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n    share: 0.1\n    sahre: 0.2\n"),
+             Contains("line 4: thresholds[0].sahre: unknown key"));
+  CHECK_THAT(ApplyError("cluster:\n  ops: 5\n"), Contains("cluster.ops: unknown key"));
+}
+
+TEST_CASE("Rules file: wrong types are rejected with their line", "[config][rules]") {
+  CHECK_THAT(ApplyError("alert:\n  min_dwell: [1, 2]\n"),
+             Contains("line 2: alert.min_dwell: must be a single value"));
+  CHECK_THAT(ApplyError("export:\n  top_k: ten\n"),
+             Contains("line 2: export.top_k: \"ten\" is not an integer"));
+  CHECK_THAT(ApplyError("export:\n\n  top_k: -3\n"), Contains("line 3: export.top_k: -3 is out"));
+  CHECK_THAT(ApplyError("alert:\n  min_dwell: 5\n"), Contains("line 2") && Contains("needs a unit"));
+  CHECK_THAT(ApplyError("alert:\n  hysteresis:\n"), Contains("alert.hysteresis: needs a value"));
+  CHECK_THAT(ApplyError("alert: 3\n"), Contains("line 1: alert: must be a map"));
+  CHECK_THAT(ApplyError("thresholds: {prefix: a}\n"), Contains("thresholds: must be a list"));
+  CHECK_THAT(ApplyError("thresholds:\n  - just-a-string\n"),
+             Contains("line 2: thresholds[0]: must be a map"));
+  CHECK_THAT(ApplyError("thresholds:\n  - glob: 'x*'\n    ignore: sometimes\n"),
+             Contains("line 3: thresholds[0].ignore") && Contains("not a boolean"));
+  CHECK_THAT(ApplyError("export:\n  key_label: plain\n"), Contains("line 2: export.key_label"));
+  CHECK_THAT(ApplyError("cluster:\n  order: [none, teleport]\n"),
+             Contains("line 2: cluster.order"));
+  CHECK_THAT(ApplyError("- a\n- b\n"), Contains("rules file: must be a map"));
+  CHECK_THAT(ApplyError("just text\n"), Contains("must be a map"));
+}
+
+TEST_CASE("Rules file: malformed YAML is an error, not an exception", "[config][rules]") {
+  CHECK_THAT(ApplyError("alert:\n  share_threshold: [0.1\n"), Contains("malformed YAML"));
+  CHECK_THAT(ApplyError("alert: {\n"), Contains("line") && Contains("malformed YAML"));
+  CHECK_THAT(ApplyError("\t- tab\n"), Contains("malformed YAML"));
+  CHECK_THAT(ApplyError("alert:\n  min_ops: 1\n  min_ops: 2\n"),
+             Contains("line 3: alert.min_ops: given twice"));
+}
+
+TEST_CASE("Rules file: bad rules are rejected with their line", "[config][rules]") {
+  CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n"),
+             Contains("line 2: thresholds[0]: needs share"));
+  CHECK_THAT(ApplyError("thresholds:\n  - share: 0.2\n"), Contains("exactly one of prefix or glob"));
+  CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n    glob: b\n    share: 0.2\n"),
+             Contains("exactly one of prefix or glob"));
+  CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n    share: 0.2\n    ignore: true\n"),
+             Contains("not both"));
+  CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n    share: 0.2\n  - glob: 'user:[ab'\n"
+                        "    share: 0.2\n"),
+             Contains("line 4: thresholds[1]") && Contains("unclosed '['"));
+  CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n    share: 2\n"),
+             Contains("thresholds[0]") && Contains("(0, 1]"));
+  CHECK_THAT(ApplyError("thresholds:\n  - prefix: ''\n    share: 0.2\n"),
+             Contains("pattern is empty"));
+}
+
+TEST_CASE("Rules file: out-of-range settings name their section's line", "[config][rules]") {
+  CHECK_THAT(ApplyError("cluster:\n  shards: 4\n  replicas: 8\n"),
+             Contains("line 2: cluster: replicas must be in [1, shards=4], got 8"));
+  // Checked against the base too: base shards is 12.
+  CHECK_THAT(ApplyError("cluster:\n  split: 13\n"), Contains("cluster: split"));
+  CHECK_THAT(ApplyError("cluster:\n  order: []\n"), Contains("cluster: order"));
+  CHECK_THAT(ApplyError("\nalert:\n  share_threshold: 1.5\n"),
+             Contains("line 3: alert share threshold must be in (0, 1]; got 1.5"));
+  CHECK_THAT(ApplyError("export:\n  top_k: 5000\n"), Contains("export top-k"));
+  CHECK_THAT(ApplyError("export:\n  hysteresis: 1\n"), Contains("export hysteresis"));
+}
+
+TEST_CASE("Rules file: order also takes the flag's comma-separated form", "[config][rules]") {
+  CHECK(ApplyOk("cluster:\n  order: cache, split\n").cluster.order ==
+        std::vector<Strategy>{Strategy::kCache, Strategy::kSplit});
+}
+
+TEST_CASE("Rules file: a missing file is an error naming the path", "[config][rules]") {
+  absl::StatusOr<ReloadableOptions> r =
+      LoadRulesFile("/nonexistent/dir/rules.yml", ReloadableOptions{});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == absl::StatusCode::kNotFound);
+  CHECK_THAT(Message(r), Contains("/nonexistent/dir/rules.yml"));
+}
+
+TEST_CASE("Rules file: errors in a loaded file name the path and line", "[config][rules]") {
+  TempFile file("alert:\n  share_threshold: nope\n");
+  absl::StatusOr<ReloadableOptions> r = LoadRulesFile(file.path(), ReloadableOptions{});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(Message(r), Contains(file.path()) && Contains("line 2"));
+}
+
+TEST_CASE("Rules file: a directory is not a rules file", "[config][rules]") {
+  absl::StatusOr<ReloadableOptions> r =
+      LoadRulesFile(std::filesystem::temp_directory_path().string(), ReloadableOptions{});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(Message(r), Contains(std::filesystem::temp_directory_path().string()));
+}
+
+}  // namespace
+}  // namespace hotkey::config
