@@ -51,8 +51,8 @@ absl::Status SendOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("zipf_s must be > 0, got ", zipf_s));
   }
   if (!IsShare(background_write_share)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "background_write_share must be in [0, 1], got ", background_write_share));
+    return absl::InvalidArgumentError(
+        absl::StrCat("background_write_share must be in [0, 1], got ", background_write_share));
   }
   if (duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("duration must be positive");
@@ -79,9 +79,9 @@ absl::Status SendOptions::Validate() const {
       return absl::InvalidArgumentError(absl::StrCat(name, ": write share must be in [0, 1]"));
     }
     if (c.start < absl::ZeroDuration() || c.stop <= c.start) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": need 0 <= start < stop, got start ",
-                       absl::FormatDuration(c.start), " stop ", absl::FormatDuration(c.stop)));
+      return absl::InvalidArgumentError(absl::StrCat(name, ": need 0 <= start < stop, got start ",
+                                                     absl::FormatDuration(c.start), " stop ",
+                                                     absl::FormatDuration(c.stop)));
     }
   }
   // The active shares peak at some celebrity's start.
@@ -91,9 +91,9 @@ absl::Status SendOptions::Validate() const {
       if (c.start <= at.start && at.start < c.stop) sum += c.share;
     }
     if (sum > 1 + kShareSlack) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "celebrity shares active together add up to ", sum, " (at ",
-          absl::FormatDuration(at.start), "), more than 1"));
+      return absl::InvalidArgumentError(absl::StrCat("celebrity shares active together add up to ",
+                                                     sum, " (at ", absl::FormatDuration(at.start),
+                                                     "), more than 1"));
     }
   }
   return absl::OkStatus();

@@ -49,8 +49,8 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
   }
   if (f == nullptr) {
     const int e = errno;
-    const std::string message = absl::StrCat("cannot open trace '", path, "': ",
-                                             e != 0 ? strerror(e) : "out of memory");
+    const std::string message =
+        absl::StrCat("cannot open trace '", path, "': ", e != 0 ? strerror(e) : "out of memory");
     return e == ENOENT ? absl::NotFoundError(message) : absl::UnavailableError(message);
   }
   return std::unique_ptr<TraceReader>(new TraceReader(f));

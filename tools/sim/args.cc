@@ -98,8 +98,7 @@ absl::StatusOr<int64_t> Args::Int(const std::string& name, int64_t fallback) con
   if (!v.has_value()) return fallback;
   int64_t i = 0;
   if (!ParseInt(*v, &i)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, ": '", *v, "' is not an integer"));
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", *v, "' is not an integer"));
   }
   return i;
 }
@@ -110,8 +109,8 @@ absl::StatusOr<absl::Duration> Args::Duration(const std::string& name,
   if (!v.has_value()) return fallback;
   absl::Duration d;
   if (!ParseDurationArg(*v, &d)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", name, ": '", *v, "' is not a duration (e.g. 10s, 500ms, 2m, 1.5, inf)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, ": '", *v, "' is not a duration (e.g. 10s, 500ms, 2m, 1.5, inf)"));
   }
   return d;
 }

@@ -40,8 +40,7 @@ class Args {
   absl::StatusOr<double> Double(const std::string& name, double fallback) const;
   absl::StatusOr<int64_t> Int(const std::string& name, int64_t fallback) const;
   // A duration: "1.5s", "2m", "100ms", a bare number of seconds, or "inf".
-  absl::StatusOr<absl::Duration> Duration(const std::string& name,
-                                          absl::Duration fallback) const;
+  absl::StatusOr<absl::Duration> Duration(const std::string& name, absl::Duration fallback) const;
 
  private:
   std::multimap<std::string, std::string> values_;

@@ -126,11 +126,11 @@ double CpuSeconds() {
 // --- model -------------------------------------------------------------------------------
 
 int RunModel(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv,
-      {"ops", "shards", "capacity", "hot-share", "write-share", "app-servers", "refresh",
-       "replicas", "split", "target", "order"},
-      {"json", "help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv,
+                  {"ops", "shards", "capacity", "hot-share", "write-share", "app-servers",
+                   "refresh", "replicas", "split", "target", "order"},
+                  {"json", "help"});
   if (!args.ok()) return Usage(args.status(), "model");
   if (args->Has("help")) {
     std::fputs(kModelHelp, stdout);
@@ -162,12 +162,11 @@ int RunModel(const std::vector<std::string>& argv) {
   };
   key.share = 0.2;
   key.write_share = 0.1;
-  for (absl::Status s :
-       {read_double("ops", &c.ops), read_int("shards", &c.shards),
-        read_double("capacity", &c.capacity), read_double("hot-share", &key.share),
-        read_double("write-share", &key.write_share), read_int("app-servers", &c.app_servers),
-        read_int("replicas", &c.replicas), read_int("split", &c.split),
-        read_double("target", &c.target)}) {
+  for (absl::Status s : {read_double("ops", &c.ops), read_int("shards", &c.shards),
+                         read_double("capacity", &c.capacity), read_double("hot-share", &key.share),
+                         read_double("write-share", &key.write_share),
+                         read_int("app-servers", &c.app_servers), read_int("replicas", &c.replicas),
+                         read_int("split", &c.split), read_double("target", &c.target)}) {
     if (!s.ok()) return Usage(s, "model");
   }
   absl::StatusOr<absl::Duration> refresh = args->Duration("refresh", absl::Seconds(1));
@@ -176,7 +175,8 @@ int RunModel(const std::vector<std::string>& argv) {
   if (std::optional<std::string> order = args->Get("order")) {
     c.order.clear();
     for (absl::string_view name : absl::StrSplit(*order, ',')) {
-      absl::StatusOr<model::Strategy> s = model::ParseStrategy(std::string_view(name.data(), name.size()));
+      absl::StatusOr<model::Strategy> s =
+          model::ParseStrategy(std::string_view(name.data(), name.size()));
       if (!s.ok()) return Usage(s.status(), "model");
       c.order.push_back(*s);
     }
@@ -241,9 +241,8 @@ void PrintSendStats(const char* what, const loadgen::SendStats& s, double cpu) {
       "%s %llu events in %llu datagrams (%.1f MB) in %.2f s: %.0f events/s, "
       "%.0f events per CPU-second (%.2f CPU s); send errors: %llu datagrams, %llu events "
       "dropped%s\n",
-      what, static_cast<unsigned long long>(s.events),
-      static_cast<unsigned long long>(s.datagrams), s.bytes / 1e6, secs,
-      secs > 0 ? s.events / secs : 0.0, cpu > 0 ? s.events / cpu : 0.0, cpu,
+      what, static_cast<unsigned long long>(s.events), static_cast<unsigned long long>(s.datagrams),
+      s.bytes / 1e6, secs, secs > 0 ? s.events / secs : 0.0, cpu > 0 ? s.events / cpu : 0.0, cpu,
       static_cast<unsigned long long>(s.send_errors),
       static_cast<unsigned long long>(s.events_dropped), ErrorText(s.last_errno).c_str());
 }
@@ -260,9 +259,8 @@ void PrintProgress(const loadgen::SendStats& s, uint64_t* last_events) {
 
 int RunSend(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(argv,
-                                          {"to", "rate", "sampling", "keys", "zipf",
-                                           "write-share", "celebrity", "duration",
-                                           "datagram-bytes", "seed"},
+                                          {"to", "rate", "sampling", "keys", "zipf", "write-share",
+                                           "celebrity", "duration", "datagram-bytes", "seed"},
                                           {"verbose", "help"});
   if (!args.ok()) return Usage(args.status(), "send");
   if (args->Has("help")) {
@@ -285,9 +283,9 @@ int RunSend(const std::vector<std::string>& argv) {
   absl::StatusOr<absl::Duration> duration = args->Duration("duration", absl::InfiniteDuration());
   absl::StatusOr<int64_t> datagram_bytes = args->Int("datagram-bytes", 1400);
   absl::StatusOr<int64_t> seed = args->Int("seed", 1);
-  for (const absl::Status& s : {rate.status(), sampling.status(), keys.status(), zipf.status(),
-                                write_share.status(), duration.status(),
-                                datagram_bytes.status(), seed.status()}) {
+  for (const absl::Status& s :
+       {rate.status(), sampling.status(), keys.status(), zipf.status(), write_share.status(),
+        duration.status(), datagram_bytes.status(), seed.status()}) {
     if (!s.ok()) return Usage(s, "send");
   }
   if (*keys < 1) return Usage(absl::InvalidArgumentError("--keys must be >= 1"), "send");
@@ -325,8 +323,8 @@ int RunSend(const std::vector<std::string>& argv) {
 // --- replay ------------------------------------------------------------------------------
 
 int RunReplay(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, {"to", "speed", "rate", "sampling", "datagram-bytes"}, {"verbose", "help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"to", "speed", "rate", "sampling", "datagram-bytes"}, {"verbose", "help"});
   if (!args.ok()) return Usage(args.status(), "replay");
   if (args->Has("help")) {
     std::fputs(kReplayHelp, stdout);
@@ -377,8 +375,7 @@ int RunReplay(const std::vector<std::string>& argv) {
   absl::Status status;
   uint64_t last = 0;
   RunWithProgress([&] { status = (*replayer)->Run(**trace, g_stop); },
-                  [&] { PrintProgress((*replayer)->stats().sent, &last); },
-                  args->Has("verbose"));
+                  [&] { PrintProgress((*replayer)->stats().sent, &last); }, args->Has("verbose"));
   const loadgen::ReplayStats s = (*replayer)->stats();
   PrintSendStats("replayed", s.sent, CpuSeconds() - cpu0);
   std::printf("trace: %llu lines, %llu bad lines skipped, %llu keys too long for a datagram\n",

@@ -55,14 +55,14 @@ std::string ModelTable(const model::Cluster& c, const model::HotKey& key,
       "fixes:   cache on A=%d app servers every %gs, replicate R=%d, split S=%d; "
       "target %g%% of C\n\n",
       c.ops, c.shards, c.capacity, 100 * c.ops / (c.shards * c.capacity), key.share,
-      c.ops * key.share, key.write_share, c.app_servers, c.refresh_seconds, c.replicas,
-      c.split, 100 * c.target);
+      c.ops * key.share, key.write_share, c.app_servers, c.refresh_seconds, c.replicas, c.split,
+      100 * c.target);
   absl::StrAppendFormat(&out, "%-12s %9s %11s  %s\n", "strategy", "busiest", "least busy",
                         "busiest shard, 0-150% of C (: target, | capacity)");
   for (const model::StrategyLoad& row : p.loads) {
     absl::StrAppendFormat(&out, "%-12s %8.1f%% %10.1f%%  [%s]%s\n", Name(row.strategy),
-                          100 * row.busiest, 100 * row.least_busy,
-                          Bar(row.busiest, c.target), Fits(row, c.target) ? " fits" : "");
+                          100 * row.busiest, 100 * row.least_busy, Bar(row.busiest, c.target),
+                          Fits(row, c.target) ? " fits" : "");
   }
   if (p.advice == model::Strategy::kIsolate) {
     absl::StrAppendFormat(&out,
@@ -88,13 +88,13 @@ std::string ModelJson(const model::Cluster& c, const model::HotKey& key,
   for (model::Strategy s : c.order) {
     absl::StrAppend(&order, order.empty() ? "" : ",", "\"", Name(s), "\"");
   }
-  std::string out = absl::StrCat(
-      "{\"cluster\":{\"ops\":", Num(c.ops), ",\"shards\":", c.shards,
-      ",\"capacity\":", Num(c.capacity), ",\"app_servers\":", c.app_servers,
-      ",\"refresh_seconds\":", Num(c.refresh_seconds), ",\"replicas\":", c.replicas,
-      ",\"split\":", c.split, ",\"target\":", Num(c.target), ",\"order\":[", order, "]},",
-      "\"hot_key\":{\"share\":", Num(key.share), ",\"write_share\":", Num(key.write_share),
-      "},\"strategies\":[");
+  std::string out =
+      absl::StrCat("{\"cluster\":{\"ops\":", Num(c.ops), ",\"shards\":", c.shards,
+                   ",\"capacity\":", Num(c.capacity), ",\"app_servers\":", c.app_servers,
+                   ",\"refresh_seconds\":", Num(c.refresh_seconds), ",\"replicas\":", c.replicas,
+                   ",\"split\":", c.split, ",\"target\":", Num(c.target), ",\"order\":[", order,
+                   "]},", "\"hot_key\":{\"share\":", Num(key.share),
+                   ",\"write_share\":", Num(key.write_share), "},\"strategies\":[");
   for (size_t i = 0; i < p.loads.size(); ++i) {
     const model::StrategyLoad& row = p.loads[i];
     absl::StrAppend(&out, i ? "," : "", "{\"strategy\":\"", Name(row.strategy),

@@ -29,10 +29,10 @@ namespace hotkey::loadgen {
 
 struct ReplayOptions {
   std::string to = "127.0.0.1:10111";  // HOST:PORT
-  double speed = 0;  // > 0: follow the trace's timestamps, this many times faster
-  double rate = 0;   // > 0: this many events per second (only when speed is 0)
-  double sampling = 1.0;  // written as "!v1 rate=<p>" when < 1, as in SendOptions
-  size_t datagram_bytes = 1400;  // in [64, 65507]
+  double speed = 0;                    // > 0: follow the trace's timestamps, this many times faster
+  double rate = 0;                     // > 0: this many events per second (only when speed is 0)
+  double sampling = 1.0;               // written as "!v1 rate=<p>" when < 1, as in SendOptions
+  size_t datagram_bytes = 1400;        // in [64, 65507]
 
   // InvalidArgument for a negative or non-finite speed or rate, both set, sampling
   // outside (0, 1] or a bad datagram size.
@@ -40,11 +40,11 @@ struct ReplayOptions {
 };
 
 struct ReplayStats {
-  SendStats sent;                   // as for Sender
-  uint64_t trace_lines = 0;         // lines read from the trace
-  uint64_t bad_lines = 0;           // lines the trace reader skipped
-  uint64_t skipped_keys = 0;        // events whose key cannot fit in one datagram
-  uint64_t untimed_events = 0;      // events without a timestamp (matters with speed > 0)
+  SendStats sent;               // as for Sender
+  uint64_t trace_lines = 0;     // lines read from the trace
+  uint64_t bad_lines = 0;       // lines the trace reader skipped
+  uint64_t skipped_keys = 0;    // events whose key cannot fit in one datagram
+  uint64_t untimed_events = 0;  // events without a timestamp (matters with speed > 0)
 };
 
 // Run() from one thread, once; stats() from any thread (see Sender).

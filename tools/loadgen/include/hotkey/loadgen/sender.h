@@ -46,11 +46,11 @@ namespace hotkey::loadgen {
 // A key that takes a fixed share of all events while start <= elapsed < stop. Outside its
 // window its share goes to the background.
 struct Celebrity {
-  std::string key;                                  // any bytes but '\n', non-empty
-  double share = 0.0;                               // of all events, in [0, 1]
-  double write_share = 0.0;                         // of its events, in [0, 1]
-  absl::Duration start = absl::ZeroDuration();      // offset from the start of Run()
-  absl::Duration stop = absl::InfiniteDuration();   // exclusive; > start
+  std::string key;                                 // any bytes but '\n', non-empty
+  double share = 0.0;                              // of all events, in [0, 1]
+  double write_share = 0.0;                        // of its events, in [0, 1]
+  absl::Duration start = absl::ZeroDuration();     // offset from the start of Run()
+  absl::Duration stop = absl::InfiniteDuration();  // exclusive; > start
 };
 
 struct SendOptions {
@@ -63,7 +63,7 @@ struct SendOptions {
   uint64_t background_keys = 1000000;  // M >= 1: background ranks 1..M, named "key:<rank>"
   double zipf_s = 1.0;                 // Zipf exponent of the background, > 0
   double background_write_share = 0.1;
-  std::vector<Celebrity> celebrities;  // shares add up to at most 1
+  std::vector<Celebrity> celebrities;                  // shares add up to at most 1
   absl::Duration duration = absl::InfiniteDuration();  // > 0
   size_t datagram_bytes = 1400;                        // in [64, 65507]
   uint64_t seed = 1;                                   // same seed, same event stream
