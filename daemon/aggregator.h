@@ -1,0 +1,67 @@
+// Aggregator: turns the receivers' reports into the published Snapshot, once per tick.
+//
+// Per tick it merges the receivers' trackers (HeavyHitters::Merge), computes each key's
+// share, error bound, write ratio and decayed rate; the fixed-window rates from a short
+// history of undecayed counts (operators read QPS, not decayed weights); the exported set
+// (top_k keys over min_share, with hysteresis so labels do not churn); the hot state of
+// every tracked key (alerter.h); and the shard model's projection and advice for every
+// exported key (hotkey::model). Memory is bounded: the history holds one point per tick
+// of the rate window, each with at most `candidates * receivers` keys.
+//
+// Thread-compatible: Build() and SetReloadable() are called from one thread (the daemon's
+// main io_context); the result is immutable and shared.
+
+#ifndef HOTKEY_DAEMON_AGGREGATOR_H_
+#define HOTKEY_DAEMON_AGGREGATOR_H_
+
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "alerter.h"
+#include "hotkey/config/options.h"
+#include "snapshot.h"
+
+namespace hotkey::daemon {
+
+class Aggregator {
+ public:
+  // `label_secret` keys the hash of hashed key labels.
+  Aggregator(const config::TrackOptions& track, const config::ReloadableOptions& reloadable,
+             uint64_t label_secret, absl::Time start, Alerter::LogSink log);
+
+  // Takes effect at the next Build().
+  void SetReloadable(const config::ReloadableOptions& reloadable);
+
+  // Builds the snapshot for `now` from the latest report of each receiver (nulls are
+  // skipped). `kernel_drops` is read by the caller from /proc.
+  std::shared_ptr<const Snapshot> Build(
+      std::span<const std::shared_ptr<const ReceiverReport>> reports, absl::Time now,
+      uint64_t kernel_drops);
+
+ private:
+  struct KeyRaw {
+    double raw[sketch::kNumOps];
+    absl::Time admitted;
+  };
+  struct HistoryPoint {
+    absl::Time time;
+    double raw_total[sketch::kNumOps];
+    absl::flat_hash_map<uint64_t, KeyRaw> keys;
+  };
+
+  const config::TrackOptions track_;
+  config::ReloadableOptions reloadable_;
+  const uint64_t label_secret_;
+  const absl::Time start_;
+  Alerter alerter_;
+  std::deque<HistoryPoint> history_;
+  absl::flat_hash_set<uint64_t> exported_;
+};
+
+}  // namespace hotkey::daemon
+
+#endif  // HOTKEY_DAEMON_AGGREGATOR_H_

@@ -1,0 +1,77 @@
+// Alerter: decides which keys are hot, with a minimum dwell and hysteresis, and logs each
+// hot episode's start and end once.
+//
+// A key becomes hot after its share has stayed above its threshold (AlertOptions::
+// ThresholdFor) for min_dwell, and only while the shard serves at least min_ops_per_second
+// (the idle guard: on a near-silent shard one request is a large share). A hot key cools
+// when its share drops below threshold * (1 - hysteresis), when the shard goes idle, or
+// when it leaves the tracker. Time is whatever the caller passes, so tests use a fake clock.
+//
+// Episode logs are logfmt lines with the key's label (never raw bytes when the operator
+// hides keys), the peak share and the duration.
+//
+// Thread-compatible: the aggregator calls it from one thread.
+
+#ifndef HOTKEY_DAEMON_ALERTER_H_
+#define HOTKEY_DAEMON_ALERTER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "hotkey/config/options.h"
+
+namespace hotkey::daemon {
+
+class Alerter {
+ public:
+  // Receives each finished log line (without newline).
+  using LogSink = std::function<void(std::string_view line)>;
+
+  Alerter(const config::AlertOptions& options, LogSink log);
+
+  void SetOptions(const config::AlertOptions& options) { options_ = options; }
+  const config::AlertOptions& options() const { return options_; }
+
+  struct KeyState {
+    bool hot = false;
+    absl::Time over_since = absl::InfiniteFuture();  // first tick above threshold
+    absl::Time hot_since = absl::InfiniteFuture();
+    double peak_share = 0;
+    std::string label;  // for the episode-end log line
+    std::string strategy;
+  };
+
+  // One evaluation tick: call Observe() for every tracked key, then Finish().
+  void Begin(absl::Time now, double shard_ops_per_second);
+  // `id` identifies the key (its hash); returns whether it is hot after this observation.
+  bool Observe(uint64_t id, double share, double threshold, std::string_view label,
+               std::string_view strategy);
+  // Keys not observed this tick are treated as share 0: hot ones cool, pending ones reset.
+  void Finish();
+
+  // The state of a key, or null if it is neither hot nor pending.
+  const KeyState* Find(uint64_t id) const;
+  size_t hot_count() const;
+
+ private:
+  void Log(bool start, const KeyState& s, double share, double threshold);
+
+  config::AlertOptions options_;
+  LogSink log_;
+  absl::Time now_;
+  bool idle_ = false;
+  struct Entry {
+    KeyState state;
+    uint64_t seen_tick = 0;
+  };
+  absl::flat_hash_map<uint64_t, Entry> keys_;
+  uint64_t tick_ = 0;
+};
+
+}  // namespace hotkey::daemon
+
+#endif  // HOTKEY_DAEMON_ALERTER_H_

@@ -1,0 +1,235 @@
+#include "daemon.h"
+
+#include <boost/asio/post.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "hotkey/config/rules_file.h"
+#include "hotkey/loadgen/sender.h"
+#include "proc_stats.h"
+
+namespace hotkey::daemon {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Keys the hash of hashed key labels. A fixed value keeps labels stable across restarts
+// (Prometheus series continuity); it is not a secret.
+constexpr uint64_t kLabelSecret = 0x6b65796c6162656cULL;  // "keylabel"
+
+sketch::HeavyHittersOptions TrackerOptions(const config::TrackOptions& t) {
+  sketch::HeavyHittersOptions o;
+  o.candidates = t.candidates;
+  o.sketch_bytes = t.sketch_bytes;
+  o.max_key_bytes = t.stored_key_bytes;
+  o.half_life = t.half_life;
+  return o;
+}
+
+std::string Endpoint(const auto& ep) {
+  const auto a = ep.address();
+  return a.is_v6() ? absl::StrCat("[", a.to_string(), "]:", ep.port())
+                   : absl::StrCat(a.to_string(), ":", ep.port());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::DaemonOptions& options,
+                                                       const Clock& clock, LogSink log) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  std::unique_ptr<Daemon> d(new Daemon(options, clock, std::move(log)));
+  if (absl::Status s = d->Init(); !s.ok()) return s;
+  return d;
+}
+
+Daemon::Daemon(const config::DaemonOptions& options, const Clock& clock, LogSink log)
+    : options_(options), clock_(clock), log_(std::move(log)), cluster_(options.cluster) {}
+
+absl::Status Daemon::Init() {
+  config::ReloadableOptions reloadable = config::ReloadableFrom(options_);
+  if (!options_.config_file.empty()) {
+    absl::StatusOr<config::ReloadableOptions> r =
+        config::LoadRulesFile(options_.config_file, reloadable);
+    if (!r.ok()) return r.status();
+    reloadable = *r;
+    cluster_ = reloadable.cluster;
+  }
+  reload_status_ = ReloadStatus{true, clock_.Now()};
+  aggregator_ = std::make_unique<Aggregator>(options_.track, reloadable, kLabelSecret,
+                                             clock_.Now(), log_);
+
+  // Receivers: with port 0 the first socket picks the port and the others join it.
+  config::UdpOptions udp = options_.udp;
+  for (int i = 0; i < options_.udp.receivers; ++i) {
+    absl::StatusOr<std::unique_ptr<UdpReceiver>> r = UdpReceiver::Create(
+        udp, TrackerOptions(options_.track), options_.track.publish_interval, clock_, [this] {
+          if (!build_pending_.exchange(true)) asio::post(io_, [this] { Build(); });
+        });
+    if (!r.ok()) return r.status();
+    if (i == 0) {
+      absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(udp.listen_address);
+      if (hp.ok() && hp->port == 0) {
+        const std::string host = hp->host.find(':') != std::string::npos
+                                     ? absl::StrCat("[", hp->host, "]")
+                                     : hp->host;
+        udp.listen_address = absl::StrCat(host, ":", (*r)->local_endpoint().port());
+      }
+    }
+    inodes_.push_back((*r)->socket_inode());
+    receivers_.push_back(*std::move(r));
+  }
+
+  collector_ = std::make_unique<SnapshotCollector>([this] { return snapshot(); },
+                                                   [this] {
+                                                     std::lock_guard<std::mutex> l(mu_);
+                                                     return reload_status_;
+                                                   });
+  WebHooks hooks;
+  hooks.snapshot = [this] { return snapshot(); };
+  hooks.reload = [this] { return Reload(); };
+  hooks.cluster = [this] {
+    std::lock_guard<std::mutex> l(mu_);
+    return cluster_;
+  };
+  hooks.metrics = collector_.get();
+  routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(
+      io_, options_.web, HttpLimits{},
+      [routes = routes_.get()](const HttpRequest& r) { return routes->Handle(r); });
+  if (!http.ok()) return http.status();
+  http_ = *std::move(http);
+  return absl::OkStatus();
+}
+
+Daemon::~Daemon() {
+  DoShutdown();
+}
+
+void Daemon::Log(std::string_view level, std::string_view msg, std::string_view fields) {
+  if (!log_) return;
+  std::string line = absl::StrFormat(
+      "ts=%s level=%s msg=\"%s\"", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_.Now(), absl::UTCTimeZone()),
+      std::string(level), std::string(msg));
+  if (!fields.empty()) absl::StrAppend(&line, " ", std::string(fields));
+  log_(line);
+}
+
+void Daemon::Run(bool handle_signals) {
+  if (handle_signals) {
+    signals_ = std::make_unique<asio::signal_set>(io_, SIGINT, SIGTERM, SIGHUP);
+    std::function<void(boost::system::error_code, int)> on_signal =
+        [this, &on_signal](boost::system::error_code ec, int sig) {
+          if (ec) return;
+          if (sig == SIGHUP) {
+            const absl::Status s = Reload();
+            signals_->async_wait(on_signal);
+            return;
+          }
+          Log("info", "shutting down", absl::StrCat("signal=", sig));
+          DoShutdown();
+        };
+    signals_->async_wait(on_signal);
+  }
+  http_->Start();
+  for (auto& r : receivers_) r->Start();
+  Log("info", "hotkeyd started",
+      absl::StrFormat("version=%s web=%s udp=%s receivers=%d udp_read_buffer=%d",
+                      std::string(BuildVersion()), Endpoint(http_->local_endpoint()),
+                      Endpoint(receivers_[0]->local_endpoint()), receivers_.size(),
+                      receivers_[0]->receive_buffer_bytes()));
+  if (options_.demo) StartDemo();
+  io_.run();
+}
+
+void Daemon::Shutdown() {
+  asio::post(io_, [this] { DoShutdown(); });
+}
+
+void Daemon::DoShutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (http_) http_->Stop();
+  if (signals_) {
+    boost::system::error_code ec;
+    signals_->cancel(ec);
+  }
+  demo_stop_ = true;
+  if (demo_thread_.joinable()) demo_thread_.join();
+  for (auto& r : receivers_) r->Stop();
+  Build();  // the last reports, so a final scrape would see everything counted
+  io_.stop();
+}
+
+void Daemon::StartDemo() {
+  loadgen::SendOptions o;
+  const auto ep = receivers_[0]->local_endpoint();
+  const bool any = ep.address().is_unspecified();
+  o.to = ep.address().is_v6() && !any ? absl::StrCat("[", ep.address().to_string(), "]:", ep.port())
+                                      : absl::StrCat(any ? "127.0.0.1" : ep.address().to_string(),
+                                                     ":", ep.port());
+  o.rate = options_.demo_rate;
+  o.background_keys = 100000;
+  o.zipf_s = 1.0;
+  o.background_write_share = 0.1;
+  // Three celebrities, one per fix: hot reads (cache), hot writes (split), both (split+cache).
+  o.celebrities = {{"user:celebrity:profile", 0.22, 0.03},
+                   {"post:viral:likes", 0.14, 0.95},
+                   {"item:flash-sale:stock", 0.12, 0.5}};
+  absl::StatusOr<std::unique_ptr<loadgen::Sender>> s = loadgen::Sender::Create(o);
+  if (!s.ok()) {
+    Log("error", "demo load not started", absl::StrCat("err=\"", s.status().message(), "\""));
+    return;
+  }
+  demo_ = *std::move(s);
+  demo_thread_ = std::thread([this] { (void)demo_->Run(demo_stop_); });
+  Log("info", "demo load started", absl::StrFormat("to=%s rate=%g", o.to, o.rate));
+}
+
+void Daemon::Build() {
+  build_pending_ = false;
+  std::vector<std::shared_ptr<const ReceiverReport>> reports;
+  reports.reserve(receivers_.size());
+  for (const auto& r : receivers_) reports.push_back(r->Latest());
+  auto snap = aggregator_->Build(reports, clock_.Now(), ReadUdpDrops(inodes_));
+  std::lock_guard<std::mutex> l(mu_);
+  snapshot_ = std::move(snap);
+}
+
+std::shared_ptr<const Snapshot> Daemon::snapshot() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return snapshot_;
+}
+
+absl::Status Daemon::Reload() {
+  config::ReloadableOptions reloadable = config::ReloadableFrom(options_);
+  absl::Status status = absl::OkStatus();
+  if (!options_.config_file.empty()) {
+    absl::StatusOr<config::ReloadableOptions> r =
+        config::LoadRulesFile(options_.config_file, reloadable);
+    if (r.ok()) {
+      reloadable = *r;
+    } else {
+      status = r.status();
+    }
+  }
+  if (status.ok()) {
+    aggregator_->SetReloadable(reloadable);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      cluster_ = reloadable.cluster;
+      reload_status_ = ReloadStatus{true, clock_.Now()};
+    }
+    Log("info", "configuration reloaded", absl::StrCat("file=\"", options_.config_file, "\""));
+  } else {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      reload_status_.last_successful = false;
+    }
+    Log("error", "configuration reload failed; the previous configuration stays in force",
+        absl::StrCat("file=\"", options_.config_file, "\" err=\"", status.message(), "\""));
+  }
+  return status;
+}
+
+}  // namespace hotkey::daemon

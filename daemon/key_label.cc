@@ -1,0 +1,103 @@
+#include "key_label.h"
+
+#include "absl/strings/str_format.h"
+#include "hotkey/sketch/hash.h"
+
+namespace hotkey::daemon {
+
+namespace {
+
+// Length of the valid UTF-8 sequence at the start of `s` (1-4), or 0 if it is not one.
+// Rejects overlong forms, surrogates and code points above U+10FFFF (RFC 3629).
+size_t Utf8Length(std::string_view s) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < n) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  }
+  return n;
+}
+
+constexpr std::string_view kCutMarker = "~";
+
+// Bytes left for the readable part when `suffix` must fit too: a label is never longer
+// than max(max_bytes, suffix).
+size_t Room(size_t max_bytes, const std::string& suffix) {
+  return max_bytes > suffix.size() ? max_bytes - suffix.size() : 0;
+}
+
+}  // namespace
+
+std::string KeyLabeler::Escape(std::string_view bytes, size_t max_bytes, bool* cut) {
+  std::string out;
+  *cut = false;
+  while (!bytes.empty()) {
+    const size_t n = Utf8Length(bytes);
+    const unsigned char c = static_cast<unsigned char>(bytes[0]);
+    const bool plain = n > 1 || (n == 1 && c >= 0x20 && c != 0x7F && c != '\\');
+    const size_t need = plain ? n : 4;
+    if (out.size() + need > max_bytes) {
+      *cut = true;
+      break;
+    }
+    if (plain) {
+      out.append(bytes.substr(0, n));
+      bytes.remove_prefix(n);
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+      bytes.remove_prefix(1);
+    }
+  }
+  return out;
+}
+
+std::string KeyLabeler::HashText(std::string_view key, bool truncated, uint64_t hash) const {
+  // A truncated key's stored bytes are only its prefix; mix in its full hash.
+  const uint64_t h = sketch::HashKey(key, secret_ ^ (truncated ? hash : 0));
+  return absl::StrFormat("%016x", h);
+}
+
+std::string KeyLabeler::Label(std::string_view key, bool truncated, uint64_t hash) const {
+  switch (mode_) {
+    case config::KeyLabelMode::kHash:
+      return "h:" + HashText(key, truncated, hash);
+    case config::KeyLabelMode::kPrefix: {
+      const size_t colon = key.rfind(':');
+      const std::string_view family =
+          colon == std::string_view::npos ? std::string_view() : key.substr(0, colon + 1);
+      const std::string suffix = "#" + HashText(key, truncated, hash);
+      bool cut;
+      std::string out = Escape(family, Room(max_bytes_, suffix), &cut);
+      return out + suffix;
+    }
+    case config::KeyLabelMode::kRaw:
+      break;
+  }
+  // Raw: room for a cut marker and a hash in case the key does not fit.
+  bool cut;
+  std::string out = Escape(key, max_bytes_, &cut);
+  if (!cut && !truncated) return out;
+  const std::string suffix = std::string(kCutMarker) + HashText(key, truncated, hash);
+  out = Escape(key, Room(max_bytes_, suffix), &cut);
+  return out + suffix;
+}
+
+}  // namespace hotkey::daemon

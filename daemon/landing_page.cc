@@ -1,0 +1,128 @@
+// The landing page: live top keys (from /api/v1/top, every second) and the shard-model
+// playground (sliders -> /api/v1/model -> per-shard load bars). Self-contained: no build
+// step, no external script, style or font, so it works on an air-gapped host.
+
+#include "web.h"
+
+namespace hotkey::daemon {
+
+std::string_view LandingPage() {
+  static constexpr std::string_view kPage = R"HTML(<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>hotkeyd</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;color:#222}
+h1{font-size:1.4em;margin:0 0 .2em} h2{font-size:1.1em;margin:1.4em 0 .4em}
+a{color:#0b5cad} nav a{margin-right:1em}
+table{border-collapse:collapse;width:100%} th,td{padding:.25em .5em;border-bottom:1px solid #ddd;text-align:right}
+th:first-child,td:first-child{text-align:left;font-family:ui-monospace,monospace;word-break:break-all}
+tr.hot td{background:#fde8e8} .muted{color:#777} .pill{padding:0 .4em;border-radius:.6em;background:#eee}
+.hot .pill{background:#c62828;color:#fff}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(230px,1fr));gap:.3em 1.2em}
+label{display:flex;justify-content:space-between} input[type=range]{width:100%}
+.strategy{margin:.6em 0} .strategy b{display:inline-block;width:7em}
+.bars{position:relative;display:flex;align-items:flex-end;gap:3px;height:90px;border-bottom:1px solid #999;margin-top:.2em}
+.bar{flex:1;background:#4a90d9;min-height:1px} .bar.over{background:#d9534f}
+.cap{position:absolute;left:0;right:0;border-top:2px dashed #333} .tgt{position:absolute;left:0;right:0;border-top:1px dotted #c80}
+.advice{font-size:1.1em;margin:.6em 0;font-weight:600}
+</style></head><body>
+<h1>hotkeyd</h1>
+<div class="muted">Hot-key detection for one shard. <span id="summary"></span></div>
+<nav><a href="metrics">/metrics</a><a href="api/v1/top">/api/v1/top</a><a href="-/healthy">/-/healthy</a><a href="-/ready">/-/ready</a></nav>
+
+<h2>Top keys <span class="muted" id="updated"></span></h2>
+<table id="top"><thead><tr><th>key</th><th>share</th><th>± error</th><th>reads/s</th><th>writes/s</th>
+<th>write ratio</th><th>threshold</th><th>state</th><th>advice</th></tr></thead><tbody></tbody></table>
+<div id="empty" class="muted">No key above the minimum share yet.</div>
+
+<h2>Playground: what would each fix do to the shards?</h2>
+<div class="muted">The daemon's shard load model (the one it uses to advise each hot key), for the inputs below.
+Click a key above to load its measured share and write mix.</div>
+<div class="grid" id="inputs"></div>
+<div class="advice" id="advice"></div>
+<div id="strategies"></div>
+
+<script>
+"use strict";
+const fmt = (x, d=1) => x == null ? "–" : (100*x).toFixed(d) + "%";
+const num = x => x == null ? "–" : x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(1);
+const names = {none:"none", cache:"cache", replicate:"replicate", split:"split", split_cache:"split+cache", isolate:"isolate"};
+const inputs = [
+  ["hot_share","hot share",0,1,0.01,0.2], ["write_share","write share",0,1,0.01,0.1],
+  ["ops","cluster ops/s",1000,500000,1000,50000], ["shards","shards",1,64,1,8],
+  ["capacity","shard capacity ops/s",1000,100000,1000,10000], ["app_servers","app servers",1,500,1,50],
+  ["refresh","cache refresh s",0.1,10,0.1,1], ["replicas","replicas",1,64,1,4],
+  ["split","split into",1,64,1,8], ["target","target utilisation",0.1,1,0.05,0.8]];
+const box = document.getElementById("inputs");
+for (const [id, label, min, max, step, def] of inputs) {
+  const l = document.createElement("label");
+  l.innerHTML = `<span>${label}</span><output id="${id}-v"></output>`;
+  const r = Object.assign(document.createElement("input"), {type:"range", id, min, max, step, value:def});
+  r.addEventListener("input", () => { document.getElementById(id+"-v").textContent = r.value; model(); });
+  const d = document.createElement("div"); d.append(l, r); box.append(d);
+  document.getElementById(id+"-v").textContent = def;
+}
+let pending = false;
+async function model() {
+  if (pending) return; pending = true;
+  try {
+    const q = new URLSearchParams();
+    for (const [id] of inputs) q.set(id, document.getElementById(id).value);
+    const res = await fetch("api/v1/model?" + q);
+    const m = await res.json();
+    const out = document.getElementById("strategies");
+    if (!res.ok) { out.textContent = m.error; document.getElementById("advice").textContent = ""; return; }
+    document.getElementById("advice").textContent = "Advice: " + names[m.advice];
+    const top = Math.max(1.2, ...m.strategies.map(s => s.busiest)) * 1.05;
+    out.replaceChildren(...m.strategies.map(s => {
+      const div = document.createElement("div"); div.className = "strategy"; div.dataset.strategy = s.strategy;
+      div.innerHTML = `<b>${names[s.strategy]}</b> busiest ${fmt(s.busiest,0)}, least busy ${fmt(s.least_busy,0)} of capacity`;
+      const bars = document.createElement("div"); bars.className = "bars";
+      for (const x of s.shard_loads) {
+        const b = document.createElement("div"); b.className = "bar" + (x > 1 ? " over" : "");
+        b.style.height = (100 * x / top) + "%"; b.title = fmt(x,0); bars.append(b);
+      }
+      const cap = document.createElement("div"); cap.className = "cap"; cap.style.bottom = (100/top) + "%";
+      const tgt = document.createElement("div"); tgt.className = "tgt"; tgt.style.bottom = (100*m.inputs.target/top) + "%";
+      bars.append(cap, tgt); div.append(bars); return div;
+    }));
+  } finally { pending = false; }
+}
+function useKey(k) {
+  for (const [id, v] of [["hot_share", k.share], ["write_share", k.write_ratio]]) {
+    const r = document.getElementById(id); r.value = v.toFixed(2);
+    document.getElementById(id+"-v").textContent = r.value;
+  }
+  model();
+}
+async function refresh() {
+  try {
+    const res = await fetch("api/v1/top");
+    if (!res.ok) return;
+    const s = await res.json();
+    const total = s.ops_per_second.read + s.ops_per_second.write;
+    document.getElementById("summary").textContent =
+      `${num(total)} ops/s, ${s.tracked_keys} keys tracked, ${s.hot_keys} hot, ${s.events_received.toLocaleString()} events received.`;
+    document.getElementById("updated").textContent = "at " + s.time;
+    const body = document.querySelector("#top tbody");
+    body.replaceChildren(...s.keys.map(k => {
+      const tr = document.createElement("tr"); if (k.hot) tr.className = "hot";
+      const cells = [k.key, fmt(k.share), fmt(k.share_error, 2), num(k.ops_per_second.read), num(k.ops_per_second.write),
+        fmt(k.write_ratio, 0), k.threshold == null ? "ignored" : fmt(k.threshold, 0)];
+      for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
+      const st = document.createElement("td"); st.innerHTML = `<span class="pill">${k.hot ? "hot" : "ok"}</span>`; tr.append(st);
+      const ad = document.createElement("td"); ad.textContent = names[k.advice] || k.advice; tr.append(ad);
+      tr.style.cursor = "pointer"; tr.addEventListener("click", () => useKey(k));
+      return tr;
+    }));
+    document.getElementById("empty").style.display = s.keys.length ? "none" : "";
+  } catch (e) {}
+}
+refresh(); setInterval(refresh, 1000); model();
+</script></body></html>
+)HTML";
+  return kPage;
+}
+
+}  // namespace hotkey::daemon

@@ -1,0 +1,43 @@
+// hotkeyd: hot-key detection sidecar. See README.md, and `hotkeyd --help` for the flags.
+
+#include <cstdio>
+#include <mutex>
+
+#include "clock.h"
+#include "daemon.h"
+#include "hotkey/config/flags.h"
+
+int main(int argc, char** argv) {
+  try {
+    absl::StatusOr<hotkey::config::FlagsResult> flags = hotkey::config::ParseFlags(argc, argv);
+    if (!flags.ok()) {
+      std::fprintf(stderr, "hotkeyd: %s\nSee hotkeyd --help.\n",
+                   std::string(flags.status().message()).c_str());
+      return 2;
+    }
+    if (flags->action != hotkey::config::FlagsResult::Action::kRun) {
+      std::fputs(flags->text.c_str(), stdout);
+      return 0;
+    }
+    static std::mutex log_mu;
+    auto log = [](std::string_view line) {
+      std::lock_guard<std::mutex> l(log_mu);
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      std::fputc('\n', stderr);
+      std::fflush(stderr);
+    };
+    static hotkey::daemon::RealClock clock;
+    absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d =
+        hotkey::daemon::Daemon::Create(flags->options, clock, log);
+    if (!d.ok()) {
+      std::fprintf(stderr, "hotkeyd: %s\n", std::string(d.status().message()).c_str());
+      return 1;
+    }
+    (*d)->Run(/*handle_signals=*/true);
+    return 0;
+  } catch (const std::exception& e) {
+    // Only main catches: anything that gets here is a bug; say so and exit non-zero.
+    std::fprintf(stderr, "hotkeyd: fatal: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,205 @@
+#include "metrics.h"
+
+#include <cmath>
+
+#include <prometheus/text_serializer.h>
+
+#include "proc_stats.h"
+
+#ifndef HOTKEY_VERSION
+#define HOTKEY_VERSION "dev"
+#endif
+
+namespace hotkey::daemon {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+constexpr const char* kOpNames[] = {"read", "write"};
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  return MetricFamily{std::move(name), std::move(help), type, {}};
+}
+
+void Add(MetricFamily& f, double value, std::vector<ClientMetric::Label> labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (f.type == MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  f.metric.push_back(std::move(m));
+}
+
+}  // namespace
+
+std::string_view BuildVersion() { return HOTKEY_VERSION; }
+
+std::vector<MetricFamily> SnapshotCollector::Collect() const {
+  std::vector<MetricFamily> out;
+  const std::shared_ptr<const Snapshot> snap = snapshot_();
+  const MetricType kGauge = MetricType::Gauge;
+  const MetricType kCounter = MetricType::Counter;
+
+  {
+    MetricFamily f = Family("hotkey_build_info",
+                            "A metric with a constant 1 labelled by the build's version.", kGauge);
+    Add(f, 1, {{"version", std::string(BuildVersion())}, {"compiler", __VERSION__}});
+    out.push_back(std::move(f));
+  }
+  {
+    const ReloadStatus r = reload_();
+    MetricFamily ok = Family("hotkey_config_last_reload_successful",
+                             "Whether the last configuration reload succeeded.", kGauge);
+    Add(ok, r.last_successful ? 1 : 0);
+    out.push_back(std::move(ok));
+    MetricFamily ts = Family("hotkey_config_last_reload_success_timestamp_seconds",
+                             "Time of the last successful configuration reload.", kGauge);
+    Add(ts, absl::ToDoubleSeconds(r.last_success - absl::UnixEpoch()));
+    out.push_back(std::move(ts));
+  }
+  if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
+    const struct {
+      const char* name;
+      const char* help;
+      MetricType type;
+      double value;
+    } proc[] = {
+        {"process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+         kCounter, p->cpu_seconds},
+        {"process_resident_memory_bytes", "Resident memory size in bytes.", kGauge,
+         p->resident_bytes},
+        {"process_virtual_memory_bytes", "Virtual memory size in bytes.", kGauge,
+         p->virtual_bytes},
+        {"process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+         kGauge, p->start_time_seconds},
+        {"process_open_fds", "Number of open file descriptors.", kGauge, p->open_fds},
+        {"process_max_fds", "Maximum number of open file descriptors.", kGauge, p->max_fds},
+    };
+    for (const auto& m : proc) {
+      MetricFamily f = Family(m.name, m.help, m.type);
+      Add(f, m.value);
+      out.push_back(std::move(f));
+    }
+  }
+  if (!snap) return out;
+
+  const ReceiverCounters& c = snap->counters;
+  {
+    MetricFamily f = Family("hotkey_datagrams_received_total", "UDP datagrams received.", kCounter);
+    Add(f, static_cast<double>(c.datagrams));
+    out.push_back(std::move(f));
+  }
+  {
+    MetricFamily f = Family("hotkey_datagrams_rejected_total",
+                            "Datagrams dropped whole, by reason: bad_header (an unknown "
+                            "protocol version), source_denied (outside --udp.allowed-sources).",
+                            kCounter);
+    Add(f, static_cast<double>(c.rejected[static_cast<size_t>(Reject::kBadHeader)]),
+        {{"reason", "bad_header"}});
+    Add(f, static_cast<double>(c.datagrams_denied), {{"reason", "source_denied"}});
+    out.push_back(std::move(f));
+  }
+  {
+    MetricFamily f = Family("hotkey_events_received_total",
+                            "Event lines parsed and counted (before sampling is scaled).",
+                            kCounter);
+    Add(f, static_cast<double>(c.events));
+    out.push_back(std::move(f));
+  }
+  {
+    MetricFamily f =
+        Family("hotkey_events_rejected_total", "Event lines rejected, by reason.", kCounter);
+    for (size_t i = 0; i < kNumRejects; ++i) {
+      if (static_cast<Reject>(i) == Reject::kBadHeader) continue;  // counted per datagram
+      Add(f, static_cast<double>(c.rejected[i]),
+          {{"reason", std::string(RejectName(static_cast<Reject>(i)))}});
+    }
+    out.push_back(std::move(f));
+  }
+  {
+    MetricFamily f = Family("hotkey_udp_receive_errors_total",
+                            "Receive system calls that failed for a reason other than no data.",
+                            kCounter);
+    Add(f, static_cast<double>(c.receive_errors));
+    out.push_back(std::move(f));
+  }
+  {
+    MetricFamily f = Family("hotkey_udp_kernel_drops_total",
+                            "Datagrams the kernel dropped because our receive buffer was full "
+                            "(/proc/net/udp).",
+                            kCounter);
+    Add(f, static_cast<double>(snap->kernel_drops));
+    out.push_back(std::move(f));
+  }
+  {
+    MetricFamily f = Family("hotkey_ops_per_second",
+                            "This shard's ops per second over the rate window, by op, scaled "
+                            "by client sampling.",
+                            kGauge);
+    for (int o = 0; o < sketch::kNumOps; ++o) Add(f, snap->ops_per_second[o], {{"op", kOpNames[o]}});
+    out.push_back(std::move(f));
+  }
+  {
+    MetricFamily f = Family("hotkey_tracked_keys", "Keys held in the trackers' top-K tables.", kGauge);
+    Add(f, static_cast<double>(snap->tracked_keys));
+    out.push_back(std::move(f));
+    MetricFamily b = Family("hotkey_sketch_bytes", "Memory of the trackers (sketches and tables).", kGauge);
+    Add(b, static_cast<double>(snap->sketch_bytes));
+    out.push_back(std::move(b));
+    MetricFamily h = Family("hotkey_hot_keys", "Keys currently in a hot episode.", kGauge);
+    Add(h, static_cast<double>(snap->hot_keys));
+    out.push_back(std::move(h));
+  }
+
+  MetricFamily share = Family("hotkey_key_share_ratio",
+                              "The key's share of this shard's traffic (0..1), decayed over "
+                              "about one half-life; top keys only.",
+                              kGauge);
+  MetricFamily threshold = Family("hotkey_key_share_threshold_ratio",
+                                  "The share above which the key counts as hot.", kGauge);
+  MetricFamily error = Family("hotkey_key_share_error_ratio",
+                              "Upper bound on the error of hotkey_key_share_ratio.", kGauge);
+  MetricFamily write = Family("hotkey_key_write_ratio",
+                              "Fraction of the key's ops that are writes.", kGauge);
+  MetricFamily ops = Family("hotkey_key_ops_per_second",
+                            "The key's ops per second over the rate window, by op, scaled by "
+                            "client sampling.",
+                            kGauge);
+  MetricFamily hot = Family("hotkey_key_hot",
+                            "1 while the key is in a hot episode; strategy is the advised fix.",
+                            kGauge);
+  MetricFamily load = Family("hotkey_key_projected_load_ratio",
+                             "The busiest shard's load over its capacity under each strategy, "
+                             "by the shard load model.",
+                             kGauge);
+  for (const KeySnapshot& k : snap->keys) {
+    Add(share, k.share, {{"key", k.label}});
+    Add(threshold, std::isinf(k.threshold) ? INFINITY : k.threshold, {{"key", k.label}});
+    Add(error, k.share_error, {{"key", k.label}});
+    Add(write, k.write_ratio, {{"key", k.label}});
+    for (int o = 0; o < sketch::kNumOps; ++o) {
+      Add(ops, k.ops_per_second[o], {{"key", k.label}, {"op", kOpNames[o]}});
+    }
+    if (k.hot) {
+      Add(hot, 1, {{"key", k.label}, {"strategy", std::string(model::StrategyName(k.advice))}});
+    }
+    for (const auto& [strategy, busiest] : k.projected_load) {
+      Add(load, busiest, {{"key", k.label}, {"strategy", std::string(model::StrategyName(strategy))}});
+    }
+  }
+  for (MetricFamily* f : {&share, &threshold, &error, &write, &ops, &hot, &load}) {
+    out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+std::string RenderText(const prometheus::Collectable& collectable) {
+  return prometheus::TextSerializer().Serialize(collectable.Collect());
+}
+
+}  // namespace hotkey::daemon

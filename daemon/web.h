@@ -1,0 +1,58 @@
+// WebRoutes: what each HTTP path answers. Pure request -> response over the current
+// snapshot and the daemon's hooks, so it is tested without sockets.
+//
+//   GET  /                 landing page: live top keys and the shard-model playground
+//   GET  <telemetry path>  Prometheus metrics (default /metrics)
+//   GET  /-/healthy        200 while the process serves HTTP
+//   GET  /-/ready          200 once the first snapshot is published, else 503
+//   POST /-/reload         reload --config.file; 200, or 500 with the error (old config kept)
+//   GET  /api/v1/top       the snapshot as JSON
+//   GET  /api/v1/model     the shard load model for query parameters (the playground's)
+//
+// Thread-safe if the hooks are.
+
+#ifndef HOTKEY_DAEMON_WEB_H_
+#define HOTKEY_DAEMON_WEB_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "http_server.h"
+#include "metrics.h"
+#include "snapshot.h"
+
+namespace hotkey::daemon {
+
+struct WebHooks {
+  std::function<std::shared_ptr<const Snapshot>()> snapshot;
+  std::function<absl::Status()> reload;
+  std::function<model::Cluster()> cluster;  // the configured cluster, for model defaults
+  const prometheus::Collectable* metrics = nullptr;
+};
+
+class WebRoutes {
+ public:
+  WebRoutes(std::string telemetry_path, WebHooks hooks)
+      : telemetry_path_(std::move(telemetry_path)), hooks_(std::move(hooks)) {}
+
+  HttpResponse Handle(const HttpRequest& request) const;
+
+ private:
+  HttpResponse Top() const;
+  HttpResponse Model(const std::string& query) const;
+
+  const std::string telemetry_path_;
+  const WebHooks hooks_;
+};
+
+// The snapshot as the JSON of /api/v1/top.
+std::string SnapshotJson(const Snapshot& snap);
+
+// The landing page's HTML (self-contained: no external scripts, styles or fonts).
+std::string_view LandingPage();
+
+}  // namespace hotkey::daemon
+
+#endif  // HOTKEY_DAEMON_WEB_H_
