@@ -1,0 +1,46 @@
+// Replaces the global operator new/delete of the sketch_test executable with malloc/free
+// plus an optional per-allocation size limit (ScopedAllocationLimit in test_util.h).
+//
+// Why: a hostile serialised buffer may claim a 4 GiB sketch or a 64 GiB key table; the
+// test must show such a buffer is rejected before that memory is asked for, without the
+// test itself exhausting the machine. With the limit armed, an oversized request throws
+// std::bad_alloc (which the test turns into a failure) instead of being attempted.
+// The limit is off unless a test arms it; tests run on one thread.
+
+#include <cstdlib>
+#include <new>
+
+#include "test_util.h"
+
+namespace {
+size_t g_limit = 0;  // 0: no limit
+size_t g_largest_refused = 0;
+
+void* Allocate(size_t n) {
+  if (g_limit != 0 && n > g_limit) {
+    if (n > g_largest_refused) g_largest_refused = n;
+    throw std::bad_alloc();
+  }
+  if (n == 0) n = 1;
+  if (void* p = std::malloc(n)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(size_t n) { return Allocate(n); }
+void* operator new[](size_t n) { return Allocate(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+
+namespace hotkey::sketch::testing {
+
+ScopedAllocationLimit::ScopedAllocationLimit(size_t max_bytes) {
+  g_limit = max_bytes;
+  g_largest_refused = 0;
+}
+ScopedAllocationLimit::~ScopedAllocationLimit() { g_limit = 0; }
+size_t ScopedAllocationLimit::largest_refused() const { return g_largest_refused; }
+
+}  // namespace hotkey::sketch::testing

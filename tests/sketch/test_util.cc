@@ -1,0 +1,82 @@
+// Helpers shared by the sketch tests (see test_util.h).
+
+#include "test_util.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "hotkey/sketch/hash.h"
+
+namespace hotkey::sketch::testing {
+
+std::string_view KeyInto(uint64_t id, char* buf) {
+  buf[0] = 'k';
+  buf[1] = ':';
+  const auto res = std::to_chars(buf + 2, buf + 24, id);
+  return std::string_view(buf, static_cast<size_t>(res.ptr - buf));
+}
+
+std::string KeyFor(uint64_t id) {
+  char buf[24];
+  return std::string(KeyInto(id, buf));
+}
+
+std::vector<uint64_t> ByCountDescending(const absl::flat_hash_map<uint64_t, double>& counts) {
+  std::vector<uint64_t> ids;
+  ids.reserve(counts.size());
+  for (const auto& [id, c] : counts) ids.push_back(id);
+  std::sort(ids.begin(), ids.end(), [&](uint64_t a, uint64_t b) {
+    const double ca = counts.at(a), cb = counts.at(b);
+    return ca != cb ? ca > cb : a < b;
+  });
+  return ids;
+}
+
+bool IdOf(std::string_view key, uint64_t* id) {
+  if (key.size() < 3 || key.substr(0, 2) != "k:") return false;
+  const auto res = std::from_chars(key.data() + 2, key.data() + key.size(), *id);
+  return res.ec == std::errc() && res.ptr == key.data() + key.size();
+}
+
+void FeedZipf(uint64_t n, double s, size_t events, uint64_t seed, HeavyHitters* tracker,
+              ExactStream* exact) {
+  char buf[24];
+  ForEachZipf(n, s, events, seed, [&](uint64_t rank) {
+    if (tracker != nullptr) tracker->Update(KeyInto(rank, buf), Op::kRead);
+    exact->counts[rank] += 1;
+    exact->total += 1;
+  });
+}
+
+size_t CorrectInTopK(const std::vector<HeavyHitter>& top, const ExactStream& exact, size_t k) {
+  const std::vector<uint64_t> order = ByCountDescending(exact.counts);
+  if (order.empty()) return 0;
+  const double kth = exact.counts.at(order[std::min(k, order.size()) - 1]);
+  size_t correct = 0;
+  for (const HeavyHitter& h : top) {
+    uint64_t id;
+    if (!IdOf(h.key, &id)) continue;
+    auto it = exact.counts.find(id);
+    if (it != exact.counts.end() && it->second >= kth) ++correct;
+  }
+  return correct;
+}
+
+size_t FoundOfTopK(const std::vector<HeavyHitter>& top, const ExactStream& exact, size_t k) {
+  const std::vector<uint64_t> order = ByCountDescending(exact.counts);
+  absl::flat_hash_map<uint64_t, bool> want;
+  for (size_t i = 0; i < std::min(k, order.size()); ++i) want[order[i]] = true;
+  size_t found = 0;
+  for (const HeavyHitter& h : top) {
+    uint64_t id;
+    if (IdOf(h.key, &id) && want.contains(id)) ++found;
+  }
+  return found;
+}
+
+void Rechecksum(std::string* buf) {
+  const size_t body = buf->size() - sizeof(uint64_t);
+  Patch<uint64_t>(buf, body, HashKey(std::string_view(buf->data(), body), kChecksumSeed));
+}
+
+}  // namespace hotkey::sketch::testing

@@ -1,0 +1,97 @@
+// Helpers shared by the sketch tests: key names for Zipf ranks, exact counters to compare
+// the sketches against, little-endian patching of serialised buffers (re-checksummed the
+// way sketch/byte_io.cc does), and an allocation guard.
+//
+// Everything here is deterministic: streams come from a seeded std::mt19937_64.
+
+#ifndef HOTKEY_TESTS_SKETCH_TEST_UTIL_H_
+#define HOTKEY_TESTS_SKETCH_TEST_UTIL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <random>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/sketch/zipf.h"
+
+namespace hotkey::sketch::testing {
+
+// "k:<rank>": the key the tests use for Zipf rank (or any id) `id`.
+std::string KeyFor(uint64_t id);
+
+// Writes "k:<id>" into `buf` (at least 24 bytes) and returns a view of it: no allocation,
+// for the long stream loops.
+std::string_view KeyInto(uint64_t id, char* buf);
+
+// Parses a key made by KeyFor() back to its id; false for any other key.
+bool IdOf(std::string_view key, uint64_t* id);
+
+// Calls sink(rank) `events` times with Zipf(n, s) ranks from a mt19937_64 seeded `seed`.
+template <class Sink>
+void ForEachZipf(uint64_t n, double s, size_t events, uint64_t seed, Sink&& sink) {
+  std::mt19937_64 gen(seed);
+  ZipfDistribution zipf(n, s);
+  for (size_t i = 0; i < events; ++i) sink(zipf(gen));
+}
+
+// Exact per-id counts of a stream, and the tracker fed the same stream (reads, weight 1).
+struct ExactStream {
+  absl::flat_hash_map<uint64_t, double> counts;
+  double total = 0;
+};
+
+// Feeds `tracker` (if not null) and `exact` the Zipf stream described above.
+void FeedZipf(uint64_t n, double s, size_t events, uint64_t seed, HeavyHitters* tracker,
+              ExactStream* exact);
+
+// How many of `top` (reported keys) are truly among the heaviest k: a reported key counts
+// when its exact count is at least the k-th largest exact count (so ties at the boundary
+// are not held against the tracker).
+size_t CorrectInTopK(const std::vector<HeavyHitter>& top, const ExactStream& exact, size_t k);
+// How many of the exact top k (ties broken by id) appear in `top`.
+size_t FoundOfTopK(const std::vector<HeavyHitter>& top, const ExactStream& exact, size_t k);
+
+// Ids ordered by count, heaviest first, ties broken by id (so the order is deterministic).
+std::vector<uint64_t> ByCountDescending(const absl::flat_hash_map<uint64_t, double>& counts);
+
+// The seed of the serialised forms' trailing checksum (sketch/byte_io.cc).
+inline constexpr uint64_t kChecksumSeed = 0x636865636b73756dULL;
+
+// Recomputes the trailing 8-byte checksum of a serialised sketch after a test edited it.
+void Rechecksum(std::string* buf);
+
+// Overwrites sizeof(T) bytes at `offset` with `v`, little-endian (the build's byte order;
+// byte_io.cc static_asserts little-endian).
+template <class T>
+void Patch(std::string* buf, size_t offset, T v) {
+  std::memcpy(buf->data() + offset, &v, sizeof v);
+}
+template <class T>
+T Peek(const std::string& buf, size_t offset) {
+  T v;
+  std::memcpy(&v, buf.data() + offset, sizeof v);
+  return v;
+}
+
+// Allocation guard (alloc_guard.cc replaces the global operator new): while a
+// ScopedAllocationLimit lives, any single allocation larger than `max_bytes` throws
+// std::bad_alloc instead of being attempted, and is recorded. Lets a test prove that a
+// hostile buffer is rejected without the code first allocating what the buffer claims.
+class ScopedAllocationLimit {
+ public:
+  explicit ScopedAllocationLimit(size_t max_bytes);
+  ~ScopedAllocationLimit();
+  ScopedAllocationLimit(const ScopedAllocationLimit&) = delete;
+  ScopedAllocationLimit& operator=(const ScopedAllocationLimit&) = delete;
+  // The largest allocation refused so far (0 if none).
+  size_t largest_refused() const;
+};
+
+}  // namespace hotkey::sketch::testing
+
+#endif  // HOTKEY_TESTS_SKETCH_TEST_UTIL_H_
