@@ -1,0 +1,243 @@
+// Tests for HeavyHitters' exponential time decay (forward decay with rescale) on a fake
+// clock: every figure is compared with the exact decayed sum
+//   weight(k, now) = sum over k's events at t_i of w_i * 2^-((now - t_i) / half_life),
+// computed here in double. Relative tolerance 1e-6 (the tracker's weights for keys in its
+// table are doubles; the 1e-6 leaves room for the rescale's and the report's divisions).
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "hotkey/sketch/heavy_hitters.h"
+#include "test_util.h"
+
+namespace hotkey::sketch {
+namespace {
+
+using testing::KeyFor;
+using testing::Peek;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+constexpr double kRel = 1e-6;
+
+HeavyHitters MustCreate(absl::Duration half_life, uint32_t candidates = 64) {
+  HeavyHittersOptions o;
+  o.half_life = half_life;
+  o.candidates = candidates;
+  absl::StatusOr<HeavyHitters> hh = HeavyHitters::Create(o, kT0);
+  REQUIRE(hh.ok());
+  return *std::move(hh);
+}
+
+// An exact decayed counter: decays by 2^-(dt/h) as the clock moves, adds events at "now".
+struct Exact {
+  double h;
+  double value = 0;
+  void Advance(double dt) { value *= std::exp2(-dt / h); }
+};
+
+// The landmark of a tracker, read from its serialised header (offset 50: magic 4, version
+// 2, candidates 4, max_key_bytes 4, depth 4, sketch_bytes 8, half_life 8, seed 8, start 8).
+absl::Time Landmark(const HeavyHitters& hh) {
+  return absl::FromUnixNanos(Peek<int64_t>(hh.Serialize(), 50));
+}
+
+TEST_CASE("Decay: a stopped key's estimate halves with every half-life", "[sketch][decay]") {
+  HeavyHitters hh = MustCreate(absl::Seconds(10));
+  absl::Time t = kT0;
+  Exact exact{10};
+  for (int i = 0; i < 3000; ++i) {  // 100 events/s for 30 s, in 10 ms steps
+    t += absl::Milliseconds(10);
+    hh.Advance(t);
+    exact.Advance(0.01);
+    hh.Update("k", Op::kRead);
+    exact.value += 1;
+  }
+  const double before = hh.Estimate("k");
+  REQUIRE(before == Approx(exact.value).epsilon(kRel));
+  CHECK(hh.LowerBound("k") == Approx(before).epsilon(kRel));
+  for (int n = 1; n <= 12; ++n) {
+    INFO(n << " half-lives after the stop");
+    hh.Advance(t + n * absl::Seconds(10));
+    CHECK(hh.Estimate("k") == Approx(before * std::exp2(-n)).epsilon(kRel));
+    CHECK(hh.LowerBound("k") == Approx(before * std::exp2(-n)).epsilon(kRel));
+    CHECK(hh.Total() == Approx(before * std::exp2(-n)).epsilon(kRel));
+    CHECK(hh.RawTotal(Op::kRead) == 3000);  // raw totals never decay
+  }
+}
+
+TEST_CASE("Decay: a stopped key's share after n half-lives matches the exact decayed counts",
+          "[sketch][decay]") {
+  // A and B at 50 events/s for 10 half-lives (h = 2 s); then only B.
+  HeavyHitters hh = MustCreate(absl::Seconds(2));
+  Exact a{2}, b{2};
+  absl::Time t = kT0;
+  auto step = [&](bool feed_a) {
+    t += absl::Milliseconds(20);
+    hh.Advance(t);
+    a.Advance(0.02);
+    b.Advance(0.02);
+    if (feed_a) {
+      hh.Update("a", Op::kRead);
+      a.value += 1;
+    }
+    hh.Update("b", Op::kWrite);
+    b.value += 1;
+  };
+  for (int i = 0; i < 1000; ++i) step(true);
+  CHECK(hh.Estimate("a") / hh.Total() == Approx(0.5).epsilon(kRel));
+  for (int n = 1; n <= 6; ++n) {
+    for (int i = 0; i < 100; ++i) step(false);  // one half-life
+    INFO(n << " half-lives after A stopped");
+    const double share_a = a.value / (a.value + b.value);
+    CHECK(hh.Estimate("a") / hh.Total() == Approx(share_a).epsilon(kRel));
+    CHECK(hh.Estimate("b") / hh.Total() == Approx(1 - share_a).epsilon(kRel));
+    CHECK(hh.Estimate("a") == Approx(a.value).epsilon(kRel));
+    CHECK(hh.Total(Op::kWrite) == Approx(b.value).epsilon(kRel));
+  }
+  // After n half-lives, A keeps 2^-n of its steady weight while B stays at steady state.
+  const double steady = 50 * hh.DecayedWindowSeconds();
+  CHECK(hh.Estimate("a") == Approx(steady * std::exp2(-6)).epsilon(0.01));
+}
+
+TEST_CASE("Decay: DecayedWindowSeconds times a steady rate is the decayed weight",
+          "[sketch][decay]") {
+  const double h = 10;
+  HeavyHitters hh = MustCreate(absl::Seconds(10));
+  HeavyHitters flat = MustCreate(absl::InfiniteDuration());
+  CHECK(hh.DecayedWindowSeconds() == 0);
+  absl::Time t = kT0;
+  const double rate = 200;  // events per second, one every 5 ms
+  int ms = 0;
+  for (double age : {1.0, 5.0, 10.0, 30.0, 100.0, 300.0}) {
+    while (ms < age * 1000) {
+      ms += 5;
+      t = kT0 + absl::Milliseconds(ms);
+      hh.Advance(t);
+      flat.Advance(t);
+      hh.Update("steady", Op::kRead);
+      flat.Update("steady", Op::kRead);
+    }
+    INFO("age " << age << " s");
+    const double window = h / std::numbers::ln2 * (1 - std::exp2(-age / h));
+    CHECK(hh.DecayedWindowSeconds() == Approx(window).epsilon(1e-9));
+    // The events are discrete (every 5 ms): a Riemann sum of the integral, within 0.1%.
+    CHECK(hh.Estimate("steady") == Approx(rate * window).epsilon(0.002));
+    CHECK(flat.DecayedWindowSeconds() == Approx(age).epsilon(1e-9));
+    CHECK(flat.Estimate("steady") == Approx(rate * age).epsilon(1e-9));
+  }
+  // Long after the start the window tends to h / ln 2.
+  CHECK(hh.DecayedWindowSeconds() == Approx(h / std::numbers::ln2).epsilon(1e-6));
+}
+
+TEST_CASE("Decay: a rescale after more than 40 half-lives keeps weights, shares and order",
+          "[sketch][decay]") {
+  const double h = 1;
+  HeavyHitters hh = MustCreate(absl::Seconds(1), 16);
+  Exact a{h}, b{h}, c{h}, total{h};
+  absl::Time t = kT0;
+  bool rescaled = false;
+  for (int i = 0; i < 400; ++i) {  // 0.25 s steps: 100 half-lives, two rescales
+    t += absl::Milliseconds(250);
+    hh.Advance(t);
+    for (Exact* e : {&a, &b, &c, &total}) e->Advance(0.25);
+    for (int n = 0; n < 3; ++n) hh.Update("a", Op::kRead);
+    for (int n = 0; n < 2; ++n) hh.Update("b", Op::kRead);
+    hh.Update("c", Op::kWrite);
+    a.value += 3;
+    b.value += 2;
+    c.value += 1;
+    total.value += 6;
+    if (Landmark(hh) != kT0) rescaled = true;
+    if (i % 20 == 19) {
+      INFO("step " << i);
+      CHECK(hh.Estimate("a") == Approx(a.value).epsilon(kRel));
+      CHECK(hh.Estimate("c") == Approx(c.value).epsilon(kRel));
+      CHECK(hh.Total() == Approx(total.value).epsilon(kRel));
+      CHECK(hh.Estimate("a") / hh.Total() == Approx(0.5).epsilon(kRel));
+      CHECK(hh.Estimate("b") / hh.Total() == Approx(1.0 / 3).epsilon(kRel));
+      CHECK(hh.Total(Op::kWrite) / hh.Total() == Approx(1.0 / 6).epsilon(kRel));
+    }
+  }
+  CHECK(rescaled);  // the landmark moved: a rescale really happened
+  const std::vector<HeavyHitter> top = hh.TopK(3);
+  REQUIRE(top.size() == 3);
+  CHECK(top[0].key == "a");
+  CHECK(top[1].key == "b");
+  CHECK(top[2].key == "c");
+}
+
+TEST_CASE("Decay: one jump of thousands of half-lives decays old weight to zero",
+          "[sketch][decay]") {
+  // Far beyond float and double range (2^-2000): the rescale factor underflows to 0.
+  HeavyHitters hh = MustCreate(absl::Seconds(1), 4);
+  for (int i = 0; i < 100; ++i) hh.Update(KeyFor(i), Op::kRead);  // most go to the sketch
+  hh.Advance(kT0 + absl::Seconds(2000));
+  CHECK(hh.Total() == 0);
+  CHECK(hh.Estimate(KeyFor(1)) == 0);
+  CHECK(hh.Estimate(KeyFor(99)) == 0);
+  // The tracker keeps working: fresh events count in full.
+  hh.Update("fresh", Op::kRead);
+  hh.Update("fresh", Op::kRead);
+  CHECK(hh.Estimate("fresh") == Approx(2));
+  CHECK(hh.Total() == Approx(2));
+  CHECK(hh.TopK(1).at(0).key == "fresh");
+}
+
+TEST_CASE("Decay: Advance backwards is ignored", "[sketch][decay]") {
+  HeavyHitters hh = MustCreate(absl::Seconds(10));
+  hh.Advance(kT0 + absl::Seconds(10));
+  hh.Update("k", Op::kRead);
+  const double at10 = hh.Estimate("k");
+  hh.Advance(kT0 + absl::Seconds(5));  // backwards
+  CHECK(hh.now() == kT0 + absl::Seconds(10));
+  CHECK(hh.Estimate("k") == at10);
+  hh.Update("k", Op::kRead);  // counts at t = 10 s, not 5 s
+  CHECK(hh.Estimate("k") == Approx(2 * at10).epsilon(kRel));
+  hh.Advance(kT0 + absl::Seconds(20));
+  CHECK(hh.Estimate("k") == Approx(1.0).epsilon(kRel));  // 2 events, one half-life old
+  hh.Advance(kT0);
+  CHECK(hh.Estimate("k") == Approx(1.0).epsilon(kRel));
+}
+
+TEST_CASE("Decay: the top-K follows a drifting hot set within a few half-lives",
+          "[sketch][decay]") {
+  // Hot set A (10 keys, half the traffic) for 10 half-lives, then hot set B; background is
+  // uniform over 100k keys. After 4 half-lives of B, A keeps 2^-4 of its weight.
+  HeavyHitters hh = MustCreate(absl::Seconds(1), 64);
+  std::mt19937_64 gen(41);
+  std::uniform_int_distribution<uint64_t> background(1000, 101000);
+  std::uniform_int_distribution<int> member(0, 9);
+  absl::Time t = kT0;
+  auto run = [&](const std::string& set, int half_lives) {
+    for (int step = 0; step < half_lives * 10; ++step) {  // 100 ms steps, 2000 events each
+      t += absl::Milliseconds(100);
+      hh.Advance(t);
+      for (int i = 0; i < 1000; ++i) {
+        hh.Update(set + std::to_string(member(gen)), Op::kRead);
+        hh.Update(KeyFor(background(gen)), Op::kRead);
+      }
+    }
+  };
+  auto top_set = [&]() {
+    std::vector<std::string> keys;
+    for (const HeavyHitter& h : hh.TopK(10)) keys.push_back(h.key.substr(0, 2));
+    return keys;
+  };
+  run("A:", 10);
+  CHECK(top_set() == std::vector<std::string>(10, "A:"));
+  run("B:", 3);
+  CHECK(top_set() == std::vector<std::string>(10, "B:"));  // after 3 half-lives it is
+  // A's keys keep a small decayed weight: about 2^-3 of B's.
+  const double a = hh.Estimate("A:0"), b = hh.Estimate("B:0");
+  CHECK(a / b == Approx(std::exp2(-3) / (1 - std::exp2(-3))).epsilon(0.1));
+}
+
+}  // namespace
+}  // namespace hotkey::sketch
