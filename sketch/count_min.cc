@@ -48,7 +48,12 @@ absl::StatusOr<CountMinSketch> CountMinSketch::FromError(double epsilon, double 
   }
   const uint32_t width = std::bit_ceil(static_cast<uint32_t>(min_width));
   const double min_depth = std::ceil(std::log(1.0 / delta));
-  return Create(width, static_cast<uint32_t>(std::clamp(min_depth, 1.0, 1.0 * kMaxDepth)));
+  if (min_depth > kMaxDepth) {
+    // Clamping would return a sketch weaker than asked (delta() > delta).
+    return absl::InvalidArgumentError(absl::StrCat("delta ", delta, " is too small (needs ",
+                                                   min_depth, " rows, at most ", kMaxDepth, ")"));
+  }
+  return Create(width, static_cast<uint32_t>(std::max(min_depth, 1.0)));
 }
 
 absl::StatusOr<CountMinSketch> CountMinSketch::FromBytes(size_t bytes, uint32_t depth) {
@@ -103,7 +108,8 @@ absl::Status CountMinSketch::Merge(const CountMinSketch& other, float factor) {
 }
 
 void CountMinSketch::Scale(float factor) {
-  assert(factor > 0 && factor <= 1);
+  // 0 is allowed: a rescale after thousands of half-lives underflows to it (= Clear()).
+  assert(factor >= 0 && factor <= 1);
   for (float& c : counters_) c *= factor;
 }
 
@@ -127,11 +133,12 @@ absl::StatusOr<CountMinSketch> CountMinSketch::Deserialize(std::string_view byte
   }
   uint32_t width, depth;
   if (!r.U32(&width) || !r.U32(&depth)) return absl::DataLossError("count-min: short header");
-  absl::StatusOr<CountMinSketch> cms = Create(width, depth);
-  if (!cms.ok()) return cms.status();
-  if (r.remaining() != cms->counters_.size() * sizeof(float)) {
+  // Check the length before Create(): a hostile header must not make us allocate 4 GiB.
+  if (r.remaining() != uint64_t{width} * depth * sizeof(float)) {
     return absl::DataLossError("count-min: counter block has the wrong length");
   }
+  absl::StatusOr<CountMinSketch> cms = Create(width, depth);
+  if (!cms.ok()) return cms.status();
   for (float& c : cms->counters_) {
     r.F32(&c);
     if (!(c >= 0) || !std::isfinite(c)) {

@@ -46,7 +46,7 @@ class CountMinSketch {
   // A sketch of `width` (a power of two) columns and `depth` rows, all zero.
   static absl::StatusOr<CountMinSketch> Create(uint32_t width, uint32_t depth);
   // The smallest sketch with epsilon() <= epsilon and delta() <= delta;
-  // epsilon and delta in (0, 1).
+  // epsilon and delta in (0, 1), delta >= e^-kMaxDepth (else an error, not a weaker sketch).
   static absl::StatusOr<CountMinSketch> FromError(double epsilon, double delta);
   // The widest sketch of `depth` rows that fits in `bytes`.
   static absl::StatusOr<CountMinSketch> FromBytes(size_t bytes, uint32_t depth);
@@ -61,7 +61,7 @@ class CountMinSketch {
 
   // Adds `factor` * other, counter by counter. Fails unless the shapes are equal.
   absl::Status Merge(const CountMinSketch& other, float factor = 1.0f);
-  // Multiplies every counter by `factor` in (0, 1]: the rescale step of forward decay.
+  // Multiplies every counter by `factor` in [0, 1]: the rescale step of forward decay.
   void Scale(float factor);
   // Sets every counter to zero.
   void Clear();
