@@ -27,6 +27,11 @@ int64_t ToNanos(absl::Time t) { return absl::ToUnixNanos(t); }
 
 bool Finite(double v) { return std::isfinite(v) && v >= 0; }
 
+// An entry's upper bound and its per-op weights are separate double sums of the same
+// decayed increments, added in different orders, so upper may end a few ulps below
+// weight[0] + weight[1]. Deserialize tolerates that much, and no more.
+constexpr double kSumSlack = 1e-9;
+
 }  // namespace
 
 absl::Status HeavyHittersOptions::Validate() const {
@@ -278,8 +283,12 @@ HeavyHitter HeavyHitters::Report(uint32_t slot) const {
 std::vector<HeavyHitter> HeavyHitters::TopK(size_t n) const {
   std::vector<HeapNode> nodes(heap_.begin(), heap_.begin() + size_);
   n = std::min<size_t>(n, nodes.size());
-  auto heavier = [](const HeapNode& a, const HeapNode& b) {
-    return a.upper != b.upper ? a.upper > b.upper : a.slot < b.slot;
+  // Ties break by hash, not slot: slots are renumbered by Merge() and Deserialize(), and the
+  // order of equal keys must not change when the tracker's content does not.
+  auto heavier = [this](const HeapNode& a, const HeapNode& b) {
+    if (a.upper != b.upper) return a.upper > b.upper;
+    const uint64_t ha = entries_[a.slot].hash, hb = entries_[b.slot].hash;
+    return ha != hb ? ha < hb : a.slot < b.slot;
   };
   std::partial_sort(nodes.begin(), nodes.begin() + n, nodes.end(), heavier);
   std::vector<HeavyHitter> out;
@@ -455,6 +464,15 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   o.half_life =
       half_life_ns == -1 ? absl::InfiniteDuration() : absl::Nanoseconds(half_life_ns);
   if (sketch_bytes > (uint64_t{1} << 32)) return corrupt("sketch budget out of range");
+  // The sketch's counters are in the buffer: make sure they all are before anything is
+  // allocated for them (a hostile header could otherwise ask for 4 GiB).
+  if (o.sketch_depth >= 1 && o.sketch_depth <= CountMinSketch::kMaxDepth) {
+    const uint64_t width = std::bit_floor(std::min<uint64_t>(
+        sketch_bytes / o.sketch_depth / sizeof(float), CountMinSketch::kMaxWidth));
+    const uint64_t needed = 4 * sizeof(double) + sizeof(uint32_t) +
+                            width * o.sketch_depth * sizeof(float) + sizeof(uint32_t);
+    if (r.remaining() < needed) return corrupt("buffer too short for its sketch");
+  }
   if (absl::Status s = o.Validate(); !s.ok()) return corrupt(s.message());
   absl::StatusOr<HeavyHitters> hh = Create(o, absl::FromUnixNanos(start_ns));
   if (!hh.ok()) return corrupt(hh.status().message());
@@ -488,7 +506,7 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
       return corrupt("short or malformed entry");
     }
     if (!Finite(upper) || !Finite(weight[0]) || !Finite(weight[1]) || !Finite(raw[0]) ||
-        !Finite(raw[1]) || upper < weight[0] + weight[1] || truncated > 1) {
+        !Finite(raw[1]) || upper < (weight[0] + weight[1]) * (1 - kSumSlack) || truncated > 1) {
       return corrupt("entry values out of range");
     }
     if (!truncated && HashKey(key, o.seed) != hash) return corrupt("entry hash mismatch");
