@@ -28,7 +28,9 @@ CountMinSketch Must(absl::StatusOr<CountMinSketch> cms) {
   return *std::move(cms);
 }
 
-uint64_t H(uint64_t id) { return HashKey(std::string_view(reinterpret_cast<const char*>(&id), 8), 7); }
+uint64_t H(uint64_t id) {
+  return HashKey(std::string_view(reinterpret_cast<const char*>(&id), 8), 7);
+}
 
 // Checks both bounds of the header for every key of `exact`, whose weights sum to n.
 void CheckBounds(const CountMinSketch& cms, const absl::flat_hash_map<uint64_t, double>& exact,
@@ -75,8 +77,8 @@ TEST_CASE("CountMin: estimates bound the truth on a uniform stream", "[sketch][c
 
 TEST_CASE("CountMin: FromError picks the smallest shape meeting epsilon and delta",
           "[sketch][count_min]") {
-  const std::pair<double, double> cases[] = {
-      {0.5, 0.5}, {0.1, 0.1}, {0.01, 0.01}, {0.001, 0.05}, {0.0005, 0.001}, {0.003, 1e-6}};
+  const std::pair<double, double> cases[] = {{0.5, 0.5},    {0.1, 0.1},      {0.01, 0.01},
+                                             {0.001, 0.05}, {0.0005, 0.001}, {0.003, 1e-6}};
   for (const auto& [eps, delta] : cases) {
     INFO("epsilon " << eps << " delta " << delta);
     CountMinSketch cms = Must(CountMinSketch::FromError(eps, delta));
@@ -92,8 +94,7 @@ TEST_CASE("CountMin: FromError picks the smallest shape meeting epsilon and delt
   }
 }
 
-TEST_CASE("CountMin: FromError never returns a sketch weaker than asked",
-          "[sketch][count_min]") {
+TEST_CASE("CountMin: FromError never returns a sketch weaker than asked", "[sketch][count_min]") {
   // 16 rows give delta = e^-16 ~ 1.1e-7: a smaller delta cannot be met and must be refused,
   // not silently weakened.
   for (double delta : {1e-7, 1e-8, 1e-12}) {
@@ -109,8 +110,8 @@ TEST_CASE("CountMin: FromError never returns a sketch weaker than asked",
 
 TEST_CASE("CountMin: FromBytes fits the widest power-of-two sketch in the budget",
           "[sketch][count_min]") {
-  const std::pair<size_t, uint32_t> cases[] = {
-      {16, 1}, {32 * 1024, 4}, {32 * 1024 + 100, 4}, {100000, 3}, {1 << 20, 16}, {4096, 5}};
+  const std::pair<size_t, uint32_t> cases[] = {{16, 1},     {32 * 1024, 4}, {32 * 1024 + 100, 4},
+                                               {100000, 3}, {1 << 20, 16},  {4096, 5}};
   for (const auto& [budget, depth] : cases) {
     INFO("budget " << budget << " depth " << depth);
     CountMinSketch cms = Must(CountMinSketch::FromBytes(budget, depth));

@@ -20,8 +20,8 @@ namespace {
 
 using testing::CorrectInTopK;
 using testing::ExactStream;
-using testing::FoundOfTopK;
 using testing::ForEachZipf;
+using testing::FoundOfTopK;
 using testing::IdOf;
 using testing::KeyFor;
 using testing::KeyInto;

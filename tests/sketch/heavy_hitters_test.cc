@@ -228,9 +228,9 @@ TEST_CASE("HeavyHitters: keys with NUL and 0xFF bytes and the empty key are dist
           "[sketch][heavy_hitters]") {
   HeavyHitters hh = MustCreate(NoDecay());
   using namespace std::string_literals;
-  const std::vector<std::string> keys = {
-      "a"s, "a\0"s, "a\0b"s, "a\0c"s, "\0"s, "\0\0"s, "\xff"s, "\xff\xff\xfe"s, "\xff\0\xff"s,
-      ""s,  " "s,  "a b"s};
+  const std::vector<std::string> keys = {"a"s,          "a\0"s,  "a\0b"s, "a\0c"s,
+                                         "\0"s,         "\0\0"s, "\xff"s, "\xff\xff\xfe"s,
+                                         "\xff\0\xff"s, ""s,     " "s,    "a b"s};
   for (size_t i = 0; i < keys.size(); ++i) {
     for (size_t n = 0; n <= i; ++n) hh.Update(keys[i], Op::kRead);
   }
@@ -290,23 +290,32 @@ TEST_CASE("HeavyHitters: options outside their ranges are rejected", "[sketch][h
   };
   HeavyHittersOptions o;
   REQUIRE(o.Validate().ok());
-  o = {}; o.candidates = 0;
+  o = {};
+  o.candidates = 0;
   CHECK(rejected(o));
-  o = {}; o.candidates = HeavyHitters::kMaxCandidates + 1;
+  o = {};
+  o.candidates = HeavyHitters::kMaxCandidates + 1;
   CHECK(rejected(o));
-  o = {}; o.max_key_bytes = 0;
+  o = {};
+  o.max_key_bytes = 0;
   CHECK(rejected(o));
-  o = {}; o.max_key_bytes = HeavyHitters::kMaxKeyBytes + 1;
+  o = {};
+  o.max_key_bytes = HeavyHitters::kMaxKeyBytes + 1;
   CHECK(rejected(o));
-  o = {}; o.half_life = absl::ZeroDuration();
+  o = {};
+  o.half_life = absl::ZeroDuration();
   CHECK(rejected(o));
-  o = {}; o.half_life = -absl::Seconds(1);
+  o = {};
+  o.half_life = -absl::Seconds(1);
   CHECK(rejected(o));
-  o = {}; o.sketch_bytes = 8;
+  o = {};
+  o.sketch_bytes = 8;
   CHECK(rejected(o));
-  o = {}; o.sketch_depth = 0;
+  o = {};
+  o.sketch_depth = 0;
   CHECK(rejected(o));
-  o = {}; o.sketch_depth = CountMinSketch::kMaxDepth + 1;
+  o = {};
+  o.sketch_depth = CountMinSketch::kMaxDepth + 1;
   CHECK(rejected(o));
 }
 

@@ -102,8 +102,7 @@ TEST_CASE("CountMin: truncated, flipped, wrong-magic and wrong-version buffers a
   CHECK_FALSE(CountMinSketch::Deserialize(hh->Serialize()).ok());
 }
 
-TEST_CASE("CountMin: a checksummed buffer with absurd fields is rejected",
-          "[sketch][serialize]") {
+TEST_CASE("CountMin: a checksummed buffer with absurd fields is rejected", "[sketch][serialize]") {
   const std::string good = SmallCountMin().Serialize();
   auto with = [&](auto edit) {
     std::string b = good;
@@ -350,7 +349,8 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"too many candidates",
        [](std::string* b) { Patch<uint32_t>(b, 6, HeavyHitters::kMaxCandidates + 1); }},
       {"max_key_bytes 0", [](std::string* b) { Patch<uint32_t>(b, 10, 0); }},
-      {"max_key_bytes shorter than a stored key", [](std::string* b) { Patch<uint32_t>(b, 10, 7); }},
+      {"max_key_bytes shorter than a stored key",
+       [](std::string* b) { Patch<uint32_t>(b, 10, 7); }},
       {"max_key_bytes too large",
        [](std::string* b) { Patch<uint32_t>(b, 10, HeavyHitters::kMaxKeyBytes + 1); }},
       {"sketch depth 0", [](std::string* b) { Patch<uint32_t>(b, 14, 0); }},
@@ -433,9 +433,10 @@ TEST_CASE("HeavyHitters: a buffer claiming a 4 GiB sketch is rejected without al
   CHECK(DeserializeWithinLimit(b, 64 << 20) == "rejected");
 }
 
-TEST_CASE("HeavyHitters: a buffer claiming a 64 GiB key table is rejected without "
-          "allocating it",
-          "[sketch][serialize][!mayfail]") {
+TEST_CASE(
+    "HeavyHitters: a buffer claiming a 64 GiB key table is rejected without "
+    "allocating it",
+    "[sketch][serialize][!mayfail]") {
   // 2^20 candidates of 2^16 key bytes each pass HeavyHittersOptions::Validate(), so
   // Create() -- and Deserialize() of a 500-byte buffer -- allocate 64 GiB of key table.
   // Known bug, left for the sketch owner: Validate() bounds each factor but not their product.
@@ -448,11 +449,11 @@ TEST_CASE("HeavyHitters: a buffer claiming a 64 GiB key table is rejected withou
 
 TEST_CASE("HeavyHitters: weights beyond float range leave a tracker that still round-trips",
           "[sketch][serialize][!mayfail]") {
-  // Known bug, left for the sketch owner: the weight is cast to float unchecked (undefined behaviour
-  // above FLT_MAX; +inf on x86), poisoning every key that shares those counters.
-  // Update() takes any positive finite double, but the sketch's counters are floats: a
-  // weight above FLT_MAX (or one that the decay factor pushes above it) must not turn a
-  // counter or an entry into +inf, which Deserialize() (rightly) refuses.
+  // Known bug, left for the sketch owner: the weight is cast to float unchecked (undefined
+  // behaviour above FLT_MAX; +inf on x86), poisoning every key that shares those counters. Update()
+  // takes any positive finite double, but the sketch's counters are floats: a weight above FLT_MAX
+  // (or one that the decay factor pushes above it) must not turn a counter or an entry into +inf,
+  // which Deserialize() (rightly) refuses.
   HeavyHittersOptions o;
   o.candidates = 2;
   HeavyHitters hh = MustCreate(o);

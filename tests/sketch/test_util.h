@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <string_view>
-#include <random>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"

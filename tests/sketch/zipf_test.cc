@@ -59,8 +59,8 @@ TEST_CASE("Zipf: an exponent next to 1 matches s = 1", "[sketch][zipf]") {
 }
 
 TEST_CASE("Zipf: every sample lies in [1, n]", "[sketch][zipf]") {
-  for (uint64_t n : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{10}, uint64_t{1000},
-                     uint64_t{1} << 40}) {
+  for (uint64_t n :
+       {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{10}, uint64_t{1000}, uint64_t{1} << 40}) {
     for (double s : {0.1, 0.5, 0.9, 1.0, 1.2, 2.0, 5.0}) {
       INFO("n = " << n << ", s = " << s);
       ZipfDistribution zipf(n, s);
