@@ -263,9 +263,7 @@ absl::Status UnknownFlag(std::string_view name) {
       absl::StrCat("unknown flag --", Av(name), hint, " (see --help)"));
 }
 
-std::string Quoted(const std::string& value) {
-  return value.empty() ? "\"\"" : value;
-}
+std::string Quoted(const std::string& value) { return value.empty() ? "\"\"" : value; }
 
 }  // namespace
 
@@ -308,8 +306,9 @@ absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv) {
       } else if (i + 1 < argc && !std::string_view(argv[i + 1]).starts_with("--")) {
         value = argv[++i];
       } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "flag --", Av(name), " needs a value (--", Av(name), "=VALUE or --", Av(name), " VALUE)"));
+        return absl::InvalidArgumentError(absl::StrCat("flag --", Av(name), " needs a value (--",
+                                                       Av(name), "=VALUE or --", Av(name),
+                                                       " VALUE)"));
       }
     }
     if (absl::Status s = flag->set(value, options); !s.ok()) {
@@ -340,11 +339,11 @@ std::string UsageText() {
       "        Show the version and exit.\n";
   for (const Flag& f : kFlags) {
     if (f.is_bool) {
-      absl::StrAppend(&out, "  --", Av(f.name), "\n        ", Av(f.help), " (default: ", f.get(defaults),
-                      ")\n");
+      absl::StrAppend(&out, "  --", Av(f.name), "\n        ", Av(f.help),
+                      " (default: ", f.get(defaults), ")\n");
     } else {
-      absl::StrAppend(&out, "  --", Av(f.name), "=", Quoted(f.get(defaults)), "\n        ", Av(f.help),
-                      "\n");
+      absl::StrAppend(&out, "  --", Av(f.name), "=", Quoted(f.get(defaults)), "\n        ",
+                      Av(f.help), "\n");
     }
   }
   return out;

@@ -15,7 +15,8 @@ namespace {
 using internal::Av;
 
 absl::Status OutOfRange(std::string_view what, std::string_view range, const auto& got) {
-  return absl::InvalidArgumentError(absl::StrCat(Av(what), " must be in ", Av(range), "; got ", got));
+  return absl::InvalidArgumentError(
+      absl::StrCat(Av(what), " must be in ", Av(range), "; got ", got));
 }
 
 template <class T>
@@ -86,10 +87,10 @@ absl::Status TrackOptions::Validate() const {
                       absl::FormatDuration(publish_interval));
   }
   if (!InRange(rate_window, publish_interval, absl::Hours(1))) {
-    return OutOfRange("track rate window",
-                      absl::StrCat("[publish interval (", absl::FormatDuration(publish_interval),
-                                   "), 1h]"),
-                      absl::FormatDuration(rate_window));
+    return OutOfRange(
+        "track rate window",
+        absl::StrCat("[publish interval (", absl::FormatDuration(publish_interval), "), 1h]"),
+        absl::FormatDuration(rate_window));
   }
   if (!InRange<uint32_t>(candidates, 1, 1u << 20)) {
     return OutOfRange("track candidates", "[1, 1048576]", candidates);
@@ -137,8 +138,7 @@ absl::Status ThresholdRule::Validate() const {
     if (absl::Status s = ValidateGlob(pattern); !s.ok()) return s;
   }
   if (!ignore && !IsShare(share)) {
-    return OutOfRange(absl::StrCat("share of threshold rule \"", pattern, "\""), "(0, 1]",
-                      share);
+    return OutOfRange(absl::StrCat("share of threshold rule \"", pattern, "\""), "(0, 1]", share);
   }
   return absl::OkStatus();
 }
@@ -178,10 +178,9 @@ absl::Status DaemonOptions::Validate() const {
     if (!s.ok()) return s;
   }
   if (!(demo_rate > 0) || demo_rate > 1e7) return OutOfRange("demo rate", "(0, 1e7]", demo_rate);
-  if (log_level != "debug" && log_level != "info" && log_level != "warn" &&
-      log_level != "error") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "log level \"", log_level, "\" is not one of debug, info, warn, error"));
+  if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("log level \"", log_level, "\" is not one of debug, info, warn, error"));
   }
   return absl::OkStatus();
 }

@@ -98,8 +98,7 @@ using KeyHandler = std::function<absl::Status(const std::string& key, const YAML
 // keys (yaml-cpp keeps them silently) and non-map values. A null node (a section with
 // nothing under it) is an empty map.
 absl::Status ForEachKey(const YAML::Node& node, std::string_view path,
-                        std::initializer_list<std::string_view> known,
-                        const KeyHandler& handle) {
+                        std::initializer_list<std::string_view> known, const KeyHandler& handle) {
   if (node.IsNull()) return absl::OkStatus();
   if (!node.IsMap()) {
     return Error(node, path.empty() ? "rules file" : path,
@@ -124,14 +123,16 @@ absl::Status ForEachKey(const YAML::Node& node, std::string_view path,
 }
 
 absl::Status ReadAlert(const YAML::Node& node, AlertOptions* alert) {
-  absl::Status s = ForEachKey(
-      node, "alert", {"share_threshold", "min_dwell", "hysteresis", "min_ops"},
-      [&](const std::string& key, const YAML::Node& v, const std::string& path) {
-        if (key == "share_threshold") return Read(v, path, ParseNumber, &alert->default_threshold);
-        if (key == "min_dwell") return Read(v, path, ParseDurationText, &alert->min_dwell);
-        if (key == "hysteresis") return Read(v, path, ParseNumber, &alert->hysteresis);
-        return Read(v, path, ParseNumber, &alert->min_ops_per_second);
-      });
+  AlertOptions& a = *alert;
+  absl::Status s =
+      ForEachKey(node, "alert", {"share_threshold", "min_dwell", "hysteresis", "min_ops"},
+                 [&](const std::string& key, const YAML::Node& v, const std::string& path) {
+                   if (key == "share_threshold")
+                     return Read(v, path, ParseNumber, &a.default_threshold);
+                   if (key == "min_dwell") return Read(v, path, ParseDurationText, &a.min_dwell);
+                   if (key == "hysteresis") return Read(v, path, ParseNumber, &a.hysteresis);
+                   return Read(v, path, ParseNumber, &a.min_ops_per_second);
+                 });
   if (!s.ok()) return s;
   // Rules are checked one by one, with their own lines, in ReadThresholds.
   AlertOptions without_rules = *alert;
@@ -145,23 +146,23 @@ absl::Status ReadRule(const YAML::Node& node, const std::string& path, Threshold
   }
   int patterns = 0;
   bool has_share = false;
-  absl::Status s = ForEachKey(
-      node, path, {"prefix", "glob", "share", "ignore"},
-      [&](const std::string& key, const YAML::Node& v, const std::string& key_path) {
-        if (key == "prefix" || key == "glob") {
-          ++patterns;
-          rule->kind = key == "prefix" ? ThresholdRule::kPrefix : ThresholdRule::kGlob;
-          absl::StatusOr<std::string> text = Scalar(v, key_path);
-          if (!text.ok()) return text.status();
-          rule->pattern = *std::move(text);
-          return absl::OkStatus();
-        }
-        if (key == "share") {
-          has_share = true;
-          return Read(v, key_path, ParseNumber, &rule->share);
-        }
-        return Read(v, key_path, ParseBool, &rule->ignore);
-      });
+  absl::Status s =
+      ForEachKey(node, path, {"prefix", "glob", "share", "ignore"},
+                 [&](const std::string& key, const YAML::Node& v, const std::string& key_path) {
+                   if (key == "prefix" || key == "glob") {
+                     ++patterns;
+                     rule->kind = key == "prefix" ? ThresholdRule::kPrefix : ThresholdRule::kGlob;
+                     absl::StatusOr<std::string> text = Scalar(v, key_path);
+                     if (!text.ok()) return text.status();
+                     rule->pattern = *std::move(text);
+                     return absl::OkStatus();
+                   }
+                   if (key == "share") {
+                     has_share = true;
+                     return Read(v, key_path, ParseNumber, &rule->share);
+                   }
+                   return Read(v, key_path, ParseBool, &rule->ignore);
+                 });
   if (!s.ok()) return s;
   if (patterns != 1) return Error(node, path, "needs exactly one of prefix or glob");
   if (rule->ignore && has_share) {
@@ -258,14 +259,13 @@ absl::Status ReadCluster(const YAML::Node& node, hotkey::model::Cluster* cluster
 absl::StatusOr<ReloadableOptions> Apply(const std::string& text, const ReloadableOptions& base) {
   ReloadableOptions out = base;
   YAML::Node root = YAML::Load(text);
-  absl::Status s = ForEachKey(
-      root, "", {"alert", "thresholds", "export", "cluster"},
-      [&](const std::string& key, const YAML::Node& v, const std::string&) {
-        if (key == "alert") return ReadAlert(v, &out.alert);
-        if (key == "thresholds") return ReadThresholds(v, &out.alert.rules);
-        if (key == "export") return ReadExport(v, &out.exporter);
-        return ReadCluster(v, &out.cluster);
-      });
+  absl::Status s = ForEachKey(root, "", {"alert", "thresholds", "export", "cluster"},
+                              [&](const std::string& key, const YAML::Node& v, const std::string&) {
+                                if (key == "alert") return ReadAlert(v, &out.alert);
+                                if (key == "thresholds") return ReadThresholds(v, &out.alert.rules);
+                                if (key == "export") return ReadExport(v, &out.exporter);
+                                return ReadCluster(v, &out.cluster);
+                              });
   if (!s.ok()) return s;
   // Sections were checked as read; this catches a bad `base`.
   if (absl::Status v = out.Validate(); !v.ok()) return v;
@@ -298,8 +298,8 @@ absl::StatusOr<ReloadableOptions> LoadRulesFile(const std::string& path,
   while (size_t n = std::fread(buffer, 1, sizeof(buffer), file.get())) {
     text.append(buffer, n);
     if (text.size() > kMaxFileBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("rules file \"", path, "\" is larger than ",
-                                                     FormatByteSize(kMaxFileBytes)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rules file \"", path, "\" is larger than ", FormatByteSize(kMaxFileBytes)));
     }
   }
   if (std::ferror(file.get())) {

@@ -220,8 +220,8 @@ std::vector<std::string> SplitList(std::string_view text) {
 
 absl::StatusOr<HostPort> ParseListenAddress(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "listen address \"", Av(text), "\" ", Av(why), " (use host:port, [ipv6]:port or :port)"));
+    return absl::InvalidArgumentError(absl::StrCat("listen address \"", Av(text), "\" ", Av(why),
+                                                   " (use host:port, [ipv6]:port or :port)"));
   };
   HostPort out;
   std::string_view port;
@@ -241,8 +241,7 @@ absl::StatusOr<HostPort> ParseListenAddress(std::string_view text) {
     port = text.substr(colon + 1);
   }
   for (char c : out.host) {
-    if (absl::ascii_isspace(static_cast<unsigned char>(c)) || c == '/' || c == '[' ||
-        c == ']') {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c)) || c == '/' || c == '[' || c == ']') {
       return bad("has a bad host");
     }
   }
@@ -271,8 +270,8 @@ bool Cidr::Contains(std::span<const uint8_t> address) const {
 
 absl::StatusOr<Cidr> ParseCidr(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "\"", Av(text), "\" is not a network: ", Av(why), " (examples: 10.0.0.0/8, fd00::/8, ::1)"));
+    return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" is not a network: ", Av(why),
+                                                   " (examples: 10.0.0.0/8, fd00::/8, ::1)"));
   };
   std::string_view addr = text;
   std::string_view prefix;
@@ -318,8 +317,8 @@ absl::Status ValidateGlob(std::string_view pattern) {
     } else if (pattern[p] == '[') {
       size_t close = FindClassEnd(pattern, p);
       if (close == std::string_view::npos) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("glob \"", Av(pattern), "\" has an unclosed '[' (write \\[ for the byte)"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "glob \"", Av(pattern), "\" has an unclosed '[' (write \\[ for the byte)"));
       }
       size_t i = p + 1;
       if (pattern[i] == '!' || pattern[i] == '^') ++i;

@@ -189,8 +189,7 @@ TEST_CASE("Thresholds: bad rules fail validation with the rule named", "[config]
   CHECK_THAT(Message(alert.Validate()), Contains("too many threshold rules"));
 }
 
-TEST_CASE("Options: the telemetry path must not hide the server's own paths",
-          "[config][options]") {
+TEST_CASE("Options: the telemetry path must not hide the server's own paths", "[config][options]") {
   WebOptions web;
   for (const char* bad : {"", "metrics", "/", "/-/healthy", "/api/v1/top", "/me trics", "/m?x"}) {
     web.telemetry_path = bad;

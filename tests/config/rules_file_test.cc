@@ -143,7 +143,8 @@ TEST_CASE("Rules file: wrong types are rejected with their line", "[config][rule
   CHECK_THAT(ApplyError("export:\n  top_k: ten\n"),
              Contains("line 2: export.top_k: \"ten\" is not an integer"));
   CHECK_THAT(ApplyError("export:\n\n  top_k: -3\n"), Contains("line 3: export.top_k: -3 is out"));
-  CHECK_THAT(ApplyError("alert:\n  min_dwell: 5\n"), Contains("line 2") && Contains("needs a unit"));
+  CHECK_THAT(ApplyError("alert:\n  min_dwell: 5\n"),
+             Contains("line 2") && Contains("needs a unit"));
   CHECK_THAT(ApplyError("alert:\n  hysteresis:\n"), Contains("alert.hysteresis: needs a value"));
   CHECK_THAT(ApplyError("alert: 3\n"), Contains("line 1: alert: must be a map"));
   CHECK_THAT(ApplyError("thresholds: {prefix: a}\n"), Contains("thresholds: must be a list"));
@@ -169,7 +170,8 @@ TEST_CASE("Rules file: malformed YAML is an error, not an exception", "[config][
 TEST_CASE("Rules file: bad rules are rejected with their line", "[config][rules]") {
   CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n"),
              Contains("line 2: thresholds[0]: needs share"));
-  CHECK_THAT(ApplyError("thresholds:\n  - share: 0.2\n"), Contains("exactly one of prefix or glob"));
+  CHECK_THAT(ApplyError("thresholds:\n  - share: 0.2\n"),
+             Contains("exactly one of prefix or glob"));
   CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n    glob: b\n    share: 0.2\n"),
              Contains("exactly one of prefix or glob"));
   CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n    share: 0.2\n    ignore: true\n"),

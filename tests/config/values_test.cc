@@ -44,7 +44,8 @@ TEST_CASE("Values: byte sizes format in their shortest exact form", "[config][va
   CHECK(FormatByteSize(uint64_t{3} << 30) == "3GiB");
   CHECK(FormatByteSize(1000) == "1000");
   CHECK(FormatByteSize(0) == "0");
-  for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{1536}, uint64_t{1} << 20, uint64_t{12345}}) {
+  for (uint64_t v :
+       {uint64_t{0}, uint64_t{1}, uint64_t{1536}, uint64_t{1} << 20, uint64_t{12345}}) {
     CHECK(*ParseByteSize(FormatByteSize(v)) == v);
   }
 }

@@ -164,7 +164,7 @@ struct DaemonOptions {
   std::string config_file;
   // Generate Zipf-distributed demo traffic in-process instead of (besides) listening.
   bool demo = false;
-  double demo_rate = 20000;  // demo events per second; in (0, 1e7]
+  double demo_rate = 20000;        // demo events per second; in (0, 1e7]
   std::string log_level = "info";  // debug | info | warn | error
 
   // Validates every part.
