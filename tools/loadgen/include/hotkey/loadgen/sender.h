@@ -4,18 +4,21 @@
 // Each event is a read or write of either a "celebrity" (a named key holding a fixed share
 // of all events during a time window) or a background key "key:<rank>" drawn from a Zipf
 // distribution over `background_keys` ranks. Events are packed into datagrams of at most
-// `datagram_bytes` (about 90 events of "key:<rank>" per 1400 bytes; 1400 stays under a
-// 1500-byte Ethernet MTU after IP and UDP headers) and sent with sendmmsg(2), 32 datagrams
-// per call, on a connected socket.
+// `datagram_bytes` (100-140 events of "key:<rank>" per 1400 bytes, as Zipf favours short
+// low ranks; 1400 bytes stay under a 1500-byte Ethernet MTU after IP and UDP headers) and
+// sent with sendmmsg(2), 32 datagrams per call, on a connected socket.
 //
-// Pacing follows an absolute schedule: event n is due at start + n / rate, so sleeping
+// Pacing follows an absolute schedule: event n (from 1) is due at start + n / rate, so sleeping
 // late never drifts the average rate; events due together go out together, at most about
 // 1 ms late (Sender sleeps at least 1 ms: shorter sleeps cost a wake-up each and buy
 // nothing a UDP receiver can see). With rate = 0 it sends as fast as it can.
 //
 // Cost per event: one or two 64-bit random numbers, a Zipf draw (a log and an exp), a
 // decimal conversion of the rank and a memcpy into the batch buffer; no allocation.
-// Measured at several million events per CPU-second toward a loopback sink (see README).
+// Measured with `hotkey-sim send --rate 0 --duration 5s` toward a Python socket draining
+// 127.0.0.1 (g++ 12 -O2, 2 shared cores): 10-14 million events per CPU-second (user+sys of
+// the whole process, from getrusage), 108-135 events per 1400-byte datagram, every
+// datagram received; about two thirds of the CPU is user time (mostly the Zipf draw).
 //
 // Example:
 //   SendOptions o;
