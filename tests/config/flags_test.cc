@@ -47,7 +47,7 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.udp.batch == 64);
   CHECK(o.udp.max_key_bytes == 1024);
   CHECK(o.udp.allowed_sources.empty());
-  CHECK(o.track.half_life == absl::Seconds(1));
+  CHECK(o.track.half_life == absl::Milliseconds(500));
   CHECK(o.track.publish_interval == absl::Milliseconds(250));
   CHECK(o.track.rate_window == absl::Seconds(5));
   CHECK(o.track.candidates == 128);
@@ -68,7 +68,7 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.cluster.order.size() == 5);
   CHECK(o.config_file.empty());
   CHECK_FALSE(o.demo);
-  CHECK(o.demo_rate == 20000);
+  CHECK(o.demo_rate == 9500);
   CHECK(o.log_level == "info");
 }
 
