@@ -1,0 +1,409 @@
+// Tests of the Aggregator (daemon/aggregator.h): snapshots built from hand-made receiver
+// reports whose trackers were fed known streams on a fake time line.
+
+#include "aggregator.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "protocol.h"
+
+namespace hotkey::daemon {
+namespace {
+
+using sketch::Op;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+// One receiver's tracker on a fake time line.
+class Stream {
+ public:
+  explicit Stream(absl::Duration half_life = absl::InfiniteDuration(), uint32_t candidates = 64)
+      : tracker_(Make(half_life, candidates)) {}
+
+  void Feed(std::string_view key, Op op = Op::kRead, double weight = 1, int n = 1) {
+    for (int i = 0; i < n; ++i) tracker_.Update(key, op, weight);
+    counters_.events += n;
+  }
+  // Parses a datagram of the wire protocol into the tracker, as a receiver does.
+  void FeedDatagram(std::string_view datagram) {
+    ++counters_.datagrams;
+    const ParseStats st = ParseDatagram(datagram, 1024, [this](const Event& e) {
+      tracker_.Update(e.key, e.op, e.weight);
+    });
+    counters_.events += st.events;
+  }
+  void AdvanceTo(absl::Time t) { tracker_.Advance(t); }
+
+  std::shared_ptr<const ReceiverReport> Report() const {
+    return std::make_shared<const ReceiverReport>(ReceiverReport{tracker_.now(), tracker_, counters_});
+  }
+
+ private:
+  static sketch::HeavyHitters Make(absl::Duration half_life, uint32_t candidates) {
+    sketch::HeavyHittersOptions o;
+    o.candidates = candidates;
+    o.sketch_bytes = 32 << 10;
+    o.max_key_bytes = 64;
+    o.half_life = half_life;
+    absl::StatusOr<sketch::HeavyHitters> h = sketch::HeavyHitters::Create(o, kT0);
+    REQUIRE(h.ok());
+    return *std::move(h);
+  }
+
+  sketch::HeavyHitters tracker_;
+  ReceiverCounters counters_;
+};
+
+config::TrackOptions Track() {
+  config::TrackOptions t;
+  t.rate_window = absl::Seconds(2);
+  t.half_life = absl::Seconds(1);
+  return t;
+}
+
+config::ReloadableOptions Reloadable() {
+  config::ReloadableOptions r;
+  r.exporter.top_k = 10;
+  r.exporter.min_share = 0.01;
+  r.exporter.hysteresis = 0.2;
+  r.alert.default_threshold = 0.1;
+  r.alert.min_dwell = absl::Milliseconds(250);
+  return r;
+}
+
+std::shared_ptr<const Snapshot> BuildOne(Aggregator& agg, const Stream& s, absl::Time now) {
+  std::vector<std::shared_ptr<const ReceiverReport>> reports = {s.Report()};
+  return agg.Build(reports, now, 0);
+}
+
+const KeySnapshot* FindKey(const Snapshot& snap, std::string_view key) {
+  for (const KeySnapshot& k : snap.keys) {
+    if (k.key == key) return &k;
+  }
+  return nullptr;
+}
+
+// 1000 events: A 30% (a quarter of them writes), B 10%, the rest spread over 300 keys,
+// interleaved as real traffic would be.
+void FeedKnownMix(Stream& s, int rounds = 1) {
+  int a = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int i = 0; i < 1000; ++i) {
+      const int slot = i % 10;
+      if (slot < 3) {
+        s.Feed("A", a++ % 4 == 3 ? Op::kWrite : Op::kRead);
+      } else if (slot == 3) {
+        s.Feed("B");
+      } else {
+        s.Feed(absl::StrCat("bg:", (i * 7 + r) % 300));
+      }
+    }
+  }
+}
+
+TEST_CASE("Aggregator: no report gives an empty snapshot", "[daemon][aggregator]") {
+  Aggregator agg(Track(), Reloadable(), 1, kT0, nullptr);
+  std::vector<std::shared_ptr<const ReceiverReport>> none = {nullptr};
+  auto snap = agg.Build(none, kT0 + absl::Seconds(1), 5);
+  REQUIRE(snap);
+  CHECK(snap->receivers == 0);
+  CHECK(snap->keys.empty());
+  CHECK(snap->kernel_drops == 5);
+}
+
+TEST_CASE("Aggregator: shares and write ratio follow a known stream", "[daemon][aggregator]") {
+  Stream s;
+  FeedKnownMix(s);
+  s.AdvanceTo(kT0 + absl::Seconds(1));
+  Aggregator agg(Track(), Reloadable(), 1, kT0, nullptr);
+  auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+  CHECK(snap->receivers == 1);
+  CHECK(snap->counters.events == 1000);
+  const KeySnapshot* a = FindKey(*snap, "A");
+  const KeySnapshot* b = FindKey(*snap, "B");
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->share == Approx(0.30).margin(0.005));
+  CHECK(b->share == Approx(0.10).margin(0.005));
+  CHECK(a->write_ratio == Approx(0.25).margin(0.001));
+  CHECK(b->write_ratio == 0);
+  CHECK(a->share_error >= 0);
+  CHECK(a->share_error < 0.01);
+  CHECK(a->label == "A");
+  // Largest share first; background keys (0.2% each) stay under min_share.
+  REQUIRE(snap->keys.size() == 2);
+  CHECK(snap->keys[0].key == "A");
+  // Decay is off, so decayed ops/s are the counts over the tracker's one-second life.
+  CHECK(snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1] == Approx(1000));
+  CHECK(snap->decayed_ops_per_second[1] == Approx(75));
+}
+
+TEST_CASE("Aggregator: window ops/s are the raw counts over the rate window",
+          "[daemon][aggregator]") {
+  // 1000 events/s for 3 s in 100 ms steps, a snapshot per step; window 2 s.
+  Stream s(absl::Seconds(1));
+  Aggregator agg(Track(), Reloadable(), 1, kT0, nullptr);
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 100; ++i) {
+      s.Feed(i % 10 < 3 ? "A" : absl::StrCat("bg:", i), i % 10 == 0 ? Op::kWrite : Op::kRead);
+    }
+    snap = BuildOne(agg, s, t);
+    if (step == 5) {
+      // Before the window fills: since the oldest snapshot (100 ms).
+      CHECK(snap->rate_window_seconds == Approx(0.4));
+      CHECK(snap->ops_per_second[0] + snap->ops_per_second[1] == Approx(1000));
+    }
+  }
+  CHECK(snap->rate_window_seconds == Approx(2.0));
+  CHECK(snap->ops_per_second[0] == Approx(900));  // 90% reads
+  CHECK(snap->ops_per_second[1] == Approx(100));
+  const KeySnapshot* a = FindKey(*snap, "A");
+  REQUIRE(a);
+  CHECK(a->ops_per_second[0] == Approx(200));  // 2 reads and 1 write per 10 events
+  CHECK(a->ops_per_second[1] == Approx(100));
+  // The decayed rate of a steady stream converges to the same figure.
+  CHECK(snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1] ==
+        Approx(1000).epsilon(0.05));
+}
+
+TEST_CASE("Aggregator: sampled events count as 1/p ops in every rate", "[daemon][aggregator]") {
+  // Per 100 ms: 10 events of s sampled at 0.1 (100 ops) and 10 unsampled events of u.
+  Stream s(absl::Seconds(1));
+  Aggregator agg(Track(), Reloadable(), 1, kT0, nullptr);
+  std::shared_ptr<const Snapshot> snap;
+  std::string sampled = "!v1 rate=0.1\n", plain;
+  for (int i = 0; i < 10; ++i) {
+    sampled += "r s\n";
+    plain += "r u\n";
+  }
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    s.FeedDatagram(sampled);
+    s.FeedDatagram(plain);
+    snap = BuildOne(agg, s, t);
+  }
+  CHECK(snap->counters.events == 600);
+  CHECK(snap->ops_per_second[0] == Approx(1100));
+  const KeySnapshot* ks = FindKey(*snap, "s");
+  const KeySnapshot* ku = FindKey(*snap, "u");
+  REQUIRE(ks);
+  REQUIRE(ku);
+  CHECK(ks->ops_per_second[0] == Approx(1000));
+  CHECK(ku->ops_per_second[0] == Approx(100));
+  CHECK(ks->share == Approx(1000.0 / 1100).margin(0.002));
+}
+
+TEST_CASE("Aggregator: the exported set keeps at most top_k keys over min_share",
+          "[daemon][aggregator]") {
+  // Key k<i> gets 100 - 4i events: shares from 0.1 down, all known exactly.
+  Stream s(absl::InfiniteDuration(), 64);
+  double total = 0;
+  for (int i = 0; i < 20; ++i) {
+    s.Feed(absl::StrCat("k", i), Op::kRead, 1, 100 - 4 * i);
+    total += 100 - 4 * i;
+  }
+  s.AdvanceTo(kT0 + absl::Seconds(1));
+  config::ReloadableOptions r = Reloadable();
+  r.alert.default_threshold = 1.0;  // nobody is hot: only the export rules decide
+  SECTION("top_k bounds the set, largest first") {
+    r.exporter.top_k = 5;
+    r.exporter.min_share = 0.001;
+    Aggregator agg(Track(), r, 1, kT0, nullptr);
+    auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+    REQUIRE(snap->keys.size() == 5);
+    for (int i = 0; i < 5; ++i) {
+      CHECK(snap->keys[i].key == absl::StrCat("k", i));
+      CHECK(snap->keys[i].share == Approx((100 - 4 * i) / total));
+    }
+    CHECK(snap->tracked_keys == 20);
+  }
+  SECTION("min_share drops the small keys") {
+    r.exporter.top_k = 100;
+    r.exporter.min_share = 58 / total;  // k0..k10 have >= 60 events, k11 has 56
+    Aggregator agg(Track(), r, 1, kT0, nullptr);
+    auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+    CHECK(snap->keys.size() == 11);
+    for (const KeySnapshot& k : snap->keys) CHECK(k.share >= r.exporter.min_share);
+  }
+}
+
+TEST_CASE("Aggregator: export hysteresis keeps a key between min_share*(1-h) and min_share "
+          "and drops it below",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.exporter.min_share = 0.04;
+  r.exporter.hysteresis = 0.5;  // stays down to 0.02
+  r.alert.default_threshold = 1.0;
+  Aggregator agg(Track(), r, 1, kT0, nullptr);
+  Stream s;
+  s.Feed("X", Op::kRead, 1, 5);
+  s.Feed("bg", Op::kRead, 1, 95);  // X: 5/100 = 0.05
+  s.AdvanceTo(kT0 + absl::Seconds(1));
+  auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+  REQUIRE(FindKey(*snap, "X"));
+
+  s.Feed("Y", Op::kRead, 1, 5);
+  s.Feed("bg", Op::kRead, 1, 95);  // X and Y: 5/200 = 0.025, in [0.02, 0.04)
+  s.AdvanceTo(kT0 + absl::Seconds(2));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(2));
+  const KeySnapshot* x = FindKey(*snap, "X");
+  REQUIRE(x);
+  CHECK(x->share == Approx(0.025));
+  CHECK(FindKey(*snap, "Y") == nullptr);  // never exported, so not kept
+
+  s.Feed("bg", Op::kRead, 1, 100);  // X: 5/300 < 0.02
+  s.AdvanceTo(kT0 + absl::Seconds(3));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(3));
+  CHECK(FindKey(*snap, "X") == nullptr);
+  CHECK(FindKey(*snap, "bg") != nullptr);
+}
+
+TEST_CASE("Aggregator: two receivers' reports merge to what one receiver of both streams "
+          "reports",
+          "[daemon][aggregator]") {
+  Stream one, left, right;
+  // The same events, split between two receivers by a flow hash stand-in (i % 2).
+  int a = 0;
+  for (int i = 0; i < 6000; ++i) {
+    std::string key;
+    Op op = Op::kRead;
+    if (i % 10 < 3) {
+      key = "A";
+      op = a++ % 4 == 0 ? Op::kWrite : Op::kRead;
+    } else if (i % 10 < 5) {
+      key = "B";
+    } else {
+      key = absl::StrCat("bg:", (i * 13) % 500);
+    }
+    one.Feed(key, op);
+    (i % 3 == 0 ? left : right).Feed(key, op);
+  }
+  for (Stream* s : {&one, &left, &right}) s->AdvanceTo(kT0 + absl::Seconds(1));
+  Aggregator agg1(Track(), Reloadable(), 1, kT0, nullptr);
+  Aggregator agg2(Track(), Reloadable(), 1, kT0, nullptr);
+  auto single = BuildOne(agg1, one, kT0 + absl::Seconds(1));
+  std::vector<std::shared_ptr<const ReceiverReport>> both = {left.Report(), right.Report()};
+  auto merged = agg2.Build(both, kT0 + absl::Seconds(1), 0);
+  CHECK(merged->receivers == 2);
+  CHECK(merged->counters.events == 6000);
+  CHECK(merged->sketch_bytes == 2 * single->sketch_bytes);
+  REQUIRE(single->keys.size() == merged->keys.size());
+  for (const KeySnapshot& k : single->keys) {
+    const KeySnapshot* m = FindKey(*merged, k.key);
+    INFO(k.key);
+    REQUIRE(m);
+    CHECK(m->share == Approx(k.share).margin(0.01));
+    CHECK(m->write_ratio == Approx(k.write_ratio).margin(0.01));
+  }
+  const KeySnapshot* a_key = FindKey(*merged, "A");
+  REQUIRE(a_key);
+  CHECK(a_key->share == Approx(0.3).margin(0.01));
+  CHECK(a_key->write_ratio == Approx(0.25).margin(0.01));
+}
+
+// The advice scenario, computed by hand with the model of shard_model.h.
+//
+// Cluster: N = 8 shards of C = 10000 ops/s, A = 10 app servers refreshing every 1 s,
+// R = 4 replicas, S = 4 sub-keys, target 0.8 (8000 ops/s). The shard measures 20000 ops/s
+// (decay off: 20000 events over the tracker's 1 s life), the key taking 90%: H = 18000,
+// B = 2000.
+//   reads 95% (Hw = 900, Hr = 17100):
+//     none 20000 > 8000; cache B + Hw + A = 2000 + 900 + 10 = 2910 <= 8000  -> cache
+//   writes 95% (Hw = 17100, Hr = 900):
+//     cache 2000 + 17100 + 10 = 19110; replicate 2000 + 900/4 + 17100 = 19325;
+//     split B + Hw/S + Hr = 2000 + 4275 + 900 = 7175 <= 8000              -> split
+//   50/50 (Hw = Hr = 9000):
+//     cache 2000 + 9000 + 10 = 11010; replicate 2000 + 2250 + 9000 = 13250;
+//     split 2000 + 2250 + 9000 = 13250;
+//     split_cache B + Hw/S + A = 2000 + 2250 + 10 = 4260 <= 8000          -> split_cache
+TEST_CASE("Aggregator: advice per key follows the shard model", "[daemon][aggregator]") {
+  struct Case {
+    double write_share;
+    model::Strategy advice;
+    double advised_load;  // busiest / C under the advised strategy
+  };
+  for (const Case& c : {Case{0.05, model::Strategy::kCache, 0.2910},
+                        Case{0.95, model::Strategy::kSplit, 0.7175},
+                        Case{0.50, model::Strategy::kSplitCache, 0.4260}}) {
+    INFO("write share " << c.write_share);
+    config::ReloadableOptions r = Reloadable();
+    r.cluster.shards = 8;
+    r.cluster.capacity = 10000;
+    r.cluster.app_servers = 10;
+    r.cluster.refresh_seconds = 1;
+    r.cluster.replicas = 4;
+    r.cluster.split = 4;
+    r.cluster.target = 0.8;
+    REQUIRE(r.cluster.Validate().ok());
+    Stream s(absl::InfiniteDuration(), 256);
+    const int writes = static_cast<int>(std::lround(18000 * c.write_share));
+    for (int i = 0; i < 18000; ++i) {
+      // Spread the writes evenly through the stream.
+      const bool w = (static_cast<long>(i) * writes) / 18000 != (static_cast<long>(i + 1) * writes) / 18000;
+      s.Feed("celebrity", w ? Op::kWrite : Op::kRead);
+      if (i % 9 == 0) s.Feed(absl::StrCat("bg:", i % 200));  // 2000 background events
+    }
+    s.AdvanceTo(kT0 + absl::Seconds(1));
+    Aggregator agg(Track(), r, 1, kT0, nullptr);
+    auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+    CHECK(snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1] == Approx(20000));
+    const KeySnapshot* k = FindKey(*snap, "celebrity");
+    REQUIRE(k);
+    CHECK(k->share == Approx(0.9).margin(0.001));
+    CHECK(k->write_ratio == Approx(c.write_share).margin(0.001));
+    CHECK(k->advice == c.advice);
+    std::map<model::Strategy, double> loads(k->projected_load.begin(), k->projected_load.end());
+    REQUIRE(loads.size() == 5);
+    CHECK(loads[model::Strategy::kNone] == Approx(2.0).margin(0.002));
+    CHECK(loads[c.advice] == Approx(c.advised_load).margin(0.002));
+  }
+}
+
+TEST_CASE("Aggregator: a hot key is marked hot after min_dwell, and reload changes the "
+          "threshold",
+          "[daemon][aggregator]") {
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), 1, kT0,
+                 [&](std::string_view l) { logs.emplace_back(l); });
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 5; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 100; ++i) s.Feed(i % 5 == 0 ? "hot" : absl::StrCat("bg:", i));
+    snap = BuildOne(agg, s, t);
+    const KeySnapshot* k = FindKey(*snap, "hot");
+    REQUIRE(k);
+    // Over 0.1 from 100 ms on; hot once 250 ms have passed.
+    CHECK(k->hot == (step >= 4));
+  }
+  CHECK(snap->hot_keys == 1);
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].find("episode started") != std::string::npos);
+  // A reload that raises the threshold to 0.5 (cooling below 0.4) ends the episode.
+  config::ReloadableOptions r = Reloadable();
+  r.alert.default_threshold = 0.5;
+  agg.SetReloadable(r);
+  s.AdvanceTo(kT0 + absl::Milliseconds(600));
+  snap = BuildOne(agg, s, kT0 + absl::Milliseconds(600));
+  const KeySnapshot* k = FindKey(*snap, "hot");
+  REQUIRE(k);
+  CHECK_FALSE(k->hot);
+  CHECK(k->threshold == 0.5);
+  CHECK(snap->hot_keys == 0);
+  CHECK(logs.size() == 2);
+}
+
+}  // namespace
+}  // namespace hotkey::daemon

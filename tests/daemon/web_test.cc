@@ -1,0 +1,388 @@
+// Tests of WebRoutes (daemon/web.h) and the /metrics collector (daemon/metrics.h), without
+// sockets: status codes, the reload hook, the model playground, and that /api/v1/top and
+// /metrics stay valid JSON and valid Prometheus text whatever the key labels hold.
+
+#include "web.h"
+
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "json.h"
+#include "metrics.h"
+#include "test_util.h"
+
+namespace hotkey::daemon {
+namespace {
+
+using testing::Exposition;
+using testing::Json;
+using testing::ParseExposition;
+using testing::ParseJson;
+
+// A snapshot with two keys; the first label holds every character that needs escaping.
+std::shared_ptr<Snapshot> MakeSnapshot(const std::string& tricky_label) {
+  auto s = std::make_shared<Snapshot>();
+  s->time = absl::FromUnixSeconds(1'700'000'100);
+  s->start_time = absl::FromUnixSeconds(1'700'000'000);
+  s->receivers = 1;
+  s->half_life_seconds = 1;
+  s->rate_window_seconds = 5;
+  s->ops_per_second[0] = 900;
+  s->ops_per_second[1] = 100;
+  s->counters.datagrams = 1234567;
+  s->counters.events = 98765432;
+  s->counters.rejected[static_cast<size_t>(Reject::kBadNumber)] = 3;
+  s->counters.rejected[static_cast<size_t>(Reject::kBadHeader)] = 2;
+  s->counters.datagrams_denied = 1;
+  s->kernel_drops = 4;
+  s->tracked_keys = 77;
+  s->sketch_bytes = 40000;
+  s->hot_keys = 1;
+  KeySnapshot hot;
+  hot.key = "raw";
+  hot.label = tricky_label;
+  hot.share = 0.3;
+  hot.share_error = 0.001;
+  hot.write_ratio = 0.25;
+  hot.ops_per_second[0] = 225;
+  hot.ops_per_second[1] = 75;
+  hot.threshold = 0.1;
+  hot.hot = true;
+  hot.hot_since = absl::FromUnixSeconds(1'700'000'050);
+  hot.peak_share = 0.35;
+  hot.advice = model::Strategy::kCache;
+  hot.projected_load = {{model::Strategy::kNone, 1.2}, {model::Strategy::kCache, 0.5}};
+  s->keys.push_back(hot);
+  KeySnapshot ignored;
+  ignored.key = "healthcheck";
+  ignored.label = "healthcheck";
+  ignored.share = 0.05;
+  ignored.threshold = INFINITY;  // a rule ignores it
+  s->keys.push_back(ignored);
+  return s;
+}
+
+const std::string kTricky = "q\"uote \\back\\slash caf\xc3\xa9 \xf0\x9f\x94\xa5 new\nline\ttab";
+
+struct Fixture {
+  Fixture()
+      : collector([this] { return snapshot; }, [this] { return reload_status; }),
+        routes("/metrics", Hooks()) {}
+
+  WebHooks Hooks() {
+    WebHooks h;
+    h.snapshot = [this] { return snapshot; };
+    h.reload = [this] {
+      ++reloads;
+      return reload_result;
+    };
+    h.cluster = [this] { return cluster; };
+    h.metrics = &collector;
+    return h;
+  }
+
+  HttpResponse Get(const std::string& path, const std::string& query = "") const {
+    return routes.Handle(HttpRequest{"GET", path, query, ""});
+  }
+  HttpResponse Post(const std::string& path) const {
+    return routes.Handle(HttpRequest{"POST", path, "", ""});
+  }
+
+  std::shared_ptr<const Snapshot> snapshot;
+  ReloadStatus reload_status{true, absl::FromUnixSeconds(1'700'000'000)};
+  absl::Status reload_result = absl::OkStatus();
+  int reloads = 0;
+  model::Cluster cluster;
+  SnapshotCollector collector;
+  WebRoutes routes;
+};
+
+Json MustParse(const std::string& body) {
+  std::string error;
+  std::optional<Json> j = ParseJson(body, &error);
+  INFO(error << "\n" << body.substr(0, 500));
+  REQUIRE(j.has_value());
+  return *j;
+}
+
+Exposition MustParseMetrics(const std::string& text) {
+  std::string error;
+  std::optional<Exposition> e = ParseExposition(text, &error);
+  INFO(error);
+  REQUIRE(e.has_value());
+  return *e;
+}
+
+TEST_CASE("Web: the test's JSON checker rejects what RFC 8259 rejects", "[daemon][web]") {
+  std::string e;
+  CHECK(ParseJson(R"({"a":[1,-2.5e3,true,null,"x\u00e9\ud83d\udd25"]})", &e).has_value());
+  for (const char* bad : {"", "{", "{\"a\":1,}", "[1,]", "01", "1.", "NaN", "inf", "'x'",
+                          "\"a\nb\"", "\"\\x41\"", "{\"a\":1,\"a\":2}", "[1] [2]", "\"\xff\"",
+                          "\"\\ud800\""}) {
+    INFO(bad);
+    CHECK_FALSE(ParseJson(bad, &e).has_value());
+  }
+}
+
+TEST_CASE("Web: the test's Prometheus text checker rejects malformed lines", "[daemon][web]") {
+  std::string e;
+  CHECK(ParseExposition("# HELP a_b x\\\\y\n# TYPE a_b gauge\na_b{k=\"v\\\"\\n\"} +Inf\n", &e)
+            .has_value());
+  for (const char* bad : {"a b\n", "1a 1\n", "a{k=\"v} 1\n", "a{k=\"\\x\"} 1\n", "a{1k=\"v\"} 1\n",
+                          "a 1", "a\n", "# TYPE a foo\n", "a{k=\"v\"}1\n", "a 1 x\n",
+                          "a{k=\"\xff\"} 1\n"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseExposition(bad, &e).has_value());
+  }
+}
+
+TEST_CASE("Web: /-/ready is 503 before the first snapshot and 200 after", "[daemon][web]") {
+  Fixture f;
+  CHECK(f.Get("/-/ready").status == 503);
+  CHECK(f.Get("/api/v1/top").status == 503);
+  f.snapshot = MakeSnapshot("k");
+  CHECK(f.Get("/-/ready").status == 200);
+  CHECK(f.Get("/api/v1/top").status == 200);
+}
+
+TEST_CASE("Web: /-/healthy is 200 even before a snapshot", "[daemon][web]") {
+  Fixture f;
+  const HttpResponse r = f.Get("/-/healthy");
+  CHECK(r.status == 200);
+  CHECK(r.body == "Healthy\n");
+}
+
+TEST_CASE("Web: unknown paths are 404 and wrong methods 405", "[daemon][web]") {
+  Fixture f;
+  f.snapshot = MakeSnapshot("k");
+  CHECK(f.Get("/nope").status == 404);
+  CHECK(f.Get("/metrics/").status == 404);
+  CHECK(f.Get("/api/v1/top/x").status == 404);
+  CHECK(f.Get("/-/reload").status == 405);
+  CHECK(f.reloads == 0);  // a GET must not reload
+  CHECK(f.Post("/metrics").status == 405);
+  CHECK(f.Post("/api/v1/top").status == 405);
+  CHECK(f.Post("/").status == 405);
+  CHECK(f.routes.Handle(HttpRequest{"HEAD", "/-/healthy", "", ""}).status == 200);
+}
+
+TEST_CASE("Web: the landing page is self-contained HTML naming hotkeyd", "[daemon][web]") {
+  Fixture f;
+  const HttpResponse r = f.Get("/");
+  CHECK(r.status == 200);
+  CHECK(r.content_type.starts_with("text/html"));
+  CHECK(r.body.find("hotkeyd") != std::string::npos);
+  CHECK(r.body.find("<script src=\"http") == std::string::npos);
+  CHECK(r.body.find("<link") == std::string::npos);
+}
+
+TEST_CASE("Web: POST /-/reload calls the hook; an error is a 500 carrying its message",
+          "[daemon][web]") {
+  Fixture f;
+  HttpResponse r = f.Post("/-/reload");
+  CHECK(r.status == 200);
+  CHECK(f.reloads == 1);
+  f.reload_result = absl::InvalidArgumentError("rules.yml:3: unknown key \"sahre\"");
+  r = f.Post("/-/reload");
+  CHECK(r.status == 500);
+  CHECK(f.reloads == 2);
+  CHECK(r.body.find("rules.yml:3: unknown key \"sahre\"") != std::string::npos);
+}
+
+TEST_CASE("Web: /api/v1/model returns the loads model::Project computes", "[daemon][web]") {
+  Fixture f;
+  f.cluster.shards = 6;
+  const HttpResponse r =
+      f.Get("/api/v1/model", "ops=120000&capacity=25000&hot_share=0.3&write_share=0.2&split=3");
+  REQUIRE(r.status == 200);
+  CHECK(r.content_type == "application/json");
+  const Json j = MustParse(r.body);
+  model::Cluster c = f.cluster;
+  c.ops = 120000;
+  c.capacity = 25000;
+  c.split = 3;
+  absl::StatusOr<model::Projection> p = model::Project(c, model::HotKey{0.3, 0.2});
+  REQUIRE(p.ok());
+  CHECK(j["inputs"]["shards"].number == 6);  // from the configured cluster
+  CHECK(j["advice"].string == model::StrategyName(p->advice));
+  const std::vector<Json>& strategies = j["strategies"].array;
+  REQUIRE(strategies.size() == p->loads.size());
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    const model::StrategyLoad& want = p->loads[i];
+    INFO(model::StrategyName(want.strategy));
+    CHECK(strategies[i]["strategy"].string == model::StrategyName(want.strategy));
+    CHECK(strategies[i]["busiest"].number == Approx(want.busiest).epsilon(1e-5));
+    CHECK(strategies[i]["least_busy"].number == Approx(want.least_busy).epsilon(1e-5));
+    const std::vector<Json>& loads = strategies[i]["shard_loads"].array;
+    REQUIRE(loads.size() == 6);
+    for (size_t s = 0; s < loads.size(); ++s) {
+      CHECK(loads[s].number == Approx(want.shard_loads[s]).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("Web: bad /api/v1/model parameters are a 400 with a JSON error", "[daemon][web]") {
+  Fixture f;
+  for (const char* q : {"ops=abc", "ops=", "hot_share=1.5", "shards=0", "speed=3", "ops=inf",
+                        "ops=nan", "replicas=99", "shards=1e300", "shards=-1e300",
+                        "app_servers=4294967297", "split=1e10", "shards=2.5"}) {
+    INFO(q);
+    const HttpResponse r = f.Get("/api/v1/model", q);
+    CHECK(r.status == 400);
+    const Json j = MustParse(r.body);
+    CHECK(j["error"].kind == Json::kString);
+    CHECK_FALSE(j["error"].string.empty());
+  }
+}
+
+TEST_CASE("Web: /api/v1/top is valid JSON that round-trips labels with quotes, backslashes, "
+          "control characters and unicode",
+          "[daemon][web]") {
+  Fixture f;
+  f.snapshot = MakeSnapshot(kTricky);
+  const HttpResponse r = f.Get("/api/v1/top");
+  REQUIRE(r.status == 200);
+  const Json j = MustParse(r.body);
+  REQUIRE(j["keys"].array.size() == 2);
+  const Json& k = j["keys"].array[0];
+  CHECK(k["key"].string == kTricky);
+  CHECK(k["share"].number == Approx(0.3));
+  CHECK(k["hot"].boolean);
+  CHECK(k["advice"].string == "cache");
+  CHECK(k["projected_load"]["none"].number == Approx(1.2));
+  CHECK(k["ops_per_second"]["write"].number == Approx(75));
+  CHECK(k["hot_since"].string == "2023-11-14T22:14:10.000Z");
+  // An ignored key's infinite threshold is null, not "inf".
+  CHECK(j["keys"].array[1]["threshold"].kind == Json::kNull);
+  CHECK_FALSE(j["keys"].array[1].Has("hot_since"));
+  CHECK(j["events_rejected"]["bad_number"].number == 3);
+  CHECK(j["ops_per_second"]["read"].number == 900);
+}
+
+TEST_CASE("Web: /api/v1/top reports counters exactly, not rounded to six digits",
+          "[daemon][web]") {
+  Fixture f;
+  f.snapshot = MakeSnapshot("k");
+  const Json j = MustParse(f.Get("/api/v1/top").body);
+  CHECK(j["datagrams_received"].number == 1234567);
+  CHECK(j["events_received"].number == 98765432);
+}
+
+TEST_CASE("Web: JsonWriter writes every double so that it reads back the same",
+          "[daemon][web]") {
+  for (double v : {0.0, -0.0, 1.0, 0.1, 1.0 / 3, 123456789.0, 9007199254740993.0, 1e-300, 5e-324,
+                   1.7976931348623157e308, -2.5e-7, 18446744073709551615.0}) {
+    JsonWriter w;
+    w.BeginArray().Number(v).EndArray();
+    const Json j = MustParse(w.str());
+    INFO(w.str());
+    CHECK(j.array.at(0).number == v);
+  }
+  JsonWriter w;
+  w.BeginArray().Number(INFINITY).Number(NAN).EndArray();
+  CHECK(w.str() == "[null,null]");
+}
+
+TEST_CASE("Web: /metrics has every documented family, typed, in valid text format",
+          "[daemon][web]") {
+  Fixture f;
+  f.snapshot = MakeSnapshot("k");
+  const HttpResponse r = f.Get("/metrics");
+  REQUIRE(r.status == 200);
+  CHECK(r.content_type.starts_with("text/plain; version=0.0.4"));
+  const Exposition e = MustParseMetrics(r.body);
+  const std::map<std::string, std::string> families = {
+      {"hotkey_key_share_ratio", "gauge"},
+      {"hotkey_key_share_threshold_ratio", "gauge"},
+      {"hotkey_key_share_error_ratio", "gauge"},
+      {"hotkey_key_write_ratio", "gauge"},
+      {"hotkey_key_ops_per_second", "gauge"},
+      {"hotkey_key_hot", "gauge"},
+      {"hotkey_key_projected_load_ratio", "gauge"},
+      {"hotkey_hot_keys", "gauge"},
+      {"hotkey_ops_per_second", "gauge"},
+      {"hotkey_datagrams_received_total", "counter"},
+      {"hotkey_datagrams_rejected_total", "counter"},
+      {"hotkey_events_received_total", "counter"},
+      {"hotkey_events_rejected_total", "counter"},
+      {"hotkey_udp_kernel_drops_total", "counter"},
+      {"hotkey_tracked_keys", "gauge"},
+      {"hotkey_sketch_bytes", "gauge"},
+      {"hotkey_config_last_reload_successful", "gauge"},
+      {"hotkey_config_last_reload_success_timestamp_seconds", "gauge"},
+      {"hotkey_build_info", "gauge"},
+      {"process_cpu_seconds_total", "counter"},
+      {"process_resident_memory_bytes", "gauge"},
+      {"process_virtual_memory_bytes", "gauge"},
+      {"process_start_time_seconds", "gauge"},
+      {"process_open_fds", "gauge"},
+      {"process_max_fds", "gauge"},
+  };
+  for (const auto& [name, type] : families) {
+    INFO(name);
+    CHECK(e.types.count(name) == 1);
+    if (e.types.count(name)) CHECK(e.types.at(name) == type);
+    CHECK_FALSE(e.Find(name).empty());
+  }
+  CHECK(e.Value("hotkey_datagrams_received_total") == 1234567);
+  CHECK(e.Value("hotkey_events_received_total") == 98765432);
+  CHECK(e.Value("hotkey_events_rejected_total", {{"reason", "bad_number"}}) == 3);
+  CHECK(e.Value("hotkey_events_rejected_total", {{"reason", "empty_line"}}) == 0);
+  CHECK(e.Find("hotkey_events_rejected_total", {{"reason", "bad_header"}}).empty());
+  CHECK(e.Value("hotkey_datagrams_rejected_total", {{"reason", "bad_header"}}) == 2);
+  CHECK(e.Value("hotkey_datagrams_rejected_total", {{"reason", "source_denied"}}) == 1);
+  CHECK(e.Value("hotkey_udp_kernel_drops_total") == 4);
+  CHECK(e.Value("hotkey_ops_per_second", {{"op", "read"}}) == 900);
+  CHECK(e.Value("hotkey_ops_per_second", {{"op", "write"}}) == 100);
+  CHECK(e.Value("hotkey_key_share_ratio", {{"key", "k"}}) == 0.3);
+  CHECK(e.Value("hotkey_key_ops_per_second", {{"key", "k"}, {"op", "write"}}) == 75);
+  CHECK(e.Value("hotkey_key_hot", {{"key", "k"}, {"strategy", "cache"}}) == 1);
+  CHECK(e.Find("hotkey_key_hot", {{"key", "healthcheck"}}).empty());  // only hot keys
+  CHECK(e.Value("hotkey_key_projected_load_ratio", {{"key", "k"}, {"strategy", "none"}}) == 1.2);
+  const std::optional<double> ignored =
+      e.Value("hotkey_key_share_threshold_ratio", {{"key", "healthcheck"}});
+  REQUIRE(ignored);
+  CHECK(std::isinf(*ignored));
+  CHECK(e.Value("hotkey_config_last_reload_successful") == 1);
+  CHECK(e.Value("hotkey_config_last_reload_success_timestamp_seconds") == 1'700'000'000);
+  CHECK(e.Value("hotkey_hot_keys") == 1);
+  CHECK(e.Value("hotkey_tracked_keys") == 77);
+  const std::vector<testing::Sample> build = e.Find("hotkey_build_info");
+  REQUIRE(build.size() == 1);
+  CHECK(build[0].labels.count("version") == 1);
+  CHECK(build[0].labels.count("compiler") == 1);
+  CHECK(e.Value("process_resident_memory_bytes").value_or(0) > 0);
+}
+
+TEST_CASE("Web: /metrics before the first snapshot still serves self and process metrics",
+          "[daemon][web]") {
+  Fixture f;
+  f.reload_status.last_successful = false;
+  const Exposition e = MustParseMetrics(f.Get("/metrics").body);
+  CHECK(e.Value("hotkey_config_last_reload_successful") == 0);
+  CHECK(e.Find("hotkey_build_info").size() == 1);
+  CHECK(e.Find("hotkey_key_share_ratio").empty());
+}
+
+TEST_CASE("Web: label values with quotes, backslashes and newlines are escaped per the text "
+          "format and decode back",
+          "[daemon][web]") {
+  Fixture f;
+  f.snapshot = MakeSnapshot(kTricky);
+  const std::string text = f.Get("/metrics").body;
+  const Exposition e = MustParseMetrics(text);
+  CHECK(e.Value("hotkey_key_share_ratio", {{"key", kTricky}}) == 0.3);
+  CHECK(e.Value("hotkey_key_hot", {{"key", kTricky}, {"strategy", "cache"}}) == 1);
+  // The raw newline never reaches the output inside a sample line.
+  for (const testing::Sample& s : e.samples) {
+    if (s.labels.count("key")) CHECK(s.labels.at("key").size() < 200);
+  }
+  CHECK(text.find("new\nline") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace hotkey::daemon
