@@ -39,10 +39,12 @@ bool ParseNumber(std::string_view s, double* out) {
   double mantissa = 0;
   int digits = 0;
   int exp10 = 0;
+  // Leading zeros are not significant: they must not use up the 18 digits kept, or
+  // "0000000000000000001" would read as 0.
   while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
     if (digits < 18) {
       mantissa = mantissa * 10 + (s[i] - '0');
-      ++digits;
+      if (mantissa > 0) ++digits;
     } else {
       ++exp10;  // digits past double precision only scale
     }
@@ -55,7 +57,7 @@ bool ParseNumber(std::string_view s, double* out) {
     while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
       if (digits < 18) {
         mantissa = mantissa * 10 + (s[i] - '0');
-        ++digits;
+        if (mantissa > 0) ++digits;
         --exp10;
       }
       frac_part = true;
