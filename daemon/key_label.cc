@@ -38,10 +38,17 @@ size_t Utf8Length(std::string_view s) {
 
 constexpr std::string_view kCutMarker = "~";
 
-// Bytes left for the readable part when `suffix` must fit too: a label is never longer
-// than max(max_bytes, suffix).
+// Bytes left for the readable part when `suffix` must fit too.
 size_t Room(size_t max_bytes, const std::string& suffix) {
   return max_bytes > suffix.size() ? max_bytes - suffix.size() : 0;
+}
+
+// `s` (ASCII: a marker and hex digits) cut to `max_bytes`, so that no label is ever longer
+// than label_max_bytes: at its smallest setting (16) a hashed label keeps "h:" and 14 hex
+// digits, 56 bits of hash, still far from colliding among the exported keys.
+std::string Fit(std::string s, size_t max_bytes) {
+  if (s.size() > max_bytes) s.resize(max_bytes);
+  return s;
 }
 
 }  // namespace
@@ -78,12 +85,12 @@ std::string KeyLabeler::HashText(std::string_view key, bool truncated, uint64_t 
 std::string KeyLabeler::Label(std::string_view key, bool truncated, uint64_t hash) const {
   switch (mode_) {
     case config::KeyLabelMode::kHash:
-      return "h:" + HashText(key, truncated, hash);
+      return Fit("h:" + HashText(key, truncated, hash), max_bytes_);
     case config::KeyLabelMode::kPrefix: {
       const size_t colon = key.rfind(':');
       const std::string_view family =
           colon == std::string_view::npos ? std::string_view() : key.substr(0, colon + 1);
-      const std::string suffix = "#" + HashText(key, truncated, hash);
+      const std::string suffix = Fit("#" + HashText(key, truncated, hash), max_bytes_);
       bool cut;
       std::string out = Escape(family, Room(max_bytes_, suffix), &cut);
       return out + suffix;
@@ -95,7 +102,8 @@ std::string KeyLabeler::Label(std::string_view key, bool truncated, uint64_t has
   bool cut;
   std::string out = Escape(key, max_bytes_, &cut);
   if (!cut && !truncated) return out;
-  const std::string suffix = std::string(kCutMarker) + HashText(key, truncated, hash);
+  const std::string suffix =
+      Fit(std::string(kCutMarker) + HashText(key, truncated, hash), max_bytes_);
   out = Escape(key, Room(max_bytes_, suffix), &cut);
   return out + suffix;
 }
