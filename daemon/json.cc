@@ -1,5 +1,6 @@
 #include "json.h"
 
+#include <charconv>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
@@ -77,7 +78,12 @@ JsonWriter& JsonWriter::String(std::string_view s) {
 JsonWriter& JsonWriter::Number(double v) {
   if (!std::isfinite(v)) return Null();
   Separate();
-  absl::StrAppendFormat(&out_, "%.6g", v);
+  // The shortest text that reads back as exactly `v`: counters stay exact (%.6g turned
+  // 1234567 events into 1.23457e+06) and ratios are not padded with noise digits.
+  // to_chars writes "1e+06"-style exponents and no "inf"/"nan" here: valid JSON numbers.
+  char buf[32];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+  out_.append(buf, r.ptr);
   return *this;
 }
 
