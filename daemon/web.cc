@@ -1,6 +1,7 @@
 #include "web.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -132,6 +133,14 @@ HttpResponse WebRoutes::Model(const std::string& query) const {
     double v;
     if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
       return Json(400, JsonError(absl::StrCat("parameter ", name, ": \"", value, "\" is not a number")));
+    }
+    // Counts must be whole numbers an int holds: casting 1e300 to int is undefined
+    // behaviour, and truncating 2.5 shards to 2 would answer another question.
+    const bool count = name == "shards" || name == "app_servers" || name == "replicas" ||
+                       name == "split";
+    if (count && (v != std::floor(v) || v < 0 || v > std::numeric_limits<int>::max())) {
+      return Json(400, JsonError(absl::StrCat("parameter ", name, ": \"", value,
+                                              "\" is not a whole number in range")));
     }
     if (name == "ops") {
       c.ops = v;
