@@ -209,7 +209,7 @@ const Flag kFlags[] = {
     {"config.file", "YAML rules file (thresholds per key pattern, alert, export and cluster settings); re-read on SIGHUP and POST /-/reload.", false,
      [](const DaemonOptions& o) { return o.config_file; },
      [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.config_file); }},
-    {"demo", "Generate Zipf-distributed demo traffic in-process.", true,
+    {"demo", "Send built-in demo traffic to our own UDP port: three celebrity keys (hot reads, hot writes, both) over a Zipf background.", true,
      [](const DaemonOptions& o) { return std::string(o.demo ? "true" : "false"); },
      [](std::string_view v, DaemonOptions& o) {
        absl::StatusOr<bool> b = ParseBool(v);

@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "hotkey/config/flags.h"
+#include "log.h"
 
 int main(int argc, char** argv) {
   try {
@@ -20,7 +21,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     static std::mutex log_mu;
-    auto log = [](std::string_view line) {
+    auto log = [min_level = flags->options.log_level](std::string_view line) {
+      if (!hotkey::daemon::PassesLevel(line, min_level)) return;
       std::lock_guard<std::mutex> l(log_mu);
       std::fwrite(line.data(), 1, line.size(), stderr);
       std::fputc('\n', stderr);

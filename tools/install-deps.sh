@@ -13,7 +13,7 @@ packages=(
   libyaml-cpp-dev        # the --config.file rules file
   zlib1g-dev             # reading gzip traces in hotkey-sim and the benchmarks
   prometheus             # promtool and a real Prometheus for the deploy tests
-  curl python3 procps iproute2
+  curl python3 python3-yaml procps iproute2   # test scripts
 )
 
 missing=()

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds everything and runs every test (the README's test
+# command; .ci/run runs it too). Exits non-zero on any failure.
+#   BUILD_DIR (default build)   where to build
+#   CMAKE_ARGS                  extra configure flags, e.g. -DHOTKEY_SANITIZE=ON
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/install-deps.sh
+build=${BUILD_DIR:-build}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j2
+ctest --test-dir "$build" --output-on-failure -j2
