@@ -14,6 +14,7 @@ packages=(
   zlib1g-dev             # reading gzip traces in hotkey-sim and the benchmarks
   prometheus             # promtool and a real Prometheus for the deploy tests
   curl python3 python3-yaml procps iproute2   # test scripts
+  netcat-openbsd         # nc, for the README's examples
 )
 
 missing=()
