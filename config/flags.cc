@@ -100,6 +100,17 @@ const Flag kFlags[] = {
     {"web.telemetry-path", "Path under which to expose metrics.", false,
      [](const DaemonOptions& o) { return o.web.telemetry_path; },
      [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.web.telemetry_path); }},
+    {"web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS and basic auth.", false,
+     [](const DaemonOptions& o) { return o.web.config_file; },
+     [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.web.config_file); }},
+    {"web.health-without-auth", "Answer /-/healthy and /-/ready without credentials when basic auth is on.", true,
+     [](const DaemonOptions& o) { return std::string(o.web.health_without_auth ? "true" : "false"); },
+     [](std::string_view v, DaemonOptions& o) {
+       absl::StatusOr<bool> b = ParseBool(v);
+       if (!b.ok()) return b.status();
+       o.web.health_without_auth = *b;
+       return absl::OkStatus();
+     }},
     {"udp.listen-address", "Address to receive event datagrams on: host:port, [ipv6]:port or :port (all interfaces).", false,
      [](const DaemonOptions& o) { return o.udp.listen_address; },
      [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.udp.listen_address); }},
@@ -126,6 +137,9 @@ const Flag kFlags[] = {
        o.exporter.label = *m;
        return absl::OkStatus();
      }},
+    {"key.hash-secret-file", "File whose contents key the hash in hash and prefix labels (keeps keys unguessable).", false,
+     [](const DaemonOptions& o) { return o.key_hash_secret_file; },
+     [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.key_hash_secret_file); }},
     {"key.label-max-bytes", "Longest key label value, in bytes (16 to 16384).", false,
      [](const DaemonOptions& o) { return absl::StrCat(o.exporter.label_max_bytes); },
      [](std::string_view v, DaemonOptions& o) { return SetSize(v, &o.exporter.label_max_bytes); }},
@@ -206,6 +220,12 @@ const Flag kFlags[] = {
        o.cluster.order = std::move(order);
        return absl::OkStatus();
      }},
+    {"storage.path", "File the trackers' state is saved to (periodically and on shutdown) and restored from at start; empty: none.", false,
+     [](const DaemonOptions& o) { return o.storage.path; },
+     [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.storage.path); }},
+    {"storage.interval", "How often the trackers' state is saved to --storage.path.", false,
+     [](const DaemonOptions& o) { return Dur(o.storage.interval); },
+     [](std::string_view v, DaemonOptions& o) { return SetDuration(v, &o.storage.interval); }},
     {"config.file", "YAML rules file (thresholds per key pattern, alert, export and cluster settings); re-read on SIGHUP and POST /-/reload.", false,
      [](const DaemonOptions& o) { return o.config_file; },
      [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.config_file); }},

@@ -172,9 +172,17 @@ absl::Status AlertOptions::Validate() const {
   return absl::OkStatus();
 }
 
+absl::Status StorageOptions::Validate() const {
+  if (interval < absl::Seconds(1) || interval > absl::Hours(24)) {
+    return absl::InvalidArgumentError(absl::StrCat("storage interval must be in [1s, 24h], got ",
+                                                   absl::FormatDuration(interval)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DaemonOptions::Validate() const {
   for (absl::Status s : {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(),
-                         alert.Validate(), ValidateCluster(cluster)}) {
+                         alert.Validate(), ValidateCluster(cluster), storage.Validate()}) {
     if (!s.ok()) return s;
   }
   if (!(demo_rate > 0) || demo_rate > 1e7) return OutOfRange("demo rate", "(0, 1e7]", demo_rate);

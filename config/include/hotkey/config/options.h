@@ -53,6 +53,12 @@ struct WebOptions {
   // Path of the Prometheus endpoint: starts with '/', is not "/" and is not under the
   // paths the server itself uses ("/-/", "/api/").
   std::string telemetry_path = "/metrics";
+  // A Prometheus exporter-toolkit web configuration file (TLS, basic auth); empty = plain
+  // HTTP with no authentication.
+  std::string config_file;
+  // With basic auth configured, /-/healthy and /-/ready still answer without credentials
+  // (for probes that cannot authenticate). Off unless the operator asks.
+  bool health_without_auth = false;
 
   absl::Status Validate() const;
   friend bool operator==(const WebOptions&, const WebOptions&) = default;
@@ -155,6 +161,18 @@ struct AlertOptions {
 };
 
 // Everything main needs. Built by ParseFlags (flags.h).
+// Restarts lose nothing: the trackers' state is written here periodically and on shutdown,
+// and read back on start.
+struct StorageOptions {
+  // A file path; empty = no persistence.
+  std::string path;
+  // How often the state is written while running; in [1s, 24h].
+  absl::Duration interval = absl::Minutes(1);
+
+  absl::Status Validate() const;
+  friend bool operator==(const StorageOptions&, const StorageOptions&) = default;
+};
+
 struct DaemonOptions {
   UdpOptions udp;
   WebOptions web;
@@ -162,6 +180,11 @@ struct DaemonOptions {
   ExportOptions exporter;
   AlertOptions alert;
   hotkey::model::Cluster cluster;
+  StorageOptions storage;
+  // A file holding the secret that keys the hash of --key.label=hash|prefix labels, so
+  // nobody can hash candidate keys to find which one a label stands for. Empty: a fixed,
+  // public key (labels stay stable but are guessable).
+  std::string key_hash_secret_file;
   // The YAML rules file (rules_file.h), read at start and on every reload; empty = none.
   std::string config_file;
   // Generate Zipf-distributed demo traffic in-process instead of (besides) listening.
