@@ -15,6 +15,11 @@ packages=(
   prometheus             # promtool and a real Prometheus for the deploy tests
   curl python3 python3-yaml procps iproute2   # test scripts
   netcat-openbsd         # nc, for the README's examples
+  libssl-dev             # TLS for --web.config.file, through Asio's OpenSSL support
+  libcrypt-dev           # crypt(3) from libxcrypt: bcrypt password hashes for basic auth
+  apache2-utils          # htpasswd: makes bcrypt hashes in the auth tests
+  clang libclang-rt-14-dev   # libFuzzer and ThreadSanitizer builds
+  chromium python3-websocket # the landing page test: headless Chromium driven over CDP
 )
 
 missing=()
