@@ -1,0 +1,500 @@
+// End-to-end tests of hotkeyd in-process (daemon/daemon.h): a Daemon on loopback sockets
+// (UDP and HTTP on port 0), fed datagrams from a test socket and read back over HTTP
+// exactly as Prometheus and the UI would. Publishing runs on the daemon's real timer
+// (25 ms here); time for decay and dwell is a FakeClock where the test needs it exact.
+// Waits poll with deadlines, never fixed sleeps, so the suite takes a few seconds.
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "clock.h"
+#include "daemon.h"
+#include "test_util.h"
+
+namespace hotkey::daemon {
+namespace {
+
+using testing::Exposition;
+using testing::HttpCall;
+using testing::HttpReply;
+using testing::Json;
+using testing::UdpClient;
+using testing::WaitFor;
+using namespace std::chrono_literals;
+
+config::DaemonOptions Options() {
+  config::DaemonOptions o;
+  o.udp.listen_address = "127.0.0.1:0";
+  o.web.listen_address = "127.0.0.1:0";
+  o.track.publish_interval = absl::Milliseconds(25);
+  o.track.half_life = absl::Milliseconds(200);
+  o.track.rate_window = absl::Seconds(1);
+  o.track.candidates = 128;
+  return o;
+}
+
+// The daemon keeps a reference to its clock: it must outlive every daemon.
+const RealClock kRealClock;
+
+// A Daemon running on its own thread, with its log lines captured.
+class TestDaemon {
+ public:
+  explicit TestDaemon(const config::DaemonOptions& options, const Clock& clock = kRealClock) {
+    absl::StatusOr<std::unique_ptr<Daemon>> d =
+        Daemon::Create(options, clock, [this](std::string_view line) {
+          std::lock_guard<std::mutex> l(mu_);
+          logs_.emplace_back(line);
+        });
+    INFO(d.status().ToString());
+    REQUIRE(d.ok());
+    daemon_ = *std::move(d);
+    web_port_ = daemon_->web_endpoint().port();
+    udp_ = daemon_->udp_endpoint();
+    thread_ = std::thread([this] {
+      daemon_->Run(/*handle_signals=*/false);
+      returned_ = true;
+    });
+    // Ready once the first snapshot is published: from then on /api/v1/top answers 200.
+    REQUIRE(WaitFor([this] { return Get("/-/ready").status == 200; }));
+  }
+  ~TestDaemon() { Stop(); }
+
+  // Shuts down and joins; returns how long Run() took to return.
+  std::chrono::steady_clock::duration Stop() {
+    const auto start = std::chrono::steady_clock::now();
+    if (thread_.joinable()) {
+      daemon_->Shutdown();
+      thread_.join();
+    }
+    return std::chrono::steady_clock::now() - start;
+  }
+
+  HttpReply Get(const std::string& target) const { return HttpCall(web_port_, "GET", target); }
+  HttpReply Post(const std::string& target) const { return HttpCall(web_port_, "POST", target); }
+
+  Exposition Metrics() const {
+    const HttpReply r = Get("/metrics");
+    REQUIRE(r.status == 200);
+    std::string error;
+    std::optional<Exposition> e = testing::ParseExposition(r.body, &error);
+    INFO(error);
+    REQUIRE(e.has_value());
+    return *e;
+  }
+  Json Top() const {
+    const HttpReply r = Get("/api/v1/top");
+    REQUIRE(r.status == 200);
+    std::string error;
+    std::optional<Json> j = testing::ParseJson(r.body, &error);
+    INFO(error);
+    REQUIRE(j.has_value());
+    return *j;
+  }
+  // The exported key with this label in /api/v1/top, or null.
+  std::optional<Json> TopKey(const std::string& label) const {
+    const Json top = Top();
+    for (const Json& k : top["keys"].array) {
+      if (k["key"].string == label) return k;
+    }
+    return std::nullopt;
+  }
+  // Waits until the daemon has counted `n` events (they are then in the snapshot).
+  bool WaitEvents(double n) const {
+    return WaitFor([&] { return Top()["events_received"].number >= n; });
+  }
+
+  std::vector<std::string> Logs() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return logs_;
+  }
+  size_t CountLogs(std::string_view a, std::string_view b) const {
+    size_t n = 0;
+    for (const std::string& line : Logs()) {
+      n += line.find(a) != std::string::npos && line.find(b) != std::string::npos;
+    }
+    return n;
+  }
+
+  boost::asio::ip::udp::endpoint udp() const { return udp_; }
+  uint16_t web_port() const { return web_port_; }
+  bool returned() const { return returned_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> logs_;
+  std::unique_ptr<Daemon> daemon_;
+  uint16_t web_port_ = 0;
+  boost::asio::ip::udp::endpoint udp_;
+  std::thread thread_;
+  std::atomic<bool> returned_{false};
+};
+
+// Sends datagrams at a gentle pace so the kernel buffer never overflows.
+void SendAll(UdpClient& c, const std::vector<std::string>& datagrams) {
+  for (size_t i = 0; i < datagrams.size(); ++i) {
+    c.Send(datagrams[i]);
+    if (i % 16 == 15) std::this_thread::sleep_for(1ms);
+  }
+}
+
+TEST_CASE("E2E: the daemon is ready, serves its landing page, and /api/v1/top parses",
+          "[daemon][e2e]") {
+  TestDaemon d(Options());
+  REQUIRE(WaitFor([&] { return d.Get("/-/ready").status == 200; }));
+  CHECK(d.Get("/-/healthy").status == 200);
+  const HttpReply page = d.Get("/");
+  CHECK(page.status == 200);
+  CHECK(page.content_type.starts_with("text/html"));
+  CHECK(page.body.find("hotkeyd") != std::string::npos);
+  const Json top = d.Top();
+  CHECK(top["receivers"].number == 1);
+  CHECK(top["keys"].kind == Json::kArray);
+  CHECK(d.Get("/nope").status == 404);
+  CHECK(d.CountLogs("hotkeyd started", "udp=127.0.0.1:") == 1);
+}
+
+TEST_CASE("E2E: shares and write ratio of known streams are exported within 0.02",
+          "[daemon][e2e]") {
+  TestDaemon d(Options());
+  UdpClient c(d.udp());
+  // Per datagram of 100 events: A 30 (a quarter writes), B 10, 60 over 1000 other keys.
+  std::vector<std::string> datagrams;
+  int bg = 0;
+  for (int n = 0; n < 200; ++n) {
+    std::string dg;
+    for (int i = 0; i < 100; ++i) {
+      const int slot = i % 10;
+      if (slot < 3) {
+        dg += ((n * 30 + (i / 10) * 3 + slot) % 4 == 3) ? "w A\n" : "r A\n";
+      } else if (slot == 3) {
+        dg += "r B\n";
+      } else {
+        dg += absl::StrCat(bg % 7 == 0 ? "w" : "r", " user:", bg % 1000, "\n");
+        ++bg;
+      }
+    }
+    datagrams.push_back(std::move(dg));
+  }
+  SendAll(c, datagrams);
+  REQUIRE(d.WaitEvents(20000));
+  const Exposition e = d.Metrics();
+  CHECK(e.Value("hotkey_events_received_total") == 20000);
+  CHECK(e.Value("hotkey_datagrams_received_total") == 200);
+  const std::optional<double> a = e.Value("hotkey_key_share_ratio", {{"key", "A"}});
+  const std::optional<double> b = e.Value("hotkey_key_share_ratio", {{"key", "B"}});
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(*a == Approx(0.30).margin(0.02));
+  CHECK(*b == Approx(0.10).margin(0.02));
+  const std::optional<double> wa = e.Value("hotkey_key_write_ratio", {{"key", "A"}});
+  REQUIRE(wa);
+  CHECK(*wa == Approx(0.25).margin(0.03));
+  CHECK(e.Value("hotkey_key_write_ratio", {{"key", "B"}}) == 0);
+  // No background key (0.1% each) is exported, and the error bounds are small.
+  CHECK(e.Find("hotkey_key_share_ratio").size() == 2);
+  CHECK(e.Value("hotkey_key_share_error_ratio", {{"key", "A"}}).value_or(1) < 0.02);
+  CHECK(e.Value("hotkey_key_share_threshold_ratio", {{"key", "A"}}) == 0.1);
+}
+
+TEST_CASE("E2E: events sampled at rate=0.01 count as 100 ops each in every ops/s figure",
+          "[daemon][e2e]") {
+  config::DaemonOptions o = Options();
+  o.exporter.min_share = 0.001;  // "plain" has 0.5% of the ops
+  o.exporter.top_k = 100;
+  TestDaemon d(o);
+  // Every 10 ms: 5 events of "hot" and 5 of other keys sampled at 1%, and 5 unsampled
+  // events of "plain" (@1 overrides the header): 1000 sampled events/s, 500 plain ones.
+  std::atomic<bool> stop{false};
+  std::thread sender([&] {
+    UdpClient c(d.udp());
+    const auto start = std::chrono::steady_clock::now();
+    for (int tick = 0; !stop; ++tick) {
+      std::string dg = "!v1 rate=0.01\n";
+      for (int i = 0; i < 5; ++i) {
+        absl::StrAppend(&dg, "r hot\nr other:", (tick * 5 + i) % 50, "\nr@1 plain\n");
+      }
+      c.Send(dg);
+      std::this_thread::sleep_until(start + (tick + 1) * 10ms);
+    }
+  });
+  // The window is 1 s: scrape once it is full of steady traffic.
+  std::this_thread::sleep_for(1400ms);
+  const Exposition e = d.Metrics();
+  stop = true;
+  sender.join();
+  const double reads = e.Value("hotkey_ops_per_second", {{"op", "read"}}).value_or(0);
+  const double writes = e.Value("hotkey_ops_per_second", {{"op", "write"}}).value_or(-1);
+  CHECK(writes == 0);
+  CHECK(reads == Approx(1000 * 100 + 500).epsilon(0.15));
+  const double hot = e.Value("hotkey_key_ops_per_second", {{"key", "hot"}, {"op", "read"}}).value_or(0);
+  const double plain =
+      e.Value("hotkey_key_ops_per_second", {{"key", "plain"}, {"op", "read"}}).value_or(0);
+  CHECK(hot == Approx(500 * 100).epsilon(0.15));
+  CHECK(plain == Approx(500).epsilon(0.15));
+  // Sent side by side, their ratio does not depend on the sender's pace.
+  REQUIRE(plain > 0);
+  CHECK(hot / plain == Approx(100).epsilon(0.05));
+  // Shares are of ops, not of events: hot is 50000 of 100500 ops.
+  CHECK(e.Value("hotkey_key_share_ratio", {{"key", "hot"}}).value_or(0) ==
+        Approx(50000.0 / 100500).margin(0.02));
+}
+
+TEST_CASE("E2E: rejection counters count exactly what was sent, and good lines beside bad ones "
+          "are counted",
+          "[daemon][e2e]") {
+  TestDaemon d(Options());
+  UdpClient c(d.udp());
+  const std::string mixed = "r a\nx b\nw c\n\nr\nr@2 d\nr " + std::string(2000, 'k') + "\nw*2 e";
+  for (int i = 0; i < 3; ++i) {
+    c.Send(mixed);          // 3 events; one line of each of five reasons
+    c.Send("!v2\nr a\nr b");  // whole datagram: bad_header
+    c.Send("");             // an empty datagram: counted, nothing in it
+  }
+  REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_datagrams_received_total") == 9; }));
+  const Exposition e = d.Metrics();
+  CHECK(e.Value("hotkey_events_received_total") == 9);
+  for (const char* reason :
+       {"unknown_op", "empty_line", "missing_key", "bad_number", "key_too_long"}) {
+    INFO(reason);
+    CHECK(e.Value("hotkey_events_rejected_total", {{"reason", reason}}) == 3);
+  }
+  CHECK(e.Value("hotkey_datagrams_rejected_total", {{"reason", "bad_header"}}) == 3);
+  CHECK(e.Value("hotkey_datagrams_rejected_total", {{"reason", "source_denied"}}) == 0);
+  // The good lines' keys are tracked.
+  CHECK(e.Value("hotkey_tracked_keys") == 3);  // a, c, e
+  CHECK(e.Value("hotkey_key_share_ratio", {{"key", "e"}}).value_or(0) == Approx(0.5).margin(0.01));
+}
+
+TEST_CASE("E2E: keys with quotes, backslashes, control bytes and invalid UTF-8 give a scrape "
+          "that parses line by line",
+          "[daemon][e2e]") {
+  TestDaemon d(Options());
+  UdpClient c(d.udp());
+  const std::vector<std::string> keys = {"quo\"te", "back\\slash", "ctl\x01\x02\x7f\ttab",
+                                         "bad\xff\xfe utf8 \xc3", std::string("nul\0byte", 8)};
+  std::string dg;
+  for (const std::string& k : keys) dg += "r " + k + "\n";
+  for (int i = 0; i < 20; ++i) c.Send(dg);
+  REQUIRE(d.WaitEvents(100));
+  const HttpReply r = d.Get("/metrics");
+  REQUIRE(r.status == 200);
+  CHECK(testing::IsValidUtf8(r.body));
+  std::string error;
+  const std::optional<Exposition> e = testing::ParseExposition(r.body, &error);
+  INFO(error);
+  REQUIRE(e.has_value());
+  CHECK(e->Find("hotkey_key_share_ratio").size() == keys.size());
+  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "quo\"te"}}) == Approx(0.2));
+  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "back\\x5cslash"}}) == Approx(0.2));
+  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "ctl\\x01\\x02\\x7f\\x09tab"}}) ==
+        Approx(0.2));
+  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "bad\\xff\\xfe utf8 \\xc3"}}) ==
+        Approx(0.2));
+  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "nul\\x00byte"}}) == Approx(0.2));
+  // The same labels in the JSON API.
+  CHECK(d.TopKey("quo\"te").has_value());
+  CHECK(d.TopKey("bad\\xff\\xfe utf8 \\xc3").has_value());
+}
+
+TEST_CASE("E2E: a hot key's episode starts after min_dwell and ends with hysteresis, logged once "
+          "each",
+          "[daemon][e2e]") {
+  config::DaemonOptions o = Options();
+  o.alert.default_threshold = 0.1;
+  o.alert.hysteresis = 0.2;  // a hot key cools below 0.08
+  o.alert.min_dwell = absl::Milliseconds(300);
+  FakeClock clock;
+  TestDaemon d(o, clock);
+  UdpClient c(d.udp());
+  const auto rfc3339 = [](absl::Time t) {
+    return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+  };
+  // Waits for a snapshot built at the fake clock's present time.
+  const auto wait_tick = [&] {
+    const std::string now = rfc3339(clock.Now());
+    return WaitFor([&] { return d.Top()["time"].string == now; });
+  };
+  // `n` events of which `hot` are of the key "hot", the rest over `n / 10` other keys.
+  const auto send = [&](int n, int hot) {
+    std::string dg;
+    for (int i = 0; i < n; ++i) {
+      dg += i < hot ? "r hot\n" : absl::StrCat("r other:", i % (n / 10), "\n");
+      if (dg.size() > 8000) {
+        c.Send(dg);
+        dg.clear();
+      }
+    }
+    if (!dg.empty()) c.Send(dg);
+  };
+
+  send(100, 40);  // 40%
+  REQUIRE(d.WaitEvents(100));
+  for (int step = 0; step < 2; ++step) {
+    clock.Advance(absl::Milliseconds(100));
+    REQUIRE(wait_tick());
+    std::optional<Json> k = d.TopKey("hot");
+    REQUIRE(k);
+    CHECK((*k)["share"].number == Approx(0.4).margin(0.01));
+    CHECK_FALSE((*k)["hot"].boolean);  // 200 ms < min_dwell
+  }
+  clock.Advance(absl::Milliseconds(200));
+  REQUIRE(wait_tick());
+  std::optional<Json> k = d.TopKey("hot");
+  REQUIRE(k);
+  CHECK((*k)["hot"].boolean);
+  {
+    const Exposition e = d.Metrics();
+    CHECK(e.Find("hotkey_key_hot", {{"key", "hot"}}).size() == 1);
+    CHECK(e.Value("hotkey_hot_keys") == 1);
+  }
+  CHECK(d.CountLogs("episode started", "key=\"hot\"") == 1);
+
+  // Ten half-lives later the old traffic weighs 1/1024: now 9%, under the threshold but
+  // over 0.08, so the key stays hot.
+  clock.Advance(absl::Seconds(2));
+  send(1000, 90);
+  REQUIRE(d.WaitEvents(1100));
+  REQUIRE(wait_tick());
+  k = d.TopKey("hot");
+  REQUIRE(k);
+  CHECK((*k)["share"].number == Approx(0.09).margin(0.01));
+  CHECK((*k)["hot"].boolean);
+  CHECK(d.CountLogs("episode ended", "key=\"hot\"") == 0);
+
+  // Then 5%: it cools.
+  clock.Advance(absl::Seconds(2));
+  send(1000, 50);
+  REQUIRE(d.WaitEvents(2100));
+  REQUIRE(wait_tick());
+  REQUIRE(WaitFor([&] {
+    const std::optional<Json> key = d.TopKey("hot");
+    return key && !(*key)["hot"].boolean;
+  }));
+  k = d.TopKey("hot");
+  REQUIRE(k);
+  CHECK((*k)["share"].number == Approx(0.05).margin(0.01));
+  CHECK(d.Metrics().Find("hotkey_key_hot").empty());
+  CHECK(d.CountLogs("episode started", "key=\"hot\"") == 1);
+  CHECK(d.CountLogs("episode ended", "key=\"hot\"") == 1);
+  CHECK(d.CountLogs("episode ended", "duration=4s") == 1);  // hot from 400 ms to 4.4 s
+}
+
+TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one on a bad file",
+          "[daemon][e2e]") {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     absl::StrCat("hotkeyd_e2e_rules_", ::getpid(), ".yml");
+  const auto write = [&](const std::string& text) {
+    std::ofstream f(path, std::ios::trunc);
+    f << text;
+  };
+  write("alert:\n  share_threshold: 0.2\n");
+  config::DaemonOptions o = Options();
+  o.config_file = path.string();
+  TestDaemon d(o);
+  UdpClient c(d.udp());
+  std::string dg;
+  for (int i = 0; i < 100; ++i) dg += i % 2 ? "r k\n" : absl::StrCat("r other:", i, "\n");
+  c.Send(dg);
+  const auto threshold = [&] {
+    return d.Metrics().Value("hotkey_key_share_threshold_ratio", {{"key", "k"}});
+  };
+  REQUIRE(WaitFor([&] { return threshold() == 0.2; }));
+  const double first_success =
+      d.Metrics().Value("hotkey_config_last_reload_success_timestamp_seconds").value_or(0);
+  CHECK(first_success > 0);
+
+  write("alert:\n  share_threshold: 0.3\n");
+  HttpReply r = d.Post("/-/reload");
+  CHECK(r.status == 200);
+  CHECK(WaitFor([&] { return threshold() == 0.3; }));
+  CHECK(d.Metrics().Value("hotkey_config_last_reload_successful") == 1);
+
+  write("alert:\n  share_threshold: [0.4\n");
+  r = d.Post("/-/reload");
+  CHECK(r.status == 500);
+  CHECK(r.body.find("reload failed") != std::string::npos);
+  CHECK(r.body.find(path.filename().string()) != std::string::npos);
+  const Exposition e = d.Metrics();
+  CHECK(e.Value("hotkey_config_last_reload_successful") == 0);
+  CHECK(e.Value("hotkey_config_last_reload_success_timestamp_seconds") >= first_success);
+  // Several publishes later the old threshold is still in force.
+  const std::string before = d.Top()["time"].string;
+  REQUIRE(WaitFor([&] { return d.Top()["time"].string != before; }));
+  CHECK(threshold() == 0.3);
+  CHECK(d.CountLogs("level=error", "reload failed") == 1);
+
+  // Fixing the file makes the next reload succeed again.
+  write("alert:\n  share_threshold: 0.25\n");
+  CHECK(d.Post("/-/reload").status == 200);
+  CHECK(WaitFor([&] { return threshold() == 0.25; }));
+  CHECK(d.Metrics().Value("hotkey_config_last_reload_successful") == 1);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("E2E: a bad rules file at start is an error from Create, not a crash",
+          "[daemon][e2e]") {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     absl::StrCat("hotkeyd_e2e_bad_", ::getpid(), ".yml");
+  std::ofstream(path) << "alert:\n  sahre_threshold: 0.2\n";
+  config::DaemonOptions o = Options();
+  o.config_file = path.string();
+  RealClock clock;
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(o, clock, nullptr);
+  CHECK_FALSE(d.ok());
+  CHECK(d.status().message().find("sahre_threshold") != absl::string_view::npos);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("E2E: Run() returns within a second of Shutdown() under a flood of datagrams",
+          "[daemon][e2e]") {
+  auto d = std::make_unique<TestDaemon>(Options());
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> sent{0};
+  std::thread blaster([&] {
+    UdpClient c(d->udp());
+    std::string dg;
+    for (int i = 0; i < 100; ++i) absl::StrAppend(&dg, "r flood:", i % 37, "\n");
+    while (!stop) {
+      try {
+        c.Send(dg);
+        ++sent;
+      } catch (const std::exception&) {
+        // ECONNREFUSED once the daemon's socket is closed: keep blasting until told.
+      }
+    }
+  });
+  REQUIRE(WaitFor([&] { return sent > 2000; }));
+  REQUIRE(d->WaitEvents(1000));
+  const auto took = d->Stop();
+  CHECK(d->returned());
+  CHECK(took < 1s);
+  stop = true;
+  blaster.join();
+  d.reset();  // destruction after Run() returned must be clean too
+}
+
+TEST_CASE("E2E: Create fails cleanly when the web port is taken", "[daemon][e2e]") {
+  TestDaemon first(Options());
+  config::DaemonOptions o = Options();
+  o.web.listen_address = absl::StrCat("127.0.0.1:", first.web_port());
+  RealClock clock;
+  absl::StatusOr<std::unique_ptr<Daemon>> second = Daemon::Create(o, clock, nullptr);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().message().find("cannot listen on http") != absl::string_view::npos);
+  CHECK(first.Get("/-/healthy").status == 200);  // the first one is unharmed
+}
+
+}  // namespace
+}  // namespace hotkey::daemon
