@@ -157,7 +157,9 @@ void Daemon::DoShutdown() {
   demo_stop_ = true;
   if (demo_thread_.joinable()) demo_thread_.join();
   for (auto& r : receivers_) r->Stop();
-  Build();  // the last reports, so a final scrape would see everything counted
+  // The last reports, so a final scrape would see everything counted. A daemon whose
+  // Init() failed early (a bad rules file) has no aggregator to build with.
+  if (aggregator_) Build();
   io_.stop();
 }
 
