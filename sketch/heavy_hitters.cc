@@ -121,9 +121,9 @@ int32_t HeavyHitters::Find(uint64_t hash, std::string_view stored, bool truncate
     if (bucket.slot == kEmpty) return kEmpty;
     if (bucket.hash == hash) {
       const Entry& e = entries_[bucket.slot];
-      if (e.key_len == stored.size() && e.truncated == truncated &&
-          std::memcmp(&keys_[static_cast<size_t>(bucket.slot) * options_.max_key_bytes],
-                      stored.data(), stored.size()) == 0) {
+      // string_view ==, not memcmp: an empty key may come as a null data pointer, which
+      // memcmp must not be given even for 0 bytes.
+      if (e.truncated == truncated && StoredKey(bucket.slot) == stored) {
         return bucket.slot;
       }
     }
@@ -181,8 +181,10 @@ void HeavyHitters::SiftUp(uint32_t pos) {
 }
 
 void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated) {
-  std::memcpy(&keys_[static_cast<size_t>(slot) * options_.max_key_bytes], stored.data(),
-              stored.size());
+  if (!stored.empty()) {  // an empty key's data() may be null: not for memcpy
+    std::memcpy(&keys_[static_cast<size_t>(slot) * options_.max_key_bytes], stored.data(),
+                stored.size());
+  }
   entries_[slot].key_len = static_cast<uint32_t>(stored.size());
   entries_[slot].truncated = truncated;
 }
