@@ -44,6 +44,11 @@ absl::Status HeavyHittersOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_key_bytes must be in [1, ", HeavyHitters::kMaxKeyBytes, "], got ", max_key_bytes));
   }
+  if (uint64_t{candidates} * max_key_bytes > HeavyHitters::kMaxTableBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "candidates * max_key_bytes must be at most ", HeavyHitters::kMaxTableBytes,
+        " bytes, got ", uint64_t{candidates} * max_key_bytes));
+  }
   if (half_life <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("half_life must be positive, got ", absl::FormatDuration(half_life)));
@@ -190,7 +195,8 @@ void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated
 }
 
 void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight) {
-  assert(weight > 0 && std::isfinite(weight));
+  if (!(weight > 0)) return;  // also NaN: such an event carries no weight
+  weight = std::min(weight, kMaxWeight);
   const int o = static_cast<int>(op);
   const double w = weight * factor_;
   total_[o] += w;
@@ -481,7 +487,6 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   if (!(start_ns <= landmark_ns && landmark_ns <= now_ns)) return corrupt("clock out of order");
   hh->landmark_ = absl::FromUnixNanos(landmark_ns);
   hh->now_ = hh->landmark_;
-  hh->Advance(absl::FromUnixNanos(now_ns));
   for (double& t : hh->total_) {
     if (!r.F64(&t) || !Finite(t)) return corrupt("bad total");
   }
@@ -530,6 +535,9 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   }
   if (r.remaining() != 0) return corrupt("trailing bytes");
   for (uint32_t i = hh->size_ / 2; i-- > 0;) hh->SiftDown(i);
+  // Only now that every value is loaded against the saved landmark may the clock move
+  // (a move of more than kRescaleExponent half-lives rescales them).
+  hh->Advance(absl::FromUnixNanos(now_ns));
   return hh;
 }
 

@@ -436,10 +436,10 @@ TEST_CASE("HeavyHitters: a buffer claiming a 4 GiB sketch is rejected without al
 TEST_CASE(
     "HeavyHitters: a buffer claiming a 64 GiB key table is rejected without "
     "allocating it",
-    "[sketch][serialize][!mayfail]") {
-  // 2^20 candidates of 2^16 key bytes each pass HeavyHittersOptions::Validate(), so
-  // Create() -- and Deserialize() of a 500-byte buffer -- allocate 64 GiB of key table.
-  // Known bug, left for the sketch owner: Validate() bounds each factor but not their product.
+    "[sketch][serialize]") {
+  // 2^20 candidates of 2^16 key bytes each passed HeavyHittersOptions::Validate(), so
+  // Create() -- and Deserialize() of a 500-byte buffer -- allocated 64 GiB of key table.
+  // Validate() now bounds their product (kMaxTableBytes).
   std::string b = SmallTrackerBytes();
   Patch<uint32_t>(&b, 6, HeavyHitters::kMaxCandidates);
   Patch<uint32_t>(&b, 10, HeavyHitters::kMaxKeyBytes);
@@ -448,12 +448,10 @@ TEST_CASE(
 }
 
 TEST_CASE("HeavyHitters: weights beyond float range leave a tracker that still round-trips",
-          "[sketch][serialize][!mayfail]") {
-  // Known bug, left for the sketch owner: the weight is cast to float unchecked (undefined
-  // behaviour above FLT_MAX; +inf on x86), poisoning every key that shares those counters. Update()
-  // takes any positive finite double, but the sketch's counters are floats: a weight above FLT_MAX
-  // (or one that the decay factor pushes above it) must not turn a counter or an entry into +inf,
-  // which Deserialize() (rightly) refuses.
+          "[sketch][serialize]") {
+  // The sketch's counters are floats: a weight above FLT_MAX (or one that the decay factor
+  // pushes above it) must not turn a counter or an entry into +inf, which Deserialize()
+  // (rightly) refuses. Weights are capped at kMaxWeight.
   HeavyHittersOptions o;
   o.candidates = 2;
   HeavyHitters hh = MustCreate(o);
@@ -465,6 +463,36 @@ TEST_CASE("HeavyHitters: weights beyond float range leave a tracker that still r
   CHECK(std::isfinite(hh.Estimate("c")));
   CHECK(std::isfinite(hh.Estimate("zzz")));
   CHECK(HeavyHitters::Deserialize(hh.Serialize()).ok());
+}
+
+}  // namespace
+}  // namespace hotkey::sketch
+
+namespace hotkey::sketch {
+namespace {
+
+TEST_CASE("HeavyHitters: a state saved more than 40 half-lives after its landmark restores decayed right",
+          "[sketch][serialize]") {
+  // The saved clock may be far past the landmark (a crafted or very old buffer). Deserialize
+  // must load every value against the saved landmark before it moves the clock, or the
+  // rescale would act on half-loaded state.
+  HeavyHittersOptions o;
+  o.half_life = absl::Seconds(1);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  HeavyHitters hh = HeavyHitters::Create(o, t0).value();
+  hh.Update("a", Op::kRead, 8);
+  hh.Update("b", Op::kWrite, 2);
+  std::string b = hh.Serialize();
+  // now_ns sits after magic(4) version(2) candidates(4) key bytes(4) depth(4) sketch
+  // bytes(8) half-life(8) seed(8) start(8) landmark(8).
+  testing::Patch<int64_t>(&b, 58, absl::ToUnixNanos(t0 + absl::Seconds(50)));
+  testing::Rechecksum(&b);
+  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(b);
+  REQUIRE(back.ok());
+  const double decay = std::exp2(-50.0);
+  CHECK(back->Estimate("a") == Approx(8 * decay).epsilon(1e-6));
+  CHECK(back->Total() == Approx(10 * decay).epsilon(1e-6));
+  CHECK(back->Total(Op::kWrite) == Approx(2 * decay).epsilon(1e-6));
 }
 
 }  // namespace

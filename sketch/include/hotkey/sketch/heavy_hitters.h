@@ -86,6 +86,12 @@ class HeavyHitters {
   // Bound on a serialised tracker's table: protects Deserialize from absurd sizes.
   static constexpr uint32_t kMaxCandidates = 1u << 20;
   static constexpr uint32_t kMaxKeyBytes = 1u << 16;
+  // Bound on candidates * max_key_bytes, the key table's size: each factor alone is
+  // bounded, but their product would otherwise reach 64 GiB.
+  static constexpr uint64_t kMaxTableBytes = uint64_t{256} << 20;
+  // Largest weight of one event; larger ones count as this. With the decay factor's 2^40
+  // on top it stays far inside a float counter's range (1e15 * 2^40 ~ 1e27 < 3e38).
+  static constexpr double kMaxWeight = 1e15;
   // Rescale when the decay factor passes 2^40: far below float's 2^127 limit, and rare
   // (once per 40 half-lives).
   static constexpr double kRescaleExponent = 40;
@@ -103,7 +109,8 @@ class HeavyHitters {
   // the clock is ignored (time never runs backwards inside the tracker).
   void Advance(absl::Time now);
 
-  // Counts one event of `weight` (> 0, finite) for `key`. No allocation, no exceptions.
+  // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
+  // and a weight that is not positive (or NaN) is ignored. No allocation, no exceptions.
   void Update(std::string_view key, Op op, double weight = 1.0) {
     UpdateHashed(HashKey(key, options_.seed), key, op, weight);
   }
