@@ -1,5 +1,7 @@
 #include "daemon.h"
 
+#include <optional>
+
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -80,11 +82,21 @@ absl::Status Daemon::Init() {
     receivers_.push_back(*std::move(r));
   }
 
-  collector_ = std::make_unique<SnapshotCollector>([this] { return snapshot(); },
-                                                   [this] {
-                                                     std::lock_guard<std::mutex> l(mu_);
-                                                     return reload_status_;
-                                                   });
+  if (!options_.storage.path.empty()) {
+    store_ = std::make_unique<StateStore>(options_.storage.path);
+    storage_status_.enabled = true;
+    RestoreState();
+  }
+  collector_ = std::make_unique<SnapshotCollector>(
+      [this] { return snapshot(); },
+      [this] {
+        std::lock_guard<std::mutex> l(mu_);
+        return reload_status_;
+      },
+      [this] {
+        std::lock_guard<std::mutex> l(mu_);
+        return storage_status_;
+      });
   WebHooks hooks;
   hooks.snapshot = [this] { return snapshot(); };
   hooks.reload = [this] { return Reload(); };
@@ -139,6 +151,7 @@ void Daemon::Run(bool handle_signals) {
                       Endpoint(receivers_[0]->local_endpoint()), receivers_.size(),
                       receivers_[0]->receive_buffer_bytes()));
   if (options_.demo) StartDemo();
+  if (store_) ArmStorageTimer();
   io_.run();
 }
 
@@ -160,6 +173,8 @@ void Daemon::DoShutdown() {
   // The last reports, so a final scrape would see everything counted. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.
   if (aggregator_) Build();
+  if (storage_timer_) storage_timer_->cancel();
+  if (store_) SaveState();  // after the receivers' last reports: nothing counted is lost
   io_.stop();
 }
 
@@ -200,6 +215,52 @@ void Daemon::Build() {
   auto snap = aggregator_->Build(reports, clock_.Now(), ReadUdpDrops(inodes_));
   std::lock_guard<std::mutex> l(mu_);
   snapshot_ = std::move(snap);
+}
+
+void Daemon::RestoreState() {
+  StateStore::Loaded l = store_->Load(TrackerOptions(options_.track), clock_.Now());
+  if (!l.problem.empty()) {
+    Log("error", "saved state unusable; starting empty",
+        absl::StrCat("file=\"", store_->path(), "\" err=\"", l.problem, "\" moved_to=\"",
+                     l.moved_to, "\""));
+  }
+  if (!l.tracker) return;
+  const size_t keys = l.tracker->size();
+  receivers_[0]->Restore(*std::move(l.tracker));
+  Log("info", "state restored", absl::StrCat("file=\"", store_->path(), "\" keys=", keys));
+}
+
+void Daemon::ArmStorageTimer() {
+  if (!storage_timer_) storage_timer_ = std::make_unique<asio::steady_timer>(io_);
+  storage_timer_->expires_after(absl::ToChronoNanoseconds(options_.storage.interval));
+  storage_timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec || shut_down_) return;
+    SaveState();
+    ArmStorageTimer();
+  });
+}
+
+void Daemon::SaveState() {
+  // The receivers' latest published trackers, merged (each receiver sees its own senders).
+  std::optional<sketch::HeavyHitters> merged;
+  for (const auto& r : receivers_) {
+    const std::shared_ptr<const ReceiverReport> report = r->Latest();
+    if (!report) continue;
+    if (!merged) {
+      merged.emplace(report->tracker);
+    } else {
+      (void)merged->Merge(report->tracker);  // same options by construction
+    }
+  }
+  if (!merged) return;
+  const absl::Status s = store_->Save(*merged);
+  std::lock_guard<std::mutex> l(mu_);
+  if (s.ok()) {
+    storage_status_.last_success = clock_.Now();
+  } else {
+    ++storage_status_.failures;
+    Log("error", "cannot save state", absl::StrCat("err=\"", s.message(), "\""));
+  }
 }
 
 std::shared_ptr<const Snapshot> Daemon::snapshot() const {

@@ -20,6 +20,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "aggregator.h"
 #include "clock.h"
@@ -27,6 +28,7 @@
 #include "http_server.h"
 #include "metrics.h"
 #include "receiver.h"
+#include "storage.h"
 #include "web.h"
 
 namespace hotkey::loadgen {
@@ -62,6 +64,11 @@ class Daemon {
   void Log(std::string_view level, std::string_view msg, std::string_view fields = "");
   void StartDemo();
   void DoShutdown();
+  // Restores the trackers from --storage.path, if there is usable state.
+  void RestoreState();
+  // Saves the receivers' merged trackers now.
+  void SaveState();
+  void ArmStorageTimer();
 
   const config::DaemonOptions options_;
   const Clock& clock_;
@@ -75,6 +82,8 @@ class Daemon {
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<HttpServer> http_;
   std::atomic<bool> build_pending_{false};
+  std::unique_ptr<StateStore> store_;  // null without --storage.path
+  std::unique_ptr<boost::asio::steady_timer> storage_timer_;
   bool shut_down_ = false;  // io thread only
 
   std::unique_ptr<loadgen::Sender> demo_;
@@ -84,6 +93,7 @@ class Daemon {
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_
   ReloadStatus reload_status_;                 // guarded by mu_
+  StorageStatus storage_status_;               // guarded by mu_
   model::Cluster cluster_;                     // guarded by mu_
 };
 

@@ -62,6 +62,16 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     Add(ts, absl::ToDoubleSeconds(r.last_success - absl::UnixEpoch()));
     out.push_back(std::move(ts));
   }
+  if (const StorageStatus st = storage_ ? storage_() : StorageStatus{}; st.enabled) {
+    MetricFamily ok = Family("hotkey_storage_last_save_success_timestamp_seconds",
+                             "Time the trackers' state was last saved to --storage.path.", kGauge);
+    Add(ok, absl::ToDoubleSeconds(st.last_success - absl::UnixEpoch()));
+    out.push_back(std::move(ok));
+    MetricFamily bad = Family("hotkey_storage_save_failures_total",
+                              "Failed saves of the trackers' state.", kCounter);
+    Add(bad, static_cast<double>(st.failures));
+    out.push_back(std::move(bad));
+  }
   if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
     const struct {
       const char* name;

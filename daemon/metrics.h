@@ -28,19 +28,28 @@ struct ReloadStatus {
   absl::Time last_success;
 };
 
+// --storage.path: how saving the trackers' state goes.
+struct StorageStatus {
+  bool enabled = false;
+  absl::Time last_success = absl::UnixEpoch();
+  uint64_t failures = 0;
+};
+
 class SnapshotCollector : public prometheus::Collectable {
  public:
   using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
   using ReloadSource = std::function<ReloadStatus()>;
+  using StorageSource = std::function<StorageStatus()>;
 
-  SnapshotCollector(SnapshotSource snapshot, ReloadSource reload)
-      : snapshot_(std::move(snapshot)), reload_(std::move(reload)) {}
+  SnapshotCollector(SnapshotSource snapshot, ReloadSource reload, StorageSource storage = {})
+      : snapshot_(std::move(snapshot)), reload_(std::move(reload)), storage_(std::move(storage)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   SnapshotSource snapshot_;
   ReloadSource reload_;
+  StorageSource storage_;
 };
 
 // The Prometheus text exposition format (version 0.0.4) of `collectable`.

@@ -71,6 +71,9 @@ class UdpReceiver {
       absl::Duration publish_interval, const Clock& clock, PublishCallback on_publish);
   ~UdpReceiver();
 
+  // Replaces the tracker with restored state (storage.h). Only before Start().
+  void Restore(sketch::HeavyHitters tracker) { tracker_ = std::move(tracker); }
+
   void Start();
   void Stop();
 
