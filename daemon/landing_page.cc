@@ -63,9 +63,12 @@ for (const [id, label, min, max, step, def] of inputs) {
   const d = document.createElement("div"); d.append(l, r); box.append(d);
   document.getElementById(id+"-v").textContent = def;
 }
-let pending = false;
+// One model request at a time. Input that arrives meanwhile (a drag fires many 'input'
+// events) is modelled when the answer is in, so the bars end on the sliders' last values.
+let pending = false, again = false;
 async function model() {
-  if (pending) return; pending = true;
+  if (pending) { again = true; return; }
+  pending = true; again = false;
   try {
     const q = new URLSearchParams();
     for (const [id] of inputs) q.set(id, document.getElementById(id).value);
@@ -87,7 +90,7 @@ async function model() {
       const tgt = document.createElement("div"); tgt.className = "tgt"; tgt.style.bottom = (100*m.inputs.target/top) + "%";
       bars.append(cap, tgt); div.append(bars); return div;
     }));
-  } finally { pending = false; }
+  } finally { pending = false; if (again) model(); }
 }
 function useKey(k) {
   for (const [id, v] of [["hot_share", k.share], ["write_share", k.write_ratio]]) {
