@@ -32,11 +32,11 @@ void Project(const model::Cluster& cluster, double shard_ops, KeySnapshot* k) {
 }  // namespace
 
 Aggregator::Aggregator(const config::TrackOptions& track,
-                       const config::ReloadableOptions& reloadable, uint64_t label_secret,
+                       const config::ReloadableOptions& reloadable, std::string label_secret,
                        absl::Time start, Alerter::LogSink log)
     : track_(track),
       reloadable_(reloadable),
-      label_secret_(label_secret),
+      label_secret_(std::move(label_secret)),
       start_(start),
       alerter_(reloadable.alert, std::move(log)) {}
 

@@ -29,9 +29,9 @@ namespace hotkey::daemon {
 
 class Aggregator {
  public:
-  // `label_secret` keys the hash of hashed key labels.
+  // `label_secret` keys the hash of hashed key labels (key_label.h).
   Aggregator(const config::TrackOptions& track, const config::ReloadableOptions& reloadable,
-             uint64_t label_secret, absl::Time start, Alerter::LogSink log);
+             std::string label_secret, absl::Time start, Alerter::LogSink log);
 
   // Takes effect at the next Build().
   void SetReloadable(const config::ReloadableOptions& reloadable);
@@ -55,7 +55,7 @@ class Aggregator {
 
   const config::TrackOptions track_;
   config::ReloadableOptions reloadable_;
-  const uint64_t label_secret_;
+  const std::string label_secret_;
   const absl::Time start_;
   Alerter alerter_;
   std::deque<HistoryPoint> history_;

@@ -1,5 +1,6 @@
 #include "daemon.h"
 
+#include <fstream>
 #include <optional>
 
 #include <boost/asio/post.hpp>
@@ -16,9 +17,26 @@ namespace asio = boost::asio;
 
 namespace {
 
-// Keys the hash of hashed key labels. A fixed value keeps labels stable across restarts
-// (Prometheus series continuity); it is not a secret.
-constexpr uint64_t kLabelSecret = 0x6b65796c6162656cULL;  // "keylabel"
+// Keys the hash of hashed key labels when no --key.hash-secret-file is given: labels stay
+// stable across restarts (Prometheus series continuity), but this key is public, so anyone
+// can hash candidate keys and match them. A secret file closes that.
+constexpr std::string_view kPublicLabelKey = "hotkeyd public label key";
+// A shorter secret could be found by trying them all.
+constexpr size_t kMinSecretBytes = 16;
+
+absl::StatusOr<std::string> ReadSecret(const std::string& path) {
+  if (path.empty()) return std::string(kPublicLabelKey);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot read --key.hash-secret-file ", path));
+  std::string secret((std::istreambuf_iterator<char>(f)), {});
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.size() < kMinSecretBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("--key.hash-secret-file ", path, " holds ",
+                                                   secret.size(), " bytes; use at least ",
+                                                   kMinSecretBytes, " random bytes"));
+  }
+  return secret;
+}
 
 sketch::HeavyHittersOptions TrackerOptions(const config::TrackOptions& t) {
   sketch::HeavyHittersOptions o;
@@ -58,7 +76,9 @@ absl::Status Daemon::Init() {
     cluster_ = reloadable.cluster;
   }
   reload_status_ = ReloadStatus{true, clock_.Now()};
-  aggregator_ = std::make_unique<Aggregator>(options_.track, reloadable, kLabelSecret,
+  absl::StatusOr<std::string> secret = ReadSecret(options_.key_hash_secret_file);
+  if (!secret.ok()) return secret.status();
+  aggregator_ = std::make_unique<Aggregator>(options_.track, reloadable, *std::move(secret),
                                              clock_.Now(), log_);
 
   // Receivers: with port 0 the first socket picks the port and the others join it.
@@ -130,18 +150,7 @@ void Daemon::Log(std::string_view level, std::string_view msg, std::string_view 
 void Daemon::Run(bool handle_signals) {
   if (handle_signals) {
     signals_ = std::make_unique<asio::signal_set>(io_, SIGINT, SIGTERM, SIGHUP);
-    std::function<void(boost::system::error_code, int)> on_signal =
-        [this, &on_signal](boost::system::error_code ec, int sig) {
-          if (ec) return;
-          if (sig == SIGHUP) {
-            const absl::Status s = Reload();
-            signals_->async_wait(on_signal);
-            return;
-          }
-          Log("info", "shutting down", absl::StrCat("signal=", sig));
-          DoShutdown();
-        };
-    signals_->async_wait(on_signal);
+    WaitForSignal();
   }
   http_->Start();
   for (auto& r : receivers_) r->Start();
@@ -153,6 +162,19 @@ void Daemon::Run(bool handle_signals) {
   if (options_.demo) StartDemo();
   if (store_) ArmStorageTimer();
   io_.run();
+}
+
+void Daemon::WaitForSignal() {
+  signals_->async_wait([this](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      (void)Reload();  // logs its outcome; the old configuration stays on error
+      WaitForSignal();
+      return;
+    }
+    Log("info", "shutting down", absl::StrCat("signal=", sig));
+    DoShutdown();
+  });
 }
 
 void Daemon::Shutdown() {

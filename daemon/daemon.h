@@ -64,6 +64,8 @@ class Daemon {
   void Log(std::string_view level, std::string_view msg, std::string_view fields = "");
   void StartDemo();
   void DoShutdown();
+  // SIGHUP reloads; SIGTERM and SIGINT shut down.
+  void WaitForSignal();
   // Restores the trackers from --storage.path, if there is usable state.
   void RestoreState();
   // Saves the receivers' merged trackers now.

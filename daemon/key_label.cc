@@ -1,7 +1,11 @@
 #include "key_label.h"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <cstring>
+
 #include "absl/strings/str_format.h"
-#include "hotkey/sketch/hash.h"
 
 namespace hotkey::daemon {
 
@@ -77,8 +81,16 @@ std::string KeyLabeler::Escape(std::string_view bytes, size_t max_bytes, bool* c
 }
 
 std::string KeyLabeler::HashText(std::string_view key, bool truncated, uint64_t hash) const {
-  // A truncated key's stored bytes are only its prefix; mix in its full hash.
-  const uint64_t h = sketch::HashKey(key, secret_ ^ (truncated ? hash : 0));
+  // A truncated key's stored bytes are only its prefix; its full hash goes in too, so two
+  // long keys with one prefix keep distinct labels.
+  std::string message(key);
+  if (truncated) message.append(reinterpret_cast<const char*>(&hash), sizeof hash);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
+  uint64_t h = 0;
+  std::memcpy(&h, mac, sizeof h);
   return absl::StrFormat("%016x", h);
 }
 

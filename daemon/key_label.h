@@ -9,7 +9,8 @@
 //   hash    "h:" + 16 hex digits of a keyed hash: no key bytes leave the process.
 //   prefix  the key up to and including its last ':' (sanitised as in raw), then the hash:
 //           "user:#9f2c41d07a1be3e0" keeps the key's family and hides the id.
-// The hash is XXH3 under a secret seed, so candidates cannot be hashed to find a key.
+// The hash is HMAC-SHA256 under a secret (--key.hash-secret-file), cut to 64 bits, so
+// nobody without the secret can hash candidate keys to find which one a label stands for.
 //
 // Thread-compatible; Label() is const and allocates (once per exported key per publish,
 // never per event).
@@ -27,7 +28,7 @@ namespace hotkey::daemon {
 
 class KeyLabeler {
  public:
-  KeyLabeler(config::KeyLabelMode mode, size_t max_bytes, uint64_t secret)
+  KeyLabeler(config::KeyLabelMode mode, size_t max_bytes, std::string_view secret)
       : mode_(mode), max_bytes_(max_bytes), secret_(secret) {}
 
   // `truncated` says the tracker kept only a prefix of a longer key; `hash` is then the
@@ -45,7 +46,7 @@ class KeyLabeler {
 
   const config::KeyLabelMode mode_;
   const size_t max_bytes_;
-  const uint64_t secret_;
+  const std::string secret_;
 };
 
 }  // namespace hotkey::daemon

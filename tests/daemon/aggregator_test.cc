@@ -109,7 +109,7 @@ void FeedKnownMix(Stream& s, int rounds = 1) {
 }
 
 TEST_CASE("Aggregator: no report gives an empty snapshot", "[daemon][aggregator]") {
-  Aggregator agg(Track(), Reloadable(), 1, kT0, nullptr);
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
   std::vector<std::shared_ptr<const ReceiverReport>> none = {nullptr};
   auto snap = agg.Build(none, kT0 + absl::Seconds(1), 5);
   REQUIRE(snap);
@@ -122,7 +122,7 @@ TEST_CASE("Aggregator: shares and write ratio follow a known stream", "[daemon][
   Stream s;
   FeedKnownMix(s);
   s.AdvanceTo(kT0 + absl::Seconds(1));
-  Aggregator agg(Track(), Reloadable(), 1, kT0, nullptr);
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
   auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
   CHECK(snap->receivers == 1);
   CHECK(snap->counters.events == 1000);
@@ -149,7 +149,7 @@ TEST_CASE("Aggregator: window ops/s are the raw counts over the rate window",
           "[daemon][aggregator]") {
   // 1000 events/s for 3 s in 100 ms steps, a snapshot per step; window 2 s.
   Stream s(absl::Seconds(1));
-  Aggregator agg(Track(), Reloadable(), 1, kT0, nullptr);
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
   std::shared_ptr<const Snapshot> snap;
   for (int step = 1; step <= 30; ++step) {
     const absl::Time t = kT0 + absl::Milliseconds(100 * step);
@@ -179,7 +179,7 @@ TEST_CASE("Aggregator: window ops/s are the raw counts over the rate window",
 TEST_CASE("Aggregator: sampled events count as 1/p ops in every rate", "[daemon][aggregator]") {
   // Per 100 ms: 10 events of s sampled at 0.1 (100 ops) and 10 unsampled events of u.
   Stream s(absl::Seconds(1));
-  Aggregator agg(Track(), Reloadable(), 1, kT0, nullptr);
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
   std::shared_ptr<const Snapshot> snap;
   std::string sampled = "!v1 rate=0.1\n", plain;
   for (int i = 0; i < 10; ++i) {
@@ -219,7 +219,7 @@ TEST_CASE("Aggregator: the exported set keeps at most top_k keys over min_share"
   SECTION("top_k bounds the set, largest first") {
     r.exporter.top_k = 5;
     r.exporter.min_share = 0.001;
-    Aggregator agg(Track(), r, 1, kT0, nullptr);
+    Aggregator agg(Track(), r, "secret", kT0, nullptr);
     auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
     REQUIRE(snap->keys.size() == 5);
     for (int i = 0; i < 5; ++i) {
@@ -231,7 +231,7 @@ TEST_CASE("Aggregator: the exported set keeps at most top_k keys over min_share"
   SECTION("min_share drops the small keys") {
     r.exporter.top_k = 100;
     r.exporter.min_share = 58 / total;  // k0..k10 have >= 60 events, k11 has 56
-    Aggregator agg(Track(), r, 1, kT0, nullptr);
+    Aggregator agg(Track(), r, "secret", kT0, nullptr);
     auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
     CHECK(snap->keys.size() == 11);
     for (const KeySnapshot& k : snap->keys) CHECK(k.share >= r.exporter.min_share);
@@ -245,7 +245,7 @@ TEST_CASE("Aggregator: export hysteresis keeps a key between min_share*(1-h) and
   r.exporter.min_share = 0.04;
   r.exporter.hysteresis = 0.5;  // stays down to 0.02
   r.alert.default_threshold = 1.0;
-  Aggregator agg(Track(), r, 1, kT0, nullptr);
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
   Stream s;
   s.Feed("X", Op::kRead, 1, 5);
   s.Feed("bg", Op::kRead, 1, 95);  // X: 5/100 = 0.05
@@ -290,8 +290,8 @@ TEST_CASE("Aggregator: two receivers' reports merge to what one receiver of both
     (i % 3 == 0 ? left : right).Feed(key, op);
   }
   for (Stream* s : {&one, &left, &right}) s->AdvanceTo(kT0 + absl::Seconds(1));
-  Aggregator agg1(Track(), Reloadable(), 1, kT0, nullptr);
-  Aggregator agg2(Track(), Reloadable(), 1, kT0, nullptr);
+  Aggregator agg1(Track(), Reloadable(), "secret", kT0, nullptr);
+  Aggregator agg2(Track(), Reloadable(), "secret", kT0, nullptr);
   auto single = BuildOne(agg1, one, kT0 + absl::Seconds(1));
   std::vector<std::shared_ptr<const ReceiverReport>> both = {left.Report(), right.Report()};
   auto merged = agg2.Build(both, kT0 + absl::Seconds(1), 0);
@@ -355,7 +355,7 @@ TEST_CASE("Aggregator: advice per key follows the shard model", "[daemon][aggreg
       if (i % 9 == 0) s.Feed(absl::StrCat("bg:", i % 200));  // 2000 background events
     }
     s.AdvanceTo(kT0 + absl::Seconds(1));
-    Aggregator agg(Track(), r, 1, kT0, nullptr);
+    Aggregator agg(Track(), r, "secret", kT0, nullptr);
     auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
     CHECK(snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1] == Approx(20000));
     const KeySnapshot* k = FindKey(*snap, "celebrity");
@@ -374,7 +374,7 @@ TEST_CASE("Aggregator: a hot key is marked hot after min_dwell, and reload chang
           "threshold",
           "[daemon][aggregator]") {
   std::vector<std::string> logs;
-  Aggregator agg(Track(), Reloadable(), 1, kT0,
+  Aggregator agg(Track(), Reloadable(), "secret", kT0,
                  [&](std::string_view l) { logs.emplace_back(l); });
   Stream s(absl::Seconds(1));
   std::shared_ptr<const Snapshot> snap;

@@ -18,7 +18,7 @@ namespace {
 using config::KeyLabelMode;
 using testing::IsValidUtf8;
 
-constexpr uint64_t kSecret = 0x1234'5678'9abc'def0ULL;
+constexpr std::string_view kSecret = "a test secret, 32 bytes long...";
 
 std::string RandomBytes(std::mt19937_64& rng, size_t max_len) {
   std::uniform_int_distribution<size_t> len(0, max_len);
@@ -152,7 +152,7 @@ TEST_CASE("KeyLabel: hash mode shows no key bytes and is stable for a key", "[da
   }
   CHECK(labels.size() > 450);  // random keys repeat a little; labels track them
   // Another secret gives other labels: candidates cannot be hashed without it.
-  const KeyLabeler other(KeyLabelMode::kHash, 128, kSecret + 1);
+  const KeyLabeler other(KeyLabelMode::kHash, 128, "another test secret, 32 bytes..");
   CHECK(other.Label("user:42", false, 0) != labeler.Label("user:42", false, 0));
 }
 
