@@ -1,9 +1,17 @@
 #include "http_server.h"
 
+#include <openssl/crypto.h>
+
+#include <optional>
+#include <type_traits>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "hotkey/config/values.h"
@@ -14,43 +22,92 @@ namespace hotkey::daemon {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using asio::ip::tcp;
 
-class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Session> {
+namespace {
+
+constexpr char kWwwAuthenticate[] = "Basic realm=\"hotkeyd\"";
+
+}  // namespace
+
+struct HttpServer::Shared {
+  HttpLimits limits;
+  Handler handler;
+  std::shared_ptr<ssl::context> tls;          // null: plain HTTP
+  std::shared_ptr<BasicAuth> auth;            // null: no authentication
+  asio::thread_pool* auth_pool = nullptr;     // the server's; used only while !stopped
+  bool health_without_auth = false;
+  std::vector<std::pair<std::string, std::string>> headers;  // added to every response
+  size_t open = 0;                            // connections open now
+  bool stopped = false;
+};
+
+namespace {
+
+// One connection: (TLS handshake,) then requests in turn, each under the deadline.
+// `Stream` is beast::tcp_stream or beast::ssl_stream<beast::tcp_stream>.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, const HttpLimits& limits, Handler handler,
-          std::shared_ptr<size_t> open, std::shared_ptr<bool> stopped)
-      : stream_(std::move(socket)),
-        limits_(limits),
-        handler_(std::move(handler)),
-        open_(std::move(open)),
-        stopped_(std::move(stopped)) {
-    ++*open_;
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
+      : stream_(MakeStream(std::move(socket), *shared)), shared_(std::move(shared)) {
+    ++shared_->open;
   }
-  ~Session() { --*open_; }
+  ~Session() { --shared_->open; }
+
+  void Start() {
+    if constexpr (kTls) {
+      Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
+      stream_.async_handshake(ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                // A failed handshake (a plain-HTTP client, a bad or missing
+                                // client certificate, an old protocol) is closed silently.
+                                if (ec || self->shared_->stopped) {
+                                  self->Close();
+                                  return;
+                                }
+                                self->Read();
+                              });
+    } else {
+      Read();
+    }
+  }
+
+ private:
+  static Stream MakeStream(tcp::socket socket, HttpServer::Shared& shared) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *shared.tls);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
 
   void Read() {
-    if (*stopped_) return;
+    if (shared_->stopped) return;
     parser_.emplace();
-    parser_->header_limit(static_cast<uint32_t>(limits_.max_header_bytes));
-    parser_->body_limit(limits_.max_body_bytes);
-    stream_.expires_after(absl::ToChronoNanoseconds(limits_.request_timeout));
+    parser_->header_limit(static_cast<uint32_t>(shared_->limits.max_header_bytes));
+    parser_->body_limit(shared_->limits.max_body_bytes);
+    Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        self->OnRead(ec);
                      });
   }
 
- private:
   void OnRead(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || *stopped_) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || shared_->stopped) {
       Close();
       return;
     }
     if (ec) {
-      // Too large or malformed: answer once, then close.
-      const bool too_large =
-          ec == http::error::body_limit || ec == http::error::header_limit;
+      // Too large or malformed: answer once, then close. (On TLS, a transport error lands
+      // here too; the write then fails and closes.)
+      const bool too_large = ec == http::error::body_limit || ec == http::error::header_limit;
       HttpResponse r{too_large ? 413 : 400, "text/plain; charset=utf-8",
                      absl::StrCat(too_large ? "request too large: " : "bad request: ",
                                   ec.message(), "\n"),
@@ -59,21 +116,63 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
       return;
     }
     const auto& req = parser_->get();
-    HttpRequest request;
-    request.method = std::string(req.method_string());
+    request_ = HttpRequest{};
+    request_.method = std::string(req.method_string());
     const std::string_view target(req.target().data(), req.target().size());
     const size_t q = target.find('?');
-    request.path = std::string(target.substr(0, q));
-    if (q != std::string_view::npos) request.query = std::string(target.substr(q + 1));
-    request.body = req.body();
+    request_.path = std::string(target.substr(0, q));
+    if (q != std::string_view::npos) request_.query = std::string(target.substr(q + 1));
+    request_.body = req.body();
+    keep_alive_ = req.keep_alive();
+
+    const bool exempt = shared_->health_without_auth &&
+                        (request_.path == "/-/healthy" || request_.path == "/-/ready");
+    if (shared_->auth == nullptr || exempt) {
+      Respond();
+      return;
+    }
+    const auto field = req.find(http::field::authorization);
+    std::string authorization =
+        field == req.end() ? std::string() : std::string(field->value().data(), field->value().size());
+    const std::optional<bool> known = shared_->auth->CheckCached(authorization);
+    if (known.has_value() || shared_->auth_pool == nullptr) {
+      OPENSSL_cleanse(authorization.data(), authorization.size());
+      OnAuth(known.value_or(false));
+      return;
+    }
+    // bcrypt on the worker; the answer comes back to this connection's executor. The
+    // session reference moves into the reply so it is released on the io thread.
+    asio::post(*shared_->auth_pool, [self = this->shared_from_this(), ex = stream_.get_executor(),
+                                     authorization = std::move(authorization)]() mutable {
+      const bool ok = self->shared_->auth->Check(authorization);
+      OPENSSL_cleanse(authorization.data(), authorization.size());
+      asio::post(ex, [self = std::move(self), ok] { self->OnAuth(ok); });
+    });
+  }
+
+  void OnAuth(bool ok) {
+    if (shared_->stopped) {
+      Close();
+      return;
+    }
+    if (ok) {
+      Respond();
+      return;
+    }
+    HttpResponse r{401, "text/plain; charset=utf-8", "unauthorized\n",
+                   {{"WWW-Authenticate", kWwwAuthenticate}}};
+    Write(r, keep_alive_);
+  }
+
+  void Respond() {
     HttpResponse r;
     try {
-      r = handler_(request);
+      r = shared_->handler(request_);
     } catch (const std::exception& e) {
       // A handler bug must not take the server down: the client gets a 500.
       r = HttpResponse{500, "text/plain; charset=utf-8", absl::StrCat("internal error: ", e.what(), "\n"), {}};
     }
-    Write(r, req.keep_alive());
+    Write(r, keep_alive_);
   }
 
   void Write(const HttpResponse& r, bool keep_alive) {
@@ -82,13 +181,14 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
     res->result(static_cast<http::status>(r.status));
     res->set(http::field::server, "hotkeyd");
     res->set(http::field::content_type, r.content_type);
+    for (const auto& [name, value] : shared_->headers) res->set(name, value);
     for (const auto& [name, value] : r.headers) res->set(name, value);
     res->body() = r.body;
     res->keep_alive(keep_alive);
     res->prepare_payload();
-    stream_.expires_after(absl::ToChronoNanoseconds(limits_.request_timeout));
+    Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
     http::async_write(stream_, *res,
-                      [self = shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+                      [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
                         if (ec || !keep_alive) {
                           self->Close();
                           return;
@@ -97,31 +197,66 @@ class HttpServer::Session : public std::enable_shared_from_this<HttpServer::Sess
                       });
   }
 
+  // Closes the socket at once. For TLS this skips the close_notify exchange: waiting for the
+  // peer's would hold the slot until the deadline, and every response is length-delimited,
+  // so a client cannot mistake a cut for a complete body.
   void Close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.socket().close(ec);
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    Lowest().socket().close(ec);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  // Copies, so a session outliving the server (until the io_context drops it) is safe.
-  const HttpLimits limits_;
-  const Handler handler_;
-  std::shared_ptr<size_t> open_;
-  std::shared_ptr<bool> stopped_;
+  HttpRequest request_;
+  bool keep_alive_ = false;
+  // Shared with the server, so a session outliving it (until the io_context drops it) is safe.
+  std::shared_ptr<HttpServer::Shared> shared_;
 };
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context& io,
                                                                const config::WebOptions& web,
                                                                const HttpLimits& limits,
                                                                Handler handler) {
+  WebConfig web_config;
+  if (!web.config_file.empty()) {
+    absl::StatusOr<WebConfig> c = LoadWebConfigFile(web.config_file);
+    if (!c.ok()) return c.status();
+    web_config = *std::move(c);
+  }
+  return Create(io, web, web_config, limits, std::move(handler));
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context& io,
+                                                               const config::WebOptions& web,
+                                                               const WebConfig& web_config,
+                                                               const HttpLimits& limits,
+                                                               Handler handler) {
+  auto shared = std::make_shared<Shared>();
+  shared->limits = limits;
+  shared->handler = std::move(handler);
+  shared->health_without_auth = web.health_without_auth;
+  shared->headers = web_config.headers;
+  if (web_config.tls_enabled) {
+    absl::StatusOr<std::unique_ptr<ssl::context>> ctx = MakeTlsContext(web_config.tls);
+    if (!ctx.ok()) {
+      return absl::Status(ctx.status().code(),
+                          absl::StrCat("web config file \"", web.config_file, "\": ", ctx.status().message()));
+    }
+    shared->tls = *std::move(ctx);
+  }
+  if (!web_config.basic_auth_users.empty()) {
+    shared->auth = std::make_shared<BasicAuth>(web_config.basic_auth_users);
+  }
+
   absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(web.listen_address);
   if (!hp.ok()) return hp.status();
   absl::StatusOr<asio::ip::address> host = ListenHost(*hp);
   if (!host.ok()) return host.status();
-  std::unique_ptr<HttpServer> s(new HttpServer(io, limits, std::move(handler)));
+  std::unique_ptr<HttpServer> s(new HttpServer(io, std::move(shared)));
   tcp::endpoint ep(*host, hp->port);
   beast::error_code ec;
   s->acceptor_.open(ep.protocol(), ec);
@@ -137,23 +272,30 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context&
     return absl::UnavailableError(
         absl::StrCat("cannot listen on http ", web.listen_address, ": ", ec.message()));
   }
+  if (s->shared_->auth != nullptr) {
+    s->auth_pool_ = std::make_unique<asio::thread_pool>(1);
+    s->shared_->auth_pool = s->auth_pool_.get();
+  }
   return s;
 }
 
-HttpServer::HttpServer(asio::io_context& io, const HttpLimits& limits, Handler handler)
-    : io_(io),
-      limits_(limits),
-      handler_(std::move(handler)),
-      acceptor_(io),
-      open_(std::make_shared<size_t>(0)),
-      stopped_(std::make_shared<bool>(false)) {}
+HttpServer::HttpServer(asio::io_context& io, std::shared_ptr<Shared> shared)
+    : io_(io), shared_(std::move(shared)), acceptor_(io) {}
 
-HttpServer::~HttpServer() { Stop(); }
+HttpServer::~HttpServer() {
+  Stop();
+  if (auth_pool_) {
+    // A check in progress finishes (at most one bcrypt); queued ones are dropped.
+    auth_pool_->stop();
+    auth_pool_->join();
+  }
+}
 
 void HttpServer::Start() { Accept(); }
 
 void HttpServer::Stop() {
-  *stopped_ = true;
+  shared_->stopped = true;
+  shared_->auth_pool = nullptr;
   beast::error_code ec;
   acceptor_.close(ec);
 }
@@ -163,16 +305,22 @@ tcp::endpoint HttpServer::local_endpoint() const {
   return acceptor_.local_endpoint(ec);
 }
 
+bool HttpServer::tls() const { return shared_->tls != nullptr; }
+bool HttpServer::basic_auth() const { return shared_->auth != nullptr; }
+
 void HttpServer::Accept() {
   acceptor_.async_accept(io_, [this](beast::error_code ec, tcp::socket socket) {
-    if (*stopped_ || ec == asio::error::operation_aborted) return;
+    if (shared_->stopped || ec == asio::error::operation_aborted) return;
     if (!ec) {
-      if (*open_ >= limits_.max_connections) {
+      if (shared_->open >= shared_->limits.max_connections) {
         // Over the cap: close at once rather than queue; a scraper retries next interval.
         beast::error_code ignored;
         socket.close(ignored);
+      } else if (shared_->tls) {
+        std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(std::move(socket), shared_)
+            ->Start();
       } else {
-        std::make_shared<Session>(std::move(socket), limits_, handler_, open_, stopped_)->Read();
+        std::make_shared<Session<beast::tcp_stream>>(std::move(socket), shared_)->Start();
       }
     }
     Accept();

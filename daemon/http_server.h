@@ -1,11 +1,21 @@
 // HttpServer: a small HTTP/1.1 server on Boost.Beast for /metrics, health, reload, the API
-// and the landing page.
+// and the landing page, over plain HTTP or TLS, with optional basic auth.
 //
 // One io_context (the daemon's main one) serves every connection asynchronously: no thread
 // per connection (why we do not use prometheus-cpp's civetweb Exposer). Each connection
-// has a deadline per request (a slow or half-open client is closed when it passes), the
-// request head and body are size-limited, and the number of open connections is capped,
-// so no client can exhaust memory or starve a scrape.
+// has a deadline per request (a slow or half-open client is closed when it passes; the TLS
+// handshake runs under the same deadline, so a plain-HTTP client on a TLS port or a client
+// that never speaks costs one connection slot for at most that long), the request head and
+// body are size-limited, and the number of open connections is capped, so no client can
+// exhaust memory or starve a scrape.
+//
+// Access control comes from the --web.config.file (web_config.h, Prometheus exporter-toolkit
+// format): TLS through Asio's OpenSSL support, client certificates, basic auth, extra
+// response headers. With basic_auth_users every path answers 401 without valid credentials,
+// except /-/healthy and /-/ready when WebOptions::health_without_auth. bcrypt checks that
+// the cache cannot answer run on one worker thread, never on the io_context, so a client
+// sending wrong passwords delays only other first-time logins, never a scrape. The file is
+// read once, at Create.
 //
 // Thread-compatible: create, start and stop it from the io_context's thread.
 
@@ -19,10 +29,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hotkey/config/options.h"
+#include "web_config.h"
 
 namespace hotkey::daemon {
 
@@ -51,8 +63,16 @@ class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
 
+  // Listens on web.listen_address; reads web.config_file if set (a bad file, certificate or
+  // key is an error here, so the daemon does not start).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(boost::asio::io_context& io,
                                                             const config::WebOptions& web,
+                                                            const HttpLimits& limits,
+                                                            Handler handler);
+  // The same with the web config given (web.config_file is not read).
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(boost::asio::io_context& io,
+                                                            const config::WebOptions& web,
+                                                            const WebConfig& web_config,
                                                             const HttpLimits& limits,
                                                             Handler handler);
   ~HttpServer();
@@ -62,19 +82,21 @@ class HttpServer {
   void Stop();
 
   boost::asio::ip::tcp::endpoint local_endpoint() const;
+  bool tls() const;
+  bool basic_auth() const;
 
-  class Session;
+  struct Shared;  // what sessions share with the server (defined in the .cc)
 
  private:
-  HttpServer(boost::asio::io_context& io, const HttpLimits& limits, Handler handler);
+  explicit HttpServer(boost::asio::io_context& io, std::shared_ptr<Shared> shared);
   void Accept();
 
   boost::asio::io_context& io_;
-  const HttpLimits limits_;
-  const Handler handler_;
+  std::shared_ptr<Shared> shared_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  std::shared_ptr<size_t> open_;  // connections open now; shared with sessions
-  std::shared_ptr<bool> stopped_;
+  // bcrypt checks; one thread, so they never run in parallel (each costs ~70 ms of CPU at
+  // cost 10). Null without basic auth. Joined by the destructor.
+  std::unique_ptr<boost::asio::thread_pool> auth_pool_;
 };
 
 // Splits "a=1&b=x%20y" into decoded pairs; malformed escapes are kept as they are.
