@@ -42,6 +42,8 @@ Click a key above to load its measured share and write mix.</div>
 <div class="grid" id="inputs"></div>
 <div class="advice" id="advice"></div>
 <div id="strategies"></div>
+<div class="muted">Each bar is one shard's load. Dashed line: a shard's capacity; dotted line: the
+target utilisation; red: over capacity.</div>
 
 <script>
 "use strict";
@@ -115,7 +117,8 @@ async function refresh() {
         fmt(k.write_ratio, 0), k.threshold == null ? "ignored" : fmt(k.threshold, 0)];
       for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
       const st = document.createElement("td"); st.innerHTML = `<span class="pill">${k.hot ? "hot" : "ok"}</span>`; tr.append(st);
-      const ad = document.createElement("td"); ad.textContent = names[k.advice] || k.advice; tr.append(ad);
+      // Advice is for hot keys; for the others it would answer a question nobody asked.
+      const ad = document.createElement("td"); ad.textContent = k.hot ? (names[k.advice] || k.advice) : "–"; tr.append(ad);
       tr.style.cursor = "pointer"; tr.addEventListener("click", () => useKey(k));
       return tr;
     }));

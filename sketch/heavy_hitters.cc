@@ -197,6 +197,10 @@ void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated
 void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight) {
   if (!(weight > 0)) return;  // also NaN: such an event carries no weight
   weight = std::min(weight, kMaxWeight);
+  if (!counted_) [[unlikely]] {
+    counted_ = true;
+    start_ = now_;
+  }
   const int o = static_cast<int>(op);
   const double w = weight * factor_;
   total_[o] += w;
@@ -376,6 +380,10 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
   }
 
   if (absl::Status s = cms_.Merge(other.cms_, static_cast<float>(scale)); !s.ok()) return s;
+  if (other.counted_) {
+    start_ = counted_ ? std::min(start_, other.start_) : other.start_;
+    counted_ = true;
+  }
   for (int k = 0; k < kNumOps; ++k) {
     total_[k] += other.total_[k] * scale;
     raw_total_[k] += other.raw_total_[k];
@@ -484,7 +492,7 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   if (absl::Status s = o.Validate(); !s.ok()) return corrupt(s.message());
   absl::StatusOr<HeavyHitters> hh = Create(o, absl::FromUnixNanos(start_ns));
   if (!hh.ok()) return corrupt(hh.status().message());
-  if (!(start_ns <= landmark_ns && landmark_ns <= now_ns)) return corrupt("clock out of order");
+  if (!(start_ns <= now_ns && landmark_ns <= now_ns)) return corrupt("clock out of order");
   hh->landmark_ = absl::FromUnixNanos(landmark_ns);
   hh->now_ = hh->landmark_;
   for (double& t : hh->total_) {
@@ -493,6 +501,7 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   for (double& t : hh->raw_total_) {
     if (!r.F64(&t) || !Finite(t)) return corrupt("bad raw total");
   }
+  hh->counted_ = hh->raw_total_[0] + hh->raw_total_[1] > 0;
   uint32_t width;
   if (!r.U32(&width) || width != hh->cms_.width()) return corrupt("sketch width mismatch");
   for (float& c : hh->cms_.counters_) {

@@ -133,8 +133,9 @@ class HeavyHitters {
   double ErrorBound() const { return cms_.epsilon() * Total(); }
 
   // How many seconds of steady traffic the decayed weights represent now: a key at a steady
-  // r events/s has weight r * DecayedWindowSeconds(). The integral of 2^-(now - t)/h over
-  // the tracker's life, so it is right from the first second, not only after many half-lives.
+  // r events/s has weight r * DecayedWindowSeconds(). The integral of 2^-(now - t)/h from
+  // the first event to now, so it is right from the first second of traffic, not only
+  // after many half-lives, and idle time before the first event does not dilute it.
   double DecayedWindowSeconds() const;
 
   // The `n` heaviest tracked keys by Estimate(), heaviest first. Allocates; not for the
@@ -196,7 +197,8 @@ class HeavyHitters {
   HeavyHittersOptions options_;
   CountMinSketch cms_;
   double half_life_s_;      // +inf when decay is off
-  absl::Time start_;        // creation time, for DecayedWindowSeconds()
+  absl::Time start_;        // the first event's time (creation time before any event)
+  bool counted_ = false;    // whether any event has been counted
   absl::Time landmark_;     // L
   absl::Time now_;          // the clock
   double factor_ = 1.0;     // 2^((now - L)/h): the weight of an event now
