@@ -34,12 +34,12 @@ constexpr char kWwwAuthenticate[] = "Basic realm=\"hotkeyd\"";
 struct HttpServer::Shared {
   HttpLimits limits;
   Handler handler;
-  std::shared_ptr<ssl::context> tls;          // null: plain HTTP
-  std::shared_ptr<BasicAuth> auth;            // null: no authentication
-  asio::thread_pool* auth_pool = nullptr;     // the server's; used only while !stopped
+  std::shared_ptr<ssl::context> tls;       // null: plain HTTP
+  std::shared_ptr<BasicAuth> auth;         // null: no authentication
+  asio::thread_pool* auth_pool = nullptr;  // the server's; used only while !stopped
   bool health_without_auth = false;
   std::vector<std::pair<std::string, std::string>> headers;  // added to every response
-  size_t open = 0;                            // connections open now
+  size_t open = 0;                                           // connections open now
   bool stopped = false;
 };
 
@@ -93,10 +93,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     parser_->header_limit(static_cast<uint32_t>(shared_->limits.max_header_bytes));
     parser_->body_limit(shared_->limits.max_body_bytes);
     Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -108,10 +107,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       // Too large or malformed: answer once, then close. (On TLS, a transport error lands
       // here too; the write then fails and closes.)
       const bool too_large = ec == http::error::body_limit || ec == http::error::header_limit;
-      HttpResponse r{too_large ? 413 : 400, "text/plain; charset=utf-8",
-                     absl::StrCat(too_large ? "request too large: " : "bad request: ",
-                                  ec.message(), "\n"),
-                     {}};
+      HttpResponse r{
+          too_large ? 413 : 400,
+          "text/plain; charset=utf-8",
+          absl::StrCat(too_large ? "request too large: " : "bad request: ", ec.message(), "\n"),
+          {}};
       Write(r, /*keep_alive=*/false);
       return;
     }
@@ -132,8 +132,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return;
     }
     const auto field = req.find(http::field::authorization);
-    std::string authorization =
-        field == req.end() ? std::string() : std::string(field->value().data(), field->value().size());
+    std::string authorization = field == req.end()
+                                    ? std::string()
+                                    : std::string(field->value().data(), field->value().size());
     const std::optional<bool> known = shared_->auth->CheckCached(authorization);
     if (known.has_value() || shared_->auth_pool == nullptr) {
       OPENSSL_cleanse(authorization.data(), authorization.size());
@@ -159,7 +160,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       Respond();
       return;
     }
-    HttpResponse r{401, "text/plain; charset=utf-8", "unauthorized\n",
+    HttpResponse r{401,
+                   "text/plain; charset=utf-8",
+                   "unauthorized\n",
                    {{"WWW-Authenticate", kWwwAuthenticate}}};
     Write(r, keep_alive_);
   }
@@ -170,7 +173,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       r = shared_->handler(request_);
     } catch (const std::exception& e) {
       // A handler bug must not take the server down: the client gets a 500.
-      r = HttpResponse{500, "text/plain; charset=utf-8", absl::StrCat("internal error: ", e.what(), "\n"), {}};
+      r = HttpResponse{
+          500, "text/plain; charset=utf-8", absl::StrCat("internal error: ", e.what(), "\n"), {}};
     }
     Write(r, keep_alive_);
   }
@@ -187,14 +191,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     res->keep_alive(keep_alive);
     res->prepare_payload();
     Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
-    http::async_write(stream_, *res,
-                      [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
-                        if (ec || !keep_alive) {
-                          self->Close();
-                          return;
-                        }
-                        self->Read();
-                      });
+    http::async_write(
+        stream_, *res,
+        [self = this->shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+          if (ec || !keep_alive) {
+            self->Close();
+            return;
+          }
+          self->Read();
+        });
   }
 
   // Closes the socket at once. For TLS this skips the close_notify exchange: waiting for the
@@ -243,8 +248,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context&
   if (web_config.tls_enabled) {
     absl::StatusOr<std::unique_ptr<ssl::context>> ctx = MakeTlsContext(web_config.tls);
     if (!ctx.ok()) {
-      return absl::Status(ctx.status().code(),
-                          absl::StrCat("web config file \"", web.config_file, "\": ", ctx.status().message()));
+      return absl::Status(ctx.status().code(), absl::StrCat("web config file \"", web.config_file,
+                                                            "\": ", ctx.status().message()));
     }
     shared->tls = *std::move(ctx);
   }
@@ -333,7 +338,8 @@ std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view que
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i] == '+') {
         out.push_back(' ');
-      } else if (s[i] == '%' && i + 2 < s.size() && isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+      } else if (s[i] == '%' && i + 2 < s.size() &&
+                 isxdigit(static_cast<unsigned char>(s[i + 1])) &&
                  isxdigit(static_cast<unsigned char>(s[i + 2]))) {
         out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
         i += 2;

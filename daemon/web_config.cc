@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <set>
 
-#include <boost/asio/ip/address.hpp>
 #include <yaml-cpp/yaml.h>
+#include <boost/asio/ip/address.hpp>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -114,7 +114,8 @@ absl::Status ReadBool(const YAML::Node& node, std::string_view path, bool* out) 
   return absl::OkStatus();
 }
 
-absl::Status ReadList(const YAML::Node& node, std::string_view path, std::vector<std::string>* out) {
+absl::Status ReadList(const YAML::Node& node, std::string_view path,
+                      std::vector<std::string>* out) {
   out->clear();
   if (node.IsNull()) return absl::OkStatus();
   if (!node.IsSequence()) return Error(node, path, "must be a list");
@@ -137,7 +138,8 @@ absl::Status ForEachKey(const YAML::Node& map, std::string_view path, OnKey on_k
     const YAML::Node k = it->first;
     const YAML::Node v = it->second;
     if (!k.IsScalar()) return Error(k, path, "keys must be plain strings");
-    const std::string name = path.empty() ? k.Scalar() : absl::StrCat(std::string(path), ".", k.Scalar());
+    const std::string name =
+        path.empty() ? k.Scalar() : absl::StrCat(std::string(path), ".", k.Scalar());
     if (!seen.insert(k.Scalar()).second) return Error(k, name, "appears twice");
     if (absl::Status s = on_key(k, name, v); !s.ok()) return s;
   }
@@ -155,74 +157,76 @@ absl::Status ReadTls(const YAML::Node& section, std::string_view base_dir, WebCo
   std::string client_auth = "NoClientCert";
   // Copies (YAML::Node is a handle): the iterator's nodes do not outlive the loop.
   std::optional<YAML::Node> client_auth_node, sans_node;
-  absl::Status s = ForEachKey(section, "tls_server_config", [&](const YAML::Node& k,
-                                                                const std::string& name,
-                                                                const YAML::Node& v) -> absl::Status {
-    const std::string& key = k.Scalar();
-    if (key == "cert") return ReadString(v, name, &t.cert);
-    if (key == "key") return ReadString(v, name, &t.key);
-    if (key == "client_ca") return ReadString(v, name, &t.client_ca);
-    if (key == "cert_file" || key == "key_file" || key == "client_ca_file") {
-      std::string* out = key == "cert_file" ? &t.cert_file
-                         : key == "key_file" ? &t.key_file
-                                             : &t.client_ca_file;
-      if (absl::Status r = ReadString(v, name, out); !r.ok()) return r;
-      *out = JoinDir(base_dir, *out);
-      return absl::OkStatus();
-    }
-    if (key == "client_auth_type") {
-      client_auth_node = v;
-      return ReadString(v, name, &client_auth);
-    }
-    if (key == "client_allowed_sans") {
-      sans_node = v;
-      return ReadList(v, name, &t.client_allowed_sans);
-    }
-    if (key == "min_version" || key == "max_version") {
-      std::string text;
-      if (absl::Status r = ReadString(v, name, &text); !r.ok()) return r;
-      for (const auto& [vname, version] : kVersions) {
-        if (text == vname) {
-          (key == "min_version" ? t.min_version : t.max_version) = version;
+  absl::Status s = ForEachKey(
+      section, "tls_server_config",
+      [&](const YAML::Node& k, const std::string& name, const YAML::Node& v) -> absl::Status {
+        const std::string& key = k.Scalar();
+        if (key == "cert") return ReadString(v, name, &t.cert);
+        if (key == "key") return ReadString(v, name, &t.key);
+        if (key == "client_ca") return ReadString(v, name, &t.client_ca);
+        if (key == "cert_file" || key == "key_file" || key == "client_ca_file") {
+          std::string* out = key == "cert_file"  ? &t.cert_file
+                             : key == "key_file" ? &t.key_file
+                                                 : &t.client_ca_file;
+          if (absl::Status r = ReadString(v, name, out); !r.ok()) return r;
+          *out = JoinDir(base_dir, *out);
           return absl::OkStatus();
         }
-      }
-      return Error(v, name,
-                   absl::StrCat("unknown TLS version \"", text, "\" (expected TLS10, TLS11, TLS12 or TLS13)"));
-    }
-    if (key == "cipher_suites") {
-      if (absl::Status r = ReadList(v, name, &t.cipher_suites); !r.ok()) return r;
-      for (const std::string& cs : t.cipher_suites) {
-        bool known = false;
-        for (const auto& [go, openssl] : kCiphers) known = known || cs == go;
-        if (!known) {
-          return Error(v, name,
-                       absl::StrCat("unknown or insecure cipher suite \"", cs,
-                                    "\" (Go names from tls.CipherSuites(), e.g. "
-                                    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)"));
+        if (key == "client_auth_type") {
+          client_auth_node = v;
+          return ReadString(v, name, &client_auth);
         }
-      }
-      return absl::OkStatus();
-    }
-    if (key == "prefer_server_cipher_suites") return ReadBool(v, name, &t.prefer_server_cipher_suites);
-    if (key == "curve_preferences") {
-      if (absl::Status r = ReadList(v, name, &t.curve_preferences); !r.ok()) return r;
-      for (const std::string& curve : t.curve_preferences) {
-        bool known = false;
-        for (const auto& [go, openssl] : kCurves) known = known || curve == go;
-        if (!known) {
-          return Error(v, name,
-                       absl::StrCat("unknown curve \"", curve,
-                                    "\" (expected CurveP256, CurveP384, CurveP521 or X25519)"));
+        if (key == "client_allowed_sans") {
+          sans_node = v;
+          return ReadList(v, name, &t.client_allowed_sans);
         }
-      }
-      return absl::OkStatus();
-    }
-    return Error(k, name,
-                 "unknown key (expected cert_file, key_file, cert, key, client_auth_type, "
-                 "client_ca_file, client_ca, client_allowed_sans, min_version, max_version, "
-                 "cipher_suites, prefer_server_cipher_suites or curve_preferences)");
-  });
+        if (key == "min_version" || key == "max_version") {
+          std::string text;
+          if (absl::Status r = ReadString(v, name, &text); !r.ok()) return r;
+          for (const auto& [vname, version] : kVersions) {
+            if (text == vname) {
+              (key == "min_version" ? t.min_version : t.max_version) = version;
+              return absl::OkStatus();
+            }
+          }
+          return Error(v, name,
+                       absl::StrCat("unknown TLS version \"", text,
+                                    "\" (expected TLS10, TLS11, TLS12 or TLS13)"));
+        }
+        if (key == "cipher_suites") {
+          if (absl::Status r = ReadList(v, name, &t.cipher_suites); !r.ok()) return r;
+          for (const std::string& cs : t.cipher_suites) {
+            bool known = false;
+            for (const auto& [go, openssl] : kCiphers) known = known || cs == go;
+            if (!known) {
+              return Error(v, name,
+                           absl::StrCat("unknown or insecure cipher suite \"", cs,
+                                        "\" (Go names from tls.CipherSuites(), e.g. "
+                                        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)"));
+            }
+          }
+          return absl::OkStatus();
+        }
+        if (key == "prefer_server_cipher_suites")
+          return ReadBool(v, name, &t.prefer_server_cipher_suites);
+        if (key == "curve_preferences") {
+          if (absl::Status r = ReadList(v, name, &t.curve_preferences); !r.ok()) return r;
+          for (const std::string& curve : t.curve_preferences) {
+            bool known = false;
+            for (const auto& [go, openssl] : kCurves) known = known || curve == go;
+            if (!known) {
+              return Error(v, name,
+                           absl::StrCat("unknown curve \"", curve,
+                                        "\" (expected CurveP256, CurveP384, CurveP521 or X25519)"));
+            }
+          }
+          return absl::OkStatus();
+        }
+        return Error(k, name,
+                     "unknown key (expected cert_file, key_file, cert, key, client_auth_type, "
+                     "client_ca_file, client_ca, client_allowed_sans, min_version, max_version, "
+                     "cipher_suites, prefer_server_cipher_suites or curve_preferences)");
+      });
   if (!s.ok()) return s;
   if (section.size() == 0) return absl::OkStatus();  // `tls_server_config: {}`: plain HTTP
 
@@ -230,13 +234,17 @@ absl::Status ReadTls(const YAML::Node& section, std::string_view base_dir, WebCo
   // is refused: the operator meant TLS, and silently serving plain HTTP would hide it.
   c->tls_enabled = true;
   const std::string_view p = "tls_server_config";
-  if (!t.cert.empty() && !t.cert_file.empty()) return Error(section, p, "set cert_file or cert, not both");
-  if (!t.key.empty() && !t.key_file.empty()) return Error(section, p, "set key_file or key, not both");
+  if (!t.cert.empty() && !t.cert_file.empty())
+    return Error(section, p, "set cert_file or cert, not both");
+  if (!t.key.empty() && !t.key_file.empty())
+    return Error(section, p, "set key_file or key, not both");
   if (!t.client_ca.empty() && !t.client_ca_file.empty()) {
     return Error(section, p, "set client_ca_file or client_ca, not both");
   }
-  if (t.cert.empty() && t.cert_file.empty()) return Error(section, p, "missing one of cert_file or cert");
-  if (t.key.empty() && t.key_file.empty()) return Error(section, p, "missing one of key_file or key");
+  if (t.cert.empty() && t.cert_file.empty())
+    return Error(section, p, "missing one of cert_file or cert");
+  if (t.key.empty() && t.key_file.empty())
+    return Error(section, p, "missing one of key_file or key");
 
   const YAML::Node ca_line = client_auth_node ? *client_auth_node : section;
   if (client_auth.empty() || client_auth == "NoClientCert") {
@@ -263,10 +271,12 @@ absl::Status ReadTls(const YAML::Node& section, std::string_view base_dir, WebCo
   }
   if (!has_ca && (t.client_auth_type == ClientAuthType::kVerifyClientCertIfGiven ||
                   t.client_auth_type == ClientAuthType::kRequireAndVerifyClientCert)) {
-    return Error(ca_line, "tls_server_config.client_auth_type",
-                 absl::StrCat(client_auth, " needs client_ca_file (or client_ca) to verify against"));
+    return Error(
+        ca_line, "tls_server_config.client_auth_type",
+        absl::StrCat(client_auth, " needs client_ca_file (or client_ca) to verify against"));
   }
-  if (!t.client_allowed_sans.empty() && t.client_auth_type != ClientAuthType::kRequireAnyClientCert &&
+  if (!t.client_allowed_sans.empty() &&
+      t.client_auth_type != ClientAuthType::kRequireAnyClientCert &&
       t.client_auth_type != ClientAuthType::kRequireAndVerifyClientCert) {
     return Error(*sans_node, "tls_server_config.client_allowed_sans",
                  "needs client_auth_type RequireAnyClientCert or RequireAndVerifyClientCert (other "
@@ -280,81 +290,92 @@ absl::Status ReadTls(const YAML::Node& section, std::string_view base_dir, WebCo
 
 absl::Status ReadHttp(const YAML::Node& section, WebConfig* c) {
   if (section.IsNull()) return absl::OkStatus();
-  return ForEachKey(section, "http_server_config", [&](const YAML::Node& k, const std::string& name,
-                                                       const YAML::Node& v) -> absl::Status {
-    if (k.Scalar() == "http2") {
-      // Accepted for compatibility and ignored: hotkeyd serves HTTP/1.1 only (ALPN is not
-      // offered, so an HTTP/2 client falls back to HTTP/1.1).
-      bool ignored;
-      return ReadBool(v, name, &ignored);
-    }
-    if (k.Scalar() != "headers") return Error(k, name, "unknown key (expected headers or http2)");
-    if (v.IsNull()) return absl::OkStatus();
-    return ForEachKey(v, name, [&](const YAML::Node& hk, const std::string& hname,
-                                   const YAML::Node& hv) -> absl::Status {
-      const AllowedHeader* allowed = nullptr;
-      for (const AllowedHeader& h : AllowedHeaders()) {
-        if (hk.Scalar() == h.name) allowed = &h;
-      }
-      if (allowed == nullptr) {
-        return Error(hk, hname,
-                     "this header cannot be configured (allowed: Strict-Transport-Security, "
-                     "X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, "
-                     "Content-Security-Policy)");
-      }
-      std::string value;
-      if (absl::Status r = ReadString(hv, hname, &value); !r.ok()) return r;
-      if (value.empty()) return absl::OkStatus();  // "unset if blank"
-      if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos) {
-        return Error(hv, hname, "must be one line");
-      }
-      if (!allowed->values.empty() &&
-          std::find(allowed->values.begin(), allowed->values.end(), value) == allowed->values.end()) {
-        return Error(hv, hname,
-                     absl::StrCat("must be one of ", absl::StrJoin(allowed->values, ", "), ", not \"",
-                                  value, "\""));
-      }
-      c->headers.emplace_back(hk.Scalar(), value);
-      return absl::OkStatus();
-    });
-  });
+  return ForEachKey(
+      section, "http_server_config",
+      [&](const YAML::Node& k, const std::string& name, const YAML::Node& v) -> absl::Status {
+        if (k.Scalar() == "http2") {
+          // Accepted for compatibility and ignored: hotkeyd serves HTTP/1.1 only (ALPN is not
+          // offered, so an HTTP/2 client falls back to HTTP/1.1).
+          bool ignored;
+          return ReadBool(v, name, &ignored);
+        }
+        if (k.Scalar() != "headers")
+          return Error(k, name, "unknown key (expected headers or http2)");
+        if (v.IsNull()) return absl::OkStatus();
+        return ForEachKey(
+            v, name,
+            [&](const YAML::Node& hk, const std::string& hname,
+                const YAML::Node& hv) -> absl::Status {
+              const AllowedHeader* allowed = nullptr;
+              for (const AllowedHeader& h : AllowedHeaders()) {
+                if (hk.Scalar() == h.name) allowed = &h;
+              }
+              if (allowed == nullptr) {
+                return Error(
+                    hk, hname,
+                    "this header cannot be configured (allowed: Strict-Transport-Security, "
+                    "X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, "
+                    "Content-Security-Policy)");
+              }
+              std::string value;
+              if (absl::Status r = ReadString(hv, hname, &value); !r.ok()) return r;
+              if (value.empty()) return absl::OkStatus();  // "unset if blank"
+              if (value.find_first_of("\r\n") != std::string::npos ||
+                  value.find('\0') != std::string::npos) {
+                return Error(hv, hname, "must be one line");
+              }
+              if (!allowed->values.empty() &&
+                  std::find(allowed->values.begin(), allowed->values.end(), value) ==
+                      allowed->values.end()) {
+                return Error(hv, hname,
+                             absl::StrCat("must be one of ", absl::StrJoin(allowed->values, ", "),
+                                          ", not \"", value, "\""));
+              }
+              c->headers.emplace_back(hk.Scalar(), value);
+              return absl::OkStatus();
+            });
+      });
 }
 
 absl::Status ReadUsers(const YAML::Node& section, WebConfig* c) {
   if (section.IsNull()) return absl::OkStatus();
-  return ForEachKey(section, "basic_auth_users", [&](const YAML::Node& k, const std::string& name,
-                                                     const YAML::Node& v) -> absl::Status {
-    if (k.Scalar().find(':') != std::string::npos) {
-      return Error(k, name, "a user name cannot contain ':' (basic auth splits on it)");
-    }
-    std::string hash;
-    if (absl::Status r = ReadString(v, name, &hash); !r.ok()) return r;
-    // The value is not echoed: it is a password hash.
-    if (!IsBcryptHash(hash)) {
-      return Error(v, name,
-                   "not a bcrypt hash ($2y$, $2b$ or $2a$, cost 04-31); make one with "
-                   "htpasswd -nBC 10 \"\" | tr -d ':\\n'");
-    }
-    c->basic_auth_users[k.Scalar()] = hash;
-    return absl::OkStatus();
-  });
+  return ForEachKey(
+      section, "basic_auth_users",
+      [&](const YAML::Node& k, const std::string& name, const YAML::Node& v) -> absl::Status {
+        if (k.Scalar().find(':') != std::string::npos) {
+          return Error(k, name, "a user name cannot contain ':' (basic auth splits on it)");
+        }
+        std::string hash;
+        if (absl::Status r = ReadString(v, name, &hash); !r.ok()) return r;
+        // The value is not echoed: it is a password hash.
+        if (!IsBcryptHash(hash)) {
+          return Error(v, name,
+                       "not a bcrypt hash ($2y$, $2b$ or $2a$, cost 04-31); make one with "
+                       "htpasswd -nBC 10 \"\" | tr -d ':\\n'");
+        }
+        c->basic_auth_users[k.Scalar()] = hash;
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<WebConfig> Parse(const std::string& text, std::string_view base_dir) {
   const YAML::Node root = YAML::Load(text);
   WebConfig c;
   if (root.IsNull()) return c;  // an empty file: plain HTTP, no auth (as in the toolkit)
-  absl::Status s = ForEachKey(root, "", [&](const YAML::Node& k, const std::string& name,
-                                            const YAML::Node& v) -> absl::Status {
-    if (name == "tls_server_config") return ReadTls(v, base_dir, &c);
-    if (name == "http_server_config") return ReadHttp(v, &c);
-    if (name == "basic_auth_users") return ReadUsers(v, &c);
-    if (name == "rate_limit") {
-      return Error(k, name, "not supported by hotkeyd (limit requests in a proxy in front of it)");
-    }
-    return Error(k, name,
-                 "unknown key (expected tls_server_config, http_server_config or basic_auth_users)");
-  });
+  absl::Status s = ForEachKey(
+      root, "",
+      [&](const YAML::Node& k, const std::string& name, const YAML::Node& v) -> absl::Status {
+        if (name == "tls_server_config") return ReadTls(v, base_dir, &c);
+        if (name == "http_server_config") return ReadHttp(v, &c);
+        if (name == "basic_auth_users") return ReadUsers(v, &c);
+        if (name == "rate_limit") {
+          return Error(k, name,
+                       "not supported by hotkeyd (limit requests in a proxy in front of it)");
+        }
+        return Error(
+            k, name,
+            "unknown key (expected tls_server_config, http_server_config or basic_auth_users)");
+      });
   if (!s.ok()) return s;
   return c;
 }
@@ -380,7 +401,8 @@ absl::Status CheckReadable(const std::string& key, const std::string& path) {
 // True if the certificate has a DNS, e-mail, IP or URI subject alternative name equal to
 // one of `allowed` (the toolkit's client_allowed_sans semantics; IPs in their usual text).
 bool HasAllowedSan(X509* cert, const std::vector<std::string>& allowed) {
-  auto* names = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   if (names == nullptr) return false;
   bool found = false;
   for (int i = 0; i < sk_GENERAL_NAME_num(names) && !found; ++i) {
@@ -426,7 +448,8 @@ absl::StatusOr<WebConfig> LoadWebConfigFile(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (file == nullptr) {
     const int err = errno;
-    std::string message = absl::StrCat("cannot open web config file \"", path, "\": ", strerror(err));
+    std::string message =
+        absl::StrCat("cannot open web config file \"", path, "\": ", strerror(err));
     return err == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
   }
   std::string text;
@@ -435,7 +458,8 @@ absl::StatusOr<WebConfig> LoadWebConfigFile(const std::string& path) {
   while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) {
     text.append(buf, n);
     if (text.size() > kMaxFileBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "larger than ", kMaxFileBytes, " bytes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "larger than ", kMaxFileBytes, " bytes"));
     }
   }
   if (std::ferror(file.get())) {
@@ -483,8 +507,9 @@ absl::StatusOr<std::unique_ptr<ssl::context>> MakeTlsContext(const TlsServerConf
   }
   if (!ciphers.empty() && SSL_CTX_set_cipher_list(h, absl::StrJoin(ciphers, ":").c_str()) != 1) {
     ERR_clear_error();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tls_server_config.cipher_suites: not supported by this OpenSSL: ", absl::StrJoin(t.cipher_suites, ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tls_server_config.cipher_suites: not supported by this OpenSSL: ",
+                     absl::StrJoin(t.cipher_suites, ", ")));
   }
   if (!t.curve_preferences.empty()) {
     std::vector<std::string> groups;
@@ -495,9 +520,9 @@ absl::StatusOr<std::unique_ptr<ssl::context>> MakeTlsContext(const TlsServerConf
     }
     if (SSL_CTX_set1_groups_list(h, absl::StrJoin(groups, ":").c_str()) != 1) {
       ERR_clear_error();
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tls_server_config.curve_preferences: not supported by this OpenSSL: ",
-          absl::StrJoin(t.curve_preferences, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tls_server_config.curve_preferences: not supported by this OpenSSL: ",
+                       absl::StrJoin(t.curve_preferences, ", ")));
     }
   }
   if (!t.cert_file.empty()) {
@@ -558,7 +583,8 @@ absl::StatusOr<std::unique_ptr<ssl::context>> MakeTlsContext(const TlsServerConf
         [accept_any, sans = t.client_allowed_sans](bool preverified, ssl::verify_context& vc) {
           X509_STORE_CTX* sc = vc.native_handle();
           if (accept_any) preverified = true;
-          if (!preverified || sans.empty() || X509_STORE_CTX_get_error_depth(sc) != 0) return preverified;
+          if (!preverified || sans.empty() || X509_STORE_CTX_get_error_depth(sc) != 0)
+            return preverified;
           return HasAllowedSan(X509_STORE_CTX_get_current_cert(sc), sans);
         },
         ec);
@@ -585,7 +611,8 @@ bool IsBcryptHash(std::string_view h) {
 
 BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {
   hmac_key_.resize(32);
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(hmac_key_.data()), static_cast<int>(hmac_key_.size())) != 1) {
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(hmac_key_.data()),
+                 static_cast<int>(hmac_key_.size())) != 1) {
     // No randomness: still correct, only the cache keys become predictable; they never
     // leave the process.
     ERR_clear_error();
@@ -602,12 +629,14 @@ std::optional<BasicAuth::Credentials> BasicAuth::Parse(std::string_view authoriz
     return std::nullopt;
   }
   for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (absl::ascii_tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return std::nullopt;
+    if (absl::ascii_tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i])
+      return std::nullopt;
   }
   authorization.remove_prefix(kScheme.size());
   while (!authorization.empty() && is_space(authorization.front())) authorization.remove_prefix(1);
   std::string decoded;
-  if (!absl::Base64Unescape(absl::string_view(authorization.data(), authorization.size()), &decoded)) {
+  if (!absl::Base64Unescape(absl::string_view(authorization.data(), authorization.size()),
+                            &decoded)) {
     return std::nullopt;
   }
   const size_t colon = decoded.find(':');
@@ -649,8 +678,8 @@ bool BasicAuth::Check(std::string_view authorization) {
   const std::string& hash = known ? user->second : std::string(kDecoyHash);
   // crypt(3) stops at a NUL byte, and bcrypt at 72 bytes: either would let a different
   // password pass, so such passwords fail (after the same work, for even timing).
-  const bool usable = c->password.size() <= kMaxPasswordBytes &&
-                      c->password.find('\0') == std::string::npos;
+  const bool usable =
+      c->password.size() <= kMaxPasswordBytes && c->password.find('\0') == std::string::npos;
   // struct crypt_data is 32 KiB: on the heap, one per check (a check costs milliseconds).
   auto data = std::make_unique<crypt_data>();
   const char* out = crypt_r(c->password.c_str(), hash.c_str(), data.get());

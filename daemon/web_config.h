@@ -60,7 +60,12 @@ enum class ClientAuthType {
 };
 
 // Protocol versions; the values are the wire versions (and OpenSSL's TLS1_x_VERSION).
-enum class TlsVersion : uint16_t { kTls10 = 0x0301, kTls11 = 0x0302, kTls12 = 0x0303, kTls13 = 0x0304 };
+enum class TlsVersion : uint16_t {
+  kTls10 = 0x0301,
+  kTls11 = 0x0302,
+  kTls12 = 0x0303,
+  kTls13 = 0x0304
+};
 
 struct TlsServerConfig {
   // Exactly one of each pair is set when TLS is on. Paths are absolute or relative to the
@@ -104,7 +109,8 @@ absl::StatusOr<WebConfig> LoadWebConfigFile(const std::string& path);
 // Builds the OpenSSL server context for a validated TlsServerConfig: loads certificate, key
 // and CA (bad or mismatched PEM is an error here), versions, ciphers, curves and client
 // verification. The context keeps a copy of what its verify callback needs.
-absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> MakeTlsContext(const TlsServerConfig& tls);
+absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> MakeTlsContext(
+    const TlsServerConfig& tls);
 
 // True if `hash` is a bcrypt hash crypt(3) can check: $2a$, $2b$ or $2y$, cost 04-31,
 // 22 salt and 31 hash characters of bcrypt's base64.

@@ -30,7 +30,8 @@ constexpr char kAliceHash[] = "$2y$04$oq0sbqR7xRbBx86XxsDJ3.BeXSa2YKkI.7mClcrSl/
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
 std::string BasicHeader(std::string_view user_colon_password) {
-  return "Basic " + absl::Base64Escape(absl::string_view(user_colon_password.data(), user_colon_password.size()));
+  return "Basic " + absl::Base64Escape(
+                        absl::string_view(user_colon_password.data(), user_colon_password.size()));
 }
 
 // A directory of PEM files: a self-signed EC certificate with its key, and a second key
@@ -54,9 +55,10 @@ class TempPki {
     X509_set_issuer_name(cert, name);
     X509_sign(cert, key, EVP_sha256());
     cert_pem_ = ToPem([&](BIO* b) { PEM_write_bio_X509(b, cert); });
-    key_pem_ = ToPem([&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
-    other_key_pem_ =
-        ToPem([&](BIO* b) { PEM_write_bio_PrivateKey(b, other, nullptr, nullptr, 0, nullptr, nullptr); });
+    key_pem_ = ToPem(
+        [&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
+    other_key_pem_ = ToPem(
+        [&](BIO* b) { PEM_write_bio_PrivateKey(b, other, nullptr, nullptr, 0, nullptr, nullptr); });
     X509_free(cert);
     EVP_PKEY_free(key);
     EVP_PKEY_free(other);
@@ -122,7 +124,8 @@ http_server_config:
     Strict-Transport-Security: max-age=31536000
     X-XSS-Protection: ""
 basic_auth_users:
-  alice: )", kAliceHash, "\n  bob: ", kAliceHash, "\n");
+  alice: )",
+                                        kAliceHash, "\n  bob: ", kAliceHash, "\n");
   absl::StatusOr<WebConfig> c = ParseWebConfig(yaml, "/etc/hotkeyd");
   REQUIRE(c.ok());
   CHECK(c->tls_enabled);
@@ -171,8 +174,8 @@ TEST_CASE("WebConfig: each client auth type name is accepted", "[web_config]") {
   for (const auto& [name, type] : cases) {
     const bool none = type == ClientAuthType::kNoClientCert;
     absl::StatusOr<WebConfig> c = ParseWebConfig(
-        absl::StrCat("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: ", name,
-                     none ? "\n" : "\n  client_ca_file: ca\n"),
+        absl::StrCat("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: ",
+                     name, none ? "\n" : "\n  client_ca_file: ca\n"),
         "");
     INFO(name);
     REQUIRE(c.ok());
@@ -189,7 +192,8 @@ TEST_CASE("WebConfig: unknown keys are refused with their line", "[web_config]")
       {"tls_server_config:\n  cert_file: a\n  key_file: b\n  certfile: c\n",
        "line 4: tls_server_config.certfile: unknown key"},
       {"basic_auth_users: {}\nweb_config: 1\n", "line 2: web_config: unknown key"},
-      {"http_server_config:\n  headers: {}\n  http3: true\n", "line 3: http_server_config.http3: unknown key"},
+      {"http_server_config:\n  headers: {}\n  http3: true\n",
+       "line 3: http_server_config.http3: unknown key"},
       {"rate_limit:\n  interval: 1s\n  burst: 20\n", "line 1: rate_limit: not supported"},
       {"basic_auth_users: {}\nbasic_auth_users: {}\n", "line 2: basic_auth_users: appears twice"},
   };
@@ -208,19 +212,26 @@ TEST_CASE("WebConfig: bad values are refused with a clear message", "[web_config
   };
   const std::string tls = "tls_server_config:\n  cert_file: a\n  key_file: b\n";
   const Case cases[] = {
-      {"  min_version: TLS14\n", "line 4: tls_server_config.min_version: unknown TLS version \"TLS14\""},
-      {"  max_version: tls12\n", "unknown TLS version \"tls12\" (expected TLS10, TLS11, TLS12 or TLS13)"},
+      {"  min_version: TLS14\n",
+       "line 4: tls_server_config.min_version: unknown TLS version \"TLS14\""},
+      {"  max_version: tls12\n",
+       "unknown TLS version \"tls12\" (expected TLS10, TLS11, TLS12 or TLS13)"},
       {"  min_version: TLS13\n  max_version: TLS12\n", "min_version is above max_version"},
-      {"  cipher_suites: [TLS_RSA_WITH_RC4_128_SHA]\n", "unknown or insecure cipher suite \"TLS_RSA_WITH_RC4_128_SHA\""},
+      {"  cipher_suites: [TLS_RSA_WITH_RC4_128_SHA]\n",
+       "unknown or insecure cipher suite \"TLS_RSA_WITH_RC4_128_SHA\""},
       {"  cipher_suites: TLS_AES_128_GCM_SHA256\n", "cipher_suites: must be a list"},
       {"  curve_preferences: [P-256]\n", "unknown curve \"P-256\""},
-      {"  client_auth_type: RequireClientCerts\n", "client_auth_type: unknown value \"RequireClientCerts\""},
+      {"  client_auth_type: RequireClientCerts\n",
+       "client_auth_type: unknown value \"RequireClientCerts\""},
       {"  client_ca_file: ca\n", "a client CA is set but client_auth_type is NoClientCert"},
       {"  client_auth_type: RequireAndVerifyClientCert\n", "needs client_ca_file"},
       {"  client_auth_type: VerifyClientCertIfGiven\n", "needs client_ca_file"},
-      {"  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca\n  client_allowed_sans: [x]\n",
-       "client_allowed_sans: needs client_auth_type RequireAnyClientCert or RequireAndVerifyClientCert"},
-      {"  prefer_server_cipher_suites: maybe\n", "prefer_server_cipher_suites: must be true or false"},
+      {"  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca\n  client_allowed_sans: "
+       "[x]\n",
+       "client_allowed_sans: needs client_auth_type RequireAnyClientCert or "
+       "RequireAndVerifyClientCert"},
+      {"  prefer_server_cipher_suites: maybe\n",
+       "prefer_server_cipher_suites: must be true or false"},
       {"  cert: inline\n", "set cert_file or cert, not both"},
       {"  cert_file: [a]\n", "appears twice"},
   };
@@ -231,16 +242,20 @@ TEST_CASE("WebConfig: bad values are refused with a clear message", "[web_config
     CHECK_THAT(Message(r.status()), Catch::Contains(c.expect));
   }
   const Case others[] = {
-      {"tls_server_config:\n  key_file: b\n", "line 2: tls_server_config: missing one of cert_file or cert"},
-      {"tls_server_config:\n  cert_file: a\n  min_version: TLS13\n", "missing one of key_file or key"},
+      {"tls_server_config:\n  key_file: b\n",
+       "line 2: tls_server_config: missing one of cert_file or cert"},
+      {"tls_server_config:\n  cert_file: a\n  min_version: TLS13\n",
+       "missing one of key_file or key"},
       {"tls_server_config:\n  min_version: TLS13\n", "missing one of cert_file or cert"},
       {"tls_server_config: [a]\n", "tls_server_config: must be a map"},
       {"basic_auth_users:\n  alice: secret\n", "line 2: basic_auth_users.alice: not a bcrypt hash"},
       {"basic_auth_users:\n  alice: $1$abc$abcdefghijklmnopqrstuv\n", "not a bcrypt hash"},
       {"basic_auth_users:\n  \"a:b\": x\n", "cannot contain ':'"},
       {"basic_auth_users: [alice]\n", "basic_auth_users: must be a map"},
-      {"http_server_config:\n  headers:\n    Server: evil\n", "line 3: http_server_config.headers.Server: this header cannot be configured"},
-      {"http_server_config:\n  headers:\n    X-Frame-Options: allow\n", "must be one of deny, sameorigin, not \"allow\""},
+      {"http_server_config:\n  headers:\n    Server: evil\n",
+       "line 3: http_server_config.headers.Server: this header cannot be configured"},
+      {"http_server_config:\n  headers:\n    X-Frame-Options: allow\n",
+       "must be one of deny, sameorigin, not \"allow\""},
       {"http_server_config:\n  http2: 3\n", "http2: must be true or false"},
       {"tls_server_config:\n  cert_file: [unclosed\n", "malformed YAML"},
       {"- a\n- b\n", "must be a map"},
@@ -254,12 +269,14 @@ TEST_CASE("WebConfig: bad values are refused with a clear message", "[web_config
 }
 
 TEST_CASE("WebConfig: a bcrypt hash is never echoed in an error", "[web_config]") {
-  absl::StatusOr<WebConfig> r = ParseWebConfig("basic_auth_users:\n  alice: hunter2-not-a-hash\n", "");
+  absl::StatusOr<WebConfig> r =
+      ParseWebConfig("basic_auth_users:\n  alice: hunter2-not-a-hash\n", "");
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(Message(r.status()), !Catch::Contains("hunter2"));
 }
 
-TEST_CASE("WebConfig: IsBcryptHash accepts the three bcrypt prefixes and refuses the rest", "[web_config]") {
+TEST_CASE("WebConfig: IsBcryptHash accepts the three bcrypt prefixes and refuses the rest",
+          "[web_config]") {
   CHECK(IsBcryptHash(kAliceHash));
   std::string h = kAliceHash;
   h[2] = 'b';
@@ -305,7 +322,8 @@ TEST_CASE("WebConfig: LoadWebConfigFile resolves paths and refuses missing files
   CHECK(absl::IsNotFound(none.status()));
 }
 
-TEST_CASE("WebConfig: MakeTlsContext loads a good certificate and key, from files or inline", "[web_config]") {
+TEST_CASE("WebConfig: MakeTlsContext loads a good certificate and key, from files or inline",
+          "[web_config]") {
   TempPki pki;
   TlsServerConfig t;
   t.cert_file = pki.Path("server.crt");
@@ -320,14 +338,17 @@ TEST_CASE("WebConfig: MakeTlsContext loads a good certificate and key, from file
   // Every cipher name and curve the parser accepts is one OpenSSL knows.
   TlsServerConfig all = t;
   absl::StatusOr<WebConfig> c = ParseWebConfig(
-      "tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [TLS_RSA_WITH_AES_128_CBC_SHA, "
-      "TLS_RSA_WITH_AES_256_CBC_SHA, TLS_RSA_WITH_AES_128_GCM_SHA256, TLS_RSA_WITH_AES_256_GCM_SHA384, "
+      "tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: "
+      "[TLS_RSA_WITH_AES_128_CBC_SHA, "
+      "TLS_RSA_WITH_AES_256_CBC_SHA, TLS_RSA_WITH_AES_128_GCM_SHA256, "
+      "TLS_RSA_WITH_AES_256_GCM_SHA384, "
       "TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256, "
       "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, "
       "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, "
       "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, "
       "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, "
-      "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256]\n"
+      "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256, "
+      "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256]\n"
       "  curve_preferences: [CurveP256, CurveP384, CurveP521, X25519]\n",
       "");
   REQUIRE(c.ok());
@@ -338,7 +359,8 @@ TEST_CASE("WebConfig: MakeTlsContext loads a good certificate and key, from file
   CHECK(ctx.ok());
 }
 
-TEST_CASE("WebConfig: MakeTlsContext refuses bad PEM and a key that does not match", "[web_config]") {
+TEST_CASE("WebConfig: MakeTlsContext refuses bad PEM and a key that does not match",
+          "[web_config]") {
   TempPki pki;
   TlsServerConfig t;
   t.cert_file = pki.Path("garbage.crt");
@@ -364,7 +386,8 @@ TEST_CASE("WebConfig: MakeTlsContext refuses bad PEM and a key that does not mat
   CHECK(MakeTlsContext(t).ok());
 }
 
-TEST_CASE("BasicAuth: the right password passes and is then answered from the cache", "[web_config]") {
+TEST_CASE("BasicAuth: the right password passes and is then answered from the cache",
+          "[web_config]") {
   BasicAuth auth(std::map<std::string, std::string>{{"alice", kAliceHash}});
   const std::string good = BasicHeader("alice:s3cret");
   CHECK_FALSE(auth.CheckCached(good).has_value());  // not verified yet: bcrypt needed
@@ -381,13 +404,15 @@ TEST_CASE("BasicAuth: wrong, unknown, malformed and truncating credentials fail"
   CHECK_FALSE(auth.Check(BasicHeader("alice:s3cret ")));
   CHECK_FALSE(auth.Check(BasicHeader("Alice:s3cret")));
   CHECK_FALSE(auth.Check(BasicHeader("mallory:s3cret")));  // checked against the decoy hash
-  CHECK_FALSE(auth.Check(BasicHeader(std::string("alice:s3cret\0tail", 17))));  // crypt stops at NUL
+  CHECK_FALSE(
+      auth.Check(BasicHeader(std::string("alice:s3cret\0tail", 17))));  // crypt stops at NUL
   CHECK_FALSE(auth.Check(BasicHeader("alice:" + std::string(73, 'x'))));
   CHECK(auth.cached() == 0);  // failures are not remembered
   // Malformed headers are answered at once, without bcrypt.
-  for (const std::string& h : {std::string(), std::string("Basic"), std::string("Bearer abc"),
-                               std::string("Basic !!!notbase64"), "Basic " + absl::Base64Escape("nocolon"),
-                               "Basicx " + absl::Base64Escape("alice:s3cret")}) {
+  for (const std::string& h :
+       {std::string(), std::string("Basic"), std::string("Bearer abc"),
+        std::string("Basic !!!notbase64"), "Basic " + absl::Base64Escape("nocolon"),
+        "Basicx " + absl::Base64Escape("alice:s3cret")}) {
     INFO(h);
     CHECK(auth.CheckCached(h) == std::optional<bool>(false));
     CHECK_FALSE(auth.Check(h));
