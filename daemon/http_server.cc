@@ -99,7 +99,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void OnRead(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || shared_->stopped) {
+    // stream_truncated: a TLS client closed without close_notify between requests, which
+    // is how most clients leave a keep-alive connection; nothing to answer.
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == ssl::error::stream_truncated || shared_->stopped) {
       Close();
       return;
     }
