@@ -496,5 +496,52 @@ TEST_CASE("E2E: Create fails cleanly when the web port is taken", "[daemon][e2e]
   CHECK(first.Get("/-/healthy").status == 200);  // the first one is unharmed
 }
 
+TEST_CASE("E2E: datagrams from outside --udp.allowed-sources are counted as denied, not parsed",
+          "[daemon][e2e]") {
+  config::DaemonOptions o = Options();
+  o.udp.allowed_sources = {"10.0.0.0/8"};
+  TestDaemon denied(o);
+  UdpClient c(denied.udp());
+  for (int i = 0; i < 5; ++i) c.Send("r a\nr b");
+  REQUIRE(WaitFor([&] {
+    return denied.Metrics().Value("hotkey_datagrams_rejected_total",
+                                  {{"reason", "source_denied"}}) == 5;
+  }));
+  const Exposition e = denied.Metrics();
+  CHECK(e.Value("hotkey_datagrams_received_total") == 5);
+  CHECK(e.Value("hotkey_events_received_total") == 0);
+  CHECK(e.Value("hotkey_tracked_keys") == 0);
+
+  o.udp.allowed_sources = {"10.0.0.0/8", "127.0.0.1"};
+  TestDaemon allowed(o);
+  UdpClient c2(allowed.udp());
+  for (int i = 0; i < 5; ++i) c2.Send("r a\nr b");
+  REQUIRE(allowed.WaitEvents(10));
+  CHECK(allowed.Metrics().Value("hotkey_datagrams_rejected_total",
+                                {{"reason", "source_denied"}}) == 0);
+}
+
+TEST_CASE("E2E: with two receivers on one port, counts add up and shares merge",
+          "[daemon][e2e]") {
+  config::DaemonOptions o = Options();
+  o.udp.receivers = 2;
+  TestDaemon d(o);
+  // Several source ports, so the kernel's flow hash spreads them over both sockets.
+  std::vector<std::unique_ptr<UdpClient>> clients;
+  for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<UdpClient>(d.udp()));
+  std::string dg;
+  for (int i = 0; i < 100; ++i) dg += i % 10 < 3 ? "r A\n" : absl::StrCat("r bg:", i, "\n");
+  for (int n = 0; n < 80; ++n) {
+    clients[n % clients.size()]->Send(dg);
+    if (n % 16 == 15) std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(d.WaitEvents(8000));
+  const Json top = d.Top();
+  CHECK(top["receivers"].number == 2);
+  CHECK(top["events_received"].number == 8000);
+  const Exposition e = d.Metrics();
+  CHECK(e.Value("hotkey_key_share_ratio", {{"key", "A"}}).value_or(0) == Approx(0.3).margin(0.02));
+}
+
 }  // namespace
 }  // namespace hotkey::daemon
