@@ -100,7 +100,7 @@ const Flag kFlags[] = {
     {"web.telemetry-path", "Path under which to expose metrics.", false,
      [](const DaemonOptions& o) { return o.web.telemetry_path; },
      [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.web.telemetry_path); }},
-    {"web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS and basic auth.", false,
+    {"web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start.", false,
      [](const DaemonOptions& o) { return o.web.config_file; },
      [](std::string_view v, DaemonOptions& o) { return SetString(v, &o.web.config_file); }},
     {"web.health-without-auth", "Answer /-/healthy and /-/ready without credentials when basic auth is on.", true,

@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 
+#include <list>
 #include <optional>
 #include <type_traits>
 
@@ -31,6 +32,13 @@ constexpr char kWwwAuthenticate[] = "Basic realm=\"hotkeyd\"";
 
 }  // namespace
 
+// A connection waiting for a request (or for its TLS handshake) can be closed to make room.
+class Waiting {
+ public:
+  virtual ~Waiting() = default;
+  virtual void Evict() = 0;
+};
+
 struct HttpServer::Shared {
   HttpLimits limits;
   Handler handler;
@@ -40,6 +48,10 @@ struct HttpServer::Shared {
   bool health_without_auth = false;
   std::vector<std::pair<std::string, std::string>> headers;  // added to every response
   size_t open = 0;                                           // connections open now
+  // Connections waiting for a request, longest waiting first: at the connection cap, the
+  // front one is closed to admit a new one. So idle, half-open or slow clients can never
+  // lock a scraper out; a scraper sends its request at once and is served.
+  std::list<std::weak_ptr<Waiting>> waiting;
   bool stopped = false;
 };
 
@@ -48,7 +60,7 @@ namespace {
 // One connection: (TLS handshake,) then requests in turn, each under the deadline.
 // `Stream` is beast::tcp_stream or beast::ssl_stream<beast::tcp_stream>.
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public Waiting, public std::enable_shared_from_this<Session<Stream>> {
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
@@ -56,13 +68,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       : stream_(MakeStream(std::move(socket), *shared)), shared_(std::move(shared)) {
     ++shared_->open;
   }
-  ~Session() { --shared_->open; }
+  ~Session() override {
+    Busy();
+    --shared_->open;
+  }
+
+  // Called by the server, which has already taken this session off the waiting list.
+  void Evict() override {
+    waiting_.reset();
+    Close();
+  }
 
   void Start() {
     if constexpr (kTls) {
       Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
+      Wait();
       stream_.async_handshake(ssl::stream_base::server,
                               [self = this->shared_from_this()](beast::error_code ec) {
+                                self->Busy();
                                 // A failed handshake (a plain-HTTP client, a bad or missing
                                 // client certificate, an old protocol) is closed silently.
                                 if (ec || self->shared_->stopped) {
@@ -87,18 +110,30 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
 
+  void Wait() {
+    Busy();
+    waiting_ = shared_->waiting.insert(shared_->waiting.end(), this->weak_from_this());
+  }
+  void Busy() {
+    if (!waiting_) return;
+    shared_->waiting.erase(*waiting_);
+    waiting_.reset();
+  }
+
   void Read() {
     if (shared_->stopped) return;
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(shared_->limits.max_header_bytes));
     parser_->body_limit(shared_->limits.max_body_bytes);
     Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
+    Wait();
     http::async_read(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
+    Busy();
     // stream_truncated: a TLS client closed without close_notify between requests, which
     // is how most clients leave a keep-alive connection; nothing to answer.
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
@@ -219,6 +254,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest request_;
   bool keep_alive_ = false;
+  std::optional<std::list<std::weak_ptr<Waiting>>::iterator> waiting_;  // on shared_->waiting
   // Shared with the server, so a session outliving it (until the io_context drops it) is safe.
   std::shared_ptr<HttpServer::Shared> shared_;
 };
@@ -321,7 +357,19 @@ void HttpServer::Accept() {
     if (shared_->stopped || ec == asio::error::operation_aborted) return;
     if (!ec) {
       if (shared_->open >= shared_->limits.max_connections) {
-        // Over the cap: close at once rather than queue; a scraper retries next interval.
+        // At the cap: close the connection that has waited longest for a request. It goes
+        // once its pending read completes, so `open` may pass the cap by the evictions in
+        // flight; twice the cap is the hard bound.
+        while (!shared_->waiting.empty()) {
+          std::shared_ptr<Waiting> oldest = shared_->waiting.front().lock();
+          shared_->waiting.pop_front();
+          if (oldest) {
+            oldest->Evict();
+            break;
+          }
+        }
+      }
+      if (shared_->open >= 2 * shared_->limits.max_connections) {
         beast::error_code ignored;
         socket.close(ignored);
       } else if (shared_->tls) {

@@ -56,6 +56,8 @@ struct HttpLimits {
   absl::Duration request_timeout = absl::Seconds(10);  // to read a request head and body
   size_t max_header_bytes = 8 * 1024;
   size_t max_body_bytes = 64 * 1024;
+  // Open connections. At the cap a new connection closes the one that has waited longest
+  // for a request, so idle or slow clients cannot lock scrapers out.
   size_t max_connections = 64;
 };
 
