@@ -342,6 +342,13 @@ void HttpServer::Stop() {
   shared_->auth_pool = nullptr;
   beast::error_code ec;
   acceptor_.close(ec);
+  // Connections waiting for a request (idle keep-alive ones among them) close now; one in
+  // the middle of a request finishes it and then closes, as `stopped` says.
+  while (!shared_->waiting.empty()) {
+    std::shared_ptr<Waiting> w = shared_->waiting.front().lock();
+    shared_->waiting.pop_front();
+    if (w) w->Evict();
+  }
 }
 
 tcp::endpoint HttpServer::local_endpoint() const {

@@ -80,7 +80,8 @@ class HttpServer {
   ~HttpServer();
 
   void Start();
-  // Stops accepting and closes open connections.
+  // Stops accepting and closes the connections waiting for a request; one in the middle of
+  // a request is answered, then closed.
   void Stop();
 
   boost::asio::ip::tcp::endpoint local_endpoint() const;
