@@ -13,6 +13,9 @@ namespace {
 
 constexpr const char* kOpNames[] = {"read", "write"};
 
+// The playground's largest cluster: its JSON answer stays around a megabyte.
+constexpr int kMaxModelShards = 10000;
+
 HttpResponse Text(int status, std::string body) {
   return HttpResponse{status, "text/plain; charset=utf-8", std::move(body), {}};
 }
@@ -141,6 +144,11 @@ HttpResponse WebRoutes::Model(const std::string& query) const {
     if (count && (v != std::floor(v) || v < 0 || v > std::numeric_limits<int>::max())) {
       return Json(400, JsonError(absl::StrCat("parameter ", name, ": \"", value,
                                               "\" is not a whole number in range")));
+    }
+    // The answer lists every shard's load under each strategy: an unbounded count would let
+    // any client make the daemon allocate (and send) gigabytes.
+    if (name == "shards" && v > kMaxModelShards) {
+      return Json(400, JsonError(absl::StrCat("parameter shards: at most ", kMaxModelShards)));
     }
     if (name == "ops") {
       c.ops = v;
