@@ -227,6 +227,8 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
   const char* expected[] = {
       "--web.listen-address=:10110",
       "--web.telemetry-path=/metrics",
+      "--web.config.file=\"\"",
+      "--web.health-without-auth\n",
       "--udp.listen-address=127.0.0.1:10111",
       "--udp.receivers=1",
       "--udp.read-buffer=16MiB",
@@ -235,7 +237,8 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
       "--key.max-bytes=1024",
       "--key.label=raw",
       "--key.label-max-bytes=128",
-      "--track.half-life=1s",
+      "--key.hash-secret-file=\"\"",
+      "--track.half-life=500ms",
       "--track.publish-interval=250ms",
       "--track.rate-window=5s",
       "--track.candidates=128",
@@ -256,9 +259,11 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
       "--cluster.split=8",
       "--cluster.target=0.8",
       "--cluster.order=none,cache,replicate,split,split_cache",
+      "--storage.path=\"\"",
+      "--storage.interval=1m",
       "--config.file=\"\"",
       "--demo\n",
-      "--demo.rate=20000",
+      "--demo.rate=9500",
       "--log.level=info",
       "--help",
       "--version",
@@ -300,6 +305,36 @@ TEST_CASE("Flags: the defaults the usage text prints parse back to the defaults"
   CHECK(parsed.cluster.order == defaults.cluster.order);
   CHECK(parsed.demo_rate == defaults.demo_rate);
   CHECK(parsed.log_level == defaults.log_level);
+}
+
+}  // namespace
+}  // namespace hotkey::config
+
+namespace hotkey::config {
+namespace {
+
+TEST_CASE("Flags: hardening options parse and validate", "[config][flags]") {
+  const DaemonOptions d = ParseOk({});
+  CHECK(d.storage.path.empty());
+  CHECK(d.storage.interval == absl::Minutes(1));
+  CHECK(d.web.config_file.empty());
+  CHECK_FALSE(d.web.health_without_auth);
+  CHECK(d.key_hash_secret_file.empty());
+
+  const DaemonOptions o =
+      ParseOk({"--storage.path=/var/lib/hotkeyd/state", "--storage.interval=30s",
+               "--web.config.file=/etc/hotkeyd/web.yml", "--web.health-without-auth",
+               "--key.hash-secret-file=/etc/hotkeyd/secret"});
+  CHECK(o.storage.path == "/var/lib/hotkeyd/state");
+  CHECK(o.storage.interval == absl::Seconds(30));
+  CHECK(o.web.config_file == "/etc/hotkeyd/web.yml");
+  CHECK(o.web.health_without_auth);
+  CHECK(o.key_hash_secret_file == "/etc/hotkeyd/secret");
+
+  CHECK_THAT(ParseError({"--storage.interval=500ms"}),
+             Catch::Matchers::Contains("storage interval"));
+  CHECK_THAT(ParseError({"--web.health-without-auth=maybe"}),
+             Catch::Matchers::Contains("web.health-without-auth"));
 }
 
 }  // namespace
