@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The hardening stage of CI, run after the normal tests (tools/test.sh):
+#   asan  every CTest test built with AddressSanitizer + UBSan (g++, -DHOTKEY_SANITIZE=ON),
+#         LeakSanitizer on                                               -> build-asan/
+#   tsan  daemon_test (receiver threads, the HTTP server and the aggregator, end to end on
+#         loopback sockets) built with ThreadSanitizer (g++, -DHOTKEY_TSAN=ON)  -> build-tsan/
+#   fuzz  the libFuzzer targets of fuzz/ (clang++, -DHOTKEY_FUZZ=ON), each run for
+#         FUZZ_SECONDS from its seed corpus; any crash, leak, sanitizer report or broken
+#         check fails the stage and leaves the input in build-fuzz/artifacts/<target>/ -> build-fuzz/
+# Prints one line per step with its duration; exits non-zero on the first failure.
+#
+#   STEPS         which stages, default "asan tsan fuzz"
+#   FUZZ_SECONDS  seconds per fuzz target, default 45
+#   JOBS          build parallelism, default 2
+#
+# Measured on the project's 2-core machine, from empty build directories: see the end of
+# this file. A failing fuzz input belongs in fuzz/regressions/<target>/ once fixed, where
+# tests/fuzz/fuzz_regression_test replays it in every build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+steps=${STEPS:-asan tsan fuzz}
+fuzz_seconds=${FUZZ_SECONDS:-45}
+jobs=${JOBS:-2}
+script_start=$(date +%s)
+
+# step NAME COMMAND...: runs COMMAND with its output in a log; prints the duration, and
+# the log's tail on failure.
+step() {
+  local name=$1
+  shift
+  local log start rc
+  log=$(mktemp "/tmp/ci-hardening.${name//[^a-z0-9-]/_}.XXXXXX")
+  start=$(date +%s)
+  set +e
+  "$@" >"$log" 2>&1
+  rc=$?
+  set -e
+  local took=$(($(date +%s) - start))
+  if [[ $rc -ne 0 ]]; then
+    printf 'FAIL %-28s %4ds  (exit %d, log %s)\n' "$name" "$took" "$rc" "$log"
+    tail -n 60 "$log"
+    exit 1
+  fi
+  printf 'ok   %-28s %4ds\n' "$name" "$took"
+  rm -f "$log"
+}
+
+configure() {  # configure BUILD_DIR ARGS...
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTKEY_BUILD_BENCH=OFF "$@"
+}
+
+# ASan + UBSan over the whole suite. detect_leaks=1 works here (LeakSanitizer needs ptrace
+# of the process by itself; it is allowed in the CI container). The deploy tests start a
+# real Prometheus against the sanitized daemon: slower, still well inside their timeouts.
+run_asan() {
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs"
+}
+
+# TSan: the daemon's threads. Abseil, yaml-cpp and prometheus-cpp are not instrumented,
+# but every lock and atomic crossing threads in our code is std::, which TSan sees.
+run_tsan() {
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/daemon/daemon_test
+}
+
+fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http)
+
+run_fuzz() {  # run_fuzz TARGET
+  local t=$1
+  local work=build-fuzz/corpus-work/$t artifacts=build-fuzz/artifacts/$t
+  # Start from the committed seeds each time (a fresh, writable copy: the repo stays
+  # untouched); -rss_limit_mb bounds any input to 2 GiB.
+  rm -rf "$work" && mkdir -p "$work" "$artifacts"
+  cp fuzz/corpus/"$t"/* "$work"/
+  local dict=()
+  [[ -f fuzz/$t.dict ]] && dict=(-dict=fuzz/"$t".dict)
+  build-fuzz/fuzz/"$t" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$artifacts"/ "${dict[@]}" "$work"
+}
+
+for s in $steps; do
+  case $s in
+    asan)
+      step asan-configure configure build-asan -DHOTKEY_SANITIZE=ON
+      step asan-build cmake --build build-asan -j"$jobs"
+      step asan-ctest run_asan
+      ;;
+    tsan)
+      step tsan-configure configure build-tsan -DHOTKEY_TSAN=ON
+      step tsan-build cmake --build build-tsan -j"$jobs" --target daemon_test
+      step tsan-daemon_test run_tsan
+      ;;
+    fuzz)
+      step fuzz-configure configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DHOTKEY_FUZZ=ON \
+        -DHOTKEY_BUILD_TESTS=OFF
+      step fuzz-build cmake --build build-fuzz -j"$jobs" --target "${fuzz_targets[@]}"
+      for t in "${fuzz_targets[@]}"; do
+        step "fuzz-run-$t" run_fuzz "$t"
+      done
+      ;;
+    *)
+      echo "unknown step $s (asan, tsan, fuzz)" >&2
+      exit 2
+      ;;
+  esac
+done
+printf 'ok   %-28s %4ds\n' "ci-hardening total" "$(($(date +%s) - script_start))"
