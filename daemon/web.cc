@@ -13,8 +13,8 @@ namespace {
 
 constexpr const char* kOpNames[] = {"read", "write"};
 
-// The playground's largest cluster: its JSON answer stays around a megabyte.
-constexpr int kMaxModelShards = 10000;
+// The playground's largest cluster, the model's own bound: the answer stays around a megabyte.
+constexpr int kMaxModelShards = model::Cluster::kMaxShards;
 
 HttpResponse Text(int status, std::string body) {
   return HttpResponse{status, "text/plain; charset=utf-8", std::move(body), {}};

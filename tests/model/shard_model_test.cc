@@ -235,6 +235,12 @@ TEST_CASE("Model: invalid clusters and keys are rejected with a clear message", 
     ExpectInvalid(c, HotKey{0.2, 2.0}, "write_share must be in [0, 1]");
     ExpectInvalid(c, HotKey{0.2, -0.0001}, "write_share");
   }
+  SECTION("a shard count the model cannot hold") {
+    c.shards = Cluster::kMaxShards + 1;
+    ExpectInvalid(c, ok_key, "shards must be in [1, 10000]");
+    c.shards = 0;
+    ExpectInvalid(c, ok_key, "shards must be in [1, 10000]");
+  }
   SECTION("non-positive rates") {
     c.ops = 0;
     ExpectInvalid(c, ok_key, "ops must be a positive");

@@ -44,6 +44,10 @@ absl::StatusOr<Strategy> ParseStrategy(std::string_view name);
 
 // The cluster around the shard, and the strategies' parameters.
 struct Cluster {
+  // Most shards the model takes: a projection holds one load per shard, so this bounds its
+  // memory whatever a request or a rules file asks for.
+  static constexpr int kMaxShards = 10000;
+
   double ops = 50000;            // T: total ops/s over the cluster
   int shards = 8;                // N
   double capacity = 10000;       // C: ops/s one shard can serve
