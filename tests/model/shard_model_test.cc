@@ -261,7 +261,7 @@ TEST_CASE("Model: invalid clusters and keys are rejected with a clear message", 
     ExpectInvalid(c, ok_key, "app_servers");
     c = Cluster{};
     c.shards = 0;
-    ExpectInvalid(c, ok_key, "shards must be >= 1");
+    ExpectInvalid(c, ok_key, "shards must be in [1, 10000]");
   }
   SECTION("R and S outside [1, N]") {
     c.replicas = 0;
