@@ -229,7 +229,8 @@ void Cardinality(const Config& c) {
   Settle(d);
   const Proc after = d.proc();
   std::printf(
-      "{\"phase\":\"cardinality\",\"events_sent\":%llu,\"key_space\":%llu,\"rss_before_bytes\":%.0f,"
+      "{\"phase\":\"cardinality\",\"events_sent\":%llu,\"key_space\":%llu,\"rss_before_bytes\":%."
+      "0f,"
       "\"rss_after_bytes\":%.0f,\"tracked_keys\":%.0f,\"sketch_bytes\":%.0f}\n",
       static_cast<unsigned long long>(st.events), static_cast<unsigned long long>(c.distinct),
       before.rss_bytes, after.rss_bytes, Metric(Get(d.web(), "/metrics"), "hotkey_tracked_keys "),
@@ -263,9 +264,10 @@ void Detection(const Config& c) {
   }
   stop = true;
   t.join();
-  std::printf("{\"phase\":\"detection\",\"sampled_events_per_second\":%.0f,\"hot_share\":0.30,"
-              "\"detection_latency_seconds\":%.3f}\n",
-              c.detect_rate, latency);
+  std::printf(
+      "{\"phase\":\"detection\",\"sampled_events_per_second\":%.0f,\"hot_share\":0.30,"
+      "\"detection_latency_seconds\":%.3f}\n",
+      c.detect_rate, latency);
 }
 
 }  // namespace

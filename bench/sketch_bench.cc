@@ -63,9 +63,9 @@ constexpr size_t kTop = 100;
 struct Stream {
   std::string name;
   size_t distinct = 0;
-  std::string bytes;               // every event's key, back to back
-  std::vector<uint32_t> offsets;   // event i is bytes[offsets[i], offsets[i + 1])
-  std::vector<uint8_t> writes;     // 1 if event i is a write
+  std::string bytes;              // every event's key, back to back
+  std::vector<uint32_t> offsets;  // event i is bytes[offsets[i], offsets[i + 1])
+  std::vector<uint8_t> writes;    // 1 if event i is a write
   size_t size() const { return writes.size(); }
   std::string_view key(size_t i) const {
     return std::string_view(bytes).substr(offsets[i], offsets[i + 1] - offsets[i]);
@@ -205,8 +205,7 @@ Result RunSketch(const Stream& st, const Config& c, const Exact& ex) {
   // weights decayed to its clock. Bring the exact ones to the same units.
   const double last_factor =
       c.half_life_s > 0
-          ? std::exp2(((st.size() - 1) / kAdvanceEvery * kAdvanceEvery) / c.rate /
-                      c.half_life_s)
+          ? std::exp2(((st.size() - 1) / kAdvanceEvery * kAdvanceEvery) / c.rate / c.half_life_s)
           : 1.0;
   const auto top = hh->TopK(n);
   size_t hits = 0;
@@ -218,7 +217,8 @@ Result RunSketch(const Stream& st, const Config& c, const Exact& ex) {
     are += exact > 0 ? std::abs(h.estimate - exact) / exact : 1.0;
   }
   const double p = top.empty() ? 0 : static_cast<double>(hits) / top.size();
-  return {cpu, hh->MemoryBytes(), p, static_cast<double>(hits) / n, top.empty() ? 0 : are / top.size()};
+  return {cpu, hh->MemoryBytes(), p, static_cast<double>(hits) / n,
+          top.empty() ? 0 : are / top.size()};
 }
 
 void Report(const Stream& st, const Config& c) {
@@ -307,8 +307,8 @@ int main(int argc, char** argv) {
   };
   // The drifting stream moves the Zipf(1.0) rank-to-key mapping by 25 ranks every
   // sixteenth of the stream: a quarter of the top 100 is new in each phase.
-  const Spec specs[] = {{"zipf-0.9", 0.9, 0}, {"zipf-1.0", 1.0, 0}, {"zipf-1.2", 1.2, 0},
-                        {"drift", 1.0, 25}};
+  const Spec specs[] = {
+      {"zipf-0.9", 0.9, 0}, {"zipf-1.0", 1.0, 0}, {"zipf-1.2", 1.2, 0}, {"drift", 1.0, 25}};
   for (const Spec& s : specs) {
     if (!c.only_stream.empty() && c.only_stream != s.name) continue;
     Report(MakeZipf(s.name, s.s, c, s.drift), c);

@@ -21,12 +21,13 @@ double Rate(double delta, absl::Duration span) {
 
 void Project(const model::Cluster& cluster, double shard_ops, KeySnapshot* k) {
   const double key_ops = k->share * shard_ops;
-  absl::StatusOr<model::Projection> p = model::ProjectMeasured(
-      cluster, std::max(0.0, shard_ops - key_ops), key_ops, k->write_ratio);
+  absl::StatusOr<model::Projection> p =
+      model::ProjectMeasured(cluster, std::max(0.0, shard_ops - key_ops), key_ops, k->write_ratio);
   k->projected_load.clear();
   if (!p.ok()) return;  // cluster options are validated at load; nothing to advise
   k->advice = p->advice;
-  for (const model::StrategyLoad& l : p->loads) k->projected_load.emplace_back(l.strategy, l.busiest);
+  for (const model::StrategyLoad& l : p->loads)
+    k->projected_load.emplace_back(l.strategy, l.busiest);
 }
 
 }  // namespace
@@ -97,7 +98,8 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->tracked_keys = all.size();
   HistoryPoint point{now, {}, {}};
   point.keys.reserve(all.size());
-  for (int o = 0; o < kNumOps; ++o) point.raw_total[o] = tracker->RawTotal(static_cast<sketch::Op>(o));
+  for (int o = 0; o < kNumOps; ++o)
+    point.raw_total[o] = tracker->RawTotal(static_cast<sketch::Op>(o));
 
   const config::AlertOptions& alert = reloadable_.alert;
   const config::ExportOptions& exp = reloadable_.exporter;

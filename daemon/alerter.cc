@@ -85,10 +85,10 @@ size_t Alerter::hot_count() const {
 void Alerter::Log(bool start, const KeyState& s, double share, double threshold) {
   if (!log_) return;
   const std::string_view msg = start ? "hot key episode started" : "hot key episode ended";
-  std::string line = absl::StrFormat(
-      "ts=%s level=%s msg=%s key=%s share=%.4f peak_share=%.4f",
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", now_, absl::UTCTimeZone()),
-      start ? "warn" : "info", Quote(msg), Quote(s.label), share, s.peak_share);
+  std::string line =
+      absl::StrFormat("ts=%s level=%s msg=%s key=%s share=%.4f peak_share=%.4f",
+                      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", now_, absl::UTCTimeZone()),
+                      start ? "warn" : "info", Quote(msg), Quote(s.label), share, s.peak_share);
   if (threshold > 0) absl::StrAppendFormat(&line, " threshold=%.4f", threshold);
   if (!s.strategy.empty()) absl::StrAppendFormat(&line, " strategy=%s", s.strategy);
   if (!start) {

@@ -92,9 +92,8 @@ absl::Status Daemon::Init() {
     if (i == 0) {
       absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(udp.listen_address);
       if (hp.ok() && hp->port == 0) {
-        const std::string host = hp->host.find(':') != std::string::npos
-                                     ? absl::StrCat("[", hp->host, "]")
-                                     : hp->host;
+        const std::string host =
+            hp->host.find(':') != std::string::npos ? absl::StrCat("[", hp->host, "]") : hp->host;
         udp.listen_address = absl::StrCat(host, ":", (*r)->local_endpoint().port());
       }
     }
@@ -107,16 +106,15 @@ absl::Status Daemon::Init() {
     storage_status_.enabled = true;
     RestoreState();
   }
-  collector_ = std::make_unique<SnapshotCollector>(
-      [this] { return snapshot(); },
-      [this] {
-        std::lock_guard<std::mutex> l(mu_);
-        return reload_status_;
-      },
-      [this] {
-        std::lock_guard<std::mutex> l(mu_);
-        return storage_status_;
-      });
+  collector_ = std::make_unique<SnapshotCollector>([this] { return snapshot(); },
+                                                   [this] {
+                                                     std::lock_guard<std::mutex> l(mu_);
+                                                     return reload_status_;
+                                                   },
+                                                   [this] {
+                                                     std::lock_guard<std::mutex> l(mu_);
+                                                     return storage_status_;
+                                                   });
   WebHooks hooks;
   hooks.snapshot = [this] { return snapshot(); };
   hooks.reload = [this] { return Reload(); };
@@ -134,15 +132,14 @@ absl::Status Daemon::Init() {
   return absl::OkStatus();
 }
 
-Daemon::~Daemon() {
-  DoShutdown();
-}
+Daemon::~Daemon() { DoShutdown(); }
 
 void Daemon::Log(std::string_view level, std::string_view msg, std::string_view fields) {
   if (!log_) return;
-  std::string line = absl::StrFormat(
-      "ts=%s level=%s msg=\"%s\"", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_.Now(), absl::UTCTimeZone()),
-      std::string(level), std::string(msg));
+  std::string line =
+      absl::StrFormat("ts=%s level=%s msg=\"%s\"",
+                      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_.Now(), absl::UTCTimeZone()),
+                      std::string(level), std::string(msg));
   if (!fields.empty()) absl::StrAppend(&line, " ", std::string(fields));
   log_(line);
 }
@@ -204,9 +201,9 @@ void Daemon::StartDemo() {
   loadgen::SendOptions o;
   const auto ep = receivers_[0]->local_endpoint();
   const bool any = ep.address().is_unspecified();
-  o.to = ep.address().is_v6() && !any ? absl::StrCat("[", ep.address().to_string(), "]:", ep.port())
-                                      : absl::StrCat(any ? "127.0.0.1" : ep.address().to_string(),
-                                                     ":", ep.port());
+  o.to = ep.address().is_v6() && !any
+             ? absl::StrCat("[", ep.address().to_string(), "]:", ep.port())
+             : absl::StrCat(any ? "127.0.0.1" : ep.address().to_string(), ":", ep.port());
   o.rate = options_.demo_rate;
   o.background_keys = 100000;
   o.zipf_s = 1.0;

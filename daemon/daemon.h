@@ -94,9 +94,9 @@ class Daemon {
 
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_
-  ReloadStatus reload_status_;                 // guarded by mu_
-  StorageStatus storage_status_;               // guarded by mu_
-  model::Cluster cluster_;                     // guarded by mu_
+  ReloadStatus reload_status_;                // guarded by mu_
+  StorageStatus storage_status_;              // guarded by mu_
+  model::Cluster cluster_;                    // guarded by mu_
 };
 
 }  // namespace hotkey::daemon

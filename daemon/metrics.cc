@@ -79,12 +79,11 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
       MetricType type;
       double value;
     } proc[] = {
-        {"process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-         kCounter, p->cpu_seconds},
+        {"process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", kCounter,
+         p->cpu_seconds},
         {"process_resident_memory_bytes", "Resident memory size in bytes.", kGauge,
          p->resident_bytes},
-        {"process_virtual_memory_bytes", "Virtual memory size in bytes.", kGauge,
-         p->virtual_bytes},
+        {"process_virtual_memory_bytes", "Virtual memory size in bytes.", kGauge, p->virtual_bytes},
         {"process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
          kGauge, p->start_time_seconds},
         {"process_open_fds", "Number of open file descriptors.", kGauge, p->open_fds},
@@ -115,9 +114,9 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     out.push_back(std::move(f));
   }
   {
-    MetricFamily f = Family("hotkey_events_received_total",
-                            "Event lines parsed and counted (before sampling is scaled).",
-                            kCounter);
+    MetricFamily f =
+        Family("hotkey_events_received_total",
+               "Event lines parsed and counted (before sampling is scaled).", kCounter);
     Add(f, static_cast<double>(c.events));
     out.push_back(std::move(f));
   }
@@ -132,9 +131,9 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     out.push_back(std::move(f));
   }
   {
-    MetricFamily f = Family("hotkey_udp_receive_errors_total",
-                            "Receive system calls that failed for a reason other than no data.",
-                            kCounter);
+    MetricFamily f =
+        Family("hotkey_udp_receive_errors_total",
+               "Receive system calls that failed for a reason other than no data.", kCounter);
     Add(f, static_cast<double>(c.receive_errors));
     out.push_back(std::move(f));
   }
@@ -151,14 +150,17 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
                             "This shard's ops per second over the rate window, by op, scaled "
                             "by client sampling.",
                             kGauge);
-    for (int o = 0; o < sketch::kNumOps; ++o) Add(f, snap->ops_per_second[o], {{"op", kOpNames[o]}});
+    for (int o = 0; o < sketch::kNumOps; ++o)
+      Add(f, snap->ops_per_second[o], {{"op", kOpNames[o]}});
     out.push_back(std::move(f));
   }
   {
-    MetricFamily f = Family("hotkey_tracked_keys", "Keys held in the trackers' top-K tables.", kGauge);
+    MetricFamily f =
+        Family("hotkey_tracked_keys", "Keys held in the trackers' top-K tables.", kGauge);
     Add(f, static_cast<double>(snap->tracked_keys));
     out.push_back(std::move(f));
-    MetricFamily b = Family("hotkey_sketch_bytes", "Memory of the trackers (sketches and tables).", kGauge);
+    MetricFamily b =
+        Family("hotkey_sketch_bytes", "Memory of the trackers (sketches and tables).", kGauge);
     Add(b, static_cast<double>(snap->sketch_bytes));
     out.push_back(std::move(b));
     MetricFamily h = Family("hotkey_hot_keys", "Keys currently in a hot episode.", kGauge);
@@ -174,15 +176,15 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
                                   "The share above which the key counts as hot.", kGauge);
   MetricFamily error = Family("hotkey_key_share_error_ratio",
                               "Upper bound on the error of hotkey_key_share_ratio.", kGauge);
-  MetricFamily write = Family("hotkey_key_write_ratio",
-                              "Fraction of the key's ops that are writes.", kGauge);
+  MetricFamily write =
+      Family("hotkey_key_write_ratio", "Fraction of the key's ops that are writes.", kGauge);
   MetricFamily ops = Family("hotkey_key_ops_per_second",
                             "The key's ops per second over the rate window, by op, scaled by "
                             "client sampling.",
                             kGauge);
-  MetricFamily hot = Family("hotkey_key_hot",
-                            "1 while the key is in a hot episode; strategy is the advised fix.",
-                            kGauge);
+  MetricFamily hot =
+      Family("hotkey_key_hot", "1 while the key is in a hot episode; strategy is the advised fix.",
+             kGauge);
   MetricFamily load = Family("hotkey_key_projected_load_ratio",
                              "The busiest shard's load over its capacity under each strategy, "
                              "by the shard load model.",
@@ -199,7 +201,8 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
       Add(hot, 1, {{"key", k.label}, {"strategy", std::string(model::StrategyName(k.advice))}});
     }
     for (const auto& [strategy, busiest] : k.projected_load) {
-      Add(load, busiest, {{"key", k.label}, {"strategy", std::string(model::StrategyName(strategy))}});
+      Add(load, busiest,
+          {{"key", k.label}, {"strategy", std::string(model::StrategyName(strategy))}});
     }
   }
   for (MetricFamily* f : {&share, &threshold, &error, &write, &ops, &hot, &load}) {

@@ -69,7 +69,8 @@ absl::StatusOr<ProcessStats> ReadProcessStats() {
 uint64_t ParseUdpDrops(std::string_view table, std::span<const uint64_t> inodes) {
   uint64_t drops = 0;
   bool header = true;
-  for (absl::string_view line : absl::StrSplit(absl::string_view(table.data(), table.size()), '\n')) {
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(table.data(), table.size()), '\n')) {
     if (header) {
       header = false;
       continue;

@@ -15,7 +15,7 @@ namespace hotkey::daemon {
 
 // The standard process_* metrics of Prometheus client libraries.
 struct ProcessStats {
-  double cpu_seconds = 0;         // user + system
+  double cpu_seconds = 0;  // user + system
   double resident_bytes = 0;
   double virtual_bytes = 0;
   double start_time_seconds = 0;  // since the Unix epoch

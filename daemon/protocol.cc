@@ -124,8 +124,8 @@ bool ParseHeader(std::string_view line, double* rate) {
     line = end == std::string_view::npos ? std::string_view() : line.substr(end);
     constexpr std::string_view kRate = "rate=";
     double v;
-    if (param.substr(0, kRate.size()) != kRate ||
-        !ParseNumber(param.substr(kRate.size()), &v) || !(v >= kMinRate && v <= 1.0)) {
+    if (param.substr(0, kRate.size()) != kRate || !ParseNumber(param.substr(kRate.size()), &v) ||
+        !(v >= kMinRate && v <= 1.0)) {
       return false;
     }
     *rate = v;

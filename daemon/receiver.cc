@@ -55,8 +55,8 @@ absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
     absl::Duration publish_interval, const Clock& clock, PublishCallback on_publish) {
   absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(tracker, clock.Now());
   if (!hh.ok()) return hh.status();
-  std::unique_ptr<UdpReceiver> r(new UdpReceiver(udp, *std::move(hh), publish_interval, clock,
-                                                 std::move(on_publish)));
+  std::unique_ptr<UdpReceiver> r(
+      new UdpReceiver(udp, *std::move(hh), publish_interval, clock, std::move(on_publish)));
   for (const std::string& cidr : udp.allowed_sources) {
     absl::StatusOr<config::Cidr> c = config::ParseCidr(cidr);
     if (!c.ok()) return c.status();
@@ -113,8 +113,7 @@ absl::Status UdpReceiver::Open() {
   }
   // The kernel caps SO_RCVBUF at net.core.rmem_max; as root, SO_RCVBUFFORCE goes past it.
   const int want = static_cast<int>(std::min<size_t>(udp_.read_buffer_bytes, INT32_MAX / 2));
-  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) !=
-      0) {
+  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0) {
     ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
   }
   socklen_t len = sizeof rcvbuf_;
@@ -190,13 +189,13 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
   if (!allowed_.empty()) {
     std::span<const uint8_t> addr;
     if (from.ss_family == AF_INET) {
-      addr = {reinterpret_cast<const uint8_t*>(
-                  &reinterpret_cast<const sockaddr_in&>(from).sin_addr),
-              4};
+      addr = {
+          reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in&>(from).sin_addr),
+          4};
     } else if (from.ss_family == AF_INET6) {
-      addr = {reinterpret_cast<const uint8_t*>(
-                  &reinterpret_cast<const sockaddr_in6&>(from).sin6_addr),
-              16};
+      addr = {
+          reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in6&>(from).sin6_addr),
+          16};
     }
     bool ok = false;
     for (const config::Cidr& c : allowed_) ok = ok || c.Contains(addr);
@@ -205,9 +204,9 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
       return;
     }
   }
-  const ParseStats st = ParseDatagram(
-      std::string_view(data, len), udp_.max_key_bytes,
-      [this](const Event& e) { tracker_.Update(e.key, e.op, e.weight); });
+  const ParseStats st =
+      ParseDatagram(std::string_view(data, len), udp_.max_key_bytes,
+                    [this](const Event& e) { tracker_.Update(e.key, e.op, e.weight); });
   counters_.events += st.events;
   for (size_t i = 0; i < kNumRejects; ++i) counters_.rejected[i] += st.rejected[i];
 }

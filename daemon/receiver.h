@@ -47,8 +47,8 @@ struct ReceiverCounters {
   uint64_t datagrams = 0;
   uint64_t events = 0;
   std::array<uint64_t, kNumRejects> rejected = {};  // lines (datagrams for kBadHeader)
-  uint64_t datagrams_denied = 0;   // from a source outside --udp.allowed-sources
-  uint64_t receive_errors = 0;     // recvmmsg failures other than "nothing to read"
+  uint64_t datagrams_denied = 0;                    // from a source outside --udp.allowed-sources
+  uint64_t receive_errors = 0;  // recvmmsg failures other than "nothing to read"
 
   void Add(const ReceiverCounters& o);
 };

@@ -21,7 +21,7 @@
 namespace hotkey::daemon {
 
 struct KeySnapshot {
-  std::string key;         // the tracked bytes (a prefix when `truncated`)
+  std::string key;  // the tracked bytes (a prefix when `truncated`)
   bool truncated = false;
   uint64_t hash = 0;
   std::string label;       // the key as exported (key_label.h)
@@ -30,7 +30,7 @@ struct KeySnapshot {
   double write_ratio = 0;  // writes / (reads + writes) of the weight seen since admission
   double ops_per_second[sketch::kNumOps] = {0, 0};          // over the rate window
   double decayed_ops_per_second[sketch::kNumOps] = {0, 0};  // over about one half-life
-  double threshold = 0;    // its share threshold; +inf when a rule ignores it
+  double threshold = 0;  // its share threshold; +inf when a rule ignores it
   bool hot = false;
   absl::Time hot_since = absl::InfiniteFuture();
   double peak_share = 0;

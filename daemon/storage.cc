@@ -17,7 +17,8 @@ namespace hotkey::daemon {
 namespace {
 
 absl::Status Errno(std::string_view what, const std::string& path) {
-  return absl::InternalError(absl::StrCat(std::string(what), " ", path, ": ", std::strerror(errno)));
+  return absl::InternalError(
+      absl::StrCat(std::string(what), " ", path, ": ", std::strerror(errno)));
 }
 
 // Writes all of `data` to `fd`, retrying short writes and EINTR.

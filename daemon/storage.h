@@ -34,8 +34,8 @@ class StateStore {
   // What Load() found.
   struct Loaded {
     std::optional<sketch::HeavyHitters> tracker;  // empty: no usable state
-    std::string problem;    // why the file was not used (empty if it was, or was absent)
-    std::string moved_to;   // where an unusable file was moved
+    std::string problem;   // why the file was not used (empty if it was, or was absent)
+    std::string moved_to;  // where an unusable file was moved
   };
   // Reads the file; a tracker is returned only if its options equal `expected`. A missing
   // file is not a problem (first start).

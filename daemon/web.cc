@@ -111,8 +111,8 @@ HttpResponse WebRoutes::Handle(const HttpRequest& req) const {
   if (!get) return Text(405, "method not allowed\n");
 
   if (req.path == telemetry_path_) {
-    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                        RenderText(*hooks_.metrics), {}};
+    return HttpResponse{
+        200, "text/plain; version=0.0.4; charset=utf-8", RenderText(*hooks_.metrics), {}};
   }
   if (req.path == "/-/healthy") return Text(200, "Healthy\n");
   if (req.path == "/-/ready") {
@@ -135,12 +135,13 @@ HttpResponse WebRoutes::Model(const std::string& query) const {
   for (const auto& [name, value] : ParseQuery(query)) {
     double v;
     if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
-      return Json(400, JsonError(absl::StrCat("parameter ", name, ": \"", value, "\" is not a number")));
+      return Json(400,
+                  JsonError(absl::StrCat("parameter ", name, ": \"", value, "\" is not a number")));
     }
     // Counts must be whole numbers an int holds: casting 1e300 to int is undefined
     // behaviour, and truncating 2.5 shards to 2 would answer another question.
-    const bool count = name == "shards" || name == "app_servers" || name == "replicas" ||
-                       name == "split";
+    const bool count =
+        name == "shards" || name == "app_servers" || name == "replicas" || name == "split";
     if (count && (v != std::floor(v) || v < 0 || v > std::numeric_limits<int>::max())) {
       return Json(400, JsonError(absl::StrCat("parameter ", name, ": \"", value,
                                               "\" is not a whole number in range")));

@@ -76,8 +76,8 @@ void FuzzHeavyHitters(std::string_view buf) {
       sketch::HeavyHitters::Create(hh->options(), hh->now());
   FUZZ_CHECK_OK(other);
   const std::string long_key(hh->options().max_key_bytes + 5, 'k');
-  for (const std::string_view key : {std::string_view("a"), std::string_view(""),
-                                     std::string_view(long_key)}) {
+  for (const std::string_view key :
+       {std::string_view("a"), std::string_view(""), std::string_view(long_key)}) {
     hh->Update(key, sketch::Op::kWrite, 2.5);
     other->Update(key, sketch::Op::kRead, 1.5);
     FUZZ_CHECK(hh->UpperBound(key) >= hh->LowerBound(key));

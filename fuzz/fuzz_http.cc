@@ -72,10 +72,8 @@ std::shared_ptr<const daemon::Snapshot> MakeSnapshot() {
           "w@0.1*3 user:42:profile\nr a-key-much-longer-than-thirty-two-bytes-of-storage\nx";
       for (int i = 0; i < 50; ++i) {
         ++counters.datagrams;
-        const daemon::ParseStats st =
-            daemon::ParseDatagram(datagram, 1024, [&](const daemon::Event& e) {
-              hh->Update(e.key, e.op, e.weight);
-            });
+        const daemon::ParseStats st = daemon::ParseDatagram(
+            datagram, 1024, [&](const daemon::Event& e) { hh->Update(e.key, e.op, e.weight); });
         counters.events += st.events;
         for (size_t k = 0; k < daemon::kNumRejects; ++k) counters.rejected[k] += st.rejected[k];
       }
@@ -92,7 +90,9 @@ struct World {
   World()
       : snapshot(MakeSnapshot()),
         collector([this] { return snapshot; },
-                  [] { return daemon::ReloadStatus{true, absl::FromUnixSeconds(1'700'000'000)}; }),
+                  [] {
+                    return daemon::ReloadStatus{true, absl::FromUnixSeconds(1'700'000'000)};
+                  }),
         routes("/metrics", Hooks()) {}
 
   daemon::WebHooks Hooks() {
@@ -156,7 +156,7 @@ int FuzzHttp(const uint8_t* data, size_t size) {
       if (ec || used == 0) break;
     }
     if (!parser.is_done() && !ec) parser.put_eof(ec);  // the client closed its side
-    if (ec || !parser.is_done()) return 0;  // the server answers 400/413 and closes
+    if (ec || !parser.is_done()) return 0;             // the server answers 400/413 and closes
     Serve(*world, parser.get());
     if (!parser.get().keep_alive()) return 0;
   }

@@ -28,25 +28,24 @@
 #define HOTKEY_FUZZ_FAIL(msg) (std::fputs((msg).c_str(), stderr), std::abort())
 #endif
 
-#define FUZZ_CHECK(cond)                                                                 \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      HOTKEY_FUZZ_FAIL(std::string(__FILE__) + ":" + std::to_string(__LINE__) +         \
-                       ": FUZZ_CHECK failed: " #cond "\n");                              \
-    }                                                                                    \
+#define FUZZ_CHECK(cond)                                                        \
+  do {                                                                          \
+    if (!(cond)) {                                                              \
+      HOTKEY_FUZZ_FAIL(std::string(__FILE__) + ":" + std::to_string(__LINE__) + \
+                       ": FUZZ_CHECK failed: " #cond "\n");                     \
+    }                                                                           \
   } while (0)
 
 // FUZZ_CHECK for an absl::Status or StatusOr: the message goes into the report.
-#define FUZZ_CHECK_OK(expr)                                                              \
-  do {                                                                                   \
-    const auto& fuzz_check_ok_value = (expr);                                            \
-    if (!::hotkey::fuzz::internal::StatusOf(fuzz_check_ok_value).ok()) {                 \
-      HOTKEY_FUZZ_FAIL(std::string(__FILE__) + ":" + std::to_string(__LINE__) +         \
-                       ": FUZZ_CHECK_OK failed: " #expr ": " +                           \
-                       std::string(::hotkey::fuzz::internal::StatusOf(fuzz_check_ok_value) \
-                                       .message()) +                                     \
-                       "\n");                                                            \
-    }                                                                                    \
+#define FUZZ_CHECK_OK(expr)                                                                       \
+  do {                                                                                            \
+    const auto& fuzz_check_ok_value = (expr);                                                     \
+    if (!::hotkey::fuzz::internal::StatusOf(fuzz_check_ok_value).ok()) {                          \
+      HOTKEY_FUZZ_FAIL(                                                                           \
+          std::string(__FILE__) + ":" + std::to_string(__LINE__) +                                \
+          ": FUZZ_CHECK_OK failed: " #expr ": " +                                                 \
+          std::string(::hotkey::fuzz::internal::StatusOf(fuzz_check_ok_value).message()) + "\n"); \
+    }                                                                                             \
   } while (0)
 
 namespace hotkey::fuzz {

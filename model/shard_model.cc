@@ -34,8 +34,8 @@ absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.
 // Everything in Cluster::Validate() except `ops`, which ProjectMeasured() ignores.
 absl::Status ValidateShape(const Cluster& c) {
   if (c.shards < 1 || c.shards > Cluster::kMaxShards) {
-    return absl::InvalidArgumentError(absl::StrCat("shards must be in [1, ", Cluster::kMaxShards,
-                                                   "], got ", c.shards));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shards must be in [1, ", Cluster::kMaxShards, "], got ", c.shards));
   }
   if (!Finite(c.capacity) || c.capacity <= 0) {
     return absl::InvalidArgumentError(

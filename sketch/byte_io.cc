@@ -40,7 +40,8 @@ absl::Status ByteReader::Open(std::string_view buf, std::string_view magic, uint
     return absl::InvalidArgumentError(absl::StrCat("buffer too short: ", buf.size(), " bytes"));
   }
   if (buf.substr(0, kMagicBytes) != magic) {
-    return absl::InvalidArgumentError(absl::StrCat("not a ", std::string(magic), " buffer (bad magic)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a ", std::string(magic), " buffer (bad magic)"));
   }
   const std::string_view body = buf.substr(0, buf.size() - kChecksumBytes);
   uint64_t stored;
@@ -53,9 +54,9 @@ absl::Status ByteReader::Open(std::string_view buf, std::string_view magic, uint
   // check keep GCC's -Wmaybe-uninitialized (an error in the sanitizer build) quiet.
   uint16_t got = 0;
   if (!reader->U16(&got) || got != version) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("unsupported ", std::string(magic), " format version ", got, " (this build reads ",
-                     version, ")"));
+    return absl::FailedPreconditionError(absl::StrCat("unsupported ", std::string(magic),
+                                                      " format version ", got,
+                                                      " (this build reads ", version, ")"));
   }
   return absl::OkStatus();
 }

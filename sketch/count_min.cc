@@ -25,9 +25,8 @@ CountMinSketch::CountMinSketch(uint32_t width, uint32_t depth)
 
 absl::StatusOr<CountMinSketch> CountMinSketch::Create(uint32_t width, uint32_t depth) {
   if (width == 0 || !std::has_single_bit(width) || width > kMaxWidth) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("count-min width must be a power of two in [1, ", kMaxWidth, "], got ",
-                     width));
+    return absl::InvalidArgumentError(absl::StrCat("count-min width must be a power of two in [1, ",
+                                                   kMaxWidth, "], got ", width));
   }
   if (depth == 0 || depth > kMaxDepth) {
     return absl::InvalidArgumentError(
@@ -99,9 +98,9 @@ float CountMinSketch::Estimate(uint64_t hash) const {
 
 absl::Status CountMinSketch::Merge(const CountMinSketch& other, float factor) {
   if (other.width_ != width_ || other.depth_ != depth_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot merge a ", other.width_, "x", other.depth_, " count-min into a ",
-                     width_, "x", depth_, " one"));
+    return absl::InvalidArgumentError(absl::StrCat("cannot merge a ", other.width_, "x",
+                                                   other.depth_, " count-min into a ", width_, "x",
+                                                   depth_, " one"));
   }
   for (size_t i = 0; i < counters_.size(); ++i) counters_[i] += factor * other.counters_[i];
   return absl::OkStatus();

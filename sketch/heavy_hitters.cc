@@ -36,18 +36,17 @@ constexpr double kSumSlack = 1e-9;
 
 absl::Status HeavyHittersOptions::Validate() const {
   if (candidates < 1 || candidates > HeavyHitters::kMaxCandidates) {
-    return absl::InvalidArgumentError(absl::StrCat("candidates must be in [1, ",
-                                                   HeavyHitters::kMaxCandidates, "], got ",
-                                                   candidates));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "candidates must be in [1, ", HeavyHitters::kMaxCandidates, "], got ", candidates));
   }
   if (max_key_bytes < 1 || max_key_bytes > HeavyHitters::kMaxKeyBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_key_bytes must be in [1, ", HeavyHitters::kMaxKeyBytes, "], got ", max_key_bytes));
   }
   if (uint64_t{candidates} * max_key_bytes > HeavyHitters::kMaxTableBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "candidates * max_key_bytes must be at most ", HeavyHitters::kMaxTableBytes,
-        " bytes, got ", uint64_t{candidates} * max_key_bytes));
+    return absl::InvalidArgumentError(absl::StrCat("candidates * max_key_bytes must be at most ",
+                                                   HeavyHitters::kMaxTableBytes, " bytes, got ",
+                                                   uint64_t{candidates} * max_key_bytes));
   }
   if (half_life <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -65,8 +64,7 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Create(const HeavyHittersOptions& opt
   return HeavyHitters(options, *std::move(cms), now);
 }
 
-HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cms,
-                           absl::Time now)
+HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cms, absl::Time now)
     : options_(options),
       cms_(std::move(cms)),
       half_life_s_(options.half_life == absl::InfiniteDuration()
@@ -370,8 +368,8 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     const Entry& o = other.entries_[slot];
     const std::string_view key = other.StoredKey(slot);
     if (Find(o.hash, key, o.truncated) != kEmpty) continue;  // merged above
-    Merged m{o.hash, std::string(key), o.truncated,
-             o.upper * scale + cms_.Estimate(o.hash), {}, {}, o.admitted_ns};
+    Merged m{o.hash, std::string(key), o.truncated, o.upper * scale + cms_.Estimate(o.hash), {},
+             {},     o.admitted_ns};
     for (int k = 0; k < kNumOps; ++k) {
       m.weight[k] = o.weight[k] * scale;
       m.raw[k] = o.raw[k];
@@ -477,8 +475,7 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
     return corrupt("short header");
   }
   o.sketch_bytes = sketch_bytes;
-  o.half_life =
-      half_life_ns == -1 ? absl::InfiniteDuration() : absl::Nanoseconds(half_life_ns);
+  o.half_life = half_life_ns == -1 ? absl::InfiniteDuration() : absl::Nanoseconds(half_life_ns);
   if (sketch_bytes > (uint64_t{1} << 32)) return corrupt("sketch budget out of range");
   // The sketch's counters are in the buffer: make sure they all are before anything is
   // allocated for them (a hostile header could otherwise ask for 4 GiB).

@@ -34,15 +34,15 @@ class Stream {
   // Parses a datagram of the wire protocol into the tracker, as a receiver does.
   void FeedDatagram(std::string_view datagram) {
     ++counters_.datagrams;
-    const ParseStats st = ParseDatagram(datagram, 1024, [this](const Event& e) {
-      tracker_.Update(e.key, e.op, e.weight);
-    });
+    const ParseStats st = ParseDatagram(
+        datagram, 1024, [this](const Event& e) { tracker_.Update(e.key, e.op, e.weight); });
     counters_.events += st.events;
   }
   void AdvanceTo(absl::Time t) { tracker_.Advance(t); }
 
   std::shared_ptr<const ReceiverReport> Report() const {
-    return std::make_shared<const ReceiverReport>(ReceiverReport{tracker_.now(), tracker_, counters_});
+    return std::make_shared<const ReceiverReport>(
+        ReceiverReport{tracker_.now(), tracker_, counters_});
   }
 
  private:
@@ -238,9 +238,10 @@ TEST_CASE("Aggregator: the exported set keeps at most top_k keys over min_share"
   }
 }
 
-TEST_CASE("Aggregator: export hysteresis keeps a key between min_share*(1-h) and min_share "
-          "and drops it below",
-          "[daemon][aggregator]") {
+TEST_CASE(
+    "Aggregator: export hysteresis keeps a key between min_share*(1-h) and min_share "
+    "and drops it below",
+    "[daemon][aggregator]") {
   config::ReloadableOptions r = Reloadable();
   r.exporter.min_share = 0.04;
   r.exporter.hysteresis = 0.5;  // stays down to 0.02
@@ -269,9 +270,10 @@ TEST_CASE("Aggregator: export hysteresis keeps a key between min_share*(1-h) and
   CHECK(FindKey(*snap, "bg") != nullptr);
 }
 
-TEST_CASE("Aggregator: two receivers' reports merge to what one receiver of both streams "
-          "reports",
-          "[daemon][aggregator]") {
+TEST_CASE(
+    "Aggregator: two receivers' reports merge to what one receiver of both streams "
+    "reports",
+    "[daemon][aggregator]") {
   Stream one, left, right;
   // The same events, split between two receivers by a flow hash stand-in (i % 2).
   int a = 0;
@@ -333,9 +335,9 @@ TEST_CASE("Aggregator: advice per key follows the shard model", "[daemon][aggreg
     model::Strategy advice;
     double advised_load;  // busiest / C under the advised strategy
   };
-  for (const Case& c : {Case{0.05, model::Strategy::kCache, 0.2910},
-                        Case{0.95, model::Strategy::kSplit, 0.7175},
-                        Case{0.50, model::Strategy::kSplitCache, 0.4260}}) {
+  for (const Case& c :
+       {Case{0.05, model::Strategy::kCache, 0.2910}, Case{0.95, model::Strategy::kSplit, 0.7175},
+        Case{0.50, model::Strategy::kSplitCache, 0.4260}}) {
     INFO("write share " << c.write_share);
     config::ReloadableOptions r = Reloadable();
     r.cluster.shards = 8;
@@ -350,7 +352,8 @@ TEST_CASE("Aggregator: advice per key follows the shard model", "[daemon][aggreg
     const int writes = static_cast<int>(std::lround(18000 * c.write_share));
     for (int i = 0; i < 18000; ++i) {
       // Spread the writes evenly through the stream.
-      const bool w = (static_cast<long>(i) * writes) / 18000 != (static_cast<long>(i + 1) * writes) / 18000;
+      const bool w =
+          (static_cast<long>(i) * writes) / 18000 != (static_cast<long>(i + 1) * writes) / 18000;
       s.Feed("celebrity", w ? Op::kWrite : Op::kRead);
       if (i % 9 == 0) s.Feed(absl::StrCat("bg:", i % 200));  // 2000 background events
     }
@@ -370,9 +373,10 @@ TEST_CASE("Aggregator: advice per key follows the shard model", "[daemon][aggreg
   }
 }
 
-TEST_CASE("Aggregator: a hot key is marked hot after min_dwell, and reload changes the "
-          "threshold",
-          "[daemon][aggregator]") {
+TEST_CASE(
+    "Aggregator: a hot key is marked hot after min_dwell, and reload changes the "
+    "threshold",
+    "[daemon][aggregator]") {
   std::vector<std::string> logs;
   Aggregator agg(Track(), Reloadable(), "secret", kT0,
                  [&](std::string_view l) { logs.emplace_back(l); });

@@ -29,8 +29,7 @@ struct Harness {
 
   // One tick at kT0 + ms with one key observed at `share` (threshold 0.1) on a shard
   // serving `ops` ops/s; returns whether the key is hot.
-  bool Tick(int ms, double share, double ops = 1000, uint64_t id = 1,
-            double threshold = 0.10) {
+  bool Tick(int ms, double share, double ops = 1000, uint64_t id = 1, double threshold = 0.10) {
     alerter.Begin(kT0 + absl::Milliseconds(ms), ops);
     const bool hot = alerter.Observe(id, share, threshold, "k", "cache");
     alerter.Finish();
@@ -70,15 +69,16 @@ TEST_CASE("Alerter: a dip below the threshold before the dwell passes restarts t
   CHECK_FALSE(h.Tick(0, 0.4));
   CHECK_FALSE(h.Tick(200, 0.09));  // under the threshold: the pending state is dropped
   CHECK(h.alerter.Find(1) == nullptr);
-  CHECK_FALSE(h.Tick(300, 0.4));   // over again from 300
+  CHECK_FALSE(h.Tick(300, 0.4));  // over again from 300
   CHECK_FALSE(h.Tick(500, 0.4));
   CHECK(h.Tick(600, 0.4));
   CHECK(h.logs.size() == 1);
 }
 
-TEST_CASE("Alerter: a hot key stays hot between threshold*(1-hysteresis) and the threshold, "
-          "and cools below",
-          "[daemon][alerter]") {
+TEST_CASE(
+    "Alerter: a hot key stays hot between threshold*(1-hysteresis) and the threshold, "
+    "and cools below",
+    "[daemon][alerter]") {
   Harness h;
   h.Tick(0, 0.4);
   REQUIRE(h.Tick(300, 0.4));
@@ -133,9 +133,10 @@ TEST_CASE("Alerter: a hot key that is no longer observed ends its episode", "[da
   CHECK(h.logs.size() == 2);
 }
 
-TEST_CASE("Alerter: one episode logs exactly one start and one end line, with key, peak share "
-          "and duration",
-          "[daemon][alerter]") {
+TEST_CASE(
+    "Alerter: one episode logs exactly one start and one end line, with key, peak share "
+    "and duration",
+    "[daemon][alerter]") {
   Harness h;
   h.Tick(0, 0.3);
   h.Tick(300, 0.3);

@@ -238,7 +238,8 @@ TEST_CASE("E2E: events sampled at rate=0.01 count as 100 ops each in every ops/s
   const double writes = e.Value("hotkey_ops_per_second", {{"op", "write"}}).value_or(-1);
   CHECK(writes == 0);
   CHECK(reads == Approx(1000 * 100 + 500).epsilon(0.15));
-  const double hot = e.Value("hotkey_key_ops_per_second", {{"key", "hot"}, {"op", "read"}}).value_or(0);
+  const double hot =
+      e.Value("hotkey_key_ops_per_second", {{"key", "hot"}, {"op", "read"}}).value_or(0);
   const double plain =
       e.Value("hotkey_key_ops_per_second", {{"key", "plain"}, {"op", "read"}}).value_or(0);
   CHECK(hot == Approx(500 * 100).epsilon(0.15));
@@ -251,16 +252,17 @@ TEST_CASE("E2E: events sampled at rate=0.01 count as 100 ops each in every ops/s
         Approx(50000.0 / 100500).margin(0.02));
 }
 
-TEST_CASE("E2E: rejection counters count exactly what was sent, and good lines beside bad ones "
-          "are counted",
-          "[daemon][e2e]") {
+TEST_CASE(
+    "E2E: rejection counters count exactly what was sent, and good lines beside bad ones "
+    "are counted",
+    "[daemon][e2e]") {
   TestDaemon d(Options());
   UdpClient c(d.udp());
   const std::string mixed = "r a\nx b\nw c\n\nr\nr@2 d\nr " + std::string(2000, 'k') + "\nw*2 e";
   for (int i = 0; i < 3; ++i) {
-    c.Send(mixed);          // 3 events; one line of each of five reasons
+    c.Send(mixed);            // 3 events; one line of each of five reasons
     c.Send("!v2\nr a\nr b");  // whole datagram: bad_header
-    c.Send("");             // an empty datagram: counted, nothing in it
+    c.Send("");               // an empty datagram: counted, nothing in it
   }
   REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_datagrams_received_total") == 9; }));
   const Exposition e = d.Metrics();
@@ -277,9 +279,10 @@ TEST_CASE("E2E: rejection counters count exactly what was sent, and good lines b
   CHECK(e.Value("hotkey_key_share_ratio", {{"key", "e"}}).value_or(0) == Approx(0.5).margin(0.01));
 }
 
-TEST_CASE("E2E: keys with quotes, backslashes, control bytes and invalid UTF-8 give a scrape "
-          "that parses line by line",
-          "[daemon][e2e]") {
+TEST_CASE(
+    "E2E: keys with quotes, backslashes, control bytes and invalid UTF-8 give a scrape "
+    "that parses line by line",
+    "[daemon][e2e]") {
   TestDaemon d(Options());
   UdpClient c(d.udp());
   const std::vector<std::string> keys = {"quo\"te", "back\\slash", "ctl\x01\x02\x7f\ttab",
@@ -298,19 +301,18 @@ TEST_CASE("E2E: keys with quotes, backslashes, control bytes and invalid UTF-8 g
   CHECK(e->Find("hotkey_key_share_ratio").size() == keys.size());
   CHECK(e->Value("hotkey_key_share_ratio", {{"key", "quo\"te"}}) == Approx(0.2));
   CHECK(e->Value("hotkey_key_share_ratio", {{"key", "back\\x5cslash"}}) == Approx(0.2));
-  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "ctl\\x01\\x02\\x7f\\x09tab"}}) ==
-        Approx(0.2));
-  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "bad\\xff\\xfe utf8 \\xc3"}}) ==
-        Approx(0.2));
+  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "ctl\\x01\\x02\\x7f\\x09tab"}}) == Approx(0.2));
+  CHECK(e->Value("hotkey_key_share_ratio", {{"key", "bad\\xff\\xfe utf8 \\xc3"}}) == Approx(0.2));
   CHECK(e->Value("hotkey_key_share_ratio", {{"key", "nul\\x00byte"}}) == Approx(0.2));
   // The same labels in the JSON API.
   CHECK(d.TopKey("quo\"te").has_value());
   CHECK(d.TopKey("bad\\xff\\xfe utf8 \\xc3").has_value());
 }
 
-TEST_CASE("E2E: a hot key's episode starts after min_dwell and ends with hysteresis, logged once "
-          "each",
-          "[daemon][e2e]") {
+TEST_CASE(
+    "E2E: a hot key's episode starts after min_dwell and ends with hysteresis, logged once "
+    "each",
+    "[daemon][e2e]") {
   config::DaemonOptions o = Options();
   o.alert.default_threshold = 0.1;
   o.alert.hysteresis = 0.2;  // a hot key cools below 0.08
@@ -443,10 +445,9 @@ TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one o
   std::filesystem::remove(path);
 }
 
-TEST_CASE("E2E: a bad rules file at start is an error from Create, not a crash",
-          "[daemon][e2e]") {
-  const std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                     absl::StrCat("hotkeyd_e2e_bad_", ::getpid(), ".yml");
+TEST_CASE("E2E: a bad rules file at start is an error from Create, not a crash", "[daemon][e2e]") {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / absl::StrCat("hotkeyd_e2e_bad_", ::getpid(), ".yml");
   std::ofstream(path) << "alert:\n  sahre_threshold: 0.2\n";
   config::DaemonOptions o = Options();
   o.config_file = path.string();
@@ -517,12 +518,11 @@ TEST_CASE("E2E: datagrams from outside --udp.allowed-sources are counted as deni
   UdpClient c2(allowed.udp());
   for (int i = 0; i < 5; ++i) c2.Send("r a\nr b");
   REQUIRE(allowed.WaitEvents(10));
-  CHECK(allowed.Metrics().Value("hotkey_datagrams_rejected_total",
-                                {{"reason", "source_denied"}}) == 0);
+  CHECK(allowed.Metrics().Value("hotkey_datagrams_rejected_total", {{"reason", "source_denied"}}) ==
+        0);
 }
 
-TEST_CASE("E2E: with two receivers on one port, counts add up and shares merge",
-          "[daemon][e2e]") {
+TEST_CASE("E2E: with two receivers on one port, counts add up and shares merge", "[daemon][e2e]") {
   config::DaemonOptions o = Options();
   o.udp.receivers = 2;
   TestDaemon d(o);

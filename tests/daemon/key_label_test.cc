@@ -63,9 +63,9 @@ TEST_CASE("KeyLabel: raw mode writes invalid bytes, control characters and backs
   CHECK(Raw("del\x7f") == "del\\x7f");
   CHECK(Raw("back\\slash") == "back\\x5cslash");
   CHECK(Raw("\xff\xfe") == "\\xff\\xfe");
-  CHECK(Raw("\xc0\x80") == "\\xc0\\x80");      // overlong form: bytes, not a character
+  CHECK(Raw("\xc0\x80") == "\\xc0\\x80");           // overlong form: bytes, not a character
   CHECK(Raw("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // surrogate
-  CHECK(Raw("ok\xc3") == "ok\\xc3");            // truncated sequence at the end
+  CHECK(Raw("ok\xc3") == "ok\\xc3");                // truncated sequence at the end
   // A literal "\x41" in a key cannot be confused with the byte it spells.
   CHECK(Raw("\\x41") != Raw("A"));
 }

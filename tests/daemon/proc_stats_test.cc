@@ -42,8 +42,7 @@ TEST_CASE("ProcStats: UDP drops are summed over the rows of our inodes only", "[
   CHECK(ParseUdpDrops(kUdpTable, {}) == 0);
 }
 
-TEST_CASE("ProcStats: a malformed or empty table gives zero drops, not a crash",
-          "[daemon][proc]") {
+TEST_CASE("ProcStats: a malformed or empty table gives zero drops, not a crash", "[daemon][proc]") {
   const std::vector<uint64_t> inodes = {4242};
   CHECK(ParseUdpDrops("", inodes) == 0);
   CHECK(ParseUdpDrops("header only\n", inodes) == 0);

@@ -47,7 +47,8 @@ void ExpectRejected(std::string_view line, Reject reason) {
   CHECK(p.TotalRejected() == 1);
 }
 
-TEST_CASE("Protocol: a plain read and a plain write are one event of weight 1", "[daemon][protocol]") {
+TEST_CASE("Protocol: a plain read and a plain write are one event of weight 1",
+          "[daemon][protocol]") {
   const Parsed p = Parse("r user:42\nw cart:9");
   REQUIRE(p.keys == std::vector<std::string>{"user:42", "cart:9"});
   CHECK(p.ops == std::vector<Op>{Op::kRead, Op::kWrite});
@@ -104,12 +105,13 @@ TEST_CASE("Protocol: a bare !v1 header (or with a trailing space) keeps rate 1",
   CHECK(only.TotalRejected() == 0);
 }
 
-TEST_CASE("Protocol: a header of another version or with an unknown parameter rejects the "
-          "whole datagram as bad_header",
-          "[daemon][protocol]") {
-  for (const char* d : {"!v2\nr a\nr b", "!v1 foo=1\nr a", "!v1 rate=0.1 speed=2\nr a",
-                        "!v1 rate=0\nr a", "!v1 rate=1.5\nr a", "!v1 rate=abc\nr a",
-                        "!v1x\nr a", "!v10\nr a", "!\nr a"}) {
+TEST_CASE(
+    "Protocol: a header of another version or with an unknown parameter rejects the "
+    "whole datagram as bad_header",
+    "[daemon][protocol]") {
+  for (const char* d :
+       {"!v2\nr a\nr b", "!v1 foo=1\nr a", "!v1 rate=0.1 speed=2\nr a", "!v1 rate=0\nr a",
+        "!v1 rate=1.5\nr a", "!v1 rate=abc\nr a", "!v1x\nr a", "!v10\nr a", "!\nr a"}) {
     INFO("datagram: " << d);
     const Parsed p = Parse(d);
     CHECK(p.stats.events == 0);
@@ -170,9 +172,9 @@ TEST_CASE("Protocol: keys are accepted up to the limit and rejected one byte pas
 TEST_CASE("Protocol: a rate or weight out of range or malformed is rejected as bad_number",
           "[daemon][protocol]") {
   for (const char* line :
-       {"r@0 k", "r@1.5 k", "r@abc k", "r*-1 k", "r*inf k", "r*1e400 k", "r@0.1@0.2 k",
-        "r*2*3 k", "r@ k", "r* k", "r*0 k", "r@-0.5 k", "r@nan k", "r*0x10 k", "r@+0.5 k",
-        "r*1e7 k", "r@1e-10 k", "r*. k", "r@0.5* k", "r*2@ k", "r@0,5 k"}) {
+       {"r@0 k",    "r@1.5 k", "r@abc k",   "r*-1 k", "r*inf k",  "r*1e400 k", "r@0.1@0.2 k",
+        "r*2*3 k",  "r@ k",    "r* k",      "r*0 k",  "r@-0.5 k", "r@nan k",   "r*0x10 k",
+        "r@+0.5 k", "r*1e7 k", "r@1e-10 k", "r*. k",  "r@0.5* k", "r*2@ k",    "r@0,5 k"}) {
     ExpectRejected(line, Reject::kBadNumber);
   }
 }
@@ -180,12 +182,14 @@ TEST_CASE("Protocol: a rate or weight out of range or malformed is rejected as b
 TEST_CASE("Protocol: a bad line never spoils its neighbours", "[daemon][protocol]") {
   const std::string datagram =
       "r a\n"
-      "x b\n"           // unknown_op
+      "x b\n"  // unknown_op
       "w c\n"
-      "\n"              // empty_line
-      "r\n"             // missing_key
-      "r@2 d\n"         // bad_number
-      "r " + std::string(9, 'k') + "\n"  // key_too_long (limit 8)
+      "\n"       // empty_line
+      "r\n"      // missing_key
+      "r@2 d\n"  // bad_number
+      "r " +
+      std::string(9, 'k') +
+      "\n"  // key_too_long (limit 8)
       "w*2 e\n";
   const Parsed p = Parse(datagram, 8);
   CHECK(p.keys == std::vector<std::string>{"a", "c", "e"});
@@ -227,17 +231,17 @@ TEST_CASE("Protocol: ParseNumber accepts only unsigned decimal numbers", "[daemo
     const char* text;
     double value;
   };
-  for (const Good& g : {Good{"0", 0}, Good{"1", 1}, Good{"0.5", 0.5}, Good{".5", 0.5},
-                        Good{"5.", 5}, Good{"1e3", 1000}, Good{"1E3", 1000}, Good{"2.5e-2", 0.025},
-                        Good{"1e+2", 100}, Good{"0001", 1}, Good{"123456789", 123456789},
-                        Good{"0.000001", 1e-6}}) {
+  for (const Good& g :
+       {Good{"0", 0}, Good{"1", 1}, Good{"0.5", 0.5}, Good{".5", 0.5}, Good{"5.", 5},
+        Good{"1e3", 1000}, Good{"1E3", 1000}, Good{"2.5e-2", 0.025}, Good{"1e+2", 100},
+        Good{"0001", 1}, Good{"123456789", 123456789}, Good{"0.000001", 1e-6}}) {
     INFO(g.text);
     double v = -1;
     REQUIRE(internal::ParseNumber(g.text, &v));
     CHECK(v == Approx(g.value).margin(1e-15));
   }
-  for (const char* bad : {"", ".", "e3", "1e", "1e+", "-1", "+1", " 1", "1 ", "inf", "nan",
-                          "0x10", "1.2.3", "1e400", "1,5", "١"}) {
+  for (const char* bad : {"", ".", "e3", "1e", "1e+", "-1", "+1", " 1", "1 ", "inf", "nan", "0x10",
+                          "1.2.3", "1e400", "1,5", "١"}) {
     INFO("\"" << bad << "\"");
     double v = 42;
     CHECK_FALSE(internal::ParseNumber(bad, &v));

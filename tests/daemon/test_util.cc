@@ -225,8 +225,8 @@ class JsonParser {
       if (c == '"') {
         ++i_;
         // RFC 8259 section 8.1: text exchanged between systems must be UTF-8.
-        if (!IsValidUtf8(out)) return Fail("string starting at " + std::to_string(start) +
-                                           " is not valid UTF-8");
+        if (!IsValidUtf8(out))
+          return Fail("string starting at " + std::to_string(start) + " is not valid UTF-8");
         return out;
       }
       if (c < 0x20) return Fail("unescaped control character in a string");
@@ -238,14 +238,30 @@ class JsonParser {
       if (++i_ >= s_.size()) break;
       const char e = s_[i_++];
       switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '/':
+          out.push_back('/');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
         case 'u': {
           uint32_t cp;
           if (!Hex4(&cp)) return Fail("bad \\u escape");
@@ -390,8 +406,8 @@ std::optional<Exposition> ParseExposition(std::string_view text, std::string* er
   Exposition out;
   auto fail = [&](size_t line_no, const std::string& why, std::string_view line) {
     if (error) {
-      *error = "line " + std::to_string(line_no) + ": " + why + ": " +
-               std::string(line.substr(0, 200));
+      *error =
+          "line " + std::to_string(line_no) + ": " + why + ": " + std::string(line.substr(0, 200));
     }
     return std::nullopt;
   };

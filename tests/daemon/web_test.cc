@@ -120,9 +120,9 @@ Exposition MustParseMetrics(const std::string& text) {
 TEST_CASE("Web: the test's JSON checker rejects what RFC 8259 rejects", "[daemon][web]") {
   std::string e;
   CHECK(ParseJson(R"({"a":[1,-2.5e3,true,null,"x\u00e9\ud83d\udd25"]})", &e).has_value());
-  for (const char* bad : {"", "{", "{\"a\":1,}", "[1,]", "01", "1.", "NaN", "inf", "'x'",
-                          "\"a\nb\"", "\"\\x41\"", "{\"a\":1,\"a\":2}", "[1] [2]", "\"\xff\"",
-                          "\"\\ud800\""}) {
+  for (const char* bad :
+       {"", "{", "{\"a\":1,}", "[1,]", "01", "1.", "NaN", "inf", "'x'", "\"a\nb\"", "\"\\x41\"",
+        "{\"a\":1,\"a\":2}", "[1] [2]", "\"\xff\"", "\"\\ud800\""}) {
     INFO(bad);
     CHECK_FALSE(ParseJson(bad, &e).has_value());
   }
@@ -132,9 +132,9 @@ TEST_CASE("Web: the test's Prometheus text checker rejects malformed lines", "[d
   std::string e;
   CHECK(ParseExposition("# HELP a_b x\\\\y\n# TYPE a_b gauge\na_b{k=\"v\\\"\\n\"} +Inf\n", &e)
             .has_value());
-  for (const char* bad : {"a b\n", "1a 1\n", "a{k=\"v} 1\n", "a{k=\"\\x\"} 1\n", "a{1k=\"v\"} 1\n",
-                          "a 1", "a\n", "# TYPE a foo\n", "a{k=\"v\"}1\n", "a 1 x\n",
-                          "a{k=\"\xff\"} 1\n"}) {
+  for (const char* bad :
+       {"a b\n", "1a 1\n", "a{k=\"v} 1\n", "a{k=\"\\x\"} 1\n", "a{1k=\"v\"} 1\n", "a 1", "a\n",
+        "# TYPE a foo\n", "a{k=\"v\"}1\n", "a 1 x\n", "a{k=\"\xff\"} 1\n"}) {
     INFO(bad);
     CHECK_FALSE(ParseExposition(bad, &e).has_value());
   }
@@ -239,9 +239,10 @@ TEST_CASE("Web: bad /api/v1/model parameters are a 400 with a JSON error", "[dae
   }
 }
 
-TEST_CASE("Web: /api/v1/top is valid JSON that round-trips labels with quotes, backslashes, "
-          "control characters and unicode",
-          "[daemon][web]") {
+TEST_CASE(
+    "Web: /api/v1/top is valid JSON that round-trips labels with quotes, backslashes, "
+    "control characters and unicode",
+    "[daemon][web]") {
   Fixture f;
   f.snapshot = MakeSnapshot(kTricky);
   const HttpResponse r = f.Get("/api/v1/top");
@@ -263,8 +264,7 @@ TEST_CASE("Web: /api/v1/top is valid JSON that round-trips labels with quotes, b
   CHECK(j["ops_per_second"]["read"].number == 900);
 }
 
-TEST_CASE("Web: /api/v1/top reports counters exactly, not rounded to six digits",
-          "[daemon][web]") {
+TEST_CASE("Web: /api/v1/top reports counters exactly, not rounded to six digits", "[daemon][web]") {
   Fixture f;
   f.snapshot = MakeSnapshot("k");
   const Json j = MustParse(f.Get("/api/v1/top").body);
@@ -272,8 +272,7 @@ TEST_CASE("Web: /api/v1/top reports counters exactly, not rounded to six digits"
   CHECK(j["events_received"].number == 98765432);
 }
 
-TEST_CASE("Web: JsonWriter writes every double so that it reads back the same",
-          "[daemon][web]") {
+TEST_CASE("Web: JsonWriter writes every double so that it reads back the same", "[daemon][web]") {
   for (double v : {0.0, -0.0, 1.0, 0.1, 1.0 / 3, 123456789.0, 9007199254740993.0, 1e-300, 5e-324,
                    1.7976931348623157e308, -2.5e-7, 18446744073709551615.0}) {
     JsonWriter w;
@@ -368,9 +367,10 @@ TEST_CASE("Web: /metrics before the first snapshot still serves self and process
   CHECK(e.Find("hotkey_key_share_ratio").empty());
 }
 
-TEST_CASE("Web: label values with quotes, backslashes and newlines are escaped per the text "
-          "format and decode back",
-          "[daemon][web]") {
+TEST_CASE(
+    "Web: label values with quotes, backslashes and newlines are escaped per the text "
+    "format and decode back",
+    "[daemon][web]") {
   Fixture f;
   f.snapshot = MakeSnapshot(kTricky);
   const std::string text = f.Get("/metrics").body;

@@ -248,8 +248,7 @@ TEST_CASE("Decay: the top-K follows a drifting hot set within a few half-lives",
 namespace hotkey::sketch {
 namespace {
 
-TEST_CASE("Decay: idle time before the first event does not dilute the window",
-          "[sketch][decay]") {
+TEST_CASE("Decay: idle time before the first event does not dilute the window", "[sketch][decay]") {
   // A daemon may start long before its first event; its rates must not read low for it.
   HeavyHittersOptions o;
   o.half_life = absl::Seconds(1);

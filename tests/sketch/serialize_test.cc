@@ -361,7 +361,8 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"half-life 0", [](std::string* b) { Patch<int64_t>(b, 26, 0); }},
       {"half-life negative", [](std::string* b) { Patch<int64_t>(b, 26, -5); }},
       // The start is the first event's time, which may follow the landmark, never `now`.
-      {"start after now", [&](std::string* b) { Patch<int64_t>(b, 42, Peek<int64_t>(good, 58) + 1); }},
+      {"start after now",
+       [&](std::string* b) { Patch<int64_t>(b, 42, Peek<int64_t>(good, 58) + 1); }},
       {"now before landmark", [&](std::string* b) { Patch<int64_t>(b, 58, start - 1); }},
       {"total NaN", [](std::string* b) { Patch<double>(b, 66, kNaN); }},
       {"total negative", [](std::string* b) { Patch<double>(b, 74, -1.0); }},
@@ -472,8 +473,9 @@ TEST_CASE("HeavyHitters: weights beyond float range leave a tracker that still r
 namespace hotkey::sketch {
 namespace {
 
-TEST_CASE("HeavyHitters: a state saved more than 40 half-lives after its landmark restores decayed right",
-          "[sketch][serialize]") {
+TEST_CASE(
+    "HeavyHitters: a state saved more than 40 half-lives after its landmark restores decayed right",
+    "[sketch][serialize]") {
   // The saved clock may be far past the landmark (a crafted or very old buffer). Deserialize
   // must load every value against the saved landmark before it moves the clock, or the
   // rescale would act on half-loaded state.

@@ -74,8 +74,8 @@ struct HeavyHitter {
   std::string key;         // the stored bytes: the whole key, or its prefix if truncated
   bool truncated = false;  // the key was longer than max_key_bytes
   uint64_t hash = 0;
-  double estimate = 0;     // upper bound on the key's decayed weight
-  double lower_bound = 0;  // decayed weight seen since admission
+  double estimate = 0;                  // upper bound on the key's decayed weight
+  double lower_bound = 0;               // decayed weight seen since admission
   double weight[kNumOps] = {0, 0};      // decayed weight since admission, by op
   double raw_weight[kNumOps] = {0, 0};  // undecayed weight since admission, by op
   absl::Time admitted;                  // when the key entered the table
@@ -97,8 +97,7 @@ class HeavyHitters {
   static constexpr double kRescaleExponent = 40;
 
   // A tracker whose clock starts at `now`.
-  static absl::StatusOr<HeavyHitters> Create(const HeavyHittersOptions& options,
-                                             absl::Time now);
+  static absl::StatusOr<HeavyHitters> Create(const HeavyHittersOptions& options, absl::Time now);
 
   HeavyHitters(HeavyHitters&&) = default;
   HeavyHitters& operator=(HeavyHitters&&) = default;
@@ -196,19 +195,19 @@ class HeavyHitters {
 
   HeavyHittersOptions options_;
   CountMinSketch cms_;
-  double half_life_s_;      // +inf when decay is off
-  absl::Time start_;        // the first event's time (creation time before any event)
-  bool counted_ = false;    // whether any event has been counted
-  absl::Time landmark_;     // L
-  absl::Time now_;          // the clock
-  double factor_ = 1.0;     // 2^((now - L)/h): the weight of an event now
+  double half_life_s_;                  // +inf when decay is off
+  absl::Time start_;                    // the first event's time (creation time before any event)
+  bool counted_ = false;                // whether any event has been counted
+  absl::Time landmark_;                 // L
+  absl::Time now_;                      // the clock
+  double factor_ = 1.0;                 // 2^((now - L)/h): the weight of an event now
   double total_[kNumOps] = {0, 0};      // forward-decayed units
   double raw_total_[kNumOps] = {0, 0};  // undecayed
 
-  uint32_t size_ = 0;                 // slots in use: 0..candidates
-  std::vector<Entry> entries_;        // `candidates` slots
-  std::vector<char> keys_;            // candidates * max_key_bytes key bytes
-  std::vector<HeapNode> heap_;        // size_ nodes, min-heap by upper
+  uint32_t size_ = 0;           // slots in use: 0..candidates
+  std::vector<Entry> entries_;  // `candidates` slots
+  std::vector<char> keys_;      // candidates * max_key_bytes key bytes
+  std::vector<HeapNode> heap_;  // size_ nodes, min-heap by upper
   struct Bucket {
     uint64_t hash;
     int32_t slot;  // kEmpty when free
