@@ -55,45 +55,9 @@ for t in curl python3 prometheus; do
   command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
 done
 
-# ---------------------------------------------------------------- cleanup
-# fds 3 and 4 keep the real stdout/stderr: messages from inside wait_for's silenced
-# commands (and from the EXIT trap they may trigger) must still reach the user.
-exec 3>&1 4>&2
-tmp=$(mktemp -d /tmp/hotkeyd-e2e.XXXXXX)
-pids=()
-cleanup() {
-  local rc=$?
-  for pid in "${pids[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
-    # Bounded wait, then force: never leave a process behind.
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  if [ "$rc" -ne 0 ]; then
-    echo "---- FAILED (rc=$rc); logs in $tmp" >&4
-    for f in "$tmp"/*.log; do
-      [ -f "$f" ] && { echo "---- $f (last 30 lines)" >&4; tail -n 30 "$f" >&4; }
-    done
-  elif [ "${E2E_KEEP:-0}" != 1 ]; then
-    rm -rf "$tmp"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '[e2e %s] %s\n' "$(date +%T)" "$*" >&3; }
-fail() { log "FAIL: $*"; exit 1; }
-
-# A port that was free a moment ago (tiny race, acceptable on a test host).
-free_port() {
-  python3 -c 'import socket,sys
-s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1]=="udp" else socket.SOCK_STREAM)
-s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
-}
+# ---------------------------------------------------------------- scaffolding
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/e2e.sh"
+e2e_init e2e
 
 hport=$(free_port tcp)
 uport=$(free_port udp)
@@ -102,17 +66,6 @@ while [ "$pport" = "$hport" ]; do pport=$(free_port tcp); done
 prom="http://127.0.0.1:$pport"
 hk="http://127.0.0.1:$hport"
 
-# wait_for SECONDS DESCRIPTION COMMAND...: retries COMMAND every 0.5s until it succeeds.
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${secs}s waiting for: $what"
-    sleep 0.5
-  done
-  log "ok: $what"
-}
 
 # ---------------------------------------------------------------- Prometheus API helpers
 # query EXPR: prints the value of the first sample of an instant query ("" if none).

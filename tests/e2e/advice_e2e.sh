@@ -50,57 +50,9 @@ for t in curl python3; do
   command -v "$t" >/dev/null || { echo "missing tool: $t" >&2; exit 1; }
 done
 
-# ---------------------------------------------------------------- cleanup
-exec 3>&1 4>&2
-tmp=$(mktemp -d /tmp/hotkeyd-advice-e2e.XXXXXX)
-pids=()
-cleanup() {
-  local rc=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  if [ "$rc" -ne 0 ]; then
-    echo "---- FAILED (rc=$rc); logs in $tmp" >&4
-    for f in "$tmp"/*.log; do
-      [ -f "$f" ] && { echo "---- $f (last 30 lines)" >&4; tail -n 30 "$f" >&4; }
-    done
-  elif [ "${E2E_KEEP:-0}" != 1 ]; then
-    rm -rf "$tmp"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '[advice-e2e %s] %s\n' "$(date +%T)" "$*" >&3; }
-fail() { log "FAIL: $*"; exit 1; }
-
-free_port() {
-  python3 -c 'import socket,sys
-s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1]=="udp" else socket.SOCK_STREAM)
-s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
-}
-
-# wait_for SECONDS DESCRIPTION COMMAND...: retries COMMAND every 0.25s until it succeeds;
-# its output goes to $tmp/checks.log, and its last output is shown on a timeout.
-wait_for() {
-  local secs=$1 what=$2
-  shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@" > "$tmp/last-check.out" 2>&1; do
-    cat "$tmp/last-check.out" >> "$tmp/checks.log"
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      sed 's/^/    /' "$tmp/last-check.out" >&4
-      fail "timed out after ${secs}s waiting for: $what"
-    fi
-    sleep 0.25
-  done
-  log "ok: $what"
-  sed 's/^/    /' "$tmp/last-check.out" >&3
-}
+# ---------------------------------------------------------------- scaffolding
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/e2e.sh"
+e2e_init advice-e2e
 
 hport=$(free_port tcp)
 uport=$(free_port udp)

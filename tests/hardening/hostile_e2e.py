@@ -25,6 +25,7 @@ Usage: hostile_e2e.py HOTKEYD HOTKEY_SIM [CASE ...]
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -493,4 +494,8 @@ if __name__ == "__main__":
             print(f"  FAIL: {name}: {e!r}", flush=True)
         print(f"  ({time.monotonic() - t0:.1f} s)", flush=True)
     print("FAIL" if failed else "PASS")
+    if failed:
+        print(f"logs kept in {TMP}")
+    else:
+        shutil.rmtree(TMP, ignore_errors=True)
     sys.exit(1 if failed else 0)
