@@ -35,6 +35,14 @@ void Add(MetricFamily& f, double value, std::vector<ClientMetric::Label> labels 
   f.metric.push_back(std::move(m));
 }
 
+// Appends a family of one unlabelled sample.
+void AddSingle(std::vector<MetricFamily>& out, std::string name, std::string help, MetricType type,
+               double value) {
+  MetricFamily f = Family(std::move(name), std::move(help), type);
+  Add(f, value);
+  out.push_back(std::move(f));
+}
+
 }  // namespace
 
 std::string_view BuildVersion() { return HOTKEY_VERSION; }
@@ -53,24 +61,19 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   }
   {
     const ReloadStatus r = reload_();
-    MetricFamily ok = Family("hotkey_config_last_reload_successful",
-                             "Whether the last configuration reload succeeded.", kGauge);
-    Add(ok, r.last_successful ? 1 : 0);
-    out.push_back(std::move(ok));
-    MetricFamily ts = Family("hotkey_config_last_reload_success_timestamp_seconds",
-                             "Time of the last successful configuration reload.", kGauge);
-    Add(ts, absl::ToDoubleSeconds(r.last_success - absl::UnixEpoch()));
-    out.push_back(std::move(ts));
+    AddSingle(out, "hotkey_config_last_reload_successful",
+              "Whether the last configuration reload succeeded.", kGauge,
+              r.last_successful ? 1 : 0);
+    AddSingle(out, "hotkey_config_last_reload_success_timestamp_seconds",
+              "Time of the last successful configuration reload.", kGauge,
+              absl::ToDoubleSeconds(r.last_success - absl::UnixEpoch()));
   }
   if (const StorageStatus st = storage_ ? storage_() : StorageStatus{}; st.enabled) {
-    MetricFamily ok = Family("hotkey_storage_last_save_success_timestamp_seconds",
-                             "Time the trackers' state was last saved to --storage.path.", kGauge);
-    Add(ok, absl::ToDoubleSeconds(st.last_success - absl::UnixEpoch()));
-    out.push_back(std::move(ok));
-    MetricFamily bad = Family("hotkey_storage_save_failures_total",
-                              "Failed saves of the trackers' state.", kCounter);
-    Add(bad, static_cast<double>(st.failures));
-    out.push_back(std::move(bad));
+    AddSingle(out, "hotkey_storage_last_save_success_timestamp_seconds",
+              "Time the trackers' state was last saved to --storage.path.", kGauge,
+              absl::ToDoubleSeconds(st.last_success - absl::UnixEpoch()));
+    AddSingle(out, "hotkey_storage_save_failures_total", "Failed saves of the trackers' state.",
+              kCounter, static_cast<double>(st.failures));
   }
   if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
     const struct {
@@ -89,20 +92,13 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
         {"process_open_fds", "Number of open file descriptors.", kGauge, p->open_fds},
         {"process_max_fds", "Maximum number of open file descriptors.", kGauge, p->max_fds},
     };
-    for (const auto& m : proc) {
-      MetricFamily f = Family(m.name, m.help, m.type);
-      Add(f, m.value);
-      out.push_back(std::move(f));
-    }
+    for (const auto& m : proc) AddSingle(out, m.name, m.help, m.type, m.value);
   }
   if (!snap) return out;
 
   const ReceiverCounters& c = snap->counters;
-  {
-    MetricFamily f = Family("hotkey_datagrams_received_total", "UDP datagrams received.", kCounter);
-    Add(f, static_cast<double>(c.datagrams));
-    out.push_back(std::move(f));
-  }
+  AddSingle(out, "hotkey_datagrams_received_total", "UDP datagrams received.", kCounter,
+            static_cast<double>(c.datagrams));
   {
     MetricFamily f = Family("hotkey_datagrams_rejected_total",
                             "Datagrams dropped whole, by reason: bad_header (an unknown "
@@ -113,13 +109,9 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     Add(f, static_cast<double>(c.datagrams_denied), {{"reason", "source_denied"}});
     out.push_back(std::move(f));
   }
-  {
-    MetricFamily f =
-        Family("hotkey_events_received_total",
-               "Event lines parsed and counted (before sampling is scaled).", kCounter);
-    Add(f, static_cast<double>(c.events));
-    out.push_back(std::move(f));
-  }
+  AddSingle(out, "hotkey_events_received_total",
+            "Event lines parsed and counted (before sampling is scaled).", kCounter,
+            static_cast<double>(c.events));
   {
     MetricFamily f =
         Family("hotkey_events_rejected_total", "Event lines rejected, by reason.", kCounter);
@@ -130,21 +122,12 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     }
     out.push_back(std::move(f));
   }
-  {
-    MetricFamily f =
-        Family("hotkey_udp_receive_errors_total",
-               "Receive system calls that failed for a reason other than no data.", kCounter);
-    Add(f, static_cast<double>(c.receive_errors));
-    out.push_back(std::move(f));
-  }
-  {
-    MetricFamily f = Family("hotkey_udp_kernel_drops_total",
-                            "Datagrams the kernel dropped because our receive buffer was full "
-                            "(/proc/net/udp).",
-                            kCounter);
-    Add(f, static_cast<double>(snap->kernel_drops));
-    out.push_back(std::move(f));
-  }
+  AddSingle(out, "hotkey_udp_receive_errors_total",
+            "Receive system calls that failed for a reason other than no data.", kCounter,
+            static_cast<double>(c.receive_errors));
+  AddSingle(out, "hotkey_udp_kernel_drops_total",
+            "Datagrams the kernel dropped because our receive buffer was full (/proc/net/udp).",
+            kCounter, static_cast<double>(snap->kernel_drops));
   {
     MetricFamily f = Family("hotkey_ops_per_second",
                             "This shard's ops per second over the rate window, by op, scaled "
@@ -154,19 +137,12 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
       Add(f, snap->ops_per_second[o], {{"op", kOpNames[o]}});
     out.push_back(std::move(f));
   }
-  {
-    MetricFamily f =
-        Family("hotkey_tracked_keys", "Keys held in the trackers' top-K tables.", kGauge);
-    Add(f, static_cast<double>(snap->tracked_keys));
-    out.push_back(std::move(f));
-    MetricFamily b =
-        Family("hotkey_sketch_bytes", "Memory of the trackers (sketches and tables).", kGauge);
-    Add(b, static_cast<double>(snap->sketch_bytes));
-    out.push_back(std::move(b));
-    MetricFamily h = Family("hotkey_hot_keys", "Keys currently in a hot episode.", kGauge);
-    Add(h, static_cast<double>(snap->hot_keys));
-    out.push_back(std::move(h));
-  }
+  AddSingle(out, "hotkey_tracked_keys", "Keys held in the trackers' top-K tables.", kGauge,
+            static_cast<double>(snap->tracked_keys));
+  AddSingle(out, "hotkey_sketch_bytes", "Memory of the trackers (sketches and tables).", kGauge,
+            static_cast<double>(snap->sketch_bytes));
+  AddSingle(out, "hotkey_hot_keys", "Keys currently in a hot episode.", kGauge,
+            static_cast<double>(snap->hot_keys));
 
   MetricFamily share = Family("hotkey_key_share_ratio",
                               "The key's share of this shard's traffic (0..1), decayed over "
