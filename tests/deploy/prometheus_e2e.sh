@@ -136,21 +136,13 @@ promtool check config "$tmp/prometheus.yml" >/dev/null
 # ---------------------------------------------------------------- start
 if [ "$mode" = full ]; then
   # shellcheck disable=SC2086  # HOTKEYD_EXTRA_ARGS is a list of flags
-  "$hotkeyd_bin" \
+  e2e_start_hotkeyd "$hotkeyd_bin" "$hk" \
     --web.listen-address="127.0.0.1:$hport" \
     --udp.listen-address="127.0.0.1:$uport" \
     --alert.min-dwell=0s \
     --alert.share-threshold=0.1 \
     --track.half-life=1s \
-    ${HOTKEYD_EXTRA_ARGS:-} > "$tmp/hotkeyd.log" 2>&1 &
-  hotkeyd_pid=$!
-  pids+=("$hotkeyd_pid")
-  log "hotkeyd pid $hotkeyd_pid: http 127.0.0.1:$hport, udp 127.0.0.1:$uport"
-  hotkeyd_ready() {
-    kill -0 "$hotkeyd_pid" 2>/dev/null || fail "hotkeyd exited at start (see hotkeyd.log)"
-    curl -sf --max-time 2 "$hk/-/ready"
-  }
-  wait_for 15 "hotkeyd /-/ready" hotkeyd_ready
+    ${HOTKEYD_EXTRA_ARGS:-}
 fi
 
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \

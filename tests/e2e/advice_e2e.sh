@@ -60,7 +60,7 @@ hk="http://127.0.0.1:$hport"
 
 # ---------------------------------------------------------------- hotkeyd
 # Cluster flags spelled out (not left to defaults) so the arithmetic above stays true.
-"$hotkeyd_bin" \
+e2e_start_hotkeyd "$hotkeyd_bin" "$hk" \
   --web.listen-address="127.0.0.1:$hport" \
   --udp.listen-address="127.0.0.1:$uport" \
   --track.publish-interval=100ms \
@@ -73,16 +73,7 @@ hk="http://127.0.0.1:$hport"
   --cluster.replicas=4 \
   --cluster.split=8 \
   --cluster.target=0.8 \
-  --cluster.order=none,cache,replicate,split,split_cache \
-  > "$tmp/hotkeyd.log" 2>&1 &
-hotkeyd_pid=$!
-pids+=("$hotkeyd_pid")
-log "hotkeyd pid $hotkeyd_pid: http 127.0.0.1:$hport, udp 127.0.0.1:$uport"
-hotkeyd_ready() {
-  kill -0 "$hotkeyd_pid" 2>/dev/null || fail "hotkeyd exited at start (see hotkeyd.log)"
-  curl -sf --max-time 2 "$hk/-/ready"
-}
-wait_for 15 "hotkeyd /-/ready" hotkeyd_ready
+  --cluster.order=none,cache,replicate,split,split_cache
 
 # ---------------------------------------------------------------- traffic
 "$sim_bin" send --to "127.0.0.1:$uport" --rate 10000 --keys 100000 --zipf 1.0 \

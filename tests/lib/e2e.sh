@@ -77,3 +77,22 @@ wait_for() {
   done
   log "ok: $what"
 }
+
+# e2e_start_hotkeyd BIN URL FLAGS...: starts hotkeyd with FLAGS (log in $tmp/hotkeyd.log),
+# adds it to pids, sets hotkeyd_pid, and waits until URL/-/ready answers; fails at once if
+# the daemon exits during start.
+e2e_start_hotkeyd() {
+  local bin=$1
+  e2e_hotkeyd_url=$2
+  shift 2
+  "$bin" "$@" >"$tmp/hotkeyd.log" 2>&1 &
+  hotkeyd_pid=$!
+  pids+=("$hotkeyd_pid")
+  log "hotkeyd pid $hotkeyd_pid at $e2e_hotkeyd_url"
+  wait_for 15 "hotkeyd /-/ready" e2e_hotkeyd_ready
+}
+
+e2e_hotkeyd_ready() {
+  kill -0 "$hotkeyd_pid" 2>/dev/null || fail "hotkeyd exited at start (see hotkeyd.log)"
+  curl -sf --max-time 2 "$e2e_hotkeyd_url/-/ready"
+}
