@@ -18,10 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl_compat.h"
 #include "hotkey/config/values.h"
-
-#ifndef HOTKEY_VERSION
-#define HOTKEY_VERSION "unknown"
-#endif
+#include "hotkey/version/build_info.h"
 
 namespace hotkey::config {
 namespace {
@@ -369,15 +366,6 @@ std::string UsageText() {
   return out;
 }
 
-std::string VersionText() {
-#if defined(__clang__)
-  constexpr std::string_view kCompiler = "clang++ " __clang_version__;
-#elif defined(__GNUC__)
-  constexpr std::string_view kCompiler = "g++ " __VERSION__;
-#else
-  constexpr std::string_view kCompiler = "unknown compiler";
-#endif
-  return absl::StrCat("hotkeyd, version ", HOTKEY_VERSION, " (", Av(kCompiler), ")\n");
-}
+std::string VersionText() { return version::VersionText("hotkeyd"); }
 
 }  // namespace hotkey::config

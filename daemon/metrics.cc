@@ -4,11 +4,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "hotkey/version/build_info.h"
 #include "proc_stats.h"
-
-#ifndef HOTKEY_VERSION
-#define HOTKEY_VERSION "dev"
-#endif
 
 namespace hotkey::daemon {
 
@@ -45,7 +42,7 @@ void AddSingle(std::vector<MetricFamily>& out, std::string name, std::string hel
 
 }  // namespace
 
-std::string_view BuildVersion() { return HOTKEY_VERSION; }
+std::string_view BuildVersion() { return version::Build().version; }
 
 std::vector<MetricFamily> SnapshotCollector::Collect() const {
   std::vector<MetricFamily> out;
@@ -55,8 +52,15 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
 
   {
     MetricFamily f = Family("hotkey_build_info",
-                            "A metric with a constant 1 labelled by the build's version.", kGauge);
-    Add(f, 1, {{"version", std::string(BuildVersion())}, {"compiler", __VERSION__}});
+                            "A metric with a constant 1 labelled by the build's version, git "
+                            "revision and branch, and compiler.",
+                            kGauge);
+    const version::BuildInfo& b = version::Build();
+    Add(f, 1,
+        {{"version", std::string(b.version)},
+         {"revision", std::string(b.revision)},
+         {"branch", std::string(b.branch)},
+         {"compiler", std::string(b.compiler)}});
     out.push_back(std::move(f));
   }
   {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hotkey/version/build_info.h"
 #include "test_util.h"
 
 namespace hotkey::config {
@@ -218,7 +219,11 @@ TEST_CASE("Flags: --version returns the version text", "[config][flags]") {
   absl::StatusOr<FlagsResult> r = Parse({"--version"});
   REQUIRE(r.ok());
   CHECK(r->action == FlagsResult::Action::kPrintVersion);
-  CHECK_THAT(r->text, Contains("hotkeyd, version 0.1.0"));
+  const hotkey::version::BuildInfo& b = hotkey::version::Build();
+  CHECK_THAT(r->text, Contains("hotkeyd, version " + std::string(b.version) +
+                               " (branch: " + std::string(b.branch) +
+                               ", revision: " + std::string(b.revision) + ")\n"));
+  CHECK_THAT(r->text, Contains("  build date:"));
   CHECK(r->text == VersionText());
 }
 
