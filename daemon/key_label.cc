@@ -97,12 +97,15 @@ std::string KeyLabeler::HashText(std::string_view key, bool truncated, uint64_t 
 std::string KeyLabeler::Label(std::string_view key, bool truncated, uint64_t hash) const {
   switch (mode_) {
     case config::KeyLabelMode::kHash:
-      return Fit("h:" + HashText(key, truncated, hash), max_bytes_);
+      // Prefixes are appended to, not `"h:" + HashText(...)`: GCC 12 at -O3 raises a false
+      // -Wrestrict when operator+ inserts at the front of a temporary (GCC bug 105329).
+      return Fit(std::string("h:").append(HashText(key, truncated, hash)), max_bytes_);
     case config::KeyLabelMode::kPrefix: {
       const size_t colon = key.rfind(':');
       const std::string_view family =
           colon == std::string_view::npos ? std::string_view() : key.substr(0, colon + 1);
-      const std::string suffix = Fit("#" + HashText(key, truncated, hash), max_bytes_);
+      const std::string suffix =
+          Fit(std::string("#").append(HashText(key, truncated, hash)), max_bytes_);
       bool cut;
       std::string out = Escape(family, Room(max_bytes_, suffix), &cut);
       return out + suffix;
@@ -115,7 +118,7 @@ std::string KeyLabeler::Label(std::string_view key, bool truncated, uint64_t has
   std::string out = Escape(key, max_bytes_, &cut);
   if (!cut && !truncated) return out;
   const std::string suffix =
-      Fit(std::string(kCutMarker) + HashText(key, truncated, hash), max_bytes_);
+      Fit(std::string(kCutMarker).append(HashText(key, truncated, hash)), max_bytes_);
   out = Escape(key, Room(max_bytes_, suffix), &cut);
   return out + suffix;
 }

@@ -99,7 +99,7 @@ for s in $steps; do
       ;;
     fuzz)
       step fuzz-configure configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DHOTKEY_FUZZ=ON \
-        -DHOTKEY_BUILD_TESTS=OFF
+        -DBUILD_TESTING=OFF
       step fuzz-build cmake --build build-fuzz -j"$jobs" --target "${fuzz_targets[@]}"
       for t in "${fuzz_targets[@]}"; do
         step "fuzz-run-$t" run_fuzz "$t"
