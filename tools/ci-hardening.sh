@@ -4,12 +4,15 @@
 #         LeakSanitizer on                                               -> build-asan/
 #   tsan  daemon_test (receiver threads, the HTTP server and the aggregator, end to end on
 #         loopback sockets) built with ThreadSanitizer (g++, -DHOTKEY_TSAN=ON)  -> build-tsan/
+#   release  the tree as packagers build it: CMAKE_BUILD_TYPE=Release (-O3) with
+#         -march=native and -Werror, the unit tests in that build, and cmake --install
+#         into a throwaway prefix                                         -> build-release/
 #   fuzz  the libFuzzer targets of fuzz/ (clang++, -DHOTKEY_FUZZ=ON), each run for
 #         FUZZ_SECONDS from its seed corpus; any crash, leak, sanitizer report or broken
 #         check fails the stage and leaves the input in build-fuzz/artifacts/<target>/ -> build-fuzz/
 # Prints one line per step with its duration; exits non-zero on the first failure.
 #
-#   STEPS         which stages, default "asan tsan fuzz"
+#   STEPS         which stages, default "release asan tsan fuzz"
 #   FUZZ_SECONDS  seconds per fuzz target, default 45
 #   JOBS          build parallelism, default 2
 #
@@ -19,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${STEPS:-asan tsan fuzz}
+steps=${STEPS:-release asan tsan fuzz}
 fuzz_seconds=${FUZZ_SECONDS:-45}
 jobs=${JOBS:-2}
 script_start=$(date +%s)
@@ -49,7 +52,15 @@ step() {
 configure() {  # configure BUILD_DIR ARGS...
   local dir=$1
   shift
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTKEY_BUILD_BENCH=OFF "$@"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTKEY_BUILD_BENCH=OFF \
+    -DHOTKEY_WERROR=ON "$@"
+}
+
+# The unit tests of a Release build (asserts off, -O3 -march=native: what a package runs),
+# then the install rules. The end-to-end tests run in the RelWithDebInfo and ASan builds.
+run_release_tests() {
+  ctest --test-dir build-release --output-on-failure -j"$jobs" \
+    -R '^(version_test|sketch_test|model_test|config_test|daemon_test|tools_test|install_layout)$'
 }
 
 # ASan + UBSan over the whole suite. detect_leaks=1 works here (LeakSanitizer needs ptrace
@@ -87,6 +98,13 @@ run_fuzz() {  # run_fuzz TARGET
 
 for s in $steps; do
   case $s in
+    release)
+      # Benchmarks included: the whole tree builds as packagers build it.
+      step release-configure cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_CXX_FLAGS=-march=native -DHOTKEY_WERROR=ON
+      step release-build cmake --build build-release -j"$jobs"
+      step release-tests run_release_tests
+      ;;
     asan)
       step asan-configure configure build-asan -DHOTKEY_SANITIZE=ON
       step asan-build cmake --build build-asan -j"$jobs"
@@ -106,7 +124,7 @@ for s in $steps; do
       done
       ;;
     *)
-      echo "unknown step $s (asan, tsan, fuzz)" >&2
+      echo "unknown step $s (release, asan, tsan, fuzz)" >&2
       exit 2
       ;;
   esac
