@@ -13,6 +13,7 @@ packages=(
   libyaml-cpp-dev        # the --config.file rules file
   zlib1g-dev             # reading gzip traces in hotkey-sim and the benchmarks
   prometheus             # promtool and a real Prometheus for the deploy tests
+  prometheus-alertmanager  # amtool and a real Alertmanager for the inhibit-rule test
   curl python3 python3-yaml procps iproute2   # test scripts
   netcat-openbsd         # nc, for the README's examples
   libssl-dev             # TLS for --web.config.file, through Asio's OpenSSL support

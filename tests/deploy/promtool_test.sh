@@ -4,8 +4,8 @@
 #   promtool check rules   deploy/prometheus/hotkeyd.rules.yml   (syntax, PromQL, templates)
 #   promtool check config  deploy/prometheus/scrape.yml          (and the rule file it names)
 #   promtool test rules    deploy/prometheus/hotkeyd.rules.test.yml  (alert/recording unit tests)
-#   the shortened copy made by shorten-for.sh still passes `check rules` and has no `for:`
-#     longer than asked
+#   the shortened copy made by shorten-for.sh still passes `check rules`, and differs from
+#     the shipped file only in its `for:`/`keep_firing_for:` lines, all set to the asked value
 #   check_dashboard_metrics.py against the sample exposition (and its own unit tests)
 #   the Kubernetes manifests parse as YAML
 #
@@ -31,21 +31,23 @@ promtool check config "$prom/scrape.yml"
 step "promtool test rules"
 promtool test rules "$prom/hotkeyd.rules.test.yml"
 
-step "shorten-for.sh produces valid rules with only the asked duration"
+step "shorten-for.sh produces valid rules with only the asked durations"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$prom/shorten-for.sh" "$prom/hotkeyd.rules.yml" 5s > "$tmp/short.rules.yml"
 promtool check rules "$tmp/short.rules.yml"
-shipped=$(grep -cE '^[[:space:]]*for:' "$prom/hotkeyd.rules.yml")
-shortened=$(grep -cE '^[[:space:]]*for: 5s$' "$tmp/short.rules.yml")
-if [ "$shipped" -eq 0 ] || [ "$shipped" -ne "$shortened" ]; then
-  echo "shorten-for.sh rewrote $shortened of $shipped 'for:' lines" >&2
+hold='^[[:space:]]*(for|keep_firing_for):'
+shipped=$(grep -cE "$hold" "$prom/hotkeyd.rules.yml")
+shortened=$(grep -cE "$hold 5s\$" "$tmp/short.rules.yml")
+keep=$(grep -cE '^[[:space:]]*keep_firing_for: 5s$' "$tmp/short.rules.yml")
+if [ "$shipped" -eq 0 ] || [ "$shipped" -ne "$shortened" ] || [ "$keep" -eq 0 ]; then
+  echo "shorten-for.sh rewrote $shortened of $shipped 'for:'/'keep_firing_for:' lines ($keep keep_firing_for)" >&2
   exit 1
 fi
-# Everything except the for: lines is byte-identical.
-if ! diff <(grep -vE '^[[:space:]]*for:' "$prom/hotkeyd.rules.yml") \
-          <(grep -vE '^[[:space:]]*for:' "$tmp/short.rules.yml") >/dev/null; then
-  echo "shorten-for.sh changed lines other than for:" >&2
+# Everything except those lines is byte-identical.
+if ! diff <(grep -vE "$hold" "$prom/hotkeyd.rules.yml") \
+          <(grep -vE "$hold" "$tmp/short.rules.yml") >/dev/null; then
+  echo "shorten-for.sh changed lines other than for:/keep_firing_for:" >&2
   exit 1
 fi
 
