@@ -203,7 +203,7 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
   // (the table's, the sketch's, the total) grow by w_up, lower bounds by w_lo, and every
   // sum rounds the same way, so no rounding ever crosses the truth.
   double w_lo, w_up;
-  internal::MulBounds(weight, factor_, &w_lo, &w_up);
+  internal::MulBracket(weight, factor_, &w_lo, &w_up);
   total_[o] = internal::AddUp(total_[o], w_up);
   raw_total_[o] += weight;
 
