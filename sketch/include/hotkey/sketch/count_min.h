@@ -23,8 +23,10 @@
 // width * depth * 8 bytes, fixed at construction. Counters are 64-bit doubles: decayed
 // weights are fractional, and a 32-bit float (used before) stops counting unit weights at
 // 2^24 and loses any weight below 2^-24 of its counter, which a few large events or a day
-// of traffic reach. At the same byte budget a double sketch is half as wide, so epsilon()
-// is twice a float sketch's. Weights must be positive and finite.
+// of traffic reach. Float counters rounded up would keep Estimate >= true, but each add
+// below a counter's ulp would then count a whole ulp (8 unit weights in a cell of 1e8),
+// which breaks the epsilon bound instead. At the same byte budget a double sketch is half
+// as wide, so epsilon() is twice a float sketch's. Weights must be positive and finite.
 //
 // Keys are given as 64-bit hashes (see hash.h); row i uses column (lo + i * hi) mod width
 // of the hash's halves (Kirsch & Mitzenmacher, "Less Hashing, Same Performance", 2006).
