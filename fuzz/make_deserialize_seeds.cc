@@ -1,6 +1,7 @@
 // Writes the seed corpus of fuzz_deserialize: a few serialised trackers and sketches, each
 // prefixed with fuzz_deserialize's mode byte (bit 0: count-min, bit 1: fix the checksum).
-// Run once by hand (see CMakeLists.txt); the files are committed.
+// Run once by hand (see CMakeLists.txt) whenever the format changes; the files are
+// committed.
 //
 // Usage: make_deserialize_seeds <output directory>
 
@@ -65,11 +66,22 @@ int main(int argc, char** argv) {
   // The same with the real checksum kept: the mode that does not fix it.
   Write(dir, "hh_rescaled_checksummed", 0, rescaled.Serialize());
 
+  // Values past 2^53 (weights at kMaxWeight, then unit ones): the counters and bounds that
+  // float, or doubles rounded to nearest, lost.
+  HeavyHitters large = Make(2, 8, absl::Hours(24));
+  for (int j = 0; j < 20; ++j) large.Update("big", Op::kRead, HeavyHitters::kMaxWeight);
+  for (int j = 0; j < 20; ++j) large.Update(std::to_string(j), Op::kWrite, 1);
+  large.Advance(t0 + absl::Hours(24 * 39));
+  large.Update("big", Op::kWrite, 1);
+  Write(dir, "hh_large", 2, large.Serialize());
+
   // Count-min sketches: empty and with counts.
   CountMinSketch cms = *CountMinSketch::Create(8, 2);
   Write(dir, "cms_empty", 3, cms.Serialize());
   for (uint64_t h = 1; h < 20; ++h) cms.Update(h * 0x9e3779b97f4a7c15ULL, 1.5f);
   Write(dir, "cms_counts", 3, cms.Serialize());
   Write(dir, "cms_counts_checksummed", 1, cms.Serialize());
+  for (uint64_t h = 1; h < 5; ++h) cms.Update(h * 0x9e3779b97f4a7c15ULL, 1e15);
+  Write(dir, "cms_large", 3, cms.Serialize());
   return 0;
 }

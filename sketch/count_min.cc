@@ -9,19 +9,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "byte_io.h"
+#include "rounding.h"
 
 namespace hotkey::sketch {
 
 namespace {
 constexpr char kMagic[] = "HKCM";
-constexpr uint16_t kVersion = 1;
+// Version 2: f64 counters (version 1 had f32 ones, which saturate).
+constexpr uint16_t kVersion = 2;
 }  // namespace
 
 CountMinSketch::CountMinSketch(uint32_t width, uint32_t depth)
     : width_(width),
       depth_(depth),
       mask_(width - 1),
-      counters_(static_cast<size_t>(width) * depth, 0.0f) {}
+      counters_(static_cast<size_t>(width) * depth, 0.0) {}
 
 absl::StatusOr<CountMinSketch> CountMinSketch::Create(uint32_t width, uint32_t depth) {
   if (width == 0 || !std::has_single_bit(width) || width > kMaxWidth) {
@@ -60,7 +62,7 @@ absl::StatusOr<CountMinSketch> CountMinSketch::FromBytes(size_t bytes, uint32_t 
     return absl::InvalidArgumentError(
         absl::StrCat("count-min depth must be in [1, ", kMaxDepth, "], got ", depth));
   }
-  const size_t per_row = bytes / depth / sizeof(float);
+  const size_t per_row = bytes / depth / sizeof(Counter);
   if (per_row == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(bytes, " bytes cannot hold ", depth, " count-min rows"));
@@ -69,50 +71,54 @@ absl::StatusOr<CountMinSketch> CountMinSketch::FromBytes(size_t bytes, uint32_t 
   return Create(static_cast<uint32_t>(width), depth);
 }
 
-float CountMinSketch::Update(uint64_t hash, float weight) {
+double CountMinSketch::Update(uint64_t hash, double weight) {
   assert(weight > 0 && std::isfinite(weight));
   // Conservative update: find the minimum, then lift only the counters below min + weight.
-  float* c[kMaxDepth];
-  float est = std::numeric_limits<float>::infinity();
+  // The sum rounds up: rounded to nearest, 2^53 + 1 would stay 2^53 and the weight be lost.
+  Counter* c[kMaxDepth];
+  Counter est = std::numeric_limits<Counter>::infinity();
   for (uint32_t r = 0; r < depth_; ++r) {
     c[r] = &counters_[Column(hash, r)];
     est = std::min(est, *c[r]);
   }
-  const float target = est + weight;
+  const Counter target = internal::AddUp(est, weight);
   for (uint32_t r = 0; r < depth_; ++r) *c[r] = std::max(*c[r], target);
   return target;
 }
 
-void CountMinSketch::RaiseTo(uint64_t hash, float value) {
+void CountMinSketch::RaiseTo(uint64_t hash, double value) {
   for (uint32_t r = 0; r < depth_; ++r) {
-    float& c = counters_[Column(hash, r)];
+    Counter& c = counters_[Column(hash, r)];
     c = std::max(c, value);
   }
 }
 
-float CountMinSketch::Estimate(uint64_t hash) const {
-  float est = std::numeric_limits<float>::infinity();
+double CountMinSketch::Estimate(uint64_t hash) const {
+  Counter est = std::numeric_limits<Counter>::infinity();
   for (uint32_t r = 0; r < depth_; ++r) est = std::min(est, counters_[Column(hash, r)]);
   return est;
 }
 
-absl::Status CountMinSketch::Merge(const CountMinSketch& other, float factor) {
+absl::Status CountMinSketch::Merge(const CountMinSketch& other, double factor) {
   if (other.width_ != width_ || other.depth_ != depth_) {
     return absl::InvalidArgumentError(absl::StrCat("cannot merge a ", other.width_, "x",
                                                    other.depth_, " count-min into a ", width_, "x",
                                                    depth_, " one"));
   }
-  for (size_t i = 0; i < counters_.size(); ++i) counters_[i] += factor * other.counters_[i];
+  assert(factor >= 0 && std::isfinite(factor));
+  for (size_t i = 0; i < counters_.size(); ++i) {
+    counters_[i] = internal::AddUp(counters_[i], internal::MulUp(factor, other.counters_[i]));
+  }
   return absl::OkStatus();
 }
 
-void CountMinSketch::Scale(float factor) {
+void CountMinSketch::Scale(double factor) {
   // 0 is allowed: a rescale after thousands of half-lives underflows to it (= Clear()).
   assert(factor >= 0 && factor <= 1);
-  for (float& c : counters_) c *= factor;
+  for (Counter& c : counters_) c = internal::MulUp(c, factor);
 }
 
-void CountMinSketch::Clear() { std::fill(counters_.begin(), counters_.end(), 0.0f); }
+void CountMinSketch::Clear() { std::fill(counters_.begin(), counters_.end(), 0.0); }
 
 double CountMinSketch::epsilon() const { return std::numbers::e / width_; }
 double CountMinSketch::delta() const { return std::exp(-static_cast<double>(depth_)); }
@@ -121,7 +127,7 @@ std::string CountMinSketch::Serialize() const {
   internal::ByteWriter w(kMagic, kVersion);
   w.U32(width_);
   w.U32(depth_);
-  for (float c : counters_) w.F32(c);
+  for (Counter c : counters_) w.F64(c);
   return std::move(w).Finish();
 }
 
@@ -132,15 +138,17 @@ absl::StatusOr<CountMinSketch> CountMinSketch::Deserialize(std::string_view byte
   }
   uint32_t width, depth;
   if (!r.U32(&width) || !r.U32(&depth)) return absl::DataLossError("count-min: short header");
-  // Check the length before Create(): a hostile header must not make us allocate 4 GiB.
-  if (r.remaining() != uint64_t{width} * depth * sizeof(float)) {
+  // Check the length before Create(): a hostile header must not make us allocate 8 GiB.
+  if (r.remaining() != uint64_t{width} * depth * sizeof(Counter)) {
     return absl::DataLossError("count-min: counter block has the wrong length");
   }
   absl::StatusOr<CountMinSketch> cms = Create(width, depth);
   if (!cms.ok()) return cms.status();
-  for (float& c : cms->counters_) {
-    r.F32(&c);
-    if (!(c >= 0) || !std::isfinite(c)) {
+  for (Counter& c : cms->counters_) {
+    r.F64(&c);
+    // -0 is refused too: the rounding helpers take +0 only, and one encoding per value
+    // keeps Serialize(Deserialize(b)) == b.
+    if (!(c >= 0) || std::signbit(c) || !std::isfinite(c)) {
       return absl::DataLossError("count-min: a counter is negative or not finite");
     }
   }

@@ -11,13 +11,15 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "byte_io.h"
+#include "rounding.h"
 
 namespace hotkey::sketch {
 
 namespace {
 
 constexpr char kMagic[] = "HKHH";
-constexpr uint16_t kVersion = 1;
+// Version 2: f64 sketch counters (version 1 had f32 ones, which saturate).
+constexpr uint16_t kVersion = 2;
 
 // The index's home bucket: the hash's middle bits, which neither the count-min columns
 // (low bits plus multiples of the high half) nor the truncation marker lean on alone.
@@ -25,12 +27,8 @@ inline uint64_t Home(uint64_t hash, uint64_t mask) { return (hash ^ (hash >> 29)
 
 int64_t ToNanos(absl::Time t) { return absl::ToUnixNanos(t); }
 
-bool Finite(double v) { return std::isfinite(v) && v >= 0; }
-
-// An entry's upper bound and its per-op weights are separate double sums of the same
-// decayed increments, added in different orders, so upper may end a few ulps below
-// weight[0] + weight[1]. Deserialize tolerates that much, and no more.
-constexpr double kSumSlack = 1e-9;
+// Finite and >= +0 (-0 is refused: the rounding helpers take +0 only).
+bool Finite(double v) { return std::isfinite(v) && v >= 0 && !std::signbit(v); }
 
 }  // namespace
 
@@ -99,13 +97,14 @@ void HeavyHitters::Rescale() {
   // underflow to zero are weights that have decayed below 2^-1000 of a fresh event.
   const double exponent = absl::ToDoubleSeconds(now_ - landmark_) / half_life_s_;
   const double scale = std::exp2(-exponent);
-  cms_.Scale(static_cast<float>(scale));
-  for (double& t : total_) t *= scale;
+  // Upper bounds round up and lower bounds down, so both stay on their side of the truth.
+  cms_.Scale(scale);
+  for (double& t : total_) t = internal::MulUp(t, scale);
   for (uint32_t i = 0; i < size_; ++i) {
     Entry& e = entries_[heap_[i].slot];
-    e.upper *= scale;
-    for (double& w : e.weight) w *= scale;
-    heap_[i].upper = e.upper;  // uniform scaling keeps the heap order
+    e.upper = internal::MulUp(e.upper, scale);
+    for (double& w : e.weight) w = internal::MulDown(w, scale);
+    heap_[i].upper = e.upper;  // MulUp is monotone: the heap order holds
   }
   landmark_ = now_;
   factor_ = 1.0;
@@ -200,8 +199,12 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
     start_ = now_;
   }
   const int o = static_cast<int>(op);
-  const double w = weight * factor_;
-  total_[o] += w;
+  // The event's forward-decayed weight weight * factor_, rounded both ways: upper bounds
+  // (the table's, the sketch's, the total) grow by w_up, lower bounds by w_lo, and every
+  // sum rounds the same way, so no rounding ever crosses the truth.
+  double w_lo, w_up;
+  internal::MulBracket(weight, factor_, &w_lo, &w_up);
+  total_[o] = internal::AddUp(total_[o], w_up);
   raw_total_[o] += weight;
 
   const bool truncated = key.size() > options_.max_key_bytes;
@@ -209,21 +212,23 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
   const int32_t slot = Find(hash, stored, truncated);
   if (slot != kEmpty) {
     Entry& e = entries_[slot];
-    e.upper += w;
-    e.weight[o] += w;
+    e.upper = internal::AddUp(e.upper, w_up);
+    e.weight[o] = internal::AddDown(e.weight[o], w_lo);
     e.raw[o] += weight;
     heap_[e.heap_pos].upper = e.upper;
     SiftDown(e.heap_pos);
     return;
   }
-  const float estimate = cms_.Update(hash, static_cast<float>(w));
+  // Both sides of the comparison are upper bounds kept in doubles, neither rounded down: a
+  // key whose estimate passes the weakest entry's is admitted, however large both are.
+  const double estimate = cms_.Update(hash, w_up);
   if (size_ < options_.candidates || estimate > heap_[0].upper) {
-    Admit(hash, stored, truncated, op, w, weight, estimate);
+    Admit(hash, stored, truncated, op, w_lo, w_up, weight, estimate);
   }
 }
 
 void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated, Op op,
-                         double weight, double raw, float estimate) {
+                         double weight_lo, double weight_up, double raw, double estimate) {
   uint32_t slot;
   uint32_t pos;
   if (size_ < options_.candidates) {
@@ -235,16 +240,16 @@ void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated,
     slot = heap_[0].slot;
     pos = 0;
     const Entry& old = entries_[slot];
-    cms_.RaiseTo(old.hash, static_cast<float>(old.upper));
+    cms_.RaiseTo(old.hash, old.upper);
     IndexErase(old.hash, slot);
   }
   Entry& e = entries_[slot];
   e.hash = hash;
   // The sketch's estimate already includes this event; never report less than was seen.
-  e.upper = std::max<double>(estimate, weight);
+  e.upper = std::max(estimate, weight_up);
   e.weight[0] = e.weight[1] = 0;
   e.raw[0] = e.raw[1] = 0;
-  e.weight[static_cast<int>(op)] = weight;
+  e.weight[static_cast<int>(op)] = weight_lo;
   e.raw[static_cast<int>(op)] = raw;
   e.admitted_ns = ToNanos(now_);
   SetKey(slot, stored, truncated);
@@ -263,7 +268,7 @@ double HeavyHitters::UpperStored(uint64_t hash, std::string_view key, int32_t* s
 
 double HeavyHitters::UpperBound(std::string_view key) const {
   int32_t slot;
-  return UpperStored(HashKey(key, options_.seed), key, &slot) / factor_;
+  return internal::DivUp(UpperStored(HashKey(key, options_.seed), key, &slot), factor_);
 }
 
 double HeavyHitters::LowerBound(std::string_view key) const {
@@ -271,7 +276,15 @@ double HeavyHitters::LowerBound(std::string_view key) const {
   UpperStored(HashKey(key, options_.seed), key, &slot);
   if (slot == kEmpty) return 0;
   const Entry& e = entries_[slot];
-  return (e.weight[0] + e.weight[1]) / factor_;
+  return internal::DivDown(internal::AddDown(e.weight[0], e.weight[1]), factor_);
+}
+
+double HeavyHitters::Total() const {
+  return internal::DivUp(internal::AddUp(total_[0], total_[1]), factor_);
+}
+
+double HeavyHitters::Total(Op op) const {
+  return internal::DivUp(total_[static_cast<int>(op)], factor_);
 }
 
 HeavyHitter HeavyHitters::Report(uint32_t slot) const {
@@ -280,12 +293,12 @@ HeavyHitter HeavyHitters::Report(uint32_t slot) const {
   h.key = std::string(StoredKey(slot));
   h.truncated = e.truncated;
   h.hash = e.hash;
-  h.estimate = e.upper / factor_;
+  h.estimate = internal::DivUp(e.upper, factor_);
   for (int o = 0; o < kNumOps; ++o) {
-    h.weight[o] = e.weight[o] / factor_;
+    h.weight[o] = internal::DivDown(e.weight[o], factor_);
     h.raw_weight[o] = e.raw[o];
   }
-  h.lower_bound = h.weight[0] + h.weight[1];
+  h.lower_bound = internal::AddDown(h.weight[0], h.weight[1]);
   h.admitted = absl::FromUnixNanos(e.admitted_ns);
   return h;
 }
@@ -348,14 +361,14 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     int32_t other_slot = other.Find(e.hash, m.key, e.truncated);
     if (other_slot != kEmpty) {
       const Entry& o = other.entries_[other_slot];
-      m.upper += o.upper * scale;
+      m.upper = internal::AddUp(m.upper, internal::MulUp(o.upper, scale));
       for (int k = 0; k < kNumOps; ++k) {
-        m.weight[k] = e.weight[k] + o.weight[k] * scale;
+        m.weight[k] = internal::AddDown(e.weight[k], internal::MulDown(o.weight[k], scale));
         m.raw[k] = e.raw[k] + o.raw[k];
       }
       m.admitted_ns = std::min(e.admitted_ns, o.admitted_ns);
     } else {
-      m.upper += other.cms_.Estimate(e.hash) * scale;
+      m.upper = internal::AddUp(m.upper, internal::MulUp(other.cms_.Estimate(e.hash), scale));
       for (int k = 0; k < kNumOps; ++k) {
         m.weight[k] = e.weight[k];
         m.raw[k] = e.raw[k];
@@ -368,22 +381,22 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     const Entry& o = other.entries_[slot];
     const std::string_view key = other.StoredKey(slot);
     if (Find(o.hash, key, o.truncated) != kEmpty) continue;  // merged above
-    Merged m{o.hash, std::string(key), o.truncated, o.upper * scale + cms_.Estimate(o.hash), {},
-             {},     o.admitted_ns};
+    const double upper = internal::AddUp(internal::MulUp(o.upper, scale), cms_.Estimate(o.hash));
+    Merged m{o.hash, std::string(key), o.truncated, upper, {}, {}, o.admitted_ns};
     for (int k = 0; k < kNumOps; ++k) {
-      m.weight[k] = o.weight[k] * scale;
+      m.weight[k] = internal::MulDown(o.weight[k], scale);
       m.raw[k] = o.raw[k];
     }
     merged.push_back(std::move(m));
   }
 
-  if (absl::Status s = cms_.Merge(other.cms_, static_cast<float>(scale)); !s.ok()) return s;
+  if (absl::Status s = cms_.Merge(other.cms_, scale); !s.ok()) return s;
   if (other.counted_) {
     start_ = counted_ ? std::min(start_, other.start_) : other.start_;
     counted_ = true;
   }
   for (int k = 0; k < kNumOps; ++k) {
-    total_[k] += other.total_[k] * scale;
+    total_[k] = internal::AddUp(total_[k], internal::MulUp(other.total_[k], scale));
     raw_total_[k] += other.raw_total_[k];
   }
 
@@ -392,7 +405,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
             [](const Merged& x, const Merged& y) { return x.upper > y.upper; });
   const size_t keep = std::min<size_t>(merged.size(), options_.candidates);
   for (size_t i = keep; i < merged.size(); ++i) {
-    cms_.RaiseTo(merged[i].hash, static_cast<float>(merged[i].upper));
+    cms_.RaiseTo(merged[i].hash, merged[i].upper);
   }
   std::fill(index_.begin(), index_.end(), Bucket{0, kEmpty});
   size_ = 0;
@@ -420,7 +433,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
 //   u32 candidates | u32 max_key_bytes | u32 sketch_depth | u64 sketch_bytes | i64 half_life_ns
 //     (-1: no decay) | u64 seed | i64 start_ns | i64 landmark_ns | i64 now_ns
 //   f64 total[2] | f64 raw_total[2]
-//   u32 cms_width | f32 counters[width * depth]
+//   u32 cms_width | f64 counters[width * depth]
 //   u32 entries, then per entry:
 //     u64 hash | f64 upper | f64 weight[2] | f64 raw[2] | i64 admitted_ns | u8 truncated
 //     | u32 key_len | key bytes
@@ -441,7 +454,7 @@ std::string HeavyHitters::Serialize() const {
   for (double t : total_) w.F64(t);
   for (double t : raw_total_) w.F64(t);
   w.U32(cms_.width());
-  for (float c : cms_.counters()) w.F32(c);
+  for (CountMinSketch::Counter c : cms_.counters()) w.F64(c);
   w.U32(size_);
   for (uint32_t i = 0; i < size_; ++i) {
     const uint32_t slot = heap_[i].slot;
@@ -478,12 +491,13 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   o.half_life = half_life_ns == -1 ? absl::InfiniteDuration() : absl::Nanoseconds(half_life_ns);
   if (sketch_bytes > (uint64_t{1} << 32)) return corrupt("sketch budget out of range");
   // The sketch's counters are in the buffer: make sure they all are before anything is
-  // allocated for them (a hostile header could otherwise ask for 4 GiB).
+  // allocated for them (a hostile header could otherwise ask for 8 GiB).
+  using Counter = CountMinSketch::Counter;
   if (o.sketch_depth >= 1 && o.sketch_depth <= CountMinSketch::kMaxDepth) {
     const uint64_t width = std::bit_floor(std::min<uint64_t>(
-        sketch_bytes / o.sketch_depth / sizeof(float), CountMinSketch::kMaxWidth));
+        sketch_bytes / o.sketch_depth / sizeof(Counter), CountMinSketch::kMaxWidth));
     const uint64_t needed = 4 * sizeof(double) + sizeof(uint32_t) +
-                            width * o.sketch_depth * sizeof(float) + sizeof(uint32_t);
+                            width * o.sketch_depth * sizeof(Counter) + sizeof(uint32_t);
     if (r.remaining() < needed) return corrupt("buffer too short for its sketch");
   }
   if (absl::Status s = o.Validate(); !s.ok()) return corrupt(s.message());
@@ -501,8 +515,8 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   hh->counted_ = hh->raw_total_[0] + hh->raw_total_[1] > 0;
   uint32_t width;
   if (!r.U32(&width) || width != hh->cms_.width()) return corrupt("sketch width mismatch");
-  for (float& c : hh->cms_.counters_) {
-    if (!r.F32(&c) || !(c >= 0) || !std::isfinite(c)) return corrupt("bad sketch counter");
+  for (Counter& c : hh->cms_.counters_) {
+    if (!r.F64(&c) || !Finite(c)) return corrupt("bad sketch counter");
   }
   uint32_t n;
   if (!r.U32(&n) || n > o.candidates) return corrupt("bad entry count");
@@ -518,8 +532,10 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
         !r.U32(&key_len) || key_len > o.max_key_bytes || !r.Bytes(key_len, &key)) {
       return corrupt("short or malformed entry");
     }
+    // upper >= weight[0] + weight[1] holds exactly in every tracker (upper bounds round up,
+    // lower bounds down), so no slack is allowed.
     if (!Finite(upper) || !Finite(weight[0]) || !Finite(weight[1]) || !Finite(raw[0]) ||
-        !Finite(raw[1]) || upper < (weight[0] + weight[1]) * (1 - kSumSlack) || truncated > 1) {
+        !Finite(raw[1]) || upper < internal::AddDown(weight[0], weight[1]) || truncated > 1) {
       return corrupt("entry values out of range");
     }
     if (!truncated && HashKey(key, o.seed) != hash) return corrupt("entry hash mismatch");

@@ -88,7 +88,7 @@ TEST_CASE("CountMin: FromError picks the smallest shape meeting epsilon and delt
     CHECK(std::exp(1.0) / (cms.width() / 2) > eps);
     if (cms.depth() > 1) CHECK(std::exp(-(cms.depth() - 1.0)) > delta);
     CHECK((cms.width() & (cms.width() - 1)) == 0);
-    CHECK(cms.bytes() == size_t{cms.width()} * cms.depth() * sizeof(float));
+    CHECK(cms.bytes() == size_t{cms.width()} * cms.depth() * sizeof(CountMinSketch::Counter));
     CHECK(cms.epsilon() == Approx(std::exp(1.0) / cms.width()));
     CHECK(cms.delta() == Approx(std::exp(-1.0 * cms.depth())));
   }
@@ -118,9 +118,10 @@ TEST_CASE("CountMin: FromBytes fits the widest power-of-two sketch in the budget
     CHECK(cms.depth() == depth);
     CHECK(cms.bytes() <= budget);
     CHECK(cms.bytes() * 2 > budget);  // twice the width would not fit
-    CHECK(cms.bytes() == size_t{cms.width()} * depth * sizeof(float));
+    CHECK(cms.bytes() == size_t{cms.width()} * depth * sizeof(CountMinSketch::Counter));
   }
-  CHECK(Must(CountMinSketch::FromBytes(32 * 1024, 4)).width() == 2048);
+  // 8-byte counters: 32 KiB over 4 rows is 1024 columns (epsilon = e / 1024 ~ 0.0027).
+  CHECK(Must(CountMinSketch::FromBytes(32 * 1024, 4)).width() == 1024);
 }
 
 TEST_CASE("CountMin: invalid shapes and error targets are rejected", "[sketch][count_min]") {
@@ -146,7 +147,7 @@ TEST_CASE("CountMin: invalid shapes and error targets are rejected", "[sketch][c
   CHECK(rejected(CountMinSketch::FromBytes(1024, CountMinSketch::kMaxDepth + 1)));
   CHECK(rejected(CountMinSketch::FromBytes(15, 4)));  // not one counter a row
   CHECK(rejected(CountMinSketch::FromBytes(0, 1)));
-  CHECK(Must(CountMinSketch::Create(1, 1)).bytes() == 4);
+  CHECK(Must(CountMinSketch::Create(1, 1)).bytes() == 8);
 }
 
 TEST_CASE("CountMin: conservative update never lowers a counter", "[sketch][count_min]") {
@@ -156,14 +157,16 @@ TEST_CASE("CountMin: conservative update never lowers a counter", "[sketch][coun
   std::uniform_int_distribution<uint64_t> key(1, 1000);
   std::uniform_real_distribution<float> weight(0.1f, 10.0f);
   for (int i = 0; i < 20000; ++i) {
-    const std::vector<float> before = cms.counters();
+    const std::vector<CountMinSketch::Counter> before = cms.counters();
     const uint64_t h = H(key(gen));
-    const float w = weight(gen);
-    const float old_estimate = cms.Estimate(h);
-    const float returned = cms.Update(h, w);
-    REQUIRE(returned == old_estimate + w);
+    const double w = weight(gen);
+    const double old_estimate = cms.Estimate(h);
+    const double returned = cms.Update(h, w);
+    // The sum rounded up: the nearest double, or the one above it when that fell short.
+    REQUIRE(returned >= old_estimate + w);
+    REQUIRE(returned <= std::nextafter(old_estimate + w, HUGE_VAL));
     REQUIRE(cms.Estimate(h) == returned);
-    const std::vector<float>& after = cms.counters();
+    const std::vector<CountMinSketch::Counter>& after = cms.counters();
     for (size_t c = 0; c < after.size(); ++c) {
       // Each counter is unchanged, or was raised exactly to the key's new estimate.
       REQUIRE(after[c] >= before[c]);
@@ -179,7 +182,7 @@ TEST_CASE("CountMin: RaiseTo lifts a key to at least the value and never lowers 
   cms.Update(a, 3.0f);
   cms.RaiseTo(a, 100.0f);
   CHECK(cms.Estimate(a) == 100.0f);
-  const std::vector<float> before = cms.counters();
+  const std::vector<CountMinSketch::Counter> before = cms.counters();
   cms.RaiseTo(a, 50.0f);  // below the current value: no change
   CHECK(cms.counters() == before);
   CHECK(cms.Estimate(a) == 100.0f);
@@ -193,11 +196,11 @@ TEST_CASE("CountMin: RaiseTo lifts a key to at least the value and never lowers 
 TEST_CASE("CountMin: Scale multiplies and Clear zeroes every counter", "[sketch][count_min]") {
   CountMinSketch cms = Must(CountMinSketch::Create(128, 3));
   for (uint64_t i = 0; i < 1000; ++i) cms.Update(H(i), 4.0f);
-  const std::vector<float> before = cms.counters();
+  const std::vector<CountMinSketch::Counter> before = cms.counters();
   cms.Scale(0.25f);
   for (size_t c = 0; c < before.size(); ++c) REQUIRE(cms.counters()[c] == before[c] * 0.25f);
   cms.Clear();
-  for (float c : cms.counters()) REQUIRE(c == 0.0f);
+  for (double c : cms.counters()) REQUIRE(c == 0.0);
   CHECK(cms.Estimate(H(1)) == 0.0f);
 }
 
@@ -211,7 +214,7 @@ TEST_CASE("CountMin: merging equal shapes keeps the bounds of the concatenated s
     (i++ < 300000 ? a : b).Update(H(id), 1.0f);
     exact[id] += 1;
   });
-  const std::vector<float> a_before = a.counters();
+  const std::vector<CountMinSketch::Counter> a_before = a.counters();
   REQUIRE(a.Merge(b).ok());
   for (size_t c = 0; c < a_before.size(); ++c) {
     REQUIRE(a.counters()[c] == a_before[c] + b.counters()[c]);
@@ -226,7 +229,7 @@ TEST_CASE("CountMin: merge with a factor adds the scaled counters", "[sketch][co
     a.Update(H(i), 1.0f);
     b.Update(H(i * 7), 2.0f);
   }
-  const std::vector<float> a_before = a.counters();
+  const std::vector<CountMinSketch::Counter> a_before = a.counters();
   REQUIRE(a.Merge(b, 0.5f).ok());
   for (size_t c = 0; c < a_before.size(); ++c) {
     REQUIRE(a.counters()[c] == a_before[c] + 0.5f * b.counters()[c]);
@@ -236,7 +239,7 @@ TEST_CASE("CountMin: merge with a factor adds the scaled counters", "[sketch][co
 TEST_CASE("CountMin: merge rejects a different shape", "[sketch][count_min]") {
   CountMinSketch a = Must(CountMinSketch::Create(1024, 4));
   a.Update(H(1), 5.0f);
-  const std::vector<float> before = a.counters();
+  const std::vector<CountMinSketch::Counter> before = a.counters();
   for (auto [w, d] : {std::pair<uint32_t, uint32_t>{512, 4}, {2048, 4}, {1024, 3}, {1024, 5}}) {
     INFO(w << "x" << d);
     CountMinSketch b = Must(CountMinSketch::Create(w, d));

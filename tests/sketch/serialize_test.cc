@@ -6,11 +6,11 @@
 //
 // Layouts (from sketch/count_min.cc and sketch/heavy_hitters.cc), little-endian:
 //   common:  "HKCM"|"HKHH" (4) | u16 version | payload | u64 XXH3(body, kChecksumSeed)
-//   HKCM:    @6 u32 width | @10 u32 depth | @14 f32 counters[width * depth]
+//   HKCM:    @6 u32 width | @10 u32 depth | @14 f64 counters[width * depth]
 //   HKHH:    @6 u32 candidates | @10 u32 max_key_bytes | @14 u32 sketch_depth
 //            | @18 u64 sketch_bytes | @26 i64 half_life_ns | @34 u64 seed | @42 i64 start_ns
 //            | @50 i64 landmark_ns | @58 i64 now_ns | @66 f64 total[2] | @82 f64 raw_total[2]
-//            | @98 u32 width | @102 f32 counters | u32 n | n entries:
+//            | @98 u32 width | @102 f64 counters | u32 n | n entries:
 //            +0 u64 hash | +8 f64 upper | +16 f64 weight[2] | +32 f64 raw[2]
 //            | +48 i64 admitted_ns | +56 u8 truncated | +57 u32 key_len | +61 key bytes
 
@@ -90,12 +90,16 @@ TEST_CASE("CountMin: truncated, flipped, wrong-magic and wrong-version buffers a
   magic[0] = 'X';
   Rechecksum(&magic);
   CHECK_FALSE(CountMinSketch::Deserialize(magic).ok());
-  std::string version = good;
-  Patch<uint16_t>(&version, 4, 2);
-  Rechecksum(&version);
-  const absl::Status s = CountMinSketch::Deserialize(version).status();
-  CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
-  CHECK(std::string(s.message()).find("version") != std::string::npos);
+  // Version 1 (float counters) and unknown versions are refused, naming the version.
+  for (uint16_t v : {0, 1, 3, 0xffff}) {
+    std::string version = good;
+    Patch<uint16_t>(&version, 4, v);
+    Rechecksum(&version);
+    const absl::Status s = CountMinSketch::Deserialize(version).status();
+    INFO("version " << v << ": " << s);
+    CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(std::string(s.message()).find("version " + std::to_string(v)) != std::string::npos);
+  }
   // A heavy-hitters buffer is not a count-min buffer.
   absl::StatusOr<HeavyHitters> hh = HeavyHitters::Create(HeavyHittersOptions{}, kT0);
   REQUIRE(hh.ok());
@@ -117,14 +121,14 @@ TEST_CASE("CountMin: a checksummed buffer with absurd fields is rejected", "[ske
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 0); }).ok());   // depth 0
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 17); }).ok());  // depth 17
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 2); }).ok());   // length
-  CHECK_FALSE(with([](std::string* b) { Patch<float>(b, 14, -1.0f); }).ok());
-  CHECK_FALSE(with([](std::string* b) { Patch<float>(b, 30, std::nanf("")); }).ok());
-  CHECK_FALSE(with([](std::string* b) {
-                Patch<float>(b, b->size() - 12, std::numeric_limits<float>::infinity());
-              }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, -1.0); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, -0.0); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 30, kNaN); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, b->size() - 16, kInf); }).ok());
   // The same edits without the absurd value are accepted: the cases above fail for the
   // reason named, not for a broken helper.
-  CHECK(with([](std::string* b) { Patch<float>(b, 14, 3.0f); }).ok());
+  CHECK(with([](std::string* b) { Patch<double>(b, 14, 3.0); }).ok());
+  CHECK(with([](std::string* b) { Patch<double>(b, b->size() - 16, 1e300); }).ok());
 }
 
 TEST_CASE("CountMin: a buffer claiming a 4 GiB sketch is rejected without allocating it",
@@ -265,7 +269,7 @@ TEST_CASE("HeavyHitters: a tracker restored at once round-trips when empty or fu
 std::string SmallTrackerBytes() {
   HeavyHittersOptions o;
   o.candidates = 4;
-  o.sketch_bytes = 64;
+  o.sketch_bytes = 128;  // 2 rows of 8 counters
   o.sketch_depth = 2;
   o.max_key_bytes = 8;
   o.half_life = absl::Seconds(5);
@@ -312,20 +316,22 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
   Rechecksum(&magic);
   CHECK(HeavyHitters::Deserialize(magic).status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_FALSE(HeavyHitters::Deserialize(SmallCountMin().Serialize()).ok());
-  for (uint16_t v : {0, 2, 0xffff}) {
+  // Version 1 (float counters) and unknown versions are refused, naming the version.
+  for (uint16_t v : {0, 1, 3, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
     const absl::Status s = HeavyHitters::Deserialize(version).status();
     INFO("version " << v << ": " << s);
     CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(std::string(s.message()).find("version " + std::to_string(v)) != std::string::npos);
   }
 }
 
 TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
           "[sketch][serialize]") {
   const std::string good = SmallTrackerBytes();
-  const size_t counters = size_t{Peek<uint32_t>(good, 98)} * Peek<uint32_t>(good, 14) * 4;
+  const size_t counters = size_t{Peek<uint32_t>(good, 98)} * Peek<uint32_t>(good, 14) * 8;
   const size_t n_at = 102 + counters;  // u32 entry count
   const size_t e0 = n_at + 4;          // first entry
   REQUIRE(Peek<uint32_t>(good, n_at) == 4);
@@ -357,7 +363,7 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"sketch depth 17", [](std::string* b) { Patch<uint32_t>(b, 14, 17); }},
       {"sketch bytes 2^40", [](std::string* b) { Patch<uint64_t>(b, 18, uint64_t{1} << 40); }},
       {"sketch bytes too small", [](std::string* b) { Patch<uint64_t>(b, 18, 4); }},
-      {"sketch bytes of another width", [](std::string* b) { Patch<uint64_t>(b, 18, 128); }},
+      {"sketch bytes of another width", [](std::string* b) { Patch<uint64_t>(b, 18, 256); }},
       {"half-life 0", [](std::string* b) { Patch<int64_t>(b, 26, 0); }},
       {"half-life negative", [](std::string* b) { Patch<int64_t>(b, 26, -5); }},
       // The start is the first event's time, which may follow the landmark, never `now`.
@@ -368,8 +374,10 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"total negative", [](std::string* b) { Patch<double>(b, 74, -1.0); }},
       {"raw total infinite", [](std::string* b) { Patch<double>(b, 82, kInf); }},
       {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 98, 16); }},
-      {"sketch counter negative", [](std::string* b) { Patch<float>(b, 102, -2.0f); }},
-      {"sketch counter NaN", [](std::string* b) { Patch<float>(b, 106, std::nanf("")); }},
+      {"sketch counter negative", [](std::string* b) { Patch<double>(b, 102, -2.0); }},
+      {"sketch counter -0", [](std::string* b) { Patch<double>(b, 102, -0.0); }},
+      {"sketch counter NaN", [](std::string* b) { Patch<double>(b, 110, kNaN); }},
+      {"sketch counter infinite", [](std::string* b) { Patch<double>(b, 110, kInf); }},
       {"more entries than candidates", [&](std::string* b) { Patch<uint32_t>(b, n_at, 5); }},
       {"entry count beyond the buffer",
        [&](std::string* b) { Patch<uint32_t>(b, n_at, 0xffffffffu); }},
@@ -426,7 +434,7 @@ std::string DeserializeWithinLimit(const std::string& b, size_t limit_bytes) {
 
 TEST_CASE("HeavyHitters: a buffer claiming a 4 GiB sketch is rejected without allocating it",
           "[sketch][serialize]") {
-  // 2^32 sketch bytes over 16 rows is a valid budget (a 2^26 x 16 sketch), but the buffer
+  // 2^32 sketch bytes over 16 rows is a valid budget (a 2^25 x 16 sketch), but the buffer
   // holds a 2 x 8 sketch: the counters' absence must be seen before they are allocated.
   std::string b = SmallTrackerBytes();
   Patch<uint32_t>(&b, 14, 16);
@@ -451,9 +459,9 @@ TEST_CASE(
 
 TEST_CASE("HeavyHitters: weights beyond float range leave a tracker that still round-trips",
           "[sketch][serialize]") {
-  // The sketch's counters are floats: a weight above FLT_MAX (or one that the decay factor
-  // pushes above it) must not turn a counter or an entry into +inf, which Deserialize()
-  // (rightly) refuses. Weights are capped at kMaxWeight.
+  // A weight above FLT_MAX, or DBL_MAX, (or one that the decay factor pushes above it) must
+  // not turn a counter or an entry into +inf, which Deserialize() (rightly) refuses.
+  // Weights are capped at kMaxWeight.
   HeavyHittersOptions o;
   o.candidates = 2;
   HeavyHitters hh = MustCreate(o);

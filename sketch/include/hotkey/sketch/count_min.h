@@ -10,13 +10,23 @@
 // Guarantees, for N = the total weight added (after any Scale()), and every key k:
 //   Estimate(k) >= true(k)                                  (never an underestimate), and
 //   Estimate(k) <= true(k) + epsilon() * N   with probability >= 1 - delta(),
-// where epsilon() = e / width and delta() = e^-depth. RaiseTo() keeps the first guarantee
-// for a key whose weight is known to be at most the value raised to.
+// where epsilon() = e / width and delta() = e^-depth, and true(k) is the exact (real) sum
+// of the weights given for k, each multiplied by every Scale() and Merge() factor applied
+// after it. The first inequality holds exactly, for any stream of finite weights: every
+// add, product and RaiseTo() rounds toward +inf (rounding.h), so no counter ever drops
+// below the mass it was given, however large it grows or however small the weight added to
+// it. Rounding up costs at most one ulp (a relative 2^-52) per operation on a counter.
+// RaiseTo() keeps the first guarantee for a key whose weight is known to be at most the
+// value raised to.
 //
 // Cost: Update and Estimate touch `depth` counters (4 by default); memory is
-// width * depth * 4 bytes, fixed at construction. Counters are 32-bit floats: decayed
-// weights are fractional, and a float's 24-bit mantissa keeps the relative rounding of a
-// counter below 1e-7, far inside epsilon. Weights must be positive and finite.
+// width * depth * 8 bytes, fixed at construction. Counters are 64-bit doubles: decayed
+// weights are fractional, and a 32-bit float (used before) stops counting unit weights at
+// 2^24 and loses any weight below 2^-24 of its counter, which a few large events or a day
+// of traffic reach. Float counters rounded up would keep Estimate >= true, but each add
+// below a counter's ulp would then count a whole ulp (8 unit weights in a cell of 1e8),
+// which breaks the epsilon bound instead. At the same byte budget a double sketch is half
+// as wide, so epsilon() is twice a float sketch's. Weights must be positive and finite.
 //
 // Keys are given as 64-bit hashes (see hash.h); row i uses column (lo + i * hi) mod width
 // of the hash's halves (Kirsch & Mitzenmacher, "Less Hashing, Same Performance", 2006).
@@ -39,7 +49,7 @@ namespace hotkey::sketch {
 
 class CountMinSketch {
  public:
-  // Largest width and depth accepted: 2^26 counters a row, 16 rows (4 GiB).
+  // Largest width and depth accepted: 2^26 counters a row, 16 rows (8 GiB).
   static constexpr uint32_t kMaxWidth = 1u << 26;
   static constexpr uint32_t kMaxDepth = 16;
 
@@ -51,18 +61,23 @@ class CountMinSketch {
   // The widest sketch of `depth` rows that fits in `bytes`.
   static absl::StatusOr<CountMinSketch> FromBytes(size_t bytes, uint32_t depth);
 
+  // One counter.
+  using Counter = double;
+
   // Adds `weight` (> 0, finite) to the key, conservatively. Returns the key's new estimate.
-  float Update(uint64_t hash, float weight);
+  double Update(uint64_t hash, double weight);
   // Raises each of the key's counters to at least `value`: used to hand a key's count back
   // to the sketch (a key leaving the top-K table) without breaking Estimate() >= true.
-  void RaiseTo(uint64_t hash, float value);
+  void RaiseTo(uint64_t hash, double value);
   // The key's estimate: an upper bound on its weight (see the guarantees above).
-  float Estimate(uint64_t hash) const;
+  double Estimate(uint64_t hash) const;
 
-  // Adds `factor` * other, counter by counter. Fails unless the shapes are equal.
-  absl::Status Merge(const CountMinSketch& other, float factor = 1.0f);
-  // Multiplies every counter by `factor` in [0, 1]: the rescale step of forward decay.
-  void Scale(float factor);
+  // Adds `factor` (>= 0, finite) * other, counter by counter, rounding up. Fails unless the
+  // shapes are equal.
+  absl::Status Merge(const CountMinSketch& other, double factor = 1.0);
+  // Multiplies every counter by `factor` in [0, 1], rounding up: the rescale step of
+  // forward decay.
+  void Scale(double factor);
   // Sets every counter to zero.
   void Clear();
 
@@ -71,14 +86,15 @@ class CountMinSketch {
   double epsilon() const;
   double delta() const;
   // Bytes of counter memory.
-  size_t bytes() const { return counters_.size() * sizeof(float); }
+  size_t bytes() const { return counters_.size() * sizeof(Counter); }
 
-  // A versioned, checksummed byte string; Deserialize() rejects anything else.
+  // A versioned, checksummed byte string; Deserialize() rejects anything else, including
+  // the float counters of format version 1.
   std::string Serialize() const;
   static absl::StatusOr<CountMinSketch> Deserialize(std::string_view bytes);
 
   // Raw access for serialisation by structures built on this one.
-  const std::vector<float>& counters() const { return counters_; }
+  const std::vector<Counter>& counters() const { return counters_; }
 
  private:
   CountMinSketch(uint32_t width, uint32_t depth);
@@ -93,7 +109,7 @@ class CountMinSketch {
   uint32_t width_;
   uint32_t depth_;
   uint32_t mask_;
-  std::vector<float> counters_;  // row-major: depth_ rows of width_ counters
+  std::vector<Counter> counters_;  // row-major: depth_ rows of width_ counters
 };
 
 }  // namespace hotkey::sketch

@@ -10,16 +10,28 @@
 // most events are hits, which is why this beats a sketch-then-heap design. A miss goes
 // through the sketch and the key is admitted when its estimate beats the weakest entry; the
 // evicted entry's upper bound is written back to the sketch (RaiseTo), so for every key
-//   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),
-// and for a key outside the table UpperBound(k) - true(k) <= epsilon * Total() with
-// probability >= 1 - delta (the count-min bound). A key in the table has
-// UpperBound - LowerBound = its estimate when it was admitted, which is small for keys
-// that were heavy from the start.
+//   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),   and
+//   true total <= Total(),
+// exactly, for any stream of weights up to kMaxWeight, with decay on or off: true(k) is the
+// exact (real-number) sum of the key's decayed event weights, each being the event's
+// weight times the tracker's decay factors (below). Every stored bound is a double rounded
+// toward its side (rounding.h): upper bounds, the total and the sketch's counters up, lower
+// bounds down, so no sum loses an event however large it has grown (float counters, used
+// before, stopped at 2^24 and dropped any event below 2^-24 of a cell). Rounding costs at
+// most one ulp, a relative 2^-52, per operation on a value. For a key outside the table,
+//   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
+// (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
+// one of the same sketch_bytes). A key in the table has UpperBound - LowerBound = its
+// estimate when it was admitted, which is small for keys that were heavy from the start.
+// A key is admitted when its sketch estimate exceeds the weakest entry's upper bound,
+// both compared as stored (never rounded down).
 //
 // Time decay: exponential, with half-life h, by forward decay (Cormode, Shkapenyuk,
 // Srivastava & Xu, "Forward Decay", ICDE 2009). An event at time t adds w * 2^((t - L)/h)
 // against a landmark L, so old weight never has to be touched; every reported figure is
-// divided by 2^((now - L)/h). When the factor passes 2^kRescaleExponent every counter is
+// divided by 2^((now - L)/h). These factors, as the tracker computes them (exp2 of the
+// elapsed half-lives, within an ulp of the real power), define an event's decayed weight
+// in the bounds above. When the factor passes 2^kRescaleExponent every counter is
 // scaled down and L moves to now: O(memory) once per kRescaleExponent half-lives, O(1) per
 // update otherwise. A key's weight then means "its weight over roughly the last half-life",
 // and its share is weight / Total(). Time only moves through Advance(): the caller's clock,
@@ -89,10 +101,11 @@ class HeavyHitters {
   // Bound on candidates * max_key_bytes, the key table's size: each factor alone is
   // bounded, but their product would otherwise reach 64 GiB.
   static constexpr uint64_t kMaxTableBytes = uint64_t{256} << 20;
-  // Largest weight of one event; larger ones count as this. With the decay factor's 2^40
-  // on top it stays far inside a float counter's range (1e15 * 2^40 ~ 1e27 < 3e38).
+  // Largest weight of one event; larger ones count as this. 1e15 is the daemon's largest
+  // (a weight of 1e6 at a sampling rate of 1e-9). With the decay factor's 2^40 on top an
+  // event adds at most ~1.1e27, so a double counter (max 1.8e308) cannot overflow.
   static constexpr double kMaxWeight = 1e15;
-  // Rescale when the decay factor passes 2^40: far below float's 2^127 limit, and rare
+  // Rescale when the decay factor passes 2^40: far below double's 2^1023 limit, and rare
   // (once per 40 half-lives).
   static constexpr double kRescaleExponent = 40;
 
@@ -121,9 +134,9 @@ class HeavyHitters {
   double UpperBound(std::string_view key) const;
   double LowerBound(std::string_view key) const;
 
-  // Decayed weight of all events, and by op.
-  double Total() const { return (total_[0] + total_[1]) / factor_; }
-  double Total(Op op) const { return total_[static_cast<int>(op)] / factor_; }
+  // Decayed weight of all events, and by op: upper bounds on the true totals (see above).
+  double Total() const;
+  double Total(Op op) const;
   // Undecayed weight of all events ever counted, by op.
   double RawTotal(Op op) const { return raw_total_[static_cast<int>(op)]; }
 
@@ -159,8 +172,8 @@ class HeavyHitters {
  private:
   struct Entry {
     uint64_t hash;
-    double upper;            // upper bound, forward-decayed units
-    double weight[kNumOps];  // since admission, forward-decayed units
+    double upper;            // upper bound, forward-decayed units, rounded up
+    double weight[kNumOps];  // since admission, forward-decayed units, rounded down
     double raw[kNumOps];     // since admission, undecayed
     int64_t admitted_ns;
     uint32_t heap_pos;
@@ -186,8 +199,9 @@ class HeavyHitters {
     return {&keys_[static_cast<size_t>(slot) * options_.max_key_bytes], entries_[slot].key_len};
   }
   // Admits a new key into a free slot, or evicts the weakest entry, writing it back.
-  void Admit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight,
-             double raw, float estimate);
+  // `weight_lo` <= the event's decayed weight <= `weight_up`.
+  void Admit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight_lo,
+             double weight_up, double raw, double estimate);
   void Rescale();
   HeavyHitter Report(uint32_t slot) const;
   // The stored weight of `key` in forward-decayed units, and whether it is in the table.
@@ -201,7 +215,7 @@ class HeavyHitters {
   absl::Time landmark_;                 // L
   absl::Time now_;                      // the clock
   double factor_ = 1.0;                 // 2^((now - L)/h): the weight of an event now
-  double total_[kNumOps] = {0, 0};      // forward-decayed units
+  double total_[kNumOps] = {0, 0};      // forward-decayed units, rounded up
   double raw_total_[kNumOps] = {0, 0};  // undecayed
 
   uint32_t size_ = 0;           // slots in use: 0..candidates

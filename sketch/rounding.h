@@ -1,0 +1,100 @@
+// Directed rounding for the sketches' bounds: sums, products and quotients of non-negative
+// doubles rounded up (for upper bounds) or down (for lower bounds), one ulp at most.
+//
+// IEEE arithmetic rounds to nearest, so a bound kept in a double can drift to the wrong side
+// of the truth: 2e16 + 1 is 2e16 in a double, and a counter that absorbs many such adds
+// ends far below the weight it was given. These helpers compute the exact rounding error
+// (TwoSum, Knuth TAOCP vol. 2 4.2.2; the FMA residual of a product or quotient, Boldo &
+// Muller 2011) and step one ulp outward when it is not zero, so that for a, b >= 0
+//   AddDown(a, b) <= a + b <= AddUp(a, b),   MulDown(a, b) <= a * b <= MulUp(a, b),
+//   DivDown(a, b) <= a / b <= DivUp(a, b)    (b > 0),
+// with equality whenever the exact result is a double. The cost is a few flops and one
+// fma() (glibc picks the FMA instruction at load time where the CPU has it); the global
+// rounding mode (fesetround) is never touched. Inputs must be finite and >= +0, not -0.
+// Internal to hotkey::sketch.
+
+#ifndef HOTKEY_SKETCH_ROUNDING_H_
+#define HOTKEY_SKETCH_ROUNDING_H_
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace hotkey::sketch::internal {
+
+// The next double above x (finite, >= +0), or x itself if x is +inf.
+inline double NextUp(double x) {
+  const uint64_t bits = std::bit_cast<uint64_t>(x);
+  return std::bit_cast<double>(bits + (x < std::numeric_limits<double>::infinity()));
+}
+// The next double below x (> 0), or 0 for x == 0.
+inline double NextDown(double x) {
+  const uint64_t bits = std::bit_cast<uint64_t>(x);
+  return std::bit_cast<double>(bits - (x > 0));
+}
+
+// The error of s = RN(a + b): a + b - s exactly (TwoSum, six flops, no branch). NaN when the
+// sum overflows, which rounds neither way below.
+inline double SumError(double a, double b, double s) {
+  const double bb = s - a;
+  return (a - (s - bb)) + (b - bb);
+}
+
+// Branch-free: on decayed (fractional) weights the sign of the error is a coin toss, and a
+// mispredicted branch per add cost more than the TwoSum itself.
+inline double AddUp(double a, double b) {
+  const double s = a + b;
+  const uint64_t step = SumError(a, b, s) > 0;  // never when s is +inf (the error is NaN)
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(s) + step);
+}
+inline double AddDown(double a, double b) {
+  const double s = a + b;
+  const uint64_t step = SumError(a, b, s) < 0;  // only when s > 0
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(s) - step);
+}
+
+// Below this, an FMA residual may itself underflow and lose its sign; results that small
+// (2^-968, weights decayed by thousands of half-lives) step outward unconditionally.
+inline constexpr double kResidualFloor = 0x1p-968;
+
+// The exact a * b - RN(a * b) has the sign of fma(a, b, -p) away from underflow.
+inline double MulUp(double a, double b) {
+  const double p = a * b;
+  if (p < kResidualFloor) return (a == 0 || b == 0) ? 0.0 : NextUp(p);
+  return std::fma(a, b, -p) > 0 ? NextUp(p) : p;
+}
+inline double MulDown(double a, double b) {
+  const double p = a * b;
+  if (p < kResidualFloor) return NextDown(p);
+  return std::fma(a, b, -p) < 0 ? NextDown(p) : p;
+}
+
+// The per-event bracket *lo <= a * b <= *hi for a > 0 and b >= 1 (finite, product below
+// DBL_MAX), with no fma and no branch: the product is exact when b == 1 (decay off), and
+// otherwise is stepped one ulp each way, which always brackets a product rounded to
+// nearest (off by half an ulp at most). One ulp too wide when the product was exact: a
+// relative 2^-52, against an fma call per event.
+inline void MulBracket(double a, double b, double* lo, double* hi) {
+  const double p = a * b;
+  const uint64_t step = b != 1.0;
+  *lo = std::bit_cast<double>(std::bit_cast<uint64_t>(p) - step);
+  *hi = std::bit_cast<double>(std::bit_cast<uint64_t>(p) + step);
+}
+
+// q = RN(a / b) is below a / b exactly when q * b < a; the remainder a - q * b is a double,
+// so fma(q, b, -a) computes it exactly (away from underflow).
+inline double DivUp(double a, double b) {
+  const double q = a / b;
+  if (q < kResidualFloor) return a == 0 ? 0.0 : NextUp(q);
+  return std::fma(q, b, -a) < 0 ? NextUp(q) : q;
+}
+inline double DivDown(double a, double b) {
+  const double q = a / b;
+  if (q < kResidualFloor) return NextDown(q);
+  return std::fma(q, b, -a) > 0 ? NextDown(q) : q;
+}
+
+}  // namespace hotkey::sketch::internal
+
+#endif  // HOTKEY_SKETCH_ROUNDING_H_
