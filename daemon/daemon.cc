@@ -56,14 +56,14 @@ std::string Endpoint(const auto& ep) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::DaemonOptions& options,
-                                                       const Clock& clock, LogSink log) {
+                                                       const clock::Clock& clock, LogSink log) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   std::unique_ptr<Daemon> d(new Daemon(options, clock, std::move(log)));
   if (absl::Status s = d->Init(); !s.ok()) return s;
   return d;
 }
 
-Daemon::Daemon(const config::DaemonOptions& options, const Clock& clock, LogSink log)
+Daemon::Daemon(const config::DaemonOptions& options, const clock::Clock& clock, LogSink log)
     : options_(options), clock_(clock), log_(std::move(log)), cluster_(options.cluster) {}
 
 absl::Status Daemon::Init() {

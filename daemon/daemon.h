@@ -23,7 +23,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "aggregator.h"
-#include "clock.h"
+#include "hotkey/clock/clock.h"
 #include "hotkey/config/options.h"
 #include "http_server.h"
 #include "metrics.h"
@@ -43,7 +43,7 @@ class Daemon {
 
   // Binds every socket; errors (a port in use, a bad rules file) are returned, not thrown.
   static absl::StatusOr<std::unique_ptr<Daemon>> Create(const config::DaemonOptions& options,
-                                                        const Clock& clock, LogSink log);
+                                                        const clock::Clock& clock, LogSink log);
   ~Daemon();
 
   // Serves until Shutdown() (or a signal, with handle_signals). Blocks.
@@ -58,7 +58,7 @@ class Daemon {
   boost::asio::ip::udp::endpoint udp_endpoint() const { return receivers_[0]->local_endpoint(); }
 
  private:
-  Daemon(const config::DaemonOptions& options, const Clock& clock, LogSink log);
+  Daemon(const config::DaemonOptions& options, const clock::Clock& clock, LogSink log);
   absl::Status Init();
   void Build();
   void Log(std::string_view level, std::string_view msg, std::string_view fields = "");
@@ -73,7 +73,7 @@ class Daemon {
   void ArmStorageTimer();
 
   const config::DaemonOptions options_;
-  const Clock& clock_;
+  const clock::Clock& clock_;
   const LogSink log_;
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::signal_set> signals_;

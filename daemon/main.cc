@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <mutex>
 
-#include "clock.h"
 #include "daemon.h"
+#include "hotkey/clock/clock.h"
 #include "hotkey/config/flags.h"
 #include "log.h"
 
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
       std::fputc('\n', stderr);
       std::fflush(stderr);
     };
-    static hotkey::daemon::RealClock clock;
+    static hotkey::clock::RealClock clock;
     absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d =
         hotkey::daemon::Daemon::Create(flags->options, clock, log);
     if (!d.ok()) {

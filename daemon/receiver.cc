@@ -52,7 +52,7 @@ absl::StatusOr<asio::ip::address> ListenHost(const config::HostPort& hp) {
 
 absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
     const config::UdpOptions& udp, const sketch::HeavyHittersOptions& tracker,
-    absl::Duration publish_interval, const Clock& clock, PublishCallback on_publish) {
+    absl::Duration publish_interval, const clock::Clock& clock, PublishCallback on_publish) {
   absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(tracker, clock.Now());
   if (!hh.ok()) return hh.status();
   std::unique_ptr<UdpReceiver> r(
@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
 }
 
 UdpReceiver::UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
-                         absl::Duration publish_interval, const Clock& clock,
+                         absl::Duration publish_interval, const clock::Clock& clock,
                          PublishCallback on_publish)
     : udp_(udp),
       publish_interval_(publish_interval),

@@ -35,7 +35,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "absl/status/statusor.h"
-#include "clock.h"
+#include "hotkey/clock/clock.h"
 #include "hotkey/config/options.h"
 #include "hotkey/config/values.h"
 #include "hotkey/sketch/heavy_hitters.h"
@@ -68,7 +68,7 @@ class UdpReceiver {
   // Opens and binds the socket (SO_REUSEPORT, SO_RCVBUF raised); does not start reading.
   static absl::StatusOr<std::unique_ptr<UdpReceiver>> Create(
       const config::UdpOptions& udp, const sketch::HeavyHittersOptions& tracker,
-      absl::Duration publish_interval, const Clock& clock, PublishCallback on_publish);
+      absl::Duration publish_interval, const clock::Clock& clock, PublishCallback on_publish);
   ~UdpReceiver();
 
   // Replaces the tracker with restored state (storage.h). Only before Start().
@@ -88,7 +88,8 @@ class UdpReceiver {
 
  private:
   UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
-              absl::Duration publish_interval, const Clock& clock, PublishCallback on_publish);
+              absl::Duration publish_interval, const clock::Clock& clock,
+              PublishCallback on_publish);
   absl::Status Open();
   void ArmRead();
   void ArmTimer();
@@ -98,7 +99,7 @@ class UdpReceiver {
 
   const config::UdpOptions udp_;
   const absl::Duration publish_interval_;
-  const Clock& clock_;
+  const clock::Clock& clock_;
   const PublishCallback on_publish_;
   std::vector<config::Cidr> allowed_;
 
