@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "hotkey/sketch/zipf.h"
+#include "hotkey/loadgen/zipf.h"
 #include "udp_batch.h"
 
 namespace hotkey::loadgen {
@@ -119,7 +119,7 @@ absl::Status Sender::Impl::Run(const std::atomic<bool>& stop) {
 
   detail::DatagramBatch batch(options.datagram_bytes, detail::SamplingHeader(options.sampling));
   std::mt19937_64 gen(options.seed);
-  sketch::ZipfDistribution zipf(options.background_keys, options.zipf_s);
+  ZipfDistribution zipf(options.background_keys, options.zipf_s);
 
   // The celebrities active now, as cumulative thresholds on one uniform draw u: celebrity
   // i when low_i <= u < cum_i; background when u >= the last cum.
