@@ -19,9 +19,9 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "daemon.h"
 #include "fake_clock.h"
 #include "hotkey/clock/clock.h"
+#include "hotkey/daemon/daemon.h"
 #include "test_util.h"
 
 namespace hotkey::daemon {
