@@ -32,15 +32,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "hotkey/loadgen/zipf.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "hotkey/sketch/zipf.h"
 
 namespace {
 
+using hotkey::loadgen::ZipfDistribution;
 using hotkey::sketch::HeavyHitters;
 using hotkey::sketch::HeavyHittersOptions;
 using hotkey::sketch::Op;
-using hotkey::sketch::ZipfDistribution;
 
 struct Config {
   uint64_t updates = 32'000'000;

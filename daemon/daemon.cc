@@ -1,15 +1,29 @@
-#include "daemon.h"
+#include "hotkey/daemon/daemon.h"
 
+#include <atomic>
+#include <cassert>
 #include <fstream>
+#include <mutex>
 #include <optional>
+#include <thread>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "aggregator.h"
 #include "hotkey/config/rules_file.h"
-#include "hotkey/loadgen/sender.h"
+#include "http_server.h"
+#include "metrics.h"
 #include "proc_stats.h"
+#include "receiver.h"
+#include "snapshot.h"
+#include "storage.h"
+#include "tracker_options.h"
+#include "web.h"
 
 namespace hotkey::daemon {
 
@@ -38,15 +52,6 @@ absl::StatusOr<std::string> ReadSecret(const std::string& path) {
   return secret;
 }
 
-sketch::HeavyHittersOptions TrackerOptions(const config::TrackOptions& t) {
-  sketch::HeavyHittersOptions o;
-  o.candidates = t.candidates;
-  o.sketch_bytes = t.sketch_bytes;
-  o.max_key_bytes = t.stored_key_bytes;
-  o.half_life = t.half_life;
-  return o;
-}
-
 std::string Endpoint(const auto& ep) {
   const auto a = ep.address();
   return a.is_v6() ? absl::StrCat("[", a.to_string(), "]:", ep.port())
@@ -55,18 +60,87 @@ std::string Endpoint(const auto& ep) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::DaemonOptions& options,
-                                                       const Clock& clock, LogSink log) {
+// Everything the daemon owns. Members marked "io thread" are touched only by handlers on
+// io_ (or, once no thread runs io_, by the destructor).
+class Daemon::Impl {
+ public:
+  Impl(const config::DaemonOptions& options, const clock::Clock& clock, LogSink log)
+      : options_(options), clock_(clock), log_(std::move(log)), cluster_(options.cluster) {}
+  ~Impl();
+
+  absl::Status Init(std::vector<std::unique_ptr<EventSource>> extra);
+  void Run(bool handle_signals);
+  void Shutdown();
+  absl::Status Reload();
+  std::shared_ptr<const Snapshot> snapshot() const;
+  boost::asio::ip::tcp::endpoint web_endpoint() const { return http_->local_endpoint(); }
+  boost::asio::ip::udp::endpoint udp_endpoint() const { return receivers_[0]->local_endpoint(); }
+
+ private:
+  void Build();
+  void Log(std::string_view level, std::string_view msg, std::string_view fields = "");
+  void DoShutdown();
+  // SIGHUP reloads; SIGTERM and SIGINT shut down.
+  void WaitForSignal();
+  // Restores the trackers from --storage.path, if there is usable state.
+  void RestoreState();
+  // Saves the sources' merged trackers now.
+  void SaveState();
+  void ArmStorageTimer();
+  void RequestBuild();
+
+  const config::DaemonOptions options_;
+  const clock::Clock& clock_;
+  const LogSink log_;
+  asio::io_context io_;
+  std::unique_ptr<asio::signal_set> signals_;
+  // Every source, receivers first; receivers_ views the UDP ones.
+  std::vector<std::unique_ptr<EventSource>> sources_;
+  std::vector<UdpReceiver*> receivers_;
+  std::vector<uint64_t> inodes_;
+  std::unique_ptr<Aggregator> aggregator_;  // io thread
+  std::unique_ptr<SnapshotCollector> collector_;
+  std::unique_ptr<WebRoutes> routes_;
+  std::unique_ptr<HttpServer> http_;
+  std::atomic<bool> build_pending_{false};
+  std::unique_ptr<StateStore> store_;  // null without --storage.path
+  std::unique_ptr<asio::steady_timer> storage_timer_;
+  bool shut_down_ = false;            // io thread
+  std::atomic<bool> running_{false};  // Run() is inside io_.run()
+  std::mutex reload_mu_;              // one Reload() at a time, so its steps stay in order
+  uint64_t reload_seq_ = 0;           // guarded by reload_mu_
+  uint64_t applied_reload_seq_ = 0;   // io thread
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_
+  ReloadStatus reload_status_;                // guarded by mu_
+  StorageStatus storage_status_;              // guarded by mu_
+  model::Cluster cluster_;                    // guarded by mu_
+};
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
+    const config::DaemonOptions& options, const clock::Clock& clock, LogSink log,
+    std::vector<std::unique_ptr<EventSource>> sources) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  std::unique_ptr<Daemon> d(new Daemon(options, clock, std::move(log)));
-  if (absl::Status s = d->Init(); !s.ok()) return s;
-  return d;
+  auto impl = std::make_unique<Impl>(options, clock, std::move(log));
+  if (absl::Status s = impl->Init(std::move(sources)); !s.ok()) return s;
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
 
-Daemon::Daemon(const config::DaemonOptions& options, const Clock& clock, LogSink log)
-    : options_(options), clock_(clock), log_(std::move(log)), cluster_(options.cluster) {}
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Daemon::~Daemon() = default;
+void Daemon::Run(bool handle_signals) { impl_->Run(handle_signals); }
+void Daemon::Shutdown() { impl_->Shutdown(); }
+absl::Status Daemon::Reload() { return impl_->Reload(); }
+std::shared_ptr<const Snapshot> Daemon::snapshot() const { return impl_->snapshot(); }
+asio::ip::tcp::endpoint Daemon::web_endpoint() const { return impl_->web_endpoint(); }
+asio::ip::udp::endpoint Daemon::udp_endpoint() const { return impl_->udp_endpoint(); }
 
-absl::Status Daemon::Init() {
+void Daemon::Impl::RequestBuild() {
+  if (!build_pending_.exchange(true)) asio::post(io_, [this] { Build(); });
+}
+
+absl::Status Daemon::Impl::Init(std::vector<std::unique_ptr<EventSource>> extra) {
   config::ReloadableOptions reloadable = config::ReloadableFrom(options_);
   if (!options_.config_file.empty()) {
     absl::StatusOr<config::ReloadableOptions> r =
@@ -84,10 +158,9 @@ absl::Status Daemon::Init() {
   // Receivers: with port 0 the first socket picks the port and the others join it.
   config::UdpOptions udp = options_.udp;
   for (int i = 0; i < options_.udp.receivers; ++i) {
-    absl::StatusOr<std::unique_ptr<UdpReceiver>> r = UdpReceiver::Create(
-        udp, TrackerOptions(options_.track), options_.track.publish_interval, clock_, [this] {
-          if (!build_pending_.exchange(true)) asio::post(io_, [this] { Build(); });
-        });
+    absl::StatusOr<std::unique_ptr<UdpReceiver>> r =
+        UdpReceiver::Create(udp, TrackerOptions(options_.track), options_.track.publish_interval,
+                            clock_, [this] { RequestBuild(); });
     if (!r.ok()) return r.status();
     if (i == 0) {
       absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(udp.listen_address);
@@ -98,7 +171,13 @@ absl::Status Daemon::Init() {
       }
     }
     inodes_.push_back((*r)->socket_inode());
-    receivers_.push_back(*std::move(r));
+    receivers_.push_back(r->get());
+    sources_.push_back(*std::move(r));
+  }
+  for (std::unique_ptr<EventSource>& s : extra) {
+    if (!s) continue;
+    s->SetPublishCallback([this] { RequestBuild(); });
+    sources_.push_back(std::move(s));
   }
 
   if (!options_.storage.path.empty()) {
@@ -132,9 +211,13 @@ absl::Status Daemon::Init() {
   return absl::OkStatus();
 }
 
-Daemon::~Daemon() { DoShutdown(); }
+Daemon::Impl::~Impl() {
+  // The io thread has left Run() (or never entered it): shutting down here races nothing.
+  assert(!running_);
+  DoShutdown();
+}
 
-void Daemon::Log(std::string_view level, std::string_view msg, std::string_view fields) {
+void Daemon::Impl::Log(std::string_view level, std::string_view msg, std::string_view fields) {
   if (!log_) return;
   std::string line =
       absl::StrFormat("ts=%s level=%s msg=\"%s\"",
@@ -144,28 +227,32 @@ void Daemon::Log(std::string_view level, std::string_view msg, std::string_view 
   log_(line);
 }
 
-void Daemon::Run(bool handle_signals) {
+void Daemon::Impl::Run(bool handle_signals) {
   if (handle_signals) {
     signals_ = std::make_unique<asio::signal_set>(io_, SIGINT, SIGTERM, SIGHUP);
     WaitForSignal();
   }
   http_->Start();
-  for (auto& r : receivers_) r->Start();
+  for (auto& s : sources_) s->Start();
   Log("info", "hotkeyd started",
       absl::StrFormat("version=%s web=%s udp=%s receivers=%d udp_read_buffer=%d",
                       std::string(BuildVersion()), Endpoint(http_->local_endpoint()),
                       Endpoint(receivers_[0]->local_endpoint()), receivers_.size(),
                       receivers_[0]->receive_buffer_bytes()));
-  if (options_.demo) StartDemo();
+  for (size_t i = receivers_.size(); i < sources_.size(); ++i) {
+    Log("info", "event source started", absl::StrCat("kind=", std::string(sources_[i]->kind())));
+  }
   if (store_) ArmStorageTimer();
+  running_ = true;
   io_.run();
+  running_ = false;
 }
 
-void Daemon::WaitForSignal() {
+void Daemon::Impl::WaitForSignal() {
   signals_->async_wait([this](boost::system::error_code ec, int sig) {
     if (ec) return;
     if (sig == SIGHUP) {
-      (void)Reload();  // logs its outcome; the old configuration stays on error
+      (void)Reload();  // on the io thread; logs its outcome; the old configuration stays on error
       WaitForSignal();
       return;
     }
@@ -174,11 +261,11 @@ void Daemon::WaitForSignal() {
   });
 }
 
-void Daemon::Shutdown() {
+void Daemon::Impl::Shutdown() {
   asio::post(io_, [this] { DoShutdown(); });
 }
 
-void Daemon::DoShutdown() {
+void Daemon::Impl::DoShutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (http_) http_->Stop();
@@ -186,9 +273,7 @@ void Daemon::DoShutdown() {
     boost::system::error_code ec;
     signals_->cancel(ec);
   }
-  demo_stop_ = true;
-  if (demo_thread_.joinable()) demo_thread_.join();
-  for (auto& r : receivers_) r->Stop();
+  for (auto& s : sources_) s->Stop();
   // The last reports, so a final scrape would see everything counted. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.
   if (aggregator_) Build();
@@ -197,46 +282,17 @@ void Daemon::DoShutdown() {
   io_.stop();
 }
 
-void Daemon::StartDemo() {
-  loadgen::SendOptions o;
-  const auto ep = receivers_[0]->local_endpoint();
-  const bool any = ep.address().is_unspecified();
-  o.to = ep.address().is_v6() && !any
-             ? absl::StrCat("[", ep.address().to_string(), "]:", ep.port())
-             : absl::StrCat(any ? "127.0.0.1" : ep.address().to_string(), ":", ep.port());
-  o.rate = options_.demo_rate;
-  o.background_keys = 100000;
-  o.zipf_s = 1.0;
-  o.background_write_share = 0.1;
-  // Three celebrities, one per fix. At 9,500 ops/s on a 10,000 ops/s shard (the defaults),
-  // with B = the shard's load without the key and H its ops/s (shard_model.h):
-  //   profile, 3% writes, H = 2090: cache leaves B + Hw + A/refresh = 7410 + 63 + 50 = 0.75 C
-  //   likes, 95% writes, H = 2375: cache 0.95 C, replicate 0.94 C; split B + Hw/8 + Hr = 0.75 C
-  //   stock, 50% writes, H = 2375: split 0.85 C; split+cache B + Hw/8 + A/refresh = 0.73 C
-  o.celebrities = {{"user:celebrity:profile", 0.22, 0.03},
-                   {"post:viral:likes", 0.25, 0.95},
-                   {"item:flash-sale:stock", 0.25, 0.5}};
-  absl::StatusOr<std::unique_ptr<loadgen::Sender>> s = loadgen::Sender::Create(o);
-  if (!s.ok()) {
-    Log("error", "demo load not started", absl::StrCat("err=\"", s.status().message(), "\""));
-    return;
-  }
-  demo_ = *std::move(s);
-  demo_thread_ = std::thread([this] { (void)demo_->Run(demo_stop_); });
-  Log("info", "demo load started", absl::StrFormat("to=%s rate=%g", o.to, o.rate));
-}
-
-void Daemon::Build() {
+void Daemon::Impl::Build() {
   build_pending_ = false;
-  std::vector<std::shared_ptr<const ReceiverReport>> reports;
-  reports.reserve(receivers_.size());
-  for (const auto& r : receivers_) reports.push_back(r->Latest());
+  std::vector<std::shared_ptr<const SourceReport>> reports;
+  reports.reserve(sources_.size());
+  for (const auto& s : sources_) reports.push_back(s->Latest());
   auto snap = aggregator_->Build(reports, clock_.Now(), ReadUdpDrops(inodes_));
   std::lock_guard<std::mutex> l(mu_);
   snapshot_ = std::move(snap);
 }
 
-void Daemon::RestoreState() {
+void Daemon::Impl::RestoreState() {
   StateStore::Loaded l = store_->Load(TrackerOptions(options_.track), clock_.Now());
   if (!l.problem.empty()) {
     Log("error", "saved state unusable; starting empty",
@@ -249,7 +305,7 @@ void Daemon::RestoreState() {
   Log("info", "state restored", absl::StrCat("file=\"", store_->path(), "\" keys=", keys));
 }
 
-void Daemon::ArmStorageTimer() {
+void Daemon::Impl::ArmStorageTimer() {
   if (!storage_timer_) storage_timer_ = std::make_unique<asio::steady_timer>(io_);
   storage_timer_->expires_after(absl::ToChronoNanoseconds(options_.storage.interval));
   storage_timer_->async_wait([this](boost::system::error_code ec) {
@@ -259,11 +315,11 @@ void Daemon::ArmStorageTimer() {
   });
 }
 
-void Daemon::SaveState() {
-  // The receivers' latest published trackers, merged (each receiver sees its own senders).
+void Daemon::Impl::SaveState() {
+  // The sources' latest published trackers, merged (each receiver sees its own senders).
   std::optional<sketch::HeavyHitters> merged;
-  for (const auto& r : receivers_) {
-    const std::shared_ptr<const ReceiverReport> report = r->Latest();
+  for (const auto& s : sources_) {
+    const std::shared_ptr<const SourceReport> report = s->Latest();
     if (!report) continue;
     if (!merged) {
       merged.emplace(report->tracker);
@@ -282,12 +338,15 @@ void Daemon::SaveState() {
   }
 }
 
-std::shared_ptr<const Snapshot> Daemon::snapshot() const {
+std::shared_ptr<const Snapshot> Daemon::Impl::snapshot() const {
   std::lock_guard<std::mutex> l(mu_);
   return snapshot_;
 }
 
-absl::Status Daemon::Reload() {
+absl::Status Daemon::Impl::Reload() {
+  // Parsing touches no io-thread state; the aggregator takes the result on the io thread
+  // (at once when called there: an HTTP handler, the SIGHUP handler).
+  std::lock_guard<std::mutex> serial(reload_mu_);
   config::ReloadableOptions reloadable = config::ReloadableFrom(options_);
   absl::Status status = absl::OkStatus();
   if (!options_.config_file.empty()) {
@@ -300,7 +359,18 @@ absl::Status Daemon::Reload() {
     }
   }
   if (status.ok()) {
-    aggregator_->SetReloadable(reloadable);
+    // Numbered, so that a reload posted earlier never overrides a later one.
+    const uint64_t seq = ++reload_seq_;
+    auto apply = [this, seq, reloadable] {
+      if (seq <= applied_reload_seq_) return;
+      applied_reload_seq_ = seq;
+      aggregator_->SetReloadable(reloadable);
+    };
+    if (io_.get_executor().running_in_this_thread()) {
+      apply();
+    } else {
+      asio::post(io_, std::move(apply));
+    }
     {
       std::lock_guard<std::mutex> l(mu_);
       cluster_ = reloadable.cluster;

@@ -16,7 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "hotkey/config/values.h"
-#include "receiver.h"
+#include "net.h"
 
 namespace hotkey::daemon {
 

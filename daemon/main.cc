@@ -1,11 +1,14 @@
 // hotkeyd: hot-key detection sidecar. See README.md, and `hotkeyd --help` for the flags.
 
 #include <cstdio>
+#include <memory>
 #include <mutex>
+#include <vector>
 
-#include "clock.h"
-#include "daemon.h"
+#include "hotkey/clock/clock.h"
 #include "hotkey/config/flags.h"
+#include "hotkey/daemon/daemon.h"
+#include "hotkey/daemon/demo.h"
 #include "log.h"
 
 int main(int argc, char** argv) {
@@ -28,9 +31,19 @@ int main(int argc, char** argv) {
       std::fputc('\n', stderr);
       std::fflush(stderr);
     };
-    static hotkey::daemon::RealClock clock;
+    static hotkey::clock::RealClock clock;
+    std::vector<std::unique_ptr<hotkey::daemon::EventSource>> sources;
+    if (flags->options.demo) {
+      absl::StatusOr<std::unique_ptr<hotkey::daemon::EventSource>> demo =
+          hotkey::daemon::NewDemoSource(flags->options, clock);
+      if (!demo.ok()) {
+        std::fprintf(stderr, "hotkeyd: %s\n", std::string(demo.status().message()).c_str());
+        return 1;
+      }
+      sources.push_back(*std::move(demo));
+    }
     absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d =
-        hotkey::daemon::Daemon::Create(flags->options, clock, log);
+        hotkey::daemon::Daemon::Create(flags->options, clock, log, std::move(sources));
     if (!d.ok()) {
       std::fprintf(stderr, "hotkeyd: %s\n", std::string(d.status().message()).c_str());
       return 1;

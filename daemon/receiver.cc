@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "net.h"
 
 namespace hotkey::daemon {
 
@@ -32,27 +33,9 @@ std::string Av(boost::system::error_code ec) { return ec.message(); }
 
 }  // namespace
 
-void ReceiverCounters::Add(const ReceiverCounters& o) {
-  datagrams += o.datagrams;
-  events += o.events;
-  for (size_t i = 0; i < rejected.size(); ++i) rejected[i] += o.rejected[i];
-  datagrams_denied += o.datagrams_denied;
-  receive_errors += o.receive_errors;
-}
-
-absl::StatusOr<asio::ip::address> ListenHost(const config::HostPort& hp) {
-  if (hp.host.empty()) return asio::ip::address(asio::ip::address_v6::any());
-  boost::system::error_code ec;
-  asio::ip::address a = asio::ip::make_address(hp.host, ec);
-  if (!ec) return a;
-  if (hp.host == "localhost") return asio::ip::address(asio::ip::address_v4::loopback());
-  return absl::InvalidArgumentError(
-      absl::StrCat("\"", hp.host, "\" is not an IP address (use an address, not a name)"));
-}
-
 absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
     const config::UdpOptions& udp, const sketch::HeavyHittersOptions& tracker,
-    absl::Duration publish_interval, const Clock& clock, PublishCallback on_publish) {
+    absl::Duration publish_interval, const clock::Clock& clock, PublishCallback on_publish) {
   absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(tracker, clock.Now());
   if (!hh.ok()) return hh.status();
   std::unique_ptr<UdpReceiver> r(
@@ -67,7 +50,7 @@ absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
 }
 
 UdpReceiver::UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
-                         absl::Duration publish_interval, const Clock& clock,
+                         absl::Duration publish_interval, const clock::Clock& clock,
                          PublishCallback on_publish)
     : udp_(udp),
       publish_interval_(publish_interval),
@@ -79,7 +62,8 @@ UdpReceiver::UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tra
       buffers_(static_cast<size_t>(udp.batch) * kMaxDatagram),
       msgs_(udp.batch),
       iovecs_(udp.batch),
-      sources_(udp.batch) {
+      sources_(udp.batch),
+      reports_(tracker_) {
   for (int i = 0; i < udp.batch; ++i) {
     iovecs_[i] = {&buffers_[static_cast<size_t>(i) * kMaxDatagram], kMaxDatagram};
     std::memset(&msgs_[i], 0, sizeof msgs_[i]);
@@ -214,17 +198,8 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
 void UdpReceiver::Publish() {
   const absl::Time now = clock_.Now();
   tracker_.Advance(now);
-  auto report = std::make_shared<const ReceiverReport>(ReceiverReport{now, tracker_, counters_});
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    latest_ = std::move(report);
-  }
+  reports_.Publish(now, tracker_, counters_);
   if (on_publish_) on_publish_();
-}
-
-std::shared_ptr<const ReceiverReport> UdpReceiver::Latest() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return latest_;
 }
 
 }  // namespace hotkey::daemon

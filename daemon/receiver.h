@@ -4,15 +4,16 @@
 // recvmmsg (up to `batch` datagrams a system call, through the native handle: Asio has no
 // batched receive), reads the clock once per batch, parses every datagram in place
 // (protocol.h) and counts each event in its HeavyHitters. Nothing on that path allocates,
-// locks or throws. Every publish interval it copies its tracker and counters into an
-// immutable Report (one allocation a tick) that other threads read through Latest().
+// locks or throws. Every publish interval it copies its tracker and counters into a
+// recycled, immutable SourceReport (report_buffer.h: no allocation once warm) that other
+// threads read through Latest(). It is an EventSource (event_source.h) of kind "udp".
 //
 // With --udp.receivers=N the daemon opens N sockets on one port with SO_REUSEPORT: the
 // kernel spreads senders over them by flow hash, and each receiver's tracker is merged
 // into the snapshot (aggregator.h).
 //
 // Shutdown, in phases: Stop() closes input (the socket), drains what the kernel already
-// holds, publishes a last Report, and joins the thread.
+// holds, publishes a last report, and joins the thread.
 //
 // Thread-safe: Start, Stop and Latest may be called from any thread.
 
@@ -21,12 +22,10 @@
 
 #include <sys/socket.h>
 
-#include <array>
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -35,50 +34,36 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "absl/status/statusor.h"
-#include "clock.h"
+#include "hotkey/clock/clock.h"
 #include "hotkey/config/options.h"
 #include "hotkey/config/values.h"
+#include "hotkey/daemon/event_source.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "protocol.h"
+#include "report_buffer.h"
+#include "source_report.h"
 
 namespace hotkey::daemon {
 
-struct ReceiverCounters {
-  uint64_t datagrams = 0;
-  uint64_t events = 0;
-  std::array<uint64_t, kNumRejects> rejected = {};  // lines (datagrams for kBadHeader)
-  uint64_t datagrams_denied = 0;                    // from a source outside --udp.allowed-sources
-  uint64_t receive_errors = 0;  // recvmmsg failures other than "nothing to read"
-
-  void Add(const ReceiverCounters& o);
-};
-
-// What a receiver publishes each tick: immutable once published.
-struct ReceiverReport {
-  absl::Time time;
-  sketch::HeavyHitters tracker;
-  ReceiverCounters counters;
-};
-
-class UdpReceiver {
+class UdpReceiver final : public EventSource {
  public:
-  // Called on the receiver's thread after each publish; must be cheap (post and return).
-  using PublishCallback = std::function<void()>;
-
   // Opens and binds the socket (SO_REUSEPORT, SO_RCVBUF raised); does not start reading.
   static absl::StatusOr<std::unique_ptr<UdpReceiver>> Create(
       const config::UdpOptions& udp, const sketch::HeavyHittersOptions& tracker,
-      absl::Duration publish_interval, const Clock& clock, PublishCallback on_publish);
-  ~UdpReceiver();
+      absl::Duration publish_interval, const clock::Clock& clock,
+      PublishCallback on_publish = nullptr);
+  ~UdpReceiver() override;
 
-  // Replaces the tracker with restored state (storage.h). Only before Start().
+  // Replaces the tracker with restored state (storage.h): same options. Only before Start().
   void Restore(sketch::HeavyHitters tracker) { tracker_ = std::move(tracker); }
 
-  void Start();
-  void Stop();
-
-  // The last published report; null before the first tick.
-  std::shared_ptr<const ReceiverReport> Latest() const;
+  std::string_view kind() const override { return "udp"; }
+  void SetPublishCallback(PublishCallback on_publish) override {
+    on_publish_ = std::move(on_publish);
+  }
+  void Start() override;
+  void Stop() override;
+  std::shared_ptr<const SourceReport> Latest() const override { return reports_.Latest(); }
 
   boost::asio::ip::udp::endpoint local_endpoint() const { return local_; }
   // The socket's inode: its row in /proc/net/udp (kernel drop counts).
@@ -88,7 +73,8 @@ class UdpReceiver {
 
  private:
   UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
-              absl::Duration publish_interval, const Clock& clock, PublishCallback on_publish);
+              absl::Duration publish_interval, const clock::Clock& clock,
+              PublishCallback on_publish);
   absl::Status Open();
   void ArmRead();
   void ArmTimer();
@@ -98,8 +84,8 @@ class UdpReceiver {
 
   const config::UdpOptions udp_;
   const absl::Duration publish_interval_;
-  const Clock& clock_;
-  const PublishCallback on_publish_;
+  const clock::Clock& clock_;
+  PublishCallback on_publish_;  // set before Start()
   std::vector<config::Cidr> allowed_;
 
   boost::asio::io_context io_;
@@ -113,19 +99,14 @@ class UdpReceiver {
 
   // Owned by the receiver thread.
   sketch::HeavyHitters tracker_;
-  ReceiverCounters counters_;
+  SourceCounters counters_;
   std::vector<char> buffers_;  // batch * kMaxDatagram bytes
   std::vector<struct mmsghdr> msgs_;
   std::vector<struct iovec> iovecs_;
   std::vector<sockaddr_storage> sources_;
 
-  mutable std::mutex mu_;
-  std::shared_ptr<const ReceiverReport> latest_;  // guarded by mu_
+  ReportBuffer reports_;
 };
-
-// Resolves a listen address ("host:port", "[v6]:port", ":port") to an endpoint; ":port"
-// is every interface (IPv6 dual-stack where the host has IPv6, else IPv4).
-absl::StatusOr<boost::asio::ip::address> ListenHost(const config::HostPort& hp);
 
 }  // namespace hotkey::daemon
 

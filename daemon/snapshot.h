@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "hotkey/model/shard_model.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "receiver.h"
+#include "source_report.h"
 
 namespace hotkey::daemon {
 
@@ -42,13 +42,13 @@ struct KeySnapshot {
 struct Snapshot {
   absl::Time time;
   absl::Time start_time;
-  int receivers = 0;
+  int receivers = 0;  // sources merged: UDP receivers, and the demo source with --demo
   double half_life_seconds = 0;
   double rate_window_seconds = 0;  // the window the ops_per_second figures span now
   double ops_per_second[sketch::kNumOps] = {0, 0};
   double decayed_ops_per_second[sketch::kNumOps] = {0, 0};
   std::vector<KeySnapshot> keys;  // the exported keys, largest share first
-  ReceiverCounters counters;      // summed over receivers
+  SourceCounters counters;        // summed over sources
   uint64_t kernel_drops = 0;      // /proc/net/udp drops of our sockets
   size_t tracked_keys = 0;        // keys in the trackers' tables
   size_t sketch_bytes = 0;        // tracker memory, all receivers

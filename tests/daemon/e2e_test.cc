@@ -19,13 +19,17 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "clock.h"
-#include "daemon.h"
+#include "fake_clock.h"
+#include "hotkey/clock/clock.h"
+#include "hotkey/daemon/daemon.h"
 #include "test_util.h"
 
 namespace hotkey::daemon {
 namespace {
 
+using clock::Clock;
+using clock::RealClock;
+using ::hotkey::testing::FakeClock;
 using testing::Exposition;
 using testing::HttpCall;
 using testing::HttpReply;

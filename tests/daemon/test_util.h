@@ -26,6 +26,9 @@
 
 namespace hotkey::daemon::testing {
 
+// Allocations made so far by this thread through operator new (alloc_count.cc).
+uint64_t AllocationsOnThisThread();
+
 // True if `s` is valid UTF-8 per RFC 3629: no overlong forms, no surrogates, nothing above
 // U+10FFFF, no truncated sequence.
 bool IsValidUtf8(std::string_view s);

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "hotkey/loadgen/zipf.h"
 #include "hotkey/sketch/count_min.h"
 #include "hotkey/sketch/hash.h"
-#include "hotkey/sketch/zipf.h"
 #include "test_util.h"
 
 namespace hotkey::sketch {

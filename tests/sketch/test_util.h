@@ -16,8 +16,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "hotkey/loadgen/zipf.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "hotkey/sketch/zipf.h"
+
+namespace hotkey::sketch {
+// The sampler of the load generator (header-only) makes the test streams.
+using ::hotkey::loadgen::ZipfDistribution;
+}  // namespace hotkey::sketch
 
 namespace hotkey::sketch::testing {
 

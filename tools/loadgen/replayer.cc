@@ -41,13 +41,13 @@ absl::Status ReplayOptions::Validate() const {
 }
 
 struct Replayer::Impl {
-  Impl(ReplayOptions o, Clock& c, detail::UdpSocket s)
+  Impl(ReplayOptions o, const clock::Clock& c, detail::UdpSocket s)
       : options(std::move(o)), clock(c), socket(std::move(s)) {}
 
   absl::Status Run(TraceReader& trace, const std::atomic<bool>& stop);
 
   const ReplayOptions options;
-  Clock& clock;
+  const clock::Clock& clock;
   const detail::UdpSocket socket;
   detail::SendCounters counters;
   std::atomic<int64_t> elapsed_ns{0};
@@ -60,7 +60,7 @@ absl::Status Replayer::Impl::Run(TraceReader& trace, const std::atomic<bool>& st
   ran = true;
   detail::DatagramBatch batch(options.datagram_bytes, detail::SamplingHeader(options.sampling));
   const int fd = socket.fd();
-  const absl::Duration start = clock.Now();
+  const absl::Time start = clock.Now();
 
   TraceEvent event;
   bool have_event = false;          // `event` read but not yet sent
@@ -132,7 +132,8 @@ absl::Status Replayer::Impl::Run(TraceReader& trace, const std::atomic<bool>& st
 Replayer::Replayer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Replayer::~Replayer() = default;
 
-absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(ReplayOptions options, Clock& clock) {
+absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(ReplayOptions options,
+                                                           const clock::Clock& clock) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   absl::StatusOr<detail::UdpSocket> socket = detail::UdpSocket::Connect(options.to);
   if (!socket.ok()) return socket.status();

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "hotkey/sketch/zipf.h"
+#include "hotkey/loadgen/zipf.h"
 #include "udp_batch.h"
 
 namespace hotkey::loadgen {
@@ -100,13 +100,13 @@ absl::Status SendOptions::Validate() const {
 }
 
 struct Sender::Impl {
-  Impl(SendOptions o, Clock& c, detail::UdpSocket s)
+  Impl(SendOptions o, const clock::Clock& c, detail::UdpSocket s)
       : options(std::move(o)), clock(c), socket(std::move(s)) {}
 
   absl::Status Run(const std::atomic<bool>& stop);
 
   const SendOptions options;
-  Clock& clock;
+  const clock::Clock& clock;
   const detail::UdpSocket socket;
   detail::SendCounters counters;
   std::atomic<int64_t> elapsed_ns{0};
@@ -119,7 +119,7 @@ absl::Status Sender::Impl::Run(const std::atomic<bool>& stop) {
 
   detail::DatagramBatch batch(options.datagram_bytes, detail::SamplingHeader(options.sampling));
   std::mt19937_64 gen(options.seed);
-  sketch::ZipfDistribution zipf(options.background_keys, options.zipf_s);
+  ZipfDistribution zipf(options.background_keys, options.zipf_s);
 
   // The celebrities active now, as cumulative thresholds on one uniform draw u: celebrity
   // i when low_i <= u < cum_i; background when u >= the last cum.
@@ -182,7 +182,7 @@ absl::Status Sender::Impl::Run(const std::atomic<bool>& stop) {
           : std::numeric_limits<uint64_t>::max();
   uint64_t generated = 0;
   const int fd = socket.fd();
-  const absl::Duration start = clock.Now();
+  const absl::Time start = clock.Now();
 
   while (!stop.load(std::memory_order_relaxed)) {
     const absl::Duration elapsed = clock.Now() - start;
@@ -226,7 +226,8 @@ absl::Status Sender::Impl::Run(const std::atomic<bool>& stop) {
 Sender::Sender(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Sender::~Sender() = default;
 
-absl::StatusOr<std::unique_ptr<Sender>> Sender::Create(SendOptions options, Clock& clock) {
+absl::StatusOr<std::unique_ptr<Sender>> Sender::Create(SendOptions options,
+                                                       const clock::Clock& clock) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   absl::StatusOr<detail::UdpSocket> socket = detail::UdpSocket::Connect(options.to);
   if (!socket.ok()) return socket.status();

@@ -46,7 +46,7 @@ struct Replayed {
   ReplayStats stats;
 };
 
-Replayed Replay(const std::string& text, ReplayOptions o, Clock& clock) {
+Replayed Replay(const std::string& text, ReplayOptions o, const clock::Clock& clock) {
   TempTrace trace(text);
   UdpSink sink;
   o.to = sink.address();

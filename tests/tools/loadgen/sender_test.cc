@@ -60,7 +60,7 @@ std::vector<Event> ParseAll(const std::vector<std::string>& datagrams, const std
 }
 
 // Runs a sender to completion on `clock` and returns what the sink received.
-std::vector<std::string> SendAll(SendOptions o, Clock& clock, UdpSink& sink,
+std::vector<std::string> SendAll(SendOptions o, const clock::Clock& clock, UdpSink& sink,
                                  SendStats* stats_out = nullptr) {
   o.to = sink.address();
   absl::StatusOr<std::unique_ptr<Sender>> sender = Sender::Create(o, clock);
@@ -120,7 +120,7 @@ TEST_CASE("Sender: full datagrams come close to the size limit", "[loadgen]") {
   o.duration = absl::Milliseconds(50);
   o.datagram_bytes = 500;
   o.background_keys = 100;  // keys "key:1".."key:100": lines of at most 11 bytes
-  const std::vector<std::string> got = SendAll(o, SteadyClock(), sink);
+  const std::vector<std::string> got = SendAll(o, clock::SteadyClock::Get(), sink);
   REQUIRE(got.size() > 40);
   for (size_t i = 0; i + 1 < got.size(); ++i) {
     INFO("datagram " << i);

@@ -21,7 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "hotkey/loadgen/clock.h"
+#include "hotkey/clock/clock.h"
 #include "hotkey/loadgen/sender.h"
 #include "hotkey/loadgen/trace.h"
 
@@ -51,8 +51,8 @@ struct ReplayStats {
 class Replayer {
  public:
   // Validates `options` and connects the socket. `clock` must outlive the Replayer.
-  static absl::StatusOr<std::unique_ptr<Replayer>> Create(ReplayOptions options,
-                                                          Clock& clock = SteadyClock());
+  static absl::StatusOr<std::unique_ptr<Replayer>> Create(
+      ReplayOptions options, const clock::Clock& clock = clock::SteadyClock::Get());
   ~Replayer();
   Replayer(const Replayer&) = delete;
   Replayer& operator=(const Replayer&) = delete;

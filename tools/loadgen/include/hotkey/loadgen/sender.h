@@ -42,7 +42,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "hotkey/loadgen/clock.h"
+#include "hotkey/clock/clock.h"
 
 namespace hotkey::loadgen {
 
@@ -91,8 +91,8 @@ struct SendStats {
 class Sender {
  public:
   // Validates `options` and connects the socket. `clock` must outlive the Sender.
-  static absl::StatusOr<std::unique_ptr<Sender>> Create(SendOptions options,
-                                                        Clock& clock = SteadyClock());
+  static absl::StatusOr<std::unique_ptr<Sender>> Create(
+      SendOptions options, const clock::Clock& clock = clock::SteadyClock::Get());
   ~Sender();
   Sender(const Sender&) = delete;
   Sender& operator=(const Sender&) = delete;

@@ -1,16 +1,19 @@
 // ZipfDistribution: ranks 1..n drawn with P(k) proportional to k^-s, in O(1) per sample.
 //
-// Used to make test streams, benchmark streams and demo traffic. Rejection-inversion
-// sampling (Hormann & Derflinger, "Rejection-inversion to generate variates from monotone
-// discrete distributions", ACM TOMACS 1996): invert the integral of a continuous hat
-// function x^-s, round to the nearest integer, and accept unless the point falls in the
-// thin gap between hat and histogram. The expected number of uniforms per sample is below
-// 1.1 for every s > 0, and nothing is precomputed per rank, so n can be 10^9.
+// Used to make the Sender's background keys, test streams and benchmark streams. Not
+// absl::zipf_distribution: that one needs s > 1, and these streams use s = 0.9 and 1.0.
+//
+// Rejection-inversion sampling (Hormann & Derflinger, "Rejection-inversion to generate
+// variates from monotone discrete distributions", ACM TOMACS 1996): invert the integral of
+// a continuous hat function x^-s, round to the nearest integer, and accept unless the point
+// falls in the thin gap between hat and histogram. The expected number of uniforms per
+// sample is below 1.1 for every s > 0, and nothing is precomputed per rank, so n can be
+// 10^9.
 //
 // Thread-compatible; the generator is the caller's (any UniformRandomBitGenerator).
 
-#ifndef HOTKEY_SKETCH_ZIPF_H_
-#define HOTKEY_SKETCH_ZIPF_H_
+#ifndef HOTKEY_LOADGEN_ZIPF_H_
+#define HOTKEY_LOADGEN_ZIPF_H_
 
 #include <algorithm>
 #include <cassert>
@@ -18,7 +21,7 @@
 #include <cstdint>
 #include <random>
 
-namespace hotkey::sketch {
+namespace hotkey::loadgen {
 
 class ZipfDistribution {
  public:
@@ -75,6 +78,6 @@ class ZipfDistribution {
   double squeeze_;
 };
 
-}  // namespace hotkey::sketch
+}  // namespace hotkey::loadgen
 
-#endif  // HOTKEY_SKETCH_ZIPF_H_
+#endif  // HOTKEY_LOADGEN_ZIPF_H_

@@ -1,6 +1,6 @@
-// Tests for ZipfDistribution (sketch/include/hotkey/sketch/zipf.h): the empirical
+// Tests for ZipfDistribution (tools/loadgen/include/hotkey/loadgen/zipf.h): the empirical
 // frequencies of ranks 1, 2 and 10 match k^-s / H(n, s), every sample is in [1, n], and
-// degenerate n work. The sampler drives every other stream test, so it is checked first.
+// degenerate n work. The sampler drives the stream tests of sketch_test and the load generator.
 
 #include <catch2/catch.hpp>
 
@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "hotkey/sketch/zipf.h"
+#include "hotkey/loadgen/zipf.h"
 
-namespace hotkey::sketch {
+namespace hotkey::loadgen {
 namespace {
 
 // H(n, s) = sum_{k=1..n} k^-s, summed smallest first for accuracy.
@@ -21,7 +21,7 @@ double Harmonic(uint64_t n, double s) {
   return h;
 }
 
-TEST_CASE("Zipf: ranks 1, 2 and 10 occur with frequency k^-s / H(n, s)", "[sketch][zipf]") {
+TEST_CASE("Zipf: ranks 1, 2 and 10 occur with frequency k^-s / H(n, s)", "[loadgen][zipf]") {
   const uint64_t n = 1000000;
   const int samples = 1000000;
   for (double s : {0.9, 1.0, 1.2}) {
@@ -45,7 +45,7 @@ TEST_CASE("Zipf: ranks 1, 2 and 10 occur with frequency k^-s / H(n, s)", "[sketc
   }
 }
 
-TEST_CASE("Zipf: an exponent next to 1 matches s = 1", "[sketch][zipf]") {
+TEST_CASE("Zipf: an exponent next to 1 matches s = 1", "[loadgen][zipf]") {
   // s = 1 is where H's closed form divides by zero; the sampler switches formula there.
   const int samples = 300000;
   for (double s : {1.0 - 1e-9, 1.0 + 1e-9, 1.0 + 1e-6}) {
@@ -58,7 +58,7 @@ TEST_CASE("Zipf: an exponent next to 1 matches s = 1", "[sketch][zipf]") {
   }
 }
 
-TEST_CASE("Zipf: every sample lies in [1, n]", "[sketch][zipf]") {
+TEST_CASE("Zipf: every sample lies in [1, n]", "[loadgen][zipf]") {
   for (uint64_t n :
        {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{10}, uint64_t{1000}, uint64_t{1} << 40}) {
     for (double s : {0.1, 0.5, 0.9, 1.0, 1.2, 2.0, 5.0}) {
@@ -85,7 +85,7 @@ TEST_CASE("Zipf: every sample lies in [1, n]", "[sketch][zipf]") {
   }
 }
 
-TEST_CASE("Zipf: n = 1 always returns 1", "[sketch][zipf]") {
+TEST_CASE("Zipf: n = 1 always returns 1", "[loadgen][zipf]") {
   for (double s : {0.01, 1.0, 3.0}) {
     ZipfDistribution zipf(1, s);
     std::mt19937_64 gen(84);
@@ -93,7 +93,7 @@ TEST_CASE("Zipf: n = 1 always returns 1", "[sketch][zipf]") {
   }
 }
 
-TEST_CASE("Zipf: n = 2 splits as 1 : 2^-s", "[sketch][zipf]") {
+TEST_CASE("Zipf: n = 2 splits as 1 : 2^-s", "[loadgen][zipf]") {
   ZipfDistribution zipf(2, 1.5);
   std::mt19937_64 gen(85);
   int ones = 0;
@@ -104,4 +104,4 @@ TEST_CASE("Zipf: n = 2 splits as 1 : 2^-s", "[sketch][zipf]") {
 }
 
 }  // namespace
-}  // namespace hotkey::sketch
+}  // namespace hotkey::loadgen

@@ -1,0 +1,73 @@
+// Daemon: hotkeyd assembled. Event sources (event_source.h: the UDP receivers, and any
+// given to Create, such as the demo load; one thread each) feed trackers; on every publish
+// the daemon's io_context builds a Snapshot (aggregator.h); the HTTP server (same
+// io_context) serves it; SIGHUP or POST /-/reload re-reads the rules file; SIGTERM/SIGINT
+// stop it.
+//
+// Shutdown, in phases: stop accepting HTTP; stop input (each source stops: a receiver
+// closes its socket after draining what the kernel holds; each publishes a last report);
+// build a last snapshot; save state; leave Run(). Takes well under a second.
+//
+// Thread-safe: Shutdown(), Reload(), snapshot() and the endpoints may be called from any
+// thread; Run() from one. Destroy the Daemon after Run() has returned (or without ever
+// running it): the destructor shuts down on its own thread, which is safe only while no
+// thread runs the io_context.
+
+#ifndef HOTKEY_DAEMON_DAEMON_H_
+#define HOTKEY_DAEMON_DAEMON_H_
+
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+// The endpoint types of web_endpoint() and udp_endpoint(); everything else of Asio stays
+// behind the Impl.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "hotkey/clock/clock.h"
+#include "hotkey/config/options.h"
+#include "hotkey/daemon/event_source.h"
+
+namespace hotkey::daemon {
+
+struct Snapshot;
+
+class Daemon {
+ public:
+  using LogSink = std::function<void(std::string_view line)>;
+
+  // Binds every socket; errors (a port in use, a bad rules file) are returned, not thrown.
+  // `sources` are started, stopped and merged with the UDP receivers (e.g. the demo load,
+  // demo.h). `clock` must outlive the daemon.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(
+      const config::DaemonOptions& options, const clock::Clock& clock, LogSink log,
+      std::vector<std::unique_ptr<EventSource>> sources = {});
+  ~Daemon();
+
+  // Serves until Shutdown() (or a signal, with handle_signals). Blocks.
+  void Run(bool handle_signals);
+  void Shutdown();
+
+  // Re-reads --config.file; on error the old configuration stays and the error is
+  // returned. The new rules reach the aggregator through the io thread and take effect at
+  // the next snapshot.
+  absl::Status Reload();
+
+  // The latest snapshot (snapshot.h); null before the first publish.
+  std::shared_ptr<const Snapshot> snapshot() const;
+  boost::asio::ip::tcp::endpoint web_endpoint() const;
+  boost::asio::ip::udp::endpoint udp_endpoint() const;
+
+ private:
+  class Impl;
+  explicit Daemon(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hotkey::daemon
+
+#endif  // HOTKEY_DAEMON_DAEMON_H_

@@ -1,0 +1,49 @@
+// EventSource: where events come from. The daemon starts, stops and merges any number of
+// them; each runs on its own thread, counts into its own tracker (single writer, no lock
+// and no allocation per event) and publishes an immutable SourceReport every tick.
+//
+// Implementations: UdpReceiver (receiver.h, clients send sampled events over UDP) and
+// DemoSource (demo_source.h, the --demo load generated in-process). A report's type,
+// SourceReport, is private to daemon/ (source_report.h): sources live in daemon/ and fill
+// it, and only the daemon reads it.
+//
+// Life cycle: Create (the implementation's factory; binds, validates), Start() once,
+// Stop() once (stop input, drain, publish a last report, join); the destructor stops.
+//
+// Thread-safe: Start, Stop and Latest may be called from any thread.
+
+#ifndef HOTKEY_DAEMON_EVENT_SOURCE_H_
+#define HOTKEY_DAEMON_EVENT_SOURCE_H_
+
+#include <functional>
+#include <memory>
+#include <string_view>
+
+namespace hotkey::daemon {
+
+struct SourceReport;
+
+class EventSource {
+ public:
+  // Called on the source's thread after each publish; must be cheap (post and return).
+  using PublishCallback = std::function<void()>;
+
+  virtual ~EventSource() = default;
+
+  // What kind of source this is, for logs ("udp", "demo").
+  virtual std::string_view kind() const = 0;
+
+  // Called before Start(), at most once: the daemon asks to be told of every publish.
+  virtual void SetPublishCallback(PublishCallback on_publish) = 0;
+
+  virtual void Start() = 0;
+  // Returns after the last report is published and the thread has joined. Idempotent.
+  virtual void Stop() = 0;
+
+  // The last published report; null before the first tick.
+  virtual std::shared_ptr<const SourceReport> Latest() const = 0;
+};
+
+}  // namespace hotkey::daemon
+
+#endif  // HOTKEY_DAEMON_EVENT_SOURCE_H_

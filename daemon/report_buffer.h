@@ -1,0 +1,60 @@
+// ReportBuffer: how a source publishes its tracker and counters as an immutable shared
+// SourceReport every tick without allocating: reports are recycled, not rebuilt.
+//
+// The buffer holds a few reports preallocated at the tracker's size (kSlots). Publish()
+// copies the tracker into one that no reader holds (copy-assignment between trackers of
+// the same options reuses every buffer) and makes it the latest. Readers get a shared_ptr
+// from Latest(); when the last one lets go, the report returns to the free list, and the
+// shared_ptr's control block to a block pool. Both hand-overs take the buffer's mutex, so
+// the publisher's writes never race a reader's reads; that is one lock per publish, never
+// one per event.
+//
+// Cost: once every slot has held a full tracker, a publish allocates nothing
+// (report_buffer_test.cc counts). Only when readers hold every spare report at once (a
+// reader slower than kSlots - 1 ticks) does Publish() allocate one more, which then stays
+// in the pool.
+//
+// Thread-safe: Publish() from the source's thread; Latest() from any thread. Reports may
+// outlive the buffer.
+
+#ifndef HOTKEY_DAEMON_REPORT_BUFFER_H_
+#define HOTKEY_DAEMON_REPORT_BUFFER_H_
+
+#include <memory>
+
+#include "absl/time/time.h"
+#include "hotkey/sketch/heavy_hitters.h"
+#include "source_report.h"
+
+namespace hotkey::daemon {
+
+class ReportBuffer {
+ public:
+  // The latest report, one a reader may still hold, and one to write into.
+  static constexpr int kSlots = 3;
+
+  // Preallocates kSlots reports shaped like `prototype`.
+  explicit ReportBuffer(const sketch::HeavyHitters& prototype);
+  ~ReportBuffer();
+  ReportBuffer(const ReportBuffer&) = delete;
+  ReportBuffer& operator=(const ReportBuffer&) = delete;
+
+  void Publish(absl::Time time, const sketch::HeavyHitters& tracker,
+               const SourceCounters& counters);
+
+  // The last published report; null before the first Publish().
+  std::shared_ptr<const SourceReport> Latest() const;
+
+  // Reports in the pool, free or held: kSlots unless readers lagged.
+  int reports() const;
+
+  // The reports, blocks and mutex (report_buffer.cc); shared with the reports handed out.
+  struct Pool;
+
+ private:
+  const std::shared_ptr<Pool> pool_;
+};
+
+}  // namespace hotkey::daemon
+
+#endif  // HOTKEY_DAEMON_REPORT_BUFFER_H_
