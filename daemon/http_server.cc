@@ -15,8 +15,10 @@
 #include <boost/beast/ssl.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "basic_auth.h"
 #include "hotkey/config/values.h"
 #include "receiver.h"
+#include "tls.h"
 
 namespace hotkey::daemon {
 
@@ -265,9 +267,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context&
                                                                const config::WebOptions& web,
                                                                const HttpLimits& limits,
                                                                Handler handler) {
-  WebConfig web_config;
+  config::WebConfig web_config;
   if (!web.config_file.empty()) {
-    absl::StatusOr<WebConfig> c = LoadWebConfigFile(web.config_file);
+    absl::StatusOr<config::WebConfig> c = config::LoadWebConfigFile(web.config_file);
     if (!c.ok()) return c.status();
     web_config = *std::move(c);
   }
@@ -276,7 +278,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context&
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context& io,
                                                                const config::WebOptions& web,
-                                                               const WebConfig& web_config,
+                                                               const config::WebConfig& web_config,
                                                                const HttpLimits& limits,
                                                                Handler handler) {
   auto shared = std::make_shared<Shared>();

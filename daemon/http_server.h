@@ -9,7 +9,7 @@
 // body are size-limited, and the number of open connections is capped, so no client can
 // exhaust memory or starve a scrape.
 //
-// Access control comes from the --web.config.file (web_config.h, Prometheus exporter-toolkit
+// Access control comes from the --web.config.file (hotkey/config/web_config.h, exporter-toolkit
 // format): TLS through Asio's OpenSSL support, client certificates, basic auth, extra
 // response headers. With basic_auth_users every path answers 401 without valid credentials,
 // except /-/healthy and /-/ready when WebOptions::health_without_auth. bcrypt checks that
@@ -34,7 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hotkey/config/options.h"
-#include "web_config.h"
+#include "hotkey/config/web_config.h"
 
 namespace hotkey::daemon {
 
@@ -74,7 +74,7 @@ class HttpServer {
   // The same with the web config given (web.config_file is not read).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(boost::asio::io_context& io,
                                                             const config::WebOptions& web,
-                                                            const WebConfig& web_config,
+                                                            const config::WebConfig& web_config,
                                                             const HttpLimits& limits,
                                                             Handler handler);
   ~HttpServer();
