@@ -296,4 +296,10 @@ absl::StatusOr<ReloadableOptions> LoadRulesFile(const std::string& path,
   return out;
 }
 
+absl::StatusOr<ReloadableOptions> LoadReloadable(const DaemonOptions& options) {
+  ReloadableOptions reloadable = ReloadableFrom(options);
+  if (options.config_file.empty()) return reloadable;
+  return LoadRulesFile(options.config_file, reloadable);
+}
+
 }  // namespace hotkey::config

@@ -1,13 +1,11 @@
 #include "daemon.h"
 
-#include <fstream>
 #include <optional>
 
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "hotkey/config/rules_file.h"
 #include "hotkey/loadgen/sender.h"
 #include "proc_stats.h"
 
@@ -16,27 +14,6 @@ namespace hotkey::daemon {
 namespace asio = boost::asio;
 
 namespace {
-
-// Keys the hash of hashed key labels when no --key.hash-secret-file is given: labels stay
-// stable across restarts (Prometheus series continuity), but this key is public, so anyone
-// can hash candidate keys and match them. A secret file closes that.
-constexpr std::string_view kPublicLabelKey = "hotkeyd public label key";
-// A shorter secret could be found by trying them all.
-constexpr size_t kMinSecretBytes = 16;
-
-absl::StatusOr<std::string> ReadSecret(const std::string& path) {
-  if (path.empty()) return std::string(kPublicLabelKey);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot read --key.hash-secret-file ", path));
-  std::string secret((std::istreambuf_iterator<char>(f)), {});
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
-  if (secret.size() < kMinSecretBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("--key.hash-secret-file ", path, " holds ",
-                                                   secret.size(), " bytes; use at least ",
-                                                   kMinSecretBytes, " random bytes"));
-  }
-  return secret;
-}
 
 sketch::HeavyHittersOptions TrackerOptions(const config::TrackOptions& t) {
   sketch::HeavyHittersOptions o;
@@ -56,30 +33,31 @@ std::string Endpoint(const auto& ep) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::DaemonOptions& options,
-                                                       const Clock& clock, LogSink log) {
+                                                       Inputs inputs, const Clock& clock,
+                                                       LogSink log) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  std::unique_ptr<Daemon> d(new Daemon(options, clock, std::move(log)));
-  if (absl::Status s = d->Init(); !s.ok()) return s;
+  RulesLoader load_rules = std::move(inputs.load_rules);
+  if (!load_rules) load_rules = [options] { return config::ReloadableFrom(options); };
+  std::unique_ptr<Daemon> d(new Daemon(options, clock, std::move(log), std::move(load_rules)));
+  if (absl::Status s = d->Init(std::move(inputs)); !s.ok()) return s;
   return d;
 }
 
-Daemon::Daemon(const config::DaemonOptions& options, const Clock& clock, LogSink log)
-    : options_(options), clock_(clock), log_(std::move(log)), cluster_(options.cluster) {}
+Daemon::Daemon(const config::DaemonOptions& options, const Clock& clock, LogSink log,
+               RulesLoader load_rules)
+    : options_(options),
+      clock_(clock),
+      log_(std::move(log)),
+      load_rules_(std::move(load_rules)),
+      cluster_(options.cluster) {}
 
-absl::Status Daemon::Init() {
-  config::ReloadableOptions reloadable = config::ReloadableFrom(options_);
-  if (!options_.config_file.empty()) {
-    absl::StatusOr<config::ReloadableOptions> r =
-        config::LoadRulesFile(options_.config_file, reloadable);
-    if (!r.ok()) return r.status();
-    reloadable = *r;
-    cluster_ = reloadable.cluster;
-  }
+absl::Status Daemon::Init(Inputs inputs) {
+  absl::StatusOr<config::ReloadableOptions> reloadable = load_rules_();
+  if (!reloadable.ok()) return reloadable.status();
+  cluster_ = reloadable->cluster;
   reload_status_ = ReloadStatus{true, clock_.Now()};
-  absl::StatusOr<std::string> secret = ReadSecret(options_.key_hash_secret_file);
-  if (!secret.ok()) return secret.status();
-  aggregator_ = std::make_unique<Aggregator>(options_.track, reloadable, *std::move(secret),
-                                             clock_.Now(), log_);
+  aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
+                                             std::move(inputs.label_secret), clock_.Now(), log_);
 
   // Receivers: with port 0 the first socket picks the port and the others join it.
   config::UdpOptions udp = options_.udp;
@@ -125,7 +103,7 @@ absl::Status Daemon::Init() {
   hooks.metrics = collector_.get();
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(
-      io_, options_.web, HttpLimits{},
+      io_, options_.web, inputs.web_config, HttpLimits{},
       [routes = routes_.get()](const HttpRequest& r) { return routes->Handle(r); });
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
@@ -288,22 +266,13 @@ std::shared_ptr<const Snapshot> Daemon::snapshot() const {
 }
 
 absl::Status Daemon::Reload() {
-  config::ReloadableOptions reloadable = config::ReloadableFrom(options_);
-  absl::Status status = absl::OkStatus();
-  if (!options_.config_file.empty()) {
-    absl::StatusOr<config::ReloadableOptions> r =
-        config::LoadRulesFile(options_.config_file, reloadable);
-    if (r.ok()) {
-      reloadable = *r;
-    } else {
-      status = r.status();
-    }
-  }
+  const absl::StatusOr<config::ReloadableOptions> reloadable = load_rules_();
+  const absl::Status status = reloadable.status();
   if (status.ok()) {
-    aggregator_->SetReloadable(reloadable);
+    aggregator_->SetReloadable(*reloadable);
     {
       std::lock_guard<std::mutex> l(mu_);
-      cluster_ = reloadable.cluster;
+      cluster_ = reloadable->cluster;
       reload_status_ = ReloadStatus{true, clock_.Now()};
     }
     Log("info", "configuration reloaded", absl::StrCat("file=\"", options_.config_file, "\""));

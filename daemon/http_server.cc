@@ -265,19 +265,6 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context& io,
                                                                const config::WebOptions& web,
-                                                               const HttpLimits& limits,
-                                                               Handler handler) {
-  config::WebConfig web_config;
-  if (!web.config_file.empty()) {
-    absl::StatusOr<config::WebConfig> c = config::LoadWebConfigFile(web.config_file);
-    if (!c.ok()) return c.status();
-    web_config = *std::move(c);
-  }
-  return Create(io, web, web_config, limits, std::move(handler));
-}
-
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context& io,
-                                                               const config::WebOptions& web,
                                                                const config::WebConfig& web_config,
                                                                const HttpLimits& limits,
                                                                Handler handler) {
