@@ -86,7 +86,7 @@ class HttpServer {
   bool tls() const;
   bool basic_auth() const;
 
-  struct Shared;  // what sessions share with the server (defined in the .cc)
+  struct Shared;  // what sessions share with the server (http_shared.h)
 
  private:
   explicit HttpServer(boost::asio::io_context& io, std::shared_ptr<Shared> shared);
