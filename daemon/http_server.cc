@@ -134,34 +134,4 @@ void HttpServer::Accept() {
   });
 }
 
-std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view query) {
-  auto decode = [](std::string_view s) {
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '+') {
-        out.push_back(' ');
-      } else if (s[i] == '%' && i + 2 < s.size() &&
-                 isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-                 isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-        out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
-        i += 2;
-      } else {
-        out.push_back(s[i]);
-      }
-    }
-    return out;
-  };
-  std::vector<std::pair<std::string, std::string>> out;
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view part = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (part.empty()) continue;
-    const size_t eq = part.find('=');
-    out.emplace_back(decode(part.substr(0, eq)),
-                     eq == std::string_view::npos ? "" : decode(part.substr(eq + 1)));
-  }
-  return out;
-}
-
 }  // namespace hotkey::daemon

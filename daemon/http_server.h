@@ -100,9 +100,6 @@ class HttpServer {
   std::unique_ptr<boost::asio::thread_pool> auth_pool_;
 };
 
-// Splits "a=1&b=x%20y" into decoded pairs; malformed escapes are kept as they are.
-std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view query);
-
 }  // namespace hotkey::daemon
 
 #endif  // HOTKEY_DAEMON_HTTP_SERVER_H_
