@@ -107,6 +107,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     parser_->body_limit(shared_->limits.max_body_bytes);
     Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
     Wait();
+    head_ = false;
     boost::beast::http::async_read(stream_, buffer_, *parser_,
                                    [self = this->shared_from_this()](boost::beast::error_code ec,
                                                                      size_t) { self->OnRead(ec); });
@@ -143,6 +144,10 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     if (q != std::string_view::npos) request_.query = std::string(target.substr(q + 1));
     request_.body = req.body();
     keep_alive_ = req.keep_alive();
+    // RFC 9110 section 9.3.2: the answer to HEAD has the header fields GET's would have,
+    // Content-Length included, and no content; bytes sent after the head would be read by a
+    // keep-alive client as the start of the next response.
+    head_ = req.method() == http::verb::head;
 
     const bool exempt = shared_->health_without_auth &&
                         (request_.path == "/-/healthy" || request_.path == "/-/ready");
@@ -209,8 +214,12 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     for (const auto& [name, value] : shared_->headers) res->set(name, value);
     for (const auto& [name, value] : r.headers) res->set(name, value);
     res->keep_alive(keep_alive);
-    res->body() = r.body;
-    res->prepare_payload();
+    if (head_) {
+      res->content_length(r.body.size());  // the body stays empty, so none is sent
+    } else {
+      res->body() = r.body;
+      res->prepare_payload();
+    }
     Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
     http::async_write(
         stream_, *res,
@@ -237,6 +246,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   HttpRequest request_;
   bool keep_alive_ = false;
+  bool head_ = false;  // the request being answered is a HEAD
   std::optional<std::list<std::weak_ptr<Waiting>>::iterator> waiting_;  // on shared_->waiting
   // Shared with the server, so a session outliving it (until the io_context drops it) is safe.
   std::shared_ptr<HttpServer::Shared> shared_;
