@@ -1,26 +1,23 @@
 // The YAML rules file reader; see rules_file.h for the format.
 //
 // yaml-cpp builds a node tree and throws on malformed input; every call into it happens
-// inside ApplyRulesFile's try block, so nothing escapes. Scalars are read as text and
-// parsed with values.h, so "250ms" or "16MiB" mean the same as on the command line and
+// under ApplyRulesFile's CatchYamlErrors (yaml_util.h), so nothing escapes. Scalars are read as
+// text and parsed with values.h, so "250ms" or "16MiB" mean the same as on the command line and
 // every message has the same shape: "line N: section.key: problem".
 
 #include "hotkey/config/rules_file.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <limits>
-#include <memory>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl_compat.h"
 #include "hotkey/config/values.h"
-#include "yaml-cpp/yaml.h"
+#include "yaml_util.h"
 
 namespace hotkey::config {
 namespace {
@@ -31,24 +28,18 @@ using internal::Av;
 // memory.
 constexpr size_t kMaxFileBytes = size_t{4} << 20;
 
-std::string Line(const YAML::Mark& mark) {
-  return mark.line >= 0 ? absl::StrCat("line ", mark.line + 1, ": ") : std::string();
-}
-
-// `message` is an absl::string_view so that Status::message() passes straight through.
-absl::Status Error(const YAML::Node& node, std::string_view path, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(Line(node.Mark()), Av(path), ": ", message));
-}
+using internal::YamlError;
+using internal::YamlLine;
 
 // Prefixes a Validate() message with the section's line.
 absl::Status InSection(const YAML::Node& node, absl::Status s) {
   if (s.ok()) return s;
-  return absl::InvalidArgumentError(absl::StrCat(Line(node.Mark()), s.message()));
+  return absl::InvalidArgumentError(absl::StrCat(YamlLine(node.Mark()), s.message()));
 }
 
 absl::StatusOr<std::string> Scalar(const YAML::Node& node, std::string_view path) {
-  if (node.IsNull()) return Error(node, path, "needs a value");
-  if (!node.IsScalar()) return Error(node, path, "must be a single value, not a list or map");
+  if (node.IsNull()) return YamlError(node, path, "needs a value");
+  if (!node.IsScalar()) return YamlError(node, path, "must be a single value, not a list or map");
   return node.Scalar();
 }
 
@@ -58,7 +49,7 @@ absl::Status Read(const YAML::Node& node, std::string_view path, Parse parse, T*
   absl::StatusOr<std::string> text = Scalar(node, path);
   if (!text.ok()) return text.status();
   auto value = parse(*text);
-  if (!value.ok()) return Error(node, path, value.status().message());
+  if (!value.ok()) return YamlError(node, path, value.status().message());
   *out = static_cast<T>(*value);
   return absl::OkStatus();
 }
@@ -70,7 +61,7 @@ absl::Status ReadInteger(const YAML::Node& node, std::string_view path, T* out) 
   if (absl::Status s = Read(node, path, ParseInteger, &v); !s.ok()) return s;
   if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
       static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-    return Error(node, path, absl::StrCat(v, " is out of range"));
+    return YamlError(node, path, absl::StrCat(v, " is out of range"));
   }
   *out = static_cast<T>(v);
   return absl::OkStatus();
@@ -81,7 +72,7 @@ absl::Status ReadSize(const YAML::Node& node, std::string_view path, T* out) {
   uint64_t v = 0;
   if (absl::Status s = Read(node, path, ParseByteSize, &v); !s.ok()) return s;
   if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-    return Error(node, path, absl::StrCat(v, " is out of range"));
+    return YamlError(node, path, absl::StrCat(v, " is out of range"));
   }
   *out = static_cast<T>(v);
   return absl::OkStatus();
@@ -101,25 +92,22 @@ absl::Status ForEachKey(const YAML::Node& node, std::string_view path,
                         std::initializer_list<std::string_view> known, const KeyHandler& handle) {
   if (node.IsNull()) return absl::OkStatus();
   if (!node.IsMap()) {
-    return Error(node, path.empty() ? "rules file" : path,
-                 absl::StrCat("must be a map of keys (", JoinNames(known), ")"));
+    return YamlError(node, path.empty() ? "rules file" : path,
+                     absl::StrCat("must be a map of keys (", JoinNames(known), ")"));
   }
-  std::set<std::string> seen;
-  for (const auto& entry : node) {
-    const YAML::Node& key_node = entry.first;
-    if (!key_node.IsScalar()) return Error(key_node, path, "keys must be plain names");
-    const std::string& key = key_node.Scalar();
-    std::string key_path = path.empty() ? key : absl::StrCat(Av(path), ".", key);
-    bool is_known = false;
-    for (std::string_view k : known) is_known |= (k == key);
-    if (!is_known) {
-      return Error(key_node, key_path,
-                   absl::StrCat("unknown key (known here: ", JoinNames(known), ")"));
-    }
-    if (!seen.insert(key).second) return Error(key_node, key_path, "given twice");
-    if (absl::Status s = handle(key, entry.second, key_path); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  static constexpr internal::MapWords kWords = {"keys must be plain names", "given twice"};
+  return internal::ForEachEntry(
+      node, path, kWords,
+      [&](const YAML::Node& key_node, const std::string& key_path, const YAML::Node& value) {
+        const std::string& key = key_node.Scalar();
+        bool is_known = false;
+        for (std::string_view k : known) is_known |= (k == key);
+        if (!is_known) {
+          return YamlError(key_node, key_path,
+                           absl::StrCat("unknown key (known here: ", JoinNames(known), ")"));
+        }
+        return handle(key, value, key_path);
+      });
 }
 
 absl::Status ReadAlert(const YAML::Node& node, AlertOptions* alert) {
@@ -142,7 +130,7 @@ absl::Status ReadAlert(const YAML::Node& node, AlertOptions* alert) {
 
 absl::Status ReadRule(const YAML::Node& node, const std::string& path, ThresholdRule* rule) {
   if (!node.IsMap()) {
-    return Error(node, path, "must be a map such as {prefix: \"a:\", share: 0.2}");
+    return YamlError(node, path, "must be a map such as {prefix: \"a:\", share: 0.2}");
   }
   int patterns = 0;
   bool has_share = false;
@@ -164,12 +152,12 @@ absl::Status ReadRule(const YAML::Node& node, const std::string& path, Threshold
                    return Read(v, key_path, ParseBool, &rule->ignore);
                  });
   if (!s.ok()) return s;
-  if (patterns != 1) return Error(node, path, "needs exactly one of prefix or glob");
+  if (patterns != 1) return YamlError(node, path, "needs exactly one of prefix or glob");
   if (rule->ignore && has_share) {
-    return Error(node, path, "give share or ignore: true, not both");
+    return YamlError(node, path, "give share or ignore: true, not both");
   }
-  if (!rule->ignore && !has_share) return Error(node, path, "needs share (or ignore: true)");
-  if (absl::Status v = rule->Validate(); !v.ok()) return Error(node, path, v.message());
+  if (!rule->ignore && !has_share) return YamlError(node, path, "needs share (or ignore: true)");
+  if (absl::Status v = rule->Validate(); !v.ok()) return YamlError(node, path, v.message());
   return absl::OkStatus();
 }
 
@@ -177,11 +165,12 @@ absl::Status ReadThresholds(const YAML::Node& node, std::vector<ThresholdRule>* 
   rules->clear();
   if (node.IsNull()) return absl::OkStatus();
   if (!node.IsSequence()) {
-    return Error(node, "thresholds", "must be a list of rules (- prefix: ... / - glob: ...)");
+    return YamlError(node, "thresholds", "must be a list of rules (- prefix: ... / - glob: ...)");
   }
   if (node.size() > AlertOptions::kMaxRules) {
-    return Error(node, "thresholds",
-                 absl::StrCat("has ", node.size(), " rules; at most ", AlertOptions::kMaxRules));
+    return YamlError(
+        node, "thresholds",
+        absl::StrCat("has ", node.size(), " rules; at most ", AlertOptions::kMaxRules));
   }
   for (size_t i = 0; i < node.size(); ++i) {
     ThresholdRule rule;
@@ -225,7 +214,7 @@ absl::Status ReadOrder(const YAML::Node& node, const std::string& path,
   order->clear();
   for (const auto& [name, item] : names) {
     absl::StatusOr<hotkey::model::Strategy> s = hotkey::model::ParseStrategy(name);
-    if (!s.ok()) return Error(item, path, s.status().message());
+    if (!s.ok()) return YamlError(item, path, s.status().message());
     order->push_back(*s);
   }
   return absl::OkStatus();
@@ -276,42 +265,41 @@ absl::StatusOr<ReloadableOptions> Apply(const std::string& text, const Reloadabl
 
 absl::StatusOr<ReloadableOptions> ApplyRulesFile(std::string_view yaml_text,
                                                  const ReloadableOptions& base) {
-  try {
-    return Apply(std::string(yaml_text), base);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(Line(e.mark), "malformed YAML: ", e.msg));
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("reading YAML: ", e.what()));
-  }
+  return internal::CatchYamlErrors<ReloadableOptions>(
+      [&] { return Apply(std::string(yaml_text), base); });
 }
 
 absl::StatusOr<ReloadableOptions> LoadRulesFile(const std::string& path,
                                                 const ReloadableOptions& base) {
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (file == nullptr) {
-    int err = errno;
-    std::string message = absl::StrCat("cannot open rules file \"", path, "\": ", strerror(err));
-    return err == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
-  }
-  std::string text;
-  char buffer[8192];
-  while (size_t n = std::fread(buffer, 1, sizeof(buffer), file.get())) {
-    text.append(buffer, n);
-    if (text.size() > kMaxFileBytes) {
+  const internal::FileText file = internal::ReadCappedFile(path, kMaxFileBytes);
+  switch (file.problem) {
+    case internal::FileText::kNone:
+      break;
+    case internal::FileText::kCannotOpen: {
+      std::string message =
+          absl::StrCat("cannot open rules file \"", path, "\": ", strerror(file.error));
+      return file.error == ENOENT ? absl::NotFoundError(message)
+                                  : absl::InvalidArgumentError(message);
+    }
+    case internal::FileText::kTooLarge:
       return absl::InvalidArgumentError(
           absl::StrCat("rules file \"", path, "\" is larger than ", FormatByteSize(kMaxFileBytes)));
-    }
+    case internal::FileText::kReadError:
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read rules file \"", path, "\": ", strerror(file.error)));
   }
-  if (std::ferror(file.get())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read rules file \"", path, "\": ", strerror(errno)));
-  }
-  absl::StatusOr<ReloadableOptions> out = ApplyRulesFile(text, base);
+  absl::StatusOr<ReloadableOptions> out = ApplyRulesFile(file.text, base);
   if (!out.ok()) {
     return absl::Status(out.status().code(),
                         absl::StrCat("rules file \"", path, "\": ", out.status().message()));
   }
   return out;
+}
+
+absl::StatusOr<ReloadableOptions> LoadReloadable(const DaemonOptions& options) {
+  ReloadableOptions reloadable = ReloadableFrom(options);
+  if (options.config_file.empty()) return reloadable;
+  return LoadRulesFile(options.config_file, reloadable);
 }
 
 }  // namespace hotkey::config

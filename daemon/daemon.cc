@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cassert>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -15,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "aggregator.h"
-#include "hotkey/config/rules_file.h"
 #include "http_server.h"
 #include "metrics.h"
 #include "proc_stats.h"
@@ -31,27 +29,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// Keys the hash of hashed key labels when no --key.hash-secret-file is given: labels stay
-// stable across restarts (Prometheus series continuity), but this key is public, so anyone
-// can hash candidate keys and match them. A secret file closes that.
-constexpr std::string_view kPublicLabelKey = "hotkeyd public label key";
-// A shorter secret could be found by trying them all.
-constexpr size_t kMinSecretBytes = 16;
-
-absl::StatusOr<std::string> ReadSecret(const std::string& path) {
-  if (path.empty()) return std::string(kPublicLabelKey);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot read --key.hash-secret-file ", path));
-  std::string secret((std::istreambuf_iterator<char>(f)), {});
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
-  if (secret.size() < kMinSecretBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("--key.hash-secret-file ", path, " holds ",
-                                                   secret.size(), " bytes; use at least ",
-                                                   kMinSecretBytes, " random bytes"));
-  }
-  return secret;
-}
-
 std::string Endpoint(const auto& ep) {
   const auto a = ep.address();
   return a.is_v6() ? absl::StrCat("[", a.to_string(), "]:", ep.port())
@@ -64,11 +41,16 @@ std::string Endpoint(const auto& ep) {
 // io_ (or, once no thread runs io_, by the destructor).
 class Daemon::Impl {
  public:
-  Impl(const config::DaemonOptions& options, const clock::Clock& clock, LogSink log)
-      : options_(options), clock_(clock), log_(std::move(log)), cluster_(options.cluster) {}
+  Impl(const config::DaemonOptions& options, const clock::Clock& clock, LogSink log,
+       RulesLoader load_rules)
+      : options_(options),
+        clock_(clock),
+        log_(std::move(log)),
+        load_rules_(std::move(load_rules)),
+        cluster_(options.cluster) {}
   ~Impl();
 
-  absl::Status Init(std::vector<std::unique_ptr<EventSource>> extra);
+  absl::Status Init(Inputs inputs, std::vector<std::unique_ptr<EventSource>> extra);
   void Run(bool handle_signals);
   void Shutdown();
   absl::Status Reload();
@@ -92,6 +74,7 @@ class Daemon::Impl {
   const config::DaemonOptions options_;
   const clock::Clock& clock_;
   const LogSink log_;
+  const RulesLoader load_rules_;
   asio::io_context io_;
   std::unique_ptr<asio::signal_set> signals_;
   // Every source, receivers first; receivers_ views the UDP ones.
@@ -119,11 +102,13 @@ class Daemon::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
-    const config::DaemonOptions& options, const clock::Clock& clock, LogSink log,
+    const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock, LogSink log,
     std::vector<std::unique_ptr<EventSource>> sources) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  auto impl = std::make_unique<Impl>(options, clock, std::move(log));
-  if (absl::Status s = impl->Init(std::move(sources)); !s.ok()) return s;
+  RulesLoader load_rules = std::move(inputs.load_rules);
+  if (!load_rules) load_rules = [options] { return config::ReloadableFrom(options); };
+  auto impl = std::make_unique<Impl>(options, clock, std::move(log), std::move(load_rules));
+  if (absl::Status s = impl->Init(std::move(inputs), std::move(sources)); !s.ok()) return s;
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
 
@@ -140,20 +125,13 @@ void Daemon::Impl::RequestBuild() {
   if (!build_pending_.exchange(true)) asio::post(io_, [this] { Build(); });
 }
 
-absl::Status Daemon::Impl::Init(std::vector<std::unique_ptr<EventSource>> extra) {
-  config::ReloadableOptions reloadable = config::ReloadableFrom(options_);
-  if (!options_.config_file.empty()) {
-    absl::StatusOr<config::ReloadableOptions> r =
-        config::LoadRulesFile(options_.config_file, reloadable);
-    if (!r.ok()) return r.status();
-    reloadable = *r;
-    cluster_ = reloadable.cluster;
-  }
+absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<EventSource>> extra) {
+  absl::StatusOr<config::ReloadableOptions> reloadable = load_rules_();
+  if (!reloadable.ok()) return reloadable.status();
+  cluster_ = reloadable->cluster;
   reload_status_ = ReloadStatus{true, clock_.Now()};
-  absl::StatusOr<std::string> secret = ReadSecret(options_.key_hash_secret_file);
-  if (!secret.ok()) return secret.status();
-  aggregator_ = std::make_unique<Aggregator>(options_.track, reloadable, *std::move(secret),
-                                             clock_.Now(), log_);
+  aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
+                                             std::move(inputs.label_secret), clock_.Now(), log_);
 
   // Receivers: with port 0 the first socket picks the port and the others join it.
   config::UdpOptions udp = options_.udp;
@@ -204,7 +182,7 @@ absl::Status Daemon::Impl::Init(std::vector<std::unique_ptr<EventSource>> extra)
   hooks.metrics = collector_.get();
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(
-      io_, options_.web, HttpLimits{},
+      io_, options_.web, inputs.web_config, HttpLimits{},
       [routes = routes_.get()](const HttpRequest& r) { return routes->Handle(r); });
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
@@ -347,24 +325,15 @@ absl::Status Daemon::Impl::Reload() {
   // Parsing touches no io-thread state; the aggregator takes the result on the io thread
   // (at once when called there: an HTTP handler, the SIGHUP handler).
   std::lock_guard<std::mutex> serial(reload_mu_);
-  config::ReloadableOptions reloadable = config::ReloadableFrom(options_);
-  absl::Status status = absl::OkStatus();
-  if (!options_.config_file.empty()) {
-    absl::StatusOr<config::ReloadableOptions> r =
-        config::LoadRulesFile(options_.config_file, reloadable);
-    if (r.ok()) {
-      reloadable = *r;
-    } else {
-      status = r.status();
-    }
-  }
+  const absl::StatusOr<config::ReloadableOptions> reloadable = load_rules_();
+  const absl::Status status = reloadable.status();
   if (status.ok()) {
     // Numbered, so that a reload posted earlier never overrides a later one.
     const uint64_t seq = ++reload_seq_;
-    auto apply = [this, seq, reloadable] {
+    auto apply = [this, seq, options = *reloadable] {
       if (seq <= applied_reload_seq_) return;
       applied_reload_seq_ = seq;
-      aggregator_->SetReloadable(reloadable);
+      aggregator_->SetReloadable(options);
     };
     if (io_.get_executor().running_in_this_thread()) {
       apply();
@@ -373,7 +342,7 @@ absl::Status Daemon::Impl::Reload() {
     }
     {
       std::lock_guard<std::mutex> l(mu_);
-      cluster_ = reloadable.cluster;
+      cluster_ = reloadable->cluster;
       reload_status_ = ReloadStatus{true, clock_.Now()};
     }
     Log("info", "configuration reloaded", absl::StrCat("file=\"", options_.config_file, "\""));

@@ -9,13 +9,13 @@
 // body are size-limited, and the number of open connections is capped, so no client can
 // exhaust memory or starve a scrape.
 //
-// Access control comes from the --web.config.file (web_config.h, Prometheus exporter-toolkit
-// format): TLS through Asio's OpenSSL support, client certificates, basic auth, extra
-// response headers. With basic_auth_users every path answers 401 without valid credentials,
-// except /-/healthy and /-/ready when WebOptions::health_without_auth. bcrypt checks that
-// the cache cannot answer run on one worker thread, never on the io_context, so a client
-// sending wrong passwords delays only other first-time logins, never a scrape. The file is
-// read once, at Create.
+// Access control comes from the --web.config.file (hotkey/config/web_config.h, Prometheus
+// exporter-toolkit format), parsed by the caller: TLS through Asio's OpenSSL support (tls.h),
+// client certificates, basic auth (basic_auth.h), extra response headers. With basic_auth_users
+// every path answers 401 without valid credentials, except /-/healthy and /-/ready when
+// WebOptions::health_without_auth. bcrypt checks that the cache cannot answer run on one worker
+// thread, never on the io_context, so a client sending wrong passwords delays only other first-time
+// logins, never a scrape.
 //
 // Thread-compatible: create, start and stop it from the io_context's thread.
 
@@ -34,7 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hotkey/config/options.h"
-#include "web_config.h"
+#include "hotkey/config/web_config.h"
 
 namespace hotkey::daemon {
 
@@ -65,16 +65,14 @@ class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
 
-  // Listens on web.listen_address; reads web.config_file if set (a bad file, certificate or
-  // key is an error here, so the daemon does not start).
+  // Listens on web.listen_address, with the TLS, basic auth and headers of `web_config`
+  // (config::LoadWebConfigFile of web.config_file; a default WebConfig is plain HTTP without
+  // authentication). A certificate or key OpenSSL refuses is an error here, so the daemon
+  // does not start; its message names web.config_file. Reads no file but the PEM files
+  // that `web_config` names.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(boost::asio::io_context& io,
                                                             const config::WebOptions& web,
-                                                            const HttpLimits& limits,
-                                                            Handler handler);
-  // The same with the web config given (web.config_file is not read).
-  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(boost::asio::io_context& io,
-                                                            const config::WebOptions& web,
-                                                            const WebConfig& web_config,
+                                                            const config::WebConfig& web_config,
                                                             const HttpLimits& limits,
                                                             Handler handler);
   ~HttpServer();
@@ -88,7 +86,7 @@ class HttpServer {
   bool tls() const;
   bool basic_auth() const;
 
-  struct Shared;  // what sessions share with the server (defined in the .cc)
+  struct Shared;  // what sessions share with the server (http_shared.h)
 
  private:
   explicit HttpServer(boost::asio::io_context& io, std::shared_ptr<Shared> shared);
@@ -101,9 +99,6 @@ class HttpServer {
   // cost 10). Null without basic auth. Joined by the destructor.
   std::unique_ptr<boost::asio::thread_pool> auth_pool_;
 };
-
-// Splits "a=1&b=x%20y" into decoded pairs; malformed escapes are kept as they are.
-std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view query);
 
 }  // namespace hotkey::daemon
 

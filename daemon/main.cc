@@ -7,6 +7,9 @@
 
 #include "hotkey/clock/clock.h"
 #include "hotkey/config/flags.h"
+#include "hotkey/config/hash_secret.h"
+#include "hotkey/config/rules_file.h"
+#include "hotkey/config/web_config.h"
 #include "hotkey/daemon/daemon.h"
 #include "hotkey/daemon/demo.h"
 #include "log.h"
@@ -31,19 +34,40 @@ int main(int argc, char** argv) {
       std::fputc('\n', stderr);
       std::fflush(stderr);
     };
+    // The files the daemon needs are read here, by config/; the daemon is given their
+    // contents, and a loader for the rules file, which every reload reads again.
+    const hotkey::config::DaemonOptions& options = flags->options;
+    hotkey::daemon::Daemon::Inputs inputs;
+    absl::StatusOr<std::string> secret =
+        hotkey::config::LoadKeyHashSecret(options.key_hash_secret_file);
+    if (!secret.ok()) {
+      std::fprintf(stderr, "hotkeyd: %s\n", std::string(secret.status().message()).c_str());
+      return 1;
+    }
+    inputs.label_secret = *std::move(secret);
+    if (!options.web.config_file.empty()) {
+      absl::StatusOr<hotkey::config::WebConfig> web =
+          hotkey::config::LoadWebConfigFile(options.web.config_file);
+      if (!web.ok()) {
+        std::fprintf(stderr, "hotkeyd: %s\n", std::string(web.status().message()).c_str());
+        return 1;
+      }
+      inputs.web_config = *std::move(web);
+    }
+    inputs.load_rules = [options] { return hotkey::config::LoadReloadable(options); };
     static hotkey::clock::RealClock clock;
     std::vector<std::unique_ptr<hotkey::daemon::EventSource>> sources;
-    if (flags->options.demo) {
+    if (options.demo) {
       absl::StatusOr<std::unique_ptr<hotkey::daemon::EventSource>> demo =
-          hotkey::daemon::NewDemoSource(flags->options, clock);
+          hotkey::daemon::NewDemoSource(options, clock);
       if (!demo.ok()) {
         std::fprintf(stderr, "hotkeyd: %s\n", std::string(demo.status().message()).c_str());
         return 1;
       }
       sources.push_back(*std::move(demo));
     }
-    absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d =
-        hotkey::daemon::Daemon::Create(flags->options, clock, log, std::move(sources));
+    absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d = hotkey::daemon::Daemon::Create(
+        options, std::move(inputs), clock, log, std::move(sources));
     if (!d.ok()) {
       std::fprintf(stderr, "hotkeyd: %s\n", std::string(d.status().message()).c_str());
       return 1;

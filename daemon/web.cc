@@ -2,10 +2,14 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "json.h"
+#include "query.h"
 
 namespace hotkey::daemon {
 
@@ -132,7 +136,9 @@ HttpResponse WebRoutes::Top() const {
 HttpResponse WebRoutes::Model(const std::string& query) const {
   model::Cluster c = hooks_.cluster();
   model::HotKey key{0.2, 0.1};
-  for (const auto& [name, value] : ParseQuery(query)) {
+  const absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params = ParseQuery(query);
+  if (!params.ok()) return Json(400, JsonError(std::string(params.status().message())));
+  for (const auto& [name, value] : *params) {
     double v;
     if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
       return Json(400,

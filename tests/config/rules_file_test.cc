@@ -224,5 +224,32 @@ TEST_CASE("Rules file: a directory is not a rules file", "[config][rules]") {
   CHECK_THAT(Message(r), Contains(std::filesystem::temp_directory_path().string()));
 }
 
+TEST_CASE("Rules file: LoadReloadable is the flags' options without a file", "[config][rules]") {
+  DaemonOptions o;
+  o.alert.default_threshold = 0.3;
+  absl::StatusOr<ReloadableOptions> r = LoadReloadable(o);
+  REQUIRE(r.ok());
+  CHECK(r->alert.default_threshold == 0.3);
+}
+
+TEST_CASE("Rules file: LoadReloadable overlays the file on the flags and reports its errors",
+          "[config][rules]") {
+  DaemonOptions o;
+  o.alert.default_threshold = 0.3;
+  o.exporter.top_k = 7;
+  {
+    TempFile file("alert:\n  share_threshold: 0.2\n");
+    o.config_file = file.path();
+    absl::StatusOr<ReloadableOptions> r = LoadReloadable(o);
+    REQUIRE(r.ok());
+    CHECK(r->alert.default_threshold == 0.2);
+    CHECK(r->exporter.top_k == 7);  // from the flags
+  }
+  TempFile bad("alert:\n  sahre_threshold: 0.2\n");
+  absl::StatusOr<ReloadableOptions> r = LoadReloadable(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(Message(r), Contains(bad.path()) && Contains("line 2") && Contains("sahre_threshold"));
+}
+
 }  // namespace
 }  // namespace hotkey::config

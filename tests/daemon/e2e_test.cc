@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "fake_clock.h"
 #include "hotkey/clock/clock.h"
+#include "hotkey/config/rules_file.h"
 #include "hotkey/daemon/daemon.h"
 #include "test_util.h"
 
@@ -49,6 +50,14 @@ config::DaemonOptions Options() {
   return o;
 }
 
+// What main gives the daemon for `options`: here only the rules file loader (no test sets a
+// hash secret or a web config file).
+Daemon::Inputs InputsFor(const config::DaemonOptions& options) {
+  Daemon::Inputs inputs;
+  inputs.load_rules = [options] { return config::LoadReloadable(options); };
+  return inputs;
+}
+
 // The daemon keeps a reference to its clock: it must outlive every daemon.
 const RealClock kRealClock;
 
@@ -57,7 +66,7 @@ class TestDaemon {
  public:
   explicit TestDaemon(const config::DaemonOptions& options, const Clock& clock = kRealClock) {
     absl::StatusOr<std::unique_ptr<Daemon>> d =
-        Daemon::Create(options, clock, [this](std::string_view line) {
+        Daemon::Create(options, InputsFor(options), clock, [this](std::string_view line) {
           std::lock_guard<std::mutex> l(mu_);
           logs_.emplace_back(line);
         });
@@ -456,7 +465,7 @@ TEST_CASE("E2E: a bad rules file at start is an error from Create, not a crash",
   config::DaemonOptions o = Options();
   o.config_file = path.string();
   RealClock clock;
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(o, clock, nullptr);
+  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(o, InputsFor(o), clock, nullptr);
   CHECK_FALSE(d.ok());
   CHECK(d.status().message().find("sahre_threshold") != absl::string_view::npos);
   std::filesystem::remove(path);
@@ -495,7 +504,7 @@ TEST_CASE("E2E: Create fails cleanly when the web port is taken", "[daemon][e2e]
   config::DaemonOptions o = Options();
   o.web.listen_address = absl::StrCat("127.0.0.1:", first.web_port());
   RealClock clock;
-  absl::StatusOr<std::unique_ptr<Daemon>> second = Daemon::Create(o, clock, nullptr);
+  absl::StatusOr<std::unique_ptr<Daemon>> second = Daemon::Create(o, InputsFor(o), clock, nullptr);
   REQUIRE_FALSE(second.ok());
   CHECK(second.status().message().find("cannot listen on http") != absl::string_view::npos);
   CHECK(first.Get("/-/healthy").status == 200);  // the first one is unharmed

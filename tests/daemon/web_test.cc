@@ -239,6 +239,19 @@ TEST_CASE("Web: bad /api/v1/model parameters are a 400 with a JSON error", "[dae
   }
 }
 
+TEST_CASE("Web: a malformed /api/v1/model query is a 400 with a JSON error", "[daemon][web]") {
+  Fixture f;
+  for (const char* q : {"ops=%zz", "ops=1%", "ops=1&split=\"3\""}) {
+    INFO(q);
+    const HttpResponse r = f.Get("/api/v1/model", q);
+    CHECK(r.status == 400);
+    const Json j = MustParse(r.body);
+    CHECK(j["error"].string.find("malformed query string") == 0);
+  }
+  // Escapes and '+' are decoded before the numbers are read.
+  CHECK(f.Get("/api/v1/model", "ops=%31%32%30%30%30&split=+3").status == 200);
+}
+
 TEST_CASE(
     "Web: /api/v1/top is valid JSON that round-trips labels with quotes, backslashes, "
     "control characters and unicode",

@@ -62,6 +62,12 @@ absl::StatusOr<ReloadableOptions> ApplyRulesFile(std::string_view yaml_text,
 absl::StatusOr<ReloadableOptions> LoadRulesFile(const std::string& path,
                                                 const ReloadableOptions& base);
 
+// What a (re)load gives: ReloadableFrom(options), overlaid with options.config_file when
+// one is set (read now, with LoadRulesFile's errors). Without a rules file this reads
+// nothing and cannot fail on a valid `options`. main wraps it in the loader the daemon
+// calls at start and on every reload.
+absl::StatusOr<ReloadableOptions> LoadReloadable(const DaemonOptions& options);
+
 }  // namespace hotkey::config
 
 #endif  // HOTKEY_CONFIG_RULES_FILE_H_

@@ -1,8 +1,8 @@
 // Daemon: hotkeyd assembled. Event sources (event_source.h: the UDP receivers, and any
 // given to Create, such as the demo load; one thread each) feed trackers; on every publish
 // the daemon's io_context builds a Snapshot (aggregator.h); the HTTP server (same
-// io_context) serves it; SIGHUP or POST /-/reload re-reads the rules file; SIGTERM/SIGINT
-// stop it.
+// io_context) serves it; SIGHUP or POST /-/reload reload the rules (through the loader it
+// is given: the daemon reads no configuration file itself); SIGTERM/SIGINT stop it.
 //
 // Shutdown, in phases: stop accepting HTTP; stop input (each source stops: a receiver
 // closes its socket after draining what the kernel holds; each publishes a last report);
@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,7 +30,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hotkey/clock/clock.h"
+#include "hotkey/config/hash_secret.h"
 #include "hotkey/config/options.h"
+#include "hotkey/config/web_config.h"
 #include "hotkey/daemon/event_source.h"
 
 namespace hotkey::daemon {
@@ -39,21 +42,36 @@ struct Snapshot;
 class Daemon {
  public:
   using LogSink = std::function<void(std::string_view line)>;
+  using RulesLoader = std::function<absl::StatusOr<config::ReloadableOptions>()>;
+
+  // What the daemon is given from files, read by the caller with config/'s loaders: the
+  // daemon itself reads no configuration file.
+  struct Inputs {
+    // Keys hashed key labels: config::LoadKeyHashSecret(options.key_hash_secret_file).
+    std::string label_secret{config::kPublicLabelKey};
+    // TLS, basic auth and headers: config::LoadWebConfigFile(options.web.config_file).
+    // The default is plain HTTP without authentication.
+    config::WebConfig web_config;
+    // Gives the reloadable options, e.g. [options] { return config::LoadReloadable(options); }
+    // to re-read --config.file. Called by Create (an error fails it) and by every Reload
+    // (an error keeps the options in force). Null: the flags' options, no rules file.
+    RulesLoader load_rules;
+  };
 
   // Binds every socket; errors (a port in use, a bad rules file) are returned, not thrown.
   // `sources` are started, stopped and merged with the UDP receivers (e.g. the demo load,
   // demo.h). `clock` must outlive the daemon.
   static absl::StatusOr<std::unique_ptr<Daemon>> Create(
-      const config::DaemonOptions& options, const clock::Clock& clock, LogSink log,
-      std::vector<std::unique_ptr<EventSource>> sources = {});
+      const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock,
+      LogSink log, std::vector<std::unique_ptr<EventSource>> sources = {});
   ~Daemon();
 
   // Serves until Shutdown() (or a signal, with handle_signals). Blocks.
   void Run(bool handle_signals);
   void Shutdown();
 
-  // Re-reads --config.file; on error the old configuration stays and the error is
-  // returned. The new rules reach the aggregator through the io thread and take effect at
+  // Reloads the rules (Inputs::load_rules); on error the old configuration stays and the
+  // error is returned. The new rules reach the aggregator through the io thread and take effect at
   // the next snapshot.
   absl::Status Reload();
 

@@ -1,27 +1,23 @@
-// Tests of the web config file (daemon/web_config.h): every key of the exporter-toolkit
-// format, the errors (unknown keys with their line, bad versions, ciphers, curves, client
-// auth combinations, hashes, headers, missing files), the OpenSSL context built from it
-// (certificates made here with the OpenSSL API), and BasicAuth's checks and cache.
-// The same file served over real sockets is tested by tls_auth_e2e.sh.
+// Tests of the web config file reader (config/include/hotkey/config/web_config.h): every key
+// of the exporter-toolkit format, the errors (unknown keys with their line, bad versions,
+// ciphers, curves, client auth combinations, hashes, headers, missing files). The OpenSSL
+// context and basic auth built from it are tested in tests/daemon/ (tls_test.cc,
+// basic_auth_test.cc); the same file served over real sockets by tls_auth_e2e.sh.
 
-#include "web_config.h"
+#include "hotkey/config/web_config.h"
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <catch2/catch.hpp>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
-namespace hotkey::daemon {
+namespace hotkey::config {
 namespace {
 
 // bcrypt (cost 4, so the tests stay fast) of "s3cret", made by `htpasswd -nbBC 4 alice s3cret`.
@@ -29,68 +25,22 @@ constexpr char kAliceHash[] = "$2y$04$oq0sbqR7xRbBx86XxsDJ3.BeXSa2YKkI.7mClcrSl/
 
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
-std::string BasicHeader(std::string_view user_colon_password) {
-  return "Basic " + absl::Base64Escape(
-                        absl::string_view(user_colon_password.data(), user_colon_password.size()));
-}
-
-// A directory of PEM files: a self-signed EC certificate with its key, and a second key
-// that does not match it.
-class TempPki {
+// A temporary directory for files the config names (their content is not read here).
+class TempDir {
  public:
-  TempPki() {
+  TempDir() {
     char tmpl[] = "/tmp/hotkey-web-config-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    EVP_PKEY* key = EVP_EC_gen("P-256");
-    EVP_PKEY* other = EVP_EC_gen("P-256");
-    X509* cert = X509_new();
-    X509_set_version(cert, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    X509_sign(cert, key, EVP_sha256());
-    cert_pem_ = ToPem([&](BIO* b) { PEM_write_bio_X509(b, cert); });
-    key_pem_ = ToPem(
-        [&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
-    other_key_pem_ = ToPem(
-        [&](BIO* b) { PEM_write_bio_PrivateKey(b, other, nullptr, nullptr, 0, nullptr, nullptr); });
-    X509_free(cert);
-    EVP_PKEY_free(key);
-    EVP_PKEY_free(other);
-    Write("server.crt", cert_pem_);
-    Write("server.key", key_pem_);
-    Write("other.key", other_key_pem_);
-    Write("garbage.crt", "not a certificate\n");
   }
-  ~TempPki() { std::filesystem::remove_all(dir_); }
+  ~TempDir() { std::filesystem::remove_all(dir_); }
 
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
   void Write(const std::string& name, const std::string& text) const {
     std::ofstream(Path(name), std::ios::binary) << text;
   }
-  const std::string& dir() const { return dir_; }
-  const std::string& cert_pem() const { return cert_pem_; }
-  const std::string& key_pem() const { return key_pem_; }
 
  private:
-  template <class F>
-  static std::string ToPem(F write) {
-    BIO* b = BIO_new(BIO_s_mem());
-    write(b);
-    char* data = nullptr;
-    const long n = BIO_get_mem_data(b, &data);
-    std::string out(data, static_cast<size_t>(n));
-    BIO_free(b);
-    return out;
-  }
-
   std::string dir_;
-  std::string cert_pem_, key_pem_, other_key_pem_;
 };
 
 TEST_CASE("WebConfig: an empty file means plain HTTP without authentication", "[web_config]") {
@@ -296,7 +246,9 @@ TEST_CASE("WebConfig: IsBcryptHash accepts the three bcrypt prefixes and refuses
 }
 
 TEST_CASE("WebConfig: LoadWebConfigFile resolves paths and refuses missing files", "[web_config]") {
-  TempPki pki;
+  TempDir pki;
+  pki.Write("server.crt", "certificate\n");
+  pki.Write("server.key", "key\n");
   pki.Write("web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
   absl::StatusOr<WebConfig> c = LoadWebConfigFile(pki.Path("web.yml"));
   REQUIRE(c.ok());
@@ -322,124 +274,16 @@ TEST_CASE("WebConfig: LoadWebConfigFile resolves paths and refuses missing files
   CHECK(absl::IsNotFound(none.status()));
 }
 
-TEST_CASE("WebConfig: MakeTlsContext loads a good certificate and key, from files or inline",
-          "[web_config]") {
-  TempPki pki;
-  TlsServerConfig t;
-  t.cert_file = pki.Path("server.crt");
-  t.key_file = pki.Path("server.key");
-  CHECK(MakeTlsContext(t).ok());
-
-  TlsServerConfig inline_pem;
-  inline_pem.cert = pki.cert_pem();
-  inline_pem.key = pki.key_pem();
-  CHECK(MakeTlsContext(inline_pem).ok());
-
-  // Every cipher name and curve the parser accepts is one OpenSSL knows.
-  TlsServerConfig all = t;
-  absl::StatusOr<WebConfig> c = ParseWebConfig(
-      "tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: "
-      "[TLS_RSA_WITH_AES_128_CBC_SHA, "
-      "TLS_RSA_WITH_AES_256_CBC_SHA, TLS_RSA_WITH_AES_128_GCM_SHA256, "
-      "TLS_RSA_WITH_AES_256_GCM_SHA384, "
-      "TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256, "
-      "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, "
-      "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, "
-      "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, "
-      "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, "
-      "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256, "
-      "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256]\n"
-      "  curve_preferences: [CurveP256, CurveP384, CurveP521, X25519]\n",
-      "");
-  REQUIRE(c.ok());
-  all.cipher_suites = c->tls.cipher_suites;
-  all.curve_preferences = c->tls.curve_preferences;
-  absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> ctx = MakeTlsContext(all);
-  INFO((ctx.ok() ? std::string() : Message(ctx.status())));
-  CHECK(ctx.ok());
-}
-
-TEST_CASE("WebConfig: MakeTlsContext refuses bad PEM and a key that does not match",
-          "[web_config]") {
-  TempPki pki;
-  TlsServerConfig t;
-  t.cert_file = pki.Path("garbage.crt");
-  t.key_file = pki.Path("server.key");
-  absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> garbage = MakeTlsContext(t);
-  REQUIRE_FALSE(garbage.ok());
-  CHECK_THAT(Message(garbage.status()), Catch::Contains("cert_file"));
-
-  t.cert_file = pki.Path("server.crt");
-  t.key_file = pki.Path("other.key");
-  absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> mismatch = MakeTlsContext(t);
-  REQUIRE_FALSE(mismatch.ok());
-  CHECK_THAT(Message(mismatch.status()), Catch::Contains("key"));
-
-  t.key_file = pki.Path("server.key");
-  t.client_auth_type = ClientAuthType::kRequireAndVerifyClientCert;
-  t.client_ca_file = pki.Path("garbage.crt");
-  absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> bad_ca = MakeTlsContext(t);
-  REQUIRE_FALSE(bad_ca.ok());
-  CHECK_THAT(Message(bad_ca.status()), Catch::Contains("client_ca_file"));
-
-  t.client_ca_file = pki.Path("server.crt");  // a self-signed certificate is its own CA
-  CHECK(MakeTlsContext(t).ok());
-}
-
-TEST_CASE("BasicAuth: the right password passes and is then answered from the cache",
-          "[web_config]") {
-  BasicAuth auth(std::map<std::string, std::string>{{"alice", kAliceHash}});
-  const std::string good = BasicHeader("alice:s3cret");
-  CHECK_FALSE(auth.CheckCached(good).has_value());  // not verified yet: bcrypt needed
-  CHECK(auth.Check(good));
-  CHECK(auth.cached() == 1);
-  CHECK(auth.CheckCached(good) == std::optional<bool>(true));
-  // The scheme is case-insensitive and surrounding blanks do not matter.
-  CHECK(auth.Check("  bAsIc   " + absl::Base64Escape("alice:s3cret") + " "));
-}
-
-TEST_CASE("BasicAuth: wrong, unknown, malformed and truncating credentials fail", "[web_config]") {
-  BasicAuth auth(std::map<std::string, std::string>{{"alice", kAliceHash}});
-  CHECK_FALSE(auth.Check(BasicHeader("alice:s3cre")));
-  CHECK_FALSE(auth.Check(BasicHeader("alice:s3cret ")));
-  CHECK_FALSE(auth.Check(BasicHeader("Alice:s3cret")));
-  CHECK_FALSE(auth.Check(BasicHeader("mallory:s3cret")));  // checked against the decoy hash
-  CHECK_FALSE(
-      auth.Check(BasicHeader(std::string("alice:s3cret\0tail", 17))));  // crypt stops at NUL
-  CHECK_FALSE(auth.Check(BasicHeader("alice:" + std::string(73, 'x'))));
-  CHECK(auth.cached() == 0);  // failures are not remembered
-  // Malformed headers are answered at once, without bcrypt.
-  for (const std::string& h :
-       {std::string(), std::string("Basic"), std::string("Bearer abc"),
-        std::string("Basic !!!notbase64"), "Basic " + absl::Base64Escape("nocolon"),
-        "Basicx " + absl::Base64Escape("alice:s3cret")}) {
-    INFO(h);
-    CHECK(auth.CheckCached(h) == std::optional<bool>(false));
-    CHECK_FALSE(auth.Check(h));
+TEST_CASE("WebConfig: the name tables hold every Go name once", "[web_config]") {
+  for (const auto& table : {TlsCipherSuiteNames(), TlsCurveNames()}) {
+    REQUIRE_FALSE(table.empty());
+    for (size_t i = 0; i < table.size(); ++i) {
+      for (size_t j = i + 1; j < table.size(); ++j) {
+        CHECK(std::string(table[i].go) != table[j].go);
+      }
+    }
   }
-}
-
-TEST_CASE("BasicAuth: an empty password and a colon in the password work", "[web_config]") {
-  // `htpasswd -nbBC 4 bob 'a:b'` and `htpasswd -nbBC 4 carol ''`.
-  BasicAuth auth({{"bob", "$2y$04$DZ5RUySiONYUDO2Boj.VeObZvzrENgHG2THG.USGZymAObMr8scOC"},
-                  {"carol", "$2y$04$QZWMVbQXn2ETjUnp9er2BuuVLn80AxxiQo4Op5XPAUMXElFq9Bi3i"}});
-  CHECK(auth.Check(BasicHeader("bob:a:b")));
-  CHECK_FALSE(auth.Check(BasicHeader("bob:a")));
-  CHECK(auth.Check(BasicHeader("carol:")));
-  CHECK_FALSE(auth.Check(BasicHeader("carol:x")));
-}
-
-TEST_CASE("BasicAuth: the cache stays bounded", "[web_config]") {
-  // Every user shares alice's hash, so each is a distinct verified credential.
-  std::map<std::string, std::string> users;
-  for (size_t i = 0; i < BasicAuth::kMaxCached + 10; ++i) users[absl::StrCat("u", i)] = kAliceHash;
-  BasicAuth auth(users);
-  for (size_t i = 0; i < BasicAuth::kMaxCached + 10; ++i) {
-    REQUIRE(auth.Check(BasicHeader(absl::StrCat("u", i, ":s3cret"))));
-    REQUIRE(auth.cached() <= BasicAuth::kMaxCached);
-  }
-  CHECK(auth.cached() >= 1);
 }
 
 }  // namespace
-}  // namespace hotkey::daemon
+}  // namespace hotkey::config

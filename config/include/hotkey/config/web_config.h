@@ -25,30 +25,26 @@
 // verifying client auth types need an explicit client CA (Go would use the system roots);
 // the file is read at start (not at every request).
 //
-// BasicAuth checks `Authorization: Basic` credentials against the bcrypt hashes with
-// crypt_r(3) (libxcrypt) and a constant-time comparison. bcrypt costs about 70 ms at cost 10,
-// on purpose, so verified credentials are remembered in a small cache keyed by an HMAC of
-// user and password (never the password itself), as the toolkit does.
+// This is the reading and checking only, into a plain WebConfig: the daemon builds its
+// OpenSSL context from it (daemon/tls.h, where bad or mismatched PEM is found) and checks
+// credentials against its hashes (daemon/basic_auth.h). No OpenSSL here.
+//
+// yaml-cpp exceptions are caught inside; these functions never throw. Thread-safe.
 
-#ifndef HOTKEY_DAEMON_WEB_CONFIG_H_
-#define HOTKEY_DAEMON_WEB_CONFIG_H_
+#ifndef HOTKEY_CONFIG_WEB_CONFIG_H_
+#define HOTKEY_CONFIG_WEB_CONFIG_H_
 
 #include <cstdint>
 #include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <boost/asio/ssl/context.hpp>
-
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 
-namespace hotkey::daemon {
+namespace hotkey::config {
 
 // Go's tls.ClientAuthType, by the names the toolkit accepts.
 enum class ClientAuthType {
@@ -97,61 +93,30 @@ struct WebConfig {
   std::map<std::string, std::string> basic_auth_users;
 };
 
+// A Go name (the toolkit's) and OpenSSL's name for the same cipher suite or curve.
+struct TlsName {
+  const char* go;
+  const char* openssl;  // "" for the TLS 1.3 suites, which a config does not restrict
+};
+
+// Every cipher suite name (Go's tls.CipherSuites()) and curve name the parser accepts, with
+// OpenSSL's names: the one table both the parser and the daemon's TLS context read.
+std::span<const TlsName> TlsCipherSuiteNames();
+std::span<const TlsName> TlsCurveNames();
+
 // Parses the YAML text of a web config file. `base_dir` is joined to relative file paths
 // ("" leaves them as written). Checks every value but not the files themselves.
 // Errors read "line N: section.key: problem".
 absl::StatusOr<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string_view base_dir);
 
 // Reads and parses `path`, then checks that the certificate, key and CA files it names can
-// be read. The PEM contents are checked by MakeTlsContext.
+// be read. Errors start with 'web config file "path": ' (NotFound when it does not exist).
 absl::StatusOr<WebConfig> LoadWebConfigFile(const std::string& path);
-
-// Builds the OpenSSL server context for a validated TlsServerConfig: loads certificate, key
-// and CA (bad or mismatched PEM is an error here), versions, ciphers, curves and client
-// verification. The context keeps a copy of what its verify callback needs.
-absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> MakeTlsContext(
-    const TlsServerConfig& tls);
 
 // True if `hash` is a bcrypt hash crypt(3) can check: $2a$, $2b$ or $2y$, cost 04-31,
 // 22 salt and 31 hash characters of bcrypt's base64.
 bool IsBcryptHash(std::string_view hash);
 
-// Verifies HTTP basic credentials against bcrypt hashes.
-//
-// Thread-safe: CheckCached is cheap and meant for the I/O thread; Check may take a bcrypt
-// cost's time and belongs on a worker thread.
-class BasicAuth {
- public:
-  // Verified credentials remembered at most; when full the cache is emptied (a restart of
-  // the count costs one bcrypt per client, and no client can pin entries).
-  static constexpr size_t kMaxCached = 256;
+}  // namespace hotkey::config
 
-  explicit BasicAuth(std::map<std::string, std::string> users);
-
-  // The answer without bcrypt when it is known: false for a missing or malformed header,
-  // true for credentials verified before; nullopt when Check must run.
-  std::optional<bool> CheckCached(std::string_view authorization) const;
-
-  // The full check: parses `Authorization: Basic base64(user:password)`, runs bcrypt
-  // (against a fixed decoy hash for an unknown user, so timing does not tell which users
-  // exist) and compares in constant time. Remembers success.
-  bool Check(std::string_view authorization);
-
-  size_t cached() const;
-
- private:
-  struct Credentials {
-    std::string user, password;
-  };
-  static std::optional<Credentials> Parse(std::string_view authorization);
-  std::string CacheKey(const Credentials& c) const;
-
-  const std::map<std::string, std::string> users_;
-  std::string hmac_key_;  // random per instance; keys the cache
-  mutable std::mutex mu_;
-  absl::flat_hash_set<std::string> verified_;  // guarded by mu_; HMACs of good credentials
-};
-
-}  // namespace hotkey::daemon
-
-#endif  // HOTKEY_DAEMON_WEB_CONFIG_H_
+#endif  // HOTKEY_CONFIG_WEB_CONFIG_H_

@@ -1,0 +1,51 @@
+#include "yaml_util.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+#include <set>
+
+namespace hotkey::config::internal {
+
+absl::Status ForEachEntry(const YAML::Node& map, std::string_view path, const MapWords& words,
+                          const EntryHandler& handle) {
+  std::set<std::string> seen;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    // Copies: `it->` returns a temporary proxy, so a reference to its members would dangle.
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    if (!key.IsScalar()) return YamlError(key, path, words.key_not_scalar);
+    const std::string key_path =
+        path.empty() ? key.Scalar() : absl::StrCat(Av(path), ".", key.Scalar());
+    if (!seen.insert(key.Scalar()).second) return YamlError(key, key_path, words.repeated);
+    if (absl::Status s = handle(key, key_path, value); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+FileText ReadCappedFile(const std::string& path, size_t max_bytes) {
+  FileText out;
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (file == nullptr) {
+    out.problem = FileText::kCannotOpen;
+    out.error = errno;
+    return out;
+  }
+  char buffer[8192];
+  while (size_t n = std::fread(buffer, 1, sizeof(buffer), file.get())) {
+    out.text.append(buffer, n);
+    if (out.text.size() > max_bytes) {
+      out.problem = FileText::kTooLarge;
+      out.text.clear();
+      return out;
+    }
+  }
+  if (std::ferror(file.get())) {
+    out.problem = FileText::kReadError;
+    out.error = errno;
+    out.text.clear();
+  }
+  return out;
+}
+
+}  // namespace hotkey::config::internal
