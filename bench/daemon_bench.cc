@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "hotkey/config/flag_parser.h"
 #include "hotkey/loadgen/sender.h"
 
 namespace {
@@ -276,32 +278,29 @@ int main(int argc, char** argv) {
   Config c;
   c.hotkeyd = std::string(argv[0]);
   c.hotkeyd = c.hotkeyd.substr(0, c.hotkeyd.rfind('/') + 1) + "../daemon/hotkeyd";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto val = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--") {
-      c.extra.assign(argv + i + 1, argv + argc);
-      break;
-    } else if (a == "--hotkeyd") {
-      c.hotkeyd = val();
-    } else if (a == "--phase") {
-      c.phase = val();
-    } else if (a == "--seconds") {
-      c.seconds = std::stod(val());
-    } else if (a == "--offered") {
-      c.offered = std::stod(val());
-    } else if (a == "--distinct") {
-      c.distinct = std::stoull(val());
-    } else if (a == "--detect-rate") {
-      c.detect_rate = std::stod(val());
-    } else {
-      std::fprintf(stderr,
-                   "usage: hotkey-bench-daemon [--hotkeyd PATH] [--phase throughput|no_loss|"
-                   "cardinality|detection] [--seconds S] [--offered R] [--distinct N] "
-                   "[--detect-rate R] [-- hotkeyd flags]\n");
-      return 2;
-    }
+  // Everything after "--" goes to hotkeyd.
+  hotkey::config::FlagParser flags("hotkey-bench-daemon");
+  flags.AddString("hotkeyd", "the hotkeyd binary to run", &c.hotkeyd).Shown("PATH");
+  flags
+      .AddString("phase", "only this phase: throughput, no_loss, cardinality or detection",
+                 &c.phase)
+      .Shown("NAME");
+  flags.AddNumber("seconds", "seconds each timed phase runs", &c.seconds);
+  flags.AddNumber("offered", "events per second offered in no_loss", &c.offered);
+  flags.AddInteger("distinct", "distinct keys sent in cardinality", &c.distinct);
+  flags.AddNumber("detect-rate", "sampled events per second in detection", &c.detect_rate);
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  const auto dashdash = std::find(args.begin(), args.end(), std::string_view("--"));
+  absl::StatusOr<hotkey::config::FlagParser::Parsed> parsed =
+      flags.Parse(std::vector<std::string_view>(args.begin(), dashdash));
+  absl::Status bad = parsed.status();
+  if (!bad.ok() || parsed->help) {
+    std::fprintf(bad.ok() ? stdout : stderr,
+                 "%s%susage: hotkey-bench-daemon [flags] [-- extra hotkeyd flags...]\n\n%s",
+                 std::string(bad.message()).c_str(), bad.ok() ? "" : "\n", flags.Help().c_str());
+    return bad.ok() ? 0 : 2;
   }
+  if (dashdash != args.end()) c.extra.assign(dashdash + 1, args.end());
   if (access(c.hotkeyd.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "no hotkeyd at %s (use --hotkeyd PATH)\n", c.hotkeyd.c_str());
     return 2;

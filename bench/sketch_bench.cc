@@ -9,10 +9,7 @@
 //
 //   hotkey-bench-sketch                      the README's configuration on every stream
 //   hotkey-bench-sketch --trace FILE[.gz]    a trace of `<op> <key>` lines instead
-//   options: --updates N --keys N --candidates N --sketch-bytes N --depth N
-//            --key-bytes N --half-life SECONDS (0: no decay) --rate EVENTS_PER_SIM_SECOND
-//            --stream NAME (one of the generated streams) --seed N
-//            --max-weight W (each event's weight log-uniform in [1, W]; 1: unit weights)
+//   hotkey-bench-sketch --help               every flag (--updates, --half-life=2s, ...)
 // "under_top100" counts reported keys whose estimate is below their exact weight (the
 // tracker promises none).
 
@@ -32,6 +29,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "hotkey/config/flag_parser.h"
 #include "hotkey/loadgen/zipf.h"
 #include "hotkey/sketch/heavy_hitters.h"
 
@@ -255,59 +253,47 @@ void Report(const Stream& st, const Config& c) {
   std::fflush(stdout);
 }
 
-bool ParseArgs(int argc, char** argv, Config* c) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&](double* v) {
-      if (i + 1 >= argc) return false;
-      char* end;
-      *v = std::strtod(argv[++i], &end);
-      return *end == '\0';
-    };
-    double v;
-    if (a == "--trace" && i + 1 < argc) {
-      c->trace = argv[++i];
-    } else if (a == "--stream" && i + 1 < argc) {
-      c->only_stream = argv[++i];
-    } else if (a == "--updates" && next(&v)) {
-      c->updates = static_cast<uint64_t>(v);
-    } else if (a == "--keys" && next(&v)) {
-      c->keys = static_cast<uint64_t>(v);
-    } else if (a == "--candidates" && next(&v)) {
-      c->candidates = static_cast<uint32_t>(v);
-    } else if (a == "--sketch-bytes" && next(&v)) {
-      c->sketch_bytes = static_cast<size_t>(v);
-    } else if (a == "--depth" && next(&v)) {
-      c->depth = static_cast<uint32_t>(v);
-    } else if (a == "--key-bytes" && next(&v)) {
-      c->key_bytes = static_cast<uint32_t>(v);
-    } else if (a == "--half-life" && next(&v)) {
-      c->half_life_s = v;
-    } else if (a == "--rate" && next(&v) && v > 0) {
-      c->rate = v;
-    } else if (a == "--seed" && next(&v)) {
-      c->seed = static_cast<uint64_t>(v);
-    } else if (a == "--max-weight" && next(&v) && v >= 1) {
-      c->max_weight = v;
-    } else {
-      return false;
-    }
-  }
-  return c->keys > 0 && c->updates > 0;
+// The flags, bound to `c`'s fields (whose initial values are the defaults).
+void RegisterFlags(hotkey::config::FlagParser& p, Config& c, absl::Duration* half_life) {
+  p.AddString("trace", "a trace of `<op> <key>` lines (plain or gzip) instead of the streams",
+              &c.trace)
+      .Shown("FILE");
+  p.AddString("stream", "only this generated stream: zipf-0.9, zipf-1.0, zipf-1.2 or drift",
+              &c.only_stream)
+      .Shown("NAME");
+  p.AddInteger("updates", "updates per generated stream", &c.updates);
+  p.AddInteger("keys", "distinct keys of the generated streams", &c.keys);
+  p.AddInteger("candidates", "tracker table slots", &c.candidates);
+  p.AddSize("sketch-bytes", "count-min sketch memory", &c.sketch_bytes);
+  p.AddInteger("depth", "count-min rows", &c.depth);
+  p.AddInteger("key-bytes", "key bytes stored per candidate", &c.key_bytes);
+  p.AddDuration("half-life", "decay half-life in simulated time (0: no decay)", half_life);
+  p.AddNumber("rate", "simulated events per second: how many events a half-life holds", &c.rate);
+  p.AddInteger("seed", "random seed of the generated streams", &c.seed);
+  p.AddNumber("max-weight", "each event's weight log-uniform in [1, W] (1: unit weights)",
+              &c.max_weight)
+      .Shown("W");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Config c;
-  if (!ParseArgs(argc, argv, &c)) {
-    std::fprintf(stderr,
-                 "usage: hotkey-bench-sketch [--trace FILE] [--stream zipf-0.9|zipf-1.0|zipf-1.2|"
-                 "drift] [--updates N] [--keys N] [--candidates N] [--sketch-bytes N] [--depth N]"
-                 " [--key-bytes N] [--half-life S] [--rate EV_PER_S] [--seed N]"
-                 " [--max-weight W]\n");
-    return 2;
+  absl::Duration half_life = absl::Seconds(c.half_life_s);
+  hotkey::config::FlagParser flags("hotkey-bench-sketch");
+  RegisterFlags(flags, c, &half_life);
+  absl::StatusOr<hotkey::config::FlagParser::Parsed> parsed = flags.Parse(argc, argv);
+  absl::Status bad = parsed.status();
+  if (bad.ok() && !(c.keys > 0 && c.updates > 0 && c.rate > 0 && c.max_weight >= 1)) {
+    bad = absl::InvalidArgumentError(
+        "--keys, --updates and --rate must be positive, --max-weight at least 1");
   }
+  if (!bad.ok() || parsed->help) {
+    std::fprintf(bad.ok() ? stdout : stderr, "%s%susage: hotkey-bench-sketch [flags]\n\n%s",
+                 std::string(bad.message()).c_str(), bad.ok() ? "" : "\n", flags.Help().c_str());
+    return bad.ok() ? 0 : 2;
+  }
+  c.half_life_s = absl::ToDoubleSeconds(half_life);
   if (!c.trace.empty()) {
     Stream st;
     st.name = c.trace.substr(c.trace.find_last_of('/') + 1);

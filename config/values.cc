@@ -165,6 +165,11 @@ absl::StatusOr<absl::Duration> ParseDurationText(std::string_view text) {
   return d;
 }
 
+absl::StatusOr<absl::Duration> ParseDurationOrInfinite(std::string_view text) {
+  if (text == "inf") return absl::InfiniteDuration();
+  return ParseDurationText(text);
+}
+
 absl::StatusOr<int64_t> ParseInteger(std::string_view text) {
   int64_t v = 0;
   if (!absl::SimpleAtoi(Av(text), &v)) {

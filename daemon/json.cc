@@ -1,102 +1,74 @@
 #include "json.h"
 
-#include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <string_view>
 
-#include "absl/strings/str_format.h"
+#include <boost/json/serialize.hpp>
+
+#include "utf8.h"
 
 namespace hotkey::daemon {
 
-void JsonWriter::Separate() {
-  if (need_comma_) out_.push_back(',');
-  need_comma_ = true;
-}
+namespace json = boost::json;
 
-JsonWriter& JsonWriter::BeginObject() {
-  Separate();
-  out_.push_back('{');
-  need_comma_ = false;
-  return *this;
-}
-JsonWriter& JsonWriter::EndObject() {
-  out_.push_back('}');
-  need_comma_ = true;
-  return *this;
-}
-JsonWriter& JsonWriter::BeginArray() {
-  Separate();
-  out_.push_back('[');
-  need_comma_ = false;
-  return *this;
-}
-JsonWriter& JsonWriter::EndArray() {
-  out_.push_back(']');
-  need_comma_ = true;
-  return *this;
-}
+namespace {
 
-JsonWriter& JsonWriter::Key(std::string_view name) {
-  String(name);
-  out_.push_back(':');
-  need_comma_ = false;
-  return *this;
-}
+// Doubles of magnitude below 2^53 are exact integers when whole, so the int64 written holds
+// the same value.
+constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
 
-JsonWriter& JsonWriter::String(std::string_view s) {
-  Separate();
-  out_.push_back('"');
-  for (char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out_ += "\\\"";
-        break;
-      case '\\':
-        out_ += "\\\\";
-        break;
-      case '\n':
-        out_ += "\\n";
-        break;
-      case '\t':
-        out_ += "\\t";
-        break;
-      case '\r':
-        out_ += "\\r";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          absl::StrAppendFormat(&out_, "\\u%04x", c);
-        } else {
-          out_.push_back(ch);
-        }
+std::string_view View(json::string_view s) { return std::string_view(s.data(), s.size()); }
+
+void Repair(json::value& v) {
+  switch (v.kind()) {
+    case json::kind::string: {
+      const std::string_view s = View(v.get_string());
+      if (!IsValidUtf8(s)) v = ToValidUtf8(s);
+      break;
     }
+    case json::kind::double_: {
+      const double d = v.get_double();
+      if (!std::isfinite(d)) {
+        v = nullptr;
+      } else if (std::trunc(d) == d && std::fabs(d) < kMaxExactInteger &&
+                 !(d == 0 && std::signbit(d))) {  // -0.0 stays a double: -0E0
+        v = static_cast<int64_t>(d);
+      }
+      break;
+    }
+    case json::kind::array:
+      for (json::value& item : v.get_array()) Repair(item);
+      break;
+    case json::kind::object: {
+      json::object& o = v.get_object();
+      bool names_valid = true;
+      for (json::key_value_pair& member : o) {
+        Repair(member.value());
+        names_valid = names_valid && IsValidUtf8(View(member.key()));
+      }
+      if (!names_valid) {
+        // Member names are immutable in place: rebuild the object in the same order.
+        // Two names that differ only in invalid bytes may now be equal; the first is kept.
+        json::object repaired;
+        repaired.reserve(o.size());
+        for (json::key_value_pair& member : o) {
+          repaired.emplace(ToValidUtf8(View(member.key())), std::move(member.value()));
+        }
+        o = std::move(repaired);
+      }
+      break;
+    }
+    default:
+      break;
   }
-  out_.push_back('"');
-  return *this;
 }
 
-JsonWriter& JsonWriter::Number(double v) {
-  if (!std::isfinite(v)) return Null();
-  Separate();
-  // The shortest text that reads back as exactly `v`: counters stay exact (%.6g turned
-  // 1234567 events into 1.23457e+06) and ratios are not padded with noise digits.
-  // to_chars writes "1e+06"-style exponents and no "inf"/"nan" here: valid JSON numbers.
-  char buf[32];
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
-  out_.append(buf, r.ptr);
-  return *this;
-}
+}  // namespace
 
-JsonWriter& JsonWriter::Bool(bool v) {
-  Separate();
-  out_ += v ? "true" : "false";
-  return *this;
-}
-
-JsonWriter& JsonWriter::Null() {
-  Separate();
-  out_ += "null";
-  return *this;
+std::string JsonText(json::value v) {
+  Repair(v);
+  return json::serialize(v);
 }
 
 }  // namespace hotkey::daemon

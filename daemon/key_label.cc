@@ -6,39 +6,11 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "utf8.h"
 
 namespace hotkey::daemon {
 
 namespace {
-
-// Length of the valid UTF-8 sequence at the start of `s` (1-4), or 0 if it is not one.
-// Rejects overlong forms, surrogates and code points above U+10FFFF (RFC 3629).
-size_t Utf8Length(std::string_view s) {
-  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (s.size() < n) return 0;
-  if (b(1) < lo || b(1) > hi) return 0;
-  for (size_t i = 2; i < n; ++i) {
-    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
-  }
-  return n;
-}
 
 constexpr std::string_view kCutMarker = "~";
 
@@ -61,7 +33,7 @@ std::string KeyLabeler::Escape(std::string_view bytes, size_t max_bytes, bool* c
   std::string out;
   *cut = false;
   while (!bytes.empty()) {
-    const size_t n = Utf8Length(bytes);
+    const size_t n = Utf8SequenceLength(bytes);
     const unsigned char c = static_cast<unsigned char>(bytes[0]);
     const bool plain = n > 1 || (n == 1 && c >= 0x20 && c != 0x7F && c != '\\');
     const size_t need = plain ? n : 4;

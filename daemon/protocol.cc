@@ -1,6 +1,8 @@
 #include "protocol.h"
 
+#include <charconv>
 #include <cmath>
+#include <system_error>
 
 namespace hotkey::daemon {
 
@@ -33,54 +35,33 @@ std::string_view RejectName(Reject r) {
 namespace internal {
 
 bool ParseNumber(std::string_view s, double* out) {
-  // Hand-written so it is locale-free, allocation-free and strict: strtod would accept
-  // "inf", "0x10", leading spaces and signs.
+  // The character check keeps the protocol's grammar, [digits][.digits][e[+-]digits] with
+  // a digit before or after the point; std::from_chars alone would also take a sign, "inf",
+  // "nan" and "1e" (as 1, stopping at the e). from_chars then converts, correctly rounded,
+  // without a locale, an allocation or an exception.
   size_t i = 0;
-  double mantissa = 0;
-  int digits = 0;
-  int exp10 = 0;
-  // Leading zeros are not significant: they must not use up the 18 digits kept, or
-  // "0000000000000000001" would read as 0.
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-    if (digits < 18) {
-      mantissa = mantissa * 10 + (s[i] - '0');
-      if (mantissa > 0) ++digits;
-    } else {
-      ++exp10;  // digits past double precision only scale
-    }
-    ++i;
-  }
-  const bool int_part = i > 0;
-  bool frac_part = false;
+  const auto digits = [&] {
+    const size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - start;
+  };
+  size_t mantissa_digits = digits();
   if (i < s.size() && s[i] == '.') {
     ++i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      if (digits < 18) {
-        mantissa = mantissa * 10 + (s[i] - '0');
-        if (mantissa > 0) ++digits;
-        --exp10;
-      }
-      frac_part = true;
-      ++i;
-    }
+    mantissa_digits += digits();
   }
-  if (!int_part && !frac_part) return false;
+  if (mantissa_digits == 0) return false;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
     ++i;
-    bool negative = false;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
-    int e = 0;
-    const size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      if (e < 10000) e = e * 10 + (s[i] - '0');
-      ++i;
-    }
-    if (i == start) return false;
-    exp10 += negative ? -e : e;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return false;
   }
   if (i != s.size()) return false;
-  const double v = mantissa * std::pow(10.0, exp10);
-  if (!std::isfinite(v)) return false;
+  double v;
+  const std::from_chars_result r = std::from_chars(s.data(), s.data() + s.size(), v);
+  // A value beyond a double's range either way (1e400, 1e-400) is refused: no caller has a
+  // use for it (rates and weights have bounds far inside the range).
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(v)) return false;
   *out = v;
   return true;
 }

@@ -61,8 +61,9 @@ template <class OnEvent>
 ParseStats ParseDatagram(std::string_view datagram, size_t max_key_bytes, OnEvent&& on_event);
 
 namespace internal {
-// A number of the protocol: [digits][.digits][e[+-]digits], no sign, no hex, no inf/nan.
-// Returns false for anything else. Locale-free.
+// A number of the protocol: [digits][.digits][e[+-]digits], no sign, no hex, no inf/nan,
+// correctly rounded to the nearest double. Returns false for anything else, and for values
+// that overflow or underflow a double. Locale-free.
 bool ParseNumber(std::string_view text, double* out);
 // Splits the op token's modifiers. Returns false on a malformed modifier.
 bool ParseModifiers(std::string_view mods, double* rate, double* weight);

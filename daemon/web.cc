@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "json.h"
@@ -14,6 +17,8 @@
 namespace hotkey::daemon {
 
 namespace {
+
+namespace json = boost::json;
 
 constexpr const char* kOpNames[] = {"read", "write"};
 
@@ -29,73 +34,72 @@ HttpResponse Json(int status, std::string body) {
 }
 
 std::string JsonError(std::string_view message) {
-  JsonWriter w;
-  w.BeginObject().Key("error").String(message).EndObject();
-  return w.str();
+  // The message may echo request bytes (a parameter's name or value); JsonText makes them
+  // valid UTF-8.
+  return JsonText(json::object{{"error", message}});
 }
 
 std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
 }
 
-void ByOp(JsonWriter& w, std::string_view name, const double (&v)[sketch::kNumOps]) {
-  w.Key(name).BeginObject();
-  for (int o = 0; o < sketch::kNumOps; ++o) w.Key(kOpNames[o]).Number(v[o]);
-  w.EndObject();
+json::object ByOp(const double (&v)[sketch::kNumOps]) {
+  json::object o;
+  for (int op = 0; op < sketch::kNumOps; ++op) o[kOpNames[op]] = v[op];
+  return o;
 }
 
 }  // namespace
 
 std::string SnapshotJson(const Snapshot& s) {
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("time").String(Rfc3339(s.time));
-  w.Key("start_time").String(Rfc3339(s.start_time));
-  w.Key("receivers").Number(s.receivers);
-  w.Key("half_life_seconds").Number(s.half_life_seconds);
-  w.Key("rate_window_seconds").Number(s.rate_window_seconds);
-  ByOp(w, "ops_per_second", s.ops_per_second);
-  ByOp(w, "decayed_ops_per_second", s.decayed_ops_per_second);
-  w.Key("datagrams_received").Number(static_cast<double>(s.counters.datagrams));
-  w.Key("events_received").Number(static_cast<double>(s.counters.events));
-  w.Key("events_rejected").BeginObject();
+  json::object o;
+  o["time"] = Rfc3339(s.time);
+  o["start_time"] = Rfc3339(s.start_time);
+  o["receivers"] = s.receivers;
+  o["half_life_seconds"] = s.half_life_seconds;
+  o["rate_window_seconds"] = s.rate_window_seconds;
+  o["ops_per_second"] = ByOp(s.ops_per_second);
+  o["decayed_ops_per_second"] = ByOp(s.decayed_ops_per_second);
+  o["datagrams_received"] = s.counters.datagrams;
+  o["events_received"] = s.counters.events;
+  json::object rejected;
   for (size_t i = 0; i < kNumRejects; ++i) {
-    w.Key(RejectName(static_cast<Reject>(i))).Number(static_cast<double>(s.counters.rejected[i]));
+    rejected[RejectName(static_cast<Reject>(i))] = s.counters.rejected[i];
   }
-  w.EndObject();
-  w.Key("datagrams_denied").Number(static_cast<double>(s.counters.datagrams_denied));
-  w.Key("kernel_drops").Number(static_cast<double>(s.kernel_drops));
-  w.Key("tracked_keys").Number(static_cast<double>(s.tracked_keys));
-  w.Key("sketch_bytes").Number(static_cast<double>(s.sketch_bytes));
-  w.Key("epsilon").Number(s.epsilon);
-  w.Key("hot_keys").Number(static_cast<double>(s.hot_keys));
-  w.Key("keys").BeginArray();
+  o["events_rejected"] = std::move(rejected);
+  o["datagrams_denied"] = s.counters.datagrams_denied;
+  o["kernel_drops"] = s.kernel_drops;
+  o["tracked_keys"] = s.tracked_keys;
+  o["sketch_bytes"] = s.sketch_bytes;
+  o["epsilon"] = s.epsilon;
+  o["hot_keys"] = s.hot_keys;
+  json::array keys;
+  keys.reserve(s.keys.size());
   for (const KeySnapshot& k : s.keys) {
-    w.BeginObject();
-    w.Key("key").String(k.label);
-    w.Key("truncated").Bool(k.truncated);
-    w.Key("share").Number(k.share);
-    w.Key("share_error").Number(k.share_error);
-    w.Key("write_ratio").Number(k.write_ratio);
-    ByOp(w, "ops_per_second", k.ops_per_second);
-    ByOp(w, "decayed_ops_per_second", k.decayed_ops_per_second);
-    w.Key("threshold").Number(k.threshold);  // null when a rule ignores the key
-    w.Key("hot").Bool(k.hot);
+    json::object key;
+    key["key"] = k.label;
+    key["truncated"] = k.truncated;
+    key["share"] = k.share;
+    key["share_error"] = k.share_error;
+    key["write_ratio"] = k.write_ratio;
+    key["ops_per_second"] = ByOp(k.ops_per_second);
+    key["decayed_ops_per_second"] = ByOp(k.decayed_ops_per_second);
+    key["threshold"] = k.threshold;  // null when a rule ignores the key (infinite)
+    key["hot"] = k.hot;
     if (k.hot) {
-      w.Key("hot_since").String(Rfc3339(k.hot_since));
-      w.Key("peak_share").Number(k.peak_share);
+      key["hot_since"] = Rfc3339(k.hot_since);
+      key["peak_share"] = k.peak_share;
     }
-    w.Key("advice").String(model::StrategyName(k.advice));
-    w.Key("projected_load").BeginObject();
+    key["advice"] = model::StrategyName(k.advice);
+    json::object projected;
     for (const auto& [strategy, load] : k.projected_load) {
-      w.Key(model::StrategyName(strategy)).Number(load);
+      projected[model::StrategyName(strategy)] = load;
     }
-    w.EndObject();
-    w.EndObject();
+    key["projected_load"] = std::move(projected);
+    keys.emplace_back(std::move(key));
   }
-  w.EndArray();
-  w.EndObject();
-  return w.str();
+  o["keys"] = std::move(keys);
+  return JsonText(std::move(o));
 }
 
 HttpResponse WebRoutes::Handle(const HttpRequest& req) const {
@@ -183,35 +187,31 @@ HttpResponse WebRoutes::Model(const std::string& query) const {
   }
   absl::StatusOr<model::Projection> p = model::Project(c, key);
   if (!p.ok()) return Json(400, JsonError(std::string(p.status().message())));
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("inputs").BeginObject();
-  w.Key("ops").Number(c.ops);
-  w.Key("shards").Number(c.shards);
-  w.Key("capacity").Number(c.capacity);
-  w.Key("app_servers").Number(c.app_servers);
-  w.Key("refresh").Number(c.refresh_seconds);
-  w.Key("replicas").Number(c.replicas);
-  w.Key("split").Number(c.split);
-  w.Key("target").Number(c.target);
-  w.Key("hot_share").Number(key.share);
-  w.Key("write_share").Number(key.write_share);
-  w.EndObject();
-  w.Key("strategies").BeginArray();
+  json::object inputs;
+  inputs["ops"] = c.ops;
+  inputs["shards"] = c.shards;
+  inputs["capacity"] = c.capacity;
+  inputs["app_servers"] = c.app_servers;
+  inputs["refresh"] = c.refresh_seconds;
+  inputs["replicas"] = c.replicas;
+  inputs["split"] = c.split;
+  inputs["target"] = c.target;
+  inputs["hot_share"] = key.share;
+  inputs["write_share"] = key.write_share;
+  json::array strategies;
+  strategies.reserve(p->loads.size());
   for (const model::StrategyLoad& l : p->loads) {
-    w.BeginObject();
-    w.Key("strategy").String(model::StrategyName(l.strategy));
-    w.Key("busiest").Number(l.busiest);
-    w.Key("least_busy").Number(l.least_busy);
-    w.Key("shard_loads").BeginArray();
-    for (double x : l.shard_loads) w.Number(x);
-    w.EndArray();
-    w.EndObject();
+    json::array shard_loads(l.shard_loads.begin(), l.shard_loads.end());
+    strategies.emplace_back(json::object{{"strategy", model::StrategyName(l.strategy)},
+                                         {"busiest", l.busiest},
+                                         {"least_busy", l.least_busy},
+                                         {"shard_loads", std::move(shard_loads)}});
   }
-  w.EndArray();
-  w.Key("advice").String(model::StrategyName(p->advice));
-  w.EndObject();
-  return Json(200, w.str());
+  json::object body;
+  body["inputs"] = std::move(inputs);
+  body["strategies"] = std::move(strategies);
+  body["advice"] = model::StrategyName(p->advice);
+  return Json(200, JsonText(std::move(body)));
 }
 
 }  // namespace hotkey::daemon

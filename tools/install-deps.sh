@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libboost1.81-dev       # Asio (UDP, timers, signals) and Beast (HTTP)
+  libboost-json1.81-dev  # Boost.JSON: the API's JSON, and the tests' JSON checker
   prometheus-cpp-dev     # metric model and text exposition format
   libabsl-dev            # containers, hashing, strings, status, flags
   catch2                 # unit and end-to-end tests

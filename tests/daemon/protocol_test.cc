@@ -249,6 +249,38 @@ TEST_CASE("Protocol: ParseNumber accepts only unsigned decimal numbers", "[daemo
   }
 }
 
+TEST_CASE("Protocol: ParseNumber rounds correctly to the nearest double", "[daemon][protocol]") {
+  // Each text reads as exactly the double the compiler makes of the same literal (C++
+  // requires literals to be correctly rounded). Scaling digits by a power of ten, as the
+  // parser once did, read 0.3 as 0.30000000000000004 and 1e23 as 1.0000000000000001e23.
+  struct Case {
+    const char* text;
+    double value;
+  };
+  for (const Case& c : {
+           Case{"0.1", 0.1},
+           Case{"0.3", 0.3},
+           Case{"0.7", 0.7},
+           Case{"1e-9", 1e-9},
+           Case{"0.30000000000000004", 0.30000000000000004},
+           Case{"0.123456789012345678", 0.123456789012345678},
+           Case{"3.14159265358979323", 3.14159265358979323},
+           Case{"123456789012345678", 123456789012345678.0},
+           Case{"1e23", 1e23},
+           Case{"2.2250738585072011e-308", 2.2250738585072011e-308},
+           // 1 + 2^-53 exactly is halfway between 1 and the next double: ties go to even (1);
+           // one more digit past it goes up.
+           Case{"1.00000000000000011102230246251565404236316680908203125", 1.0},
+           Case{"1.00000000000000011102230246251565404236316680908203126",
+                1.0000000000000002220446049250313},
+       }) {
+    INFO(c.text);
+    double v = -1;
+    REQUIRE(internal::ParseNumber(c.text, &v));
+    CHECK(v == c.value);
+  }
+}
+
 TEST_CASE("Protocol: ParseNumber keeps its precision behind many leading zeros",
           "[daemon][protocol]") {
   // Leading zeros carry no precision; only significant digits may use up the 18 kept.

@@ -2,6 +2,7 @@
 
 #include "test_util.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/json/basic_parser_impl.hpp>
 
 namespace hotkey::daemon::testing {
 
@@ -53,274 +55,150 @@ bool IsValidUtf8(std::string_view s) {
 }
 
 // ---------------------------------------------------------------------------------------
-// JSON (RFC 8259), recursive descent.
+// JSON (RFC 8259): Boost.JSON's parser, strict options, with a handler that builds a Json.
+//
+// The handler rather than boost::json::parse, for two checks parse does not make: a
+// duplicate member name is an error (parse keeps the last), and numbers are read from their
+// text with std::from_chars, correctly rounded (Boost.JSON 1.81's own conversion may be off
+// by one unit in the last place, which would hide or fake a round-trip bug).
 
 namespace {
 
-class JsonParser {
- public:
-  explicit JsonParser(std::string_view s) : s_(s) {}
+namespace json = boost::json;
 
-  std::optional<Json> ParseAll(std::string* error) {
-    std::optional<Json> v = Value(0);
-    if (v) {
-      Ws();
-      if (i_ != s_.size()) v = Fail("trailing characters");
-    }
-    if (!v && error) *error = error_;
-    return v;
+class JsonBuilder {
+ public:
+  // No limits beyond the parser's depth limit.
+  static constexpr size_t max_object_size = static_cast<size_t>(-1);
+  static constexpr size_t max_array_size = static_cast<size_t>(-1);
+  static constexpr size_t max_key_size = static_cast<size_t>(-1);
+  static constexpr size_t max_string_size = static_cast<size_t>(-1);
+
+  bool on_document_begin(json::error_code&) { return true; }
+  bool on_document_end(json::error_code&) { return true; }
+  bool on_array_begin(json::error_code&) { return Open(Json::kArray); }
+  bool on_array_end(size_t, json::error_code& ec) { return Close(ec); }
+  bool on_object_begin(json::error_code&) { return Open(Json::kObject); }
+  bool on_object_end(size_t, json::error_code& ec) { return Close(ec); }
+  bool on_string_part(json::string_view s, size_t, json::error_code&) {
+    text_.append(s.data(), s.size());
+    return true;
   }
+  bool on_string(json::string_view s, size_t, json::error_code& ec) {
+    Json v;
+    v.kind = Json::kString;
+    v.string = TakeText(s);
+    return CheckUtf8(v.string, ec) && Add(std::move(v), ec);
+  }
+  bool on_key_part(json::string_view s, size_t, json::error_code&) {
+    text_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(json::string_view s, size_t, json::error_code& ec) {
+    names_.push_back(TakeText(s));
+    return CheckUtf8(names_.back(), ec);
+  }
+  bool on_number_part(json::string_view s, json::error_code&) {
+    text_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_int64(int64_t, json::string_view s, json::error_code& ec) { return Number(s, ec); }
+  bool on_uint64(uint64_t, json::string_view s, json::error_code& ec) { return Number(s, ec); }
+  bool on_double(double, json::string_view s, json::error_code& ec) { return Number(s, ec); }
+  bool on_bool(bool b, json::error_code& ec) {
+    Json v;
+    v.kind = Json::kBool;
+    v.boolean = b;
+    return Add(std::move(v), ec);
+  }
+  bool on_null(json::error_code& ec) { return Add(Json(), ec); }
+  bool on_comment_part(json::string_view, json::error_code&) { return true; }
+  bool on_comment(json::string_view, json::error_code&) { return true; }
+
+  std::optional<Json>& result() { return result_; }
+  const std::string& error() const { return error_; }
 
  private:
-  std::nullopt_t Fail(const std::string& why) {
-    if (error_.empty()) error_ = why + " at offset " + std::to_string(i_);
-    return std::nullopt;
+  std::string TakeText(json::string_view last) {
+    text_.append(last.data(), last.size());
+    std::string out = std::move(text_);
+    text_.clear();
+    return out;
   }
-  void Ws() {
-    while (i_ < s_.size() &&
-           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
-      ++i_;
-    }
+  // RFC 8259 section 8.1, checked again by this file's own UTF-8 checker, independent of
+  // Boost.JSON's.
+  bool CheckUtf8(const std::string& s, json::error_code& ec) {
+    return IsValidUtf8(s) || Fail("a string is not valid UTF-8", ec);
   }
-  bool Literal(std::string_view word) {
-    if (s_.substr(i_, word.size()) != word) return false;
-    i_ += word.size();
+  bool Fail(const std::string& why, json::error_code& ec) {
+    error_ = why;
+    ec = make_error_code(boost::system::errc::invalid_argument);
+    return false;
+  }
+  bool Open(Json::Kind kind) {
+    open_.emplace_back();
+    open_.back().kind = kind;
     return true;
   }
-
-  std::optional<Json> Value(int depth) {
-    if (depth > 64) return Fail("nesting too deep");
-    Ws();
-    if (i_ >= s_.size()) return Fail("unexpected end");
-    Json v;
-    const char c = s_[i_];
-    if (c == '{') return Object(depth);
-    if (c == '[') return Array(depth);
-    if (c == '"') {
-      std::optional<std::string> str = String();
-      if (!str) return std::nullopt;
-      v.kind = Json::kString;
-      v.string = *std::move(str);
-      return v;
-    }
-    if (Literal("true")) {
-      v.kind = Json::kBool;
-      v.boolean = true;
-      return v;
-    }
-    if (Literal("false")) {
-      v.kind = Json::kBool;
-      return v;
-    }
-    if (Literal("null")) return v;
-    return Number();
+  bool Close(json::error_code& ec) {
+    Json v = std::move(open_.back());
+    open_.pop_back();
+    return Add(std::move(v), ec);
   }
-
-  std::optional<Json> Object(int depth) {
-    ++i_;  // '{'
-    Json v;
-    v.kind = Json::kObject;
-    Ws();
-    if (i_ < s_.size() && s_[i_] == '}') {
-      ++i_;
-      return v;
-    }
-    for (;;) {
-      Ws();
-      if (i_ >= s_.size() || s_[i_] != '"') return Fail("expected a member name");
-      std::optional<std::string> name = String();
-      if (!name) return std::nullopt;
-      Ws();
-      if (i_ >= s_.size() || s_[i_] != ':') return Fail("expected ':'");
-      ++i_;
-      std::optional<Json> member = Value(depth + 1);
-      if (!member) return std::nullopt;
-      if (!v.object.emplace(*name, *std::move(member)).second) {
-        return Fail("duplicate member \"" + *name + "\"");
-      }
-      Ws();
-      if (i_ < s_.size() && s_[i_] == ',') {
-        ++i_;
-        continue;
-      }
-      if (i_ < s_.size() && s_[i_] == '}') {
-        ++i_;
-        return v;
-      }
-      return Fail("expected ',' or '}'");
-    }
-  }
-
-  std::optional<Json> Array(int depth) {
-    ++i_;  // '['
-    Json v;
-    v.kind = Json::kArray;
-    Ws();
-    if (i_ < s_.size() && s_[i_] == ']') {
-      ++i_;
-      return v;
-    }
-    for (;;) {
-      std::optional<Json> item = Value(depth + 1);
-      if (!item) return std::nullopt;
-      v.array.push_back(*std::move(item));
-      Ws();
-      if (i_ < s_.size() && s_[i_] == ',') {
-        ++i_;
-        continue;
-      }
-      if (i_ < s_.size() && s_[i_] == ']') {
-        ++i_;
-        return v;
-      }
-      return Fail("expected ',' or ']'");
-    }
-  }
-
-  static void AppendUtf8(uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-
-  bool Hex4(uint32_t* out) {
-    if (i_ + 4 > s_.size()) return false;
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = s_[i_ + k];
-      v <<= 4;
-      if (c >= '0' && c <= '9') {
-        v |= c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        v |= c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        v |= c - 'A' + 10;
-      } else {
-        return false;
-      }
-    }
-    i_ += 4;
-    *out = v;
-    return true;
-  }
-
-  std::optional<std::string> String() {
-    ++i_;  // '"'
-    std::string out;
-    const size_t start = i_;
-    while (i_ < s_.size()) {
-      const unsigned char c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        // RFC 8259 section 8.1: text exchanged between systems must be UTF-8.
-        if (!IsValidUtf8(out))
-          return Fail("string starting at " + std::to_string(start) + " is not valid UTF-8");
-        return out;
-      }
-      if (c < 0x20) return Fail("unescaped control character in a string");
-      if (c != '\\') {
-        out.push_back(static_cast<char>(c));
-        ++i_;
-        continue;
-      }
-      if (++i_ >= s_.size()) break;
-      const char e = s_[i_++];
-      switch (e) {
-        case '"':
-          out.push_back('"');
-          break;
-        case '\\':
-          out.push_back('\\');
-          break;
-        case '/':
-          out.push_back('/');
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'u': {
-          uint32_t cp;
-          if (!Hex4(&cp)) return Fail("bad \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            uint32_t lo;
-            if (!Literal("\\u") || !Hex4(&lo) || lo < 0xDC00 || lo > 0xDFFF) {
-              return Fail("unpaired surrogate");
-            }
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            return Fail("unpaired surrogate");
-          }
-          AppendUtf8(cp, &out);
-          break;
-        }
-        default:
-          return Fail("bad escape");
-      }
-    }
-    return Fail("unterminated string");
-  }
-
-  std::optional<Json> Number() {
-    const size_t start = i_;
-    auto digits = [&] {
-      const size_t d = i_;
-      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-      return i_ - d;
-    };
-    if (i_ < s_.size() && s_[i_] == '-') ++i_;
-    if (i_ < s_.size() && s_[i_] == '0') {
-      ++i_;  // no leading zeros
-    } else if (digits() == 0) {
-      return Fail("expected a value");
-    }
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_;
-      if (digits() == 0) return Fail("expected digits after '.'");
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (digits() == 0) return Fail("expected exponent digits");
-    }
+  bool Number(json::string_view last, json::error_code& ec) {
+    const std::string t = TakeText(last);
     Json v;
     v.kind = Json::kNumber;
-    v.number = std::strtod(std::string(s_.substr(start, i_ - start)).c_str(), nullptr);
-    return v;
+    const std::from_chars_result r = std::from_chars(t.data(), t.data() + t.size(), v.number);
+    if (r.ec != std::errc() || r.ptr != t.data() + t.size()) {
+      return Fail("number " + t + " is out of range", ec);
+    }
+    return Add(std::move(v), ec);
+  }
+  bool Add(Json v, json::error_code& ec) {
+    if (open_.empty()) {
+      result_ = std::move(v);
+      return true;
+    }
+    Json& parent = open_.back();
+    if (parent.kind == Json::kArray) {
+      parent.array.push_back(std::move(v));
+      return true;
+    }
+    std::string name = std::move(names_.back());
+    names_.pop_back();
+    if (!parent.object.emplace(name, std::move(v)).second) {
+      return Fail("duplicate member \"" + name + "\"", ec);
+    }
+    return true;
   }
 
-  std::string_view s_;
-  size_t i_ = 0;
+  std::vector<Json> open_;          // the arrays and objects being filled, innermost last
+  std::vector<std::string> names_;  // the pending member name of each open object
+  std::string text_;                // the string, name or number read so far
+  std::optional<Json> result_;
   std::string error_;
 };
 
 }  // namespace
 
 std::optional<Json> ParseJson(std::string_view text, std::string* error) {
-  return JsonParser(text).ParseAll(error);
+  json::parse_options strict;  // the defaults are RFC 8259: no comments, no trailing commas,
+  strict.max_depth = 64;       // valid UTF-8 only
+  json::basic_parser<JsonBuilder> parser(strict);
+  json::error_code ec;
+  const size_t n = parser.write_some(false, text.data(), text.size(), ec);
+  std::string why;
+  if (ec) {
+    why = parser.handler().error().empty() ? ec.message() : parser.handler().error();
+  } else if (n != text.size()) {
+    why = "trailing characters";
+  }
+  if (!why.empty()) {
+    if (error) *error = why + " at offset " + std::to_string(n);
+    return std::nullopt;
+  }
+  return std::move(parser.handler().result());
 }
 
 // ---------------------------------------------------------------------------------------

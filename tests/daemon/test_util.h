@@ -1,9 +1,11 @@
 // Helpers for the daemon tests: independent checkers of what the daemon emits (UTF-8, JSON,
 // the Prometheus text format), and small loopback clients (HTTP over Boost.Beast, UDP).
 //
-// The checkers are written from the specifications (RFC 3629, RFC 8259, the Prometheus
+// The UTF-8 and Prometheus checkers are written from the specifications (RFC 3629, the
 // text exposition format 0.0.4), not from the daemon's code, so a bug shared by writer and
-// checker is unlikely. They are strict: anything the spec does not allow is an error.
+// checker is unlikely. The JSON checker is Boost.JSON's parser (the daemon uses only its
+// serializer) in its strict RFC 8259 mode, with the UTF-8 checker above applied to every
+// string as well. They are strict: anything the spec does not allow is an error.
 //
 // Thread-compatible; each client object belongs to one thread.
 
@@ -48,8 +50,9 @@ struct Json {
   bool Has(const std::string& name) const { return object.count(name) > 0; }
 };
 
-// Parses RFC 8259 JSON (the whole text, surrounding whitespace allowed). On error returns
-// nullopt and describes it in *error.
+// Parses RFC 8259 JSON (the whole text, surrounding whitespace allowed): duplicate member
+// names, strings that are not valid UTF-8 and numbers out of a double's range are errors;
+// numbers are correctly rounded. On error returns nullopt and describes it in *error.
 std::optional<Json> ParseJson(std::string_view text, std::string* error);
 
 // One sample of the Prometheus text format, label values decoded.

@@ -9,6 +9,8 @@
 #include <set>
 #include <string>
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <catch2/catch.hpp>
 
 #include "json.h"
@@ -252,6 +254,25 @@ TEST_CASE("Web: a malformed /api/v1/model query is a 400 with a JSON error", "[d
   CHECK(f.Get("/api/v1/model", "ops=%31%32%30%30%30&split=+3").status == 200);
 }
 
+TEST_CASE("Web: /api/v1/model errors are valid UTF-8 JSON whatever bytes the query holds",
+          "[daemon][web]") {
+  Fixture f;
+  // %ff decodes to a lone 0xFF byte, %c3%28 to a broken two-byte sequence, %ed%a0%80 to an
+  // encoded surrogate: none of them may reach the body as they are.
+  for (const char* q : {"%ff=1", "ops=%ff", "%c3%28=2", "shards=%ed%a0%80", "x%f0%9f%94=1"}) {
+    INFO(q);
+    const HttpResponse r = f.Get("/api/v1/model", q);
+    CHECK(r.status == 400);
+    CHECK(testing::IsValidUtf8(r.body));
+    const Json j = MustParse(r.body);  // strict: every string must be valid UTF-8
+    // Each byte that is not part of a valid sequence reads as U+FFFD.
+    CHECK(j["error"].string.find("\xef\xbf\xbd") != std::string::npos);
+  }
+  // Valid UTF-8 in a parameter name is echoed as it is.
+  const Json j = MustParse(f.Get("/api/v1/model", "caf%c3%a9=1").body);
+  CHECK(j["error"].string == "unknown parameter caf\xc3\xa9");
+}
+
 TEST_CASE(
     "Web: /api/v1/top is valid JSON that round-trips labels with quotes, backslashes, "
     "control characters and unicode",
@@ -285,18 +306,40 @@ TEST_CASE("Web: /api/v1/top reports counters exactly, not rounded to six digits"
   CHECK(j["events_received"].number == 98765432);
 }
 
-TEST_CASE("Web: JsonWriter writes every double so that it reads back the same", "[daemon][web]") {
+TEST_CASE("Web: JsonText writes every double so that it reads back the same", "[daemon][web]") {
   for (double v : {0.0, -0.0, 1.0, 0.1, 1.0 / 3, 123456789.0, 9007199254740993.0, 1e-300, 5e-324,
-                   1.7976931348623157e308, -2.5e-7, 18446744073709551615.0}) {
-    JsonWriter w;
-    w.BeginArray().Number(v).EndArray();
-    const Json j = MustParse(w.str());
-    INFO(w.str());
+                   1.7976931348623157e308, -2.5e-7, 18446744073709551615.0, -42.0,
+                   9007199254740992.0, 0.30000000000000004}) {
+    const std::string text = JsonText(boost::json::array{v});
+    INFO(text);
+    const Json j = MustParse(text);
     CHECK(j.array.at(0).number == v);
+    CHECK(std::signbit(j.array.at(0).number) == std::signbit(v));
   }
-  JsonWriter w;
-  w.BeginArray().Number(INFINITY).Number(NAN).EndArray();
-  CHECK(w.str() == "[null,null]");
+  // JSON has no infinity or NaN.
+  CHECK(JsonText(boost::json::array{INFINITY, -INFINITY, NAN}) == "[null,null,null]");
+  // Whole numbers read as integers, as counters are.
+  CHECK(JsonText(boost::json::array{1234567.0, -3.0, 0.0}) == "[1234567,-3,0]");
+}
+
+TEST_CASE("Web: JsonText makes every string and member name valid UTF-8", "[daemon][web]") {
+  const std::string bad =
+      "a\xff"
+      "b\xc3(\xed\xa0\x80";
+  const std::string fixed =
+      "a\xef\xbf\xbd"
+      "b\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd";
+  boost::json::object inner;
+  inner[bad] = bad;
+  const std::string text = JsonText(boost::json::object{
+      {"list", boost::json::array{bad, kTricky}}, {"inner", std::move(inner)}, {bad, 1}});
+  INFO(text);
+  CHECK(testing::IsValidUtf8(text));
+  const Json j = MustParse(text);
+  CHECK(j["list"].array.at(0).string == fixed);
+  CHECK(j["list"].array.at(1).string == kTricky);  // valid text is unchanged
+  CHECK(j["inner"][fixed].string == fixed);
+  CHECK(j[fixed].number == 1);
 }
 
 TEST_CASE("Web: /metrics has every documented family, typed, in valid text format",

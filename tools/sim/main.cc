@@ -13,14 +13,17 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "args.h"
+#include "hotkey/config/flag_parser.h"
+#include "hotkey/config/values.h"
 #include "hotkey/loadgen/replayer.h"
 #include "hotkey/loadgen/sender.h"
 #include "hotkey/loadgen/trace.h"
@@ -45,58 +48,17 @@ Usage:
 Run `hotkey-sim COMMAND --help` for a command's flags.
 )";
 
-constexpr char kModelHelp[] =
-    R"(hotkey-sim model: what one hot key does to a sharded cluster, and which fix helps.
-
-Flags (defaults in brackets):
-  --ops T            total ops/s over the cluster [50000]
-  --shards N         shards [8]
-  --capacity C       ops/s one shard can serve [10000]
-  --hot-share h      the key's share of all ops, in [0, 1] [0.2]
-  --write-share w    share of the key's ops that are writes, in [0, 1] [0.1]
-  --app-servers A    app servers that would cache the key [50]
-  --refresh D        cache refresh interval, e.g. 1s, 500ms, or seconds [1s]
-  --replicas R       copies for replicate, in [1, N] [4]
-  --split S          sub-keys for split, in [1, N] [8]
-  --target F         advised fixes keep the busiest shard <= F * C [0.8]
-  --order LIST       strategies to try, cheapest first, comma-separated
-                     [none,cache,replicate,split,split_cache]; isolate is implied last
-  --json             print JSON instead of the table
-)";
-
-constexpr char kSendHelp[] =
-    R"(hotkey-sim send: synthetic protocol v1 traffic over UDP.
-
-Flags (defaults in brackets):
-  --to HOST:PORT       receiver, e.g. 127.0.0.1:10111 or [::1]:10111 (required)
-  --rate R             events per second; 0 = as fast as possible [10000]
-  --sampling P         client sampling probability in (0, 1]; < 1 adds "!v1 rate=P" [1]
-  --keys M             background keys "key:1".."key:M", Zipf-distributed [1000000]
-  --zipf S             Zipf exponent of the background, > 0 [1.0]
-  --write-share W      write share of background events [0.1]
-  --celebrity KEY:SHARE[:WRITE_SHARE[:START[:STOP]]]
-                       a hot key taking SHARE of all events between START and STOP
-                       (durations such as 10s; default always); repeatable. KEY may hold
-                       ':' as long as no ':'-separated part of it reads as a share.
-  --duration D         e.g. 30s, 5m, inf [inf]; Ctrl-C stops early
-  --datagram-bytes B   datagram size limit [1400]
-  --seed N             random seed: same seed, same events [1]
-  --verbose            a line of progress per second
-)";
-
-constexpr char kReplayHelp[] =
-    R"(hotkey-sim replay FILE: send a trace of "<op> <key>" or "<ts_ms> <op> <key>" lines
-(plain or gzip; "-" for stdin) as protocol v1 datagrams.
-
-Flags:
-  --to HOST:PORT       receiver (required)
-  --speed X            follow the trace's timestamps, X times faster (e.g. 1, 10)
-  --rate R             send R events per second instead
-                       (neither: as fast as possible)
-  --sampling P         client sampling probability written in each datagram [1]
-  --datagram-bytes B   datagram size limit [1400]
-  --verbose            a line of progress per second
-)";
+// Each command's help: this intro, then its flags as FlagParser lists them (with the
+// defaults they really have).
+constexpr char kModelIntro[] =
+    "hotkey-sim model: what one hot key does to a sharded cluster, and which fix helps.\n";
+constexpr char kSendIntro[] =
+    "hotkey-sim send: synthetic protocol v1 traffic over UDP to --to (required). Durations\n"
+    "take a unit (10s, 500ms, 2m) or inf; Ctrl-C stops early.\n";
+constexpr char kReplayIntro[] =
+    "hotkey-sim replay FILE: send a trace of \"<op> <key>\" or \"<ts_ms> <op> <key>\" lines\n"
+    "(plain or gzip; \"-\" for stdin) as protocol v1 datagrams to --to (required); with\n"
+    "neither --speed nor --rate, as fast as possible.\n";
 
 // Set by SIGINT/SIGTERM; a lock-free atomic store is async-signal-safe.
 std::atomic<bool> g_stop{false};
@@ -117,6 +79,11 @@ int Usage(const absl::Status& status, const char* help_hint) {
   return kUsageError;
 }
 
+int Help(const char* intro, const config::FlagParser& flags) {
+  std::printf("%s\nFlags:\n%s", intro, flags.Help().c_str());
+  return 0;
+}
+
 double CpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -125,70 +92,77 @@ double CpuSeconds() {
 
 // --- model -------------------------------------------------------------------------------
 
-int RunModel(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv,
-                  {"ops", "shards", "capacity", "hot-share", "write-share", "app-servers",
-                   "refresh", "replicas", "split", "target", "order"},
-                  {"json", "help"});
-  if (!args.ok()) return Usage(args.status(), "model");
-  if (args->Has("help")) {
-    std::fputs(kModelHelp, stdout);
-    return 0;
-  }
-  if (!args->positional().empty()) {
-    return Usage(absl::InvalidArgumentError("model takes no positional arguments: '" +
-                                            args->positional()[0] + "'"),
-                 "model");
-  }
+std::string OrderText(const std::vector<model::Strategy>& order) {
+  return absl::StrJoin(order, ",", [](std::string* out, model::Strategy s) {
+    const std::string_view name = model::StrategyName(s);
+    out->append(name.data(), name.size());
+  });
+}
+
+int RunModel(const std::vector<std::string_view>& argv) {
   model::Cluster c;
   model::HotKey key;
-  // Integer flags are read as int64 and range-checked here, so "--shards 1e9" and
-  // "--shards 99999999999" are errors rather than wrapped ints.
-  auto read_int = [&](const char* name, int* out) -> absl::Status {
-    absl::StatusOr<int64_t> v = args->Int(name, *out);
-    if (!v.ok()) return v.status();
-    if (*v < -1'000'000'000 || *v > 1'000'000'000) {
-      return absl::InvalidArgumentError(absl::StrFormat("--%s: %d is out of range", name, *v));
-    }
-    *out = static_cast<int>(*v);
-    return absl::OkStatus();
-  };
-  auto read_double = [&](const char* name, double* out) -> absl::Status {
-    absl::StatusOr<double> v = args->Double(name, *out);
-    if (!v.ok()) return v.status();
-    *out = *v;
-    return absl::OkStatus();
-  };
   key.share = 0.2;
   key.write_share = 0.1;
-  for (absl::Status s : {read_double("ops", &c.ops), read_int("shards", &c.shards),
-                         read_double("capacity", &c.capacity), read_double("hot-share", &key.share),
-                         read_double("write-share", &key.write_share),
-                         read_int("app-servers", &c.app_servers), read_int("replicas", &c.replicas),
-                         read_int("split", &c.split), read_double("target", &c.target)}) {
-    if (!s.ok()) return Usage(s, "model");
+  absl::Duration refresh = absl::Seconds(c.refresh_seconds);
+  bool json = false;
+  config::FlagParser flags("hotkey-sim model", config::FlagParser::Positional::kAccept);
+  flags.AddNumber("ops", "total ops/s over the cluster (T)", &c.ops);
+  flags.AddInteger("shards", "shards (N)", &c.shards);
+  flags.AddNumber("capacity", "ops/s one shard can serve (C)", &c.capacity);
+  flags.AddNumber("hot-share", "the key's share of all ops (h), in [0, 1]", &key.share);
+  flags.AddNumber("write-share", "share of the key's ops that are writes (w), in [0, 1]",
+                  &key.write_share);
+  flags.AddInteger("app-servers", "app servers that would cache the key (A)", &c.app_servers);
+  flags.AddDuration("refresh", "cache refresh interval, e.g. 1s, 500ms", &refresh);
+  flags.AddInteger("replicas", "copies for replicate (R), in [1, N]", &c.replicas);
+  flags.AddInteger("split", "sub-keys for split (S), in [1, N]", &c.split);
+  flags.AddNumber("target", "advised fixes keep the busiest shard <= F * C", &c.target);
+  flags.AddCustom("order",
+                  "strategies to try, cheapest first, comma-separated; isolate is implied last",
+                  OrderText(c.order), [&c](std::string_view text) -> absl::Status {
+                    c.order.clear();
+                    for (absl::string_view name :
+                         absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+                      absl::StatusOr<model::Strategy> s =
+                          model::ParseStrategy(std::string_view(name.data(), name.size()));
+                      if (!s.ok()) return s.status();
+                      c.order.push_back(*s);
+                    }
+                    return absl::OkStatus();
+                  });
+  flags.AddBool("json", "print JSON instead of the table", &json);
+  absl::StatusOr<config::FlagParser::Parsed> args = flags.Parse(argv);
+  if (!args.ok()) return Usage(args.status(), "model");
+  if (args->help) return Help(kModelIntro, flags);
+  if (!args->positional.empty()) {
+    return Usage(absl::InvalidArgumentError("model takes no positional arguments: '" +
+                                            args->positional[0] + "'"),
+                 "model");
   }
-  absl::StatusOr<absl::Duration> refresh = args->Duration("refresh", absl::Seconds(1));
-  if (!refresh.ok()) return Usage(refresh.status(), "model");
-  c.refresh_seconds = absl::ToDoubleSeconds(*refresh);
-  if (std::optional<std::string> order = args->Get("order")) {
-    c.order.clear();
-    for (absl::string_view name : absl::StrSplit(*order, ',')) {
-      absl::StatusOr<model::Strategy> s =
-          model::ParseStrategy(std::string_view(name.data(), name.size()));
-      if (!s.ok()) return Usage(s.status(), "model");
-      c.order.push_back(*s);
-    }
-  }
+  c.refresh_seconds = absl::ToDoubleSeconds(refresh);
   absl::StatusOr<model::Projection> p = model::Project(c, key);
   if (!p.ok()) return Usage(p.status(), "model");
-  const std::string out = args->Has("json") ? ModelJson(c, key, *p) : ModelTable(c, key, *p);
+  const std::string out = json ? ModelJson(c, key, *p) : ModelTable(c, key, *p);
   std::fputs(out.c_str(), stdout);
   return 0;
 }
 
 // --- send --------------------------------------------------------------------------------
+
+bool Share(const std::string& text, double* out) {
+  absl::StatusOr<double> v = config::ParseNumber(text);
+  if (!v.ok() || *v < 0 || *v > 1) return false;
+  *out = *v;
+  return true;
+}
+
+bool Duration(const std::string& text, absl::Duration* out) {
+  absl::StatusOr<absl::Duration> d = config::ParseDurationOrInfinite(text);
+  if (!d.ok()) return false;
+  *out = *d;
+  return true;
+}
 
 // KEY:SHARE[:WRITE_SHARE[:START[:STOP]]]. The key is the shortest ':'-prefix after which
 // the rest parses, so "user:42:0.3" is key "user:42" with share 0.3.
@@ -200,12 +174,10 @@ absl::StatusOr<loadgen::Celebrity> ParseCelebrity(const std::string& spec) {
     if (fields.size() > 4) continue;
     loadgen::Celebrity c;
     c.key = spec.substr(0, colon);
-    bool ok = ParseDouble(fields[0], &c.share) && c.share >= 0 && c.share <= 1;
-    if (ok && fields.size() > 1) {
-      ok = ParseDouble(fields[1], &c.write_share) && c.write_share >= 0 && c.write_share <= 1;
-    }
-    if (ok && fields.size() > 2) ok = ParseDurationArg(fields[2], &c.start);
-    if (ok && fields.size() > 3) ok = ParseDurationArg(fields[3], &c.stop);
+    bool ok = Share(fields[0], &c.share);
+    if (ok && fields.size() > 1) ok = Share(fields[1], &c.write_share);
+    if (ok && fields.size() > 2) ok = Duration(fields[2], &c.start);
+    if (ok && fields.size() > 3) ok = Duration(fields[3], &c.stop);
     if (ok) return c;
   }
   return absl::InvalidArgumentError(
@@ -257,50 +229,58 @@ void PrintProgress(const loadgen::SendStats& s, uint64_t* last_events) {
   *last_events = s.events;
 }
 
-int RunSend(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = Args::Parse(argv,
-                                          {"to", "rate", "sampling", "keys", "zipf", "write-share",
-                                           "celebrity", "duration", "datagram-bytes", "seed"},
-                                          {"verbose", "help"});
+int RunSend(const std::vector<std::string_view>& argv) {
+  loadgen::SendOptions o;
+  std::string to;  // no default: the options' own would send to a daemon by accident
+  o.rate = 10000;
+  o.sampling = 1.0;
+  int64_t keys = 1000000;
+  o.zipf_s = 1.0;
+  o.background_write_share = 0.1;
+  o.duration = absl::InfiniteDuration();
+  int64_t datagram_bytes = 1400;
+  int64_t seed = 1;
+  std::vector<std::string> celebrities;
+  bool verbose = false;
+  config::FlagParser flags("hotkey-sim send", config::FlagParser::Positional::kAccept);
+  flags.AddString("to", "receiver, e.g. 127.0.0.1:10111 or [::1]:10111 (required)", &to)
+      .Shown("HOST:PORT");
+  flags.AddNumber("rate", "events per second; 0 = as fast as possible", &o.rate);
+  flags.AddNumber("sampling", "client sampling probability in (0, 1]; < 1 adds \"!v1 rate=P\"",
+                  &o.sampling);
+  flags.AddInteger("keys", "background keys \"key:1\"..\"key:M\", Zipf-distributed", &keys);
+  flags.AddNumber("zipf", "Zipf exponent of the background, > 0", &o.zipf_s);
+  flags.AddNumber("write-share", "write share of background events", &o.background_write_share);
+  flags
+      .AddList("celebrity",
+               "a hot key taking SHARE of all events between START and STOP (durations such as "
+               "10s; default always); repeatable. KEY may hold ':' as long as no ':'-separated "
+               "part of it reads as a share.",
+               &celebrities)
+      .Shown("KEY:SHARE[:WRITE_SHARE[:START[:STOP]]]");
+  flags.AddDuration("duration", "how long to send, e.g. 30s, 5m, inf", &o.duration,
+                    /*allow_infinite=*/true);
+  flags.AddInteger("datagram-bytes", "datagram size limit", &datagram_bytes);
+  flags.AddInteger("seed", "random seed: same seed, same events", &seed);
+  flags.AddBool("verbose", "a line of progress per second", &verbose);
+  absl::StatusOr<config::FlagParser::Parsed> args = flags.Parse(argv);
   if (!args.ok()) return Usage(args.status(), "send");
-  if (args->Has("help")) {
-    std::fputs(kSendHelp, stdout);
-    return 0;
-  }
-  if (!args->positional().empty()) {
+  if (args->help) return Help(kSendIntro, flags);
+  if (!args->positional.empty()) {
     return Usage(absl::InvalidArgumentError("send takes no positional arguments: '" +
-                                            args->positional()[0] + "'"),
+                                            args->positional[0] + "'"),
                  "send");
   }
-  loadgen::SendOptions o;
-  if (!args->Has("to")) return Usage(absl::InvalidArgumentError("--to is required"), "send");
-  o.to = *args->Get("to");
-  absl::StatusOr<double> rate = args->Double("rate", 10000);
-  absl::StatusOr<double> sampling = args->Double("sampling", 1.0);
-  absl::StatusOr<int64_t> keys = args->Int("keys", 1000000);
-  absl::StatusOr<double> zipf = args->Double("zipf", 1.0);
-  absl::StatusOr<double> write_share = args->Double("write-share", 0.1);
-  absl::StatusOr<absl::Duration> duration = args->Duration("duration", absl::InfiniteDuration());
-  absl::StatusOr<int64_t> datagram_bytes = args->Int("datagram-bytes", 1400);
-  absl::StatusOr<int64_t> seed = args->Int("seed", 1);
-  for (const absl::Status& s :
-       {rate.status(), sampling.status(), keys.status(), zipf.status(), write_share.status(),
-        duration.status(), datagram_bytes.status(), seed.status()}) {
-    if (!s.ok()) return Usage(s, "send");
-  }
-  if (*keys < 1) return Usage(absl::InvalidArgumentError("--keys must be >= 1"), "send");
-  if (*datagram_bytes < 1) {
+  if (to.empty()) return Usage(absl::InvalidArgumentError("--to is required"), "send");
+  o.to = to;
+  if (keys < 1) return Usage(absl::InvalidArgumentError("--keys must be >= 1"), "send");
+  if (datagram_bytes < 1) {
     return Usage(absl::InvalidArgumentError("--datagram-bytes must be positive"), "send");
   }
-  o.rate = *rate;
-  o.sampling = *sampling;
-  o.background_keys = static_cast<uint64_t>(*keys);
-  o.zipf_s = *zipf;
-  o.background_write_share = *write_share;
-  o.duration = *duration;
-  o.datagram_bytes = static_cast<size_t>(*datagram_bytes);
-  o.seed = static_cast<uint64_t>(*seed);
-  for (const std::string& spec : args->GetAll("celebrity")) {
+  o.background_keys = static_cast<uint64_t>(keys);
+  o.datagram_bytes = static_cast<size_t>(datagram_bytes);
+  o.seed = static_cast<uint64_t>(seed);
+  for (const std::string& spec : celebrities) {
     absl::StatusOr<loadgen::Celebrity> c = ParseCelebrity(spec);
     if (!c.ok()) return Usage(c.status(), "send");
     o.celebrities.push_back(*c);
@@ -315,51 +295,55 @@ int RunSend(const std::vector<std::string>& argv) {
   const double cpu0 = CpuSeconds();
   uint64_t last = 0;
   RunWithProgress([&] { (*sender)->Run(g_stop).IgnoreError(); },
-                  [&] { PrintProgress((*sender)->stats(), &last); }, args->Has("verbose"));
+                  [&] { PrintProgress((*sender)->stats(), &last); }, verbose);
   PrintSendStats("sent", (*sender)->stats(), CpuSeconds() - cpu0);
   return 0;
 }
 
 // --- replay ------------------------------------------------------------------------------
 
-int RunReplay(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"to", "speed", "rate", "sampling", "datagram-bytes"}, {"verbose", "help"});
+// A number that must be > 0 when given (0, the default, means "not given").
+std::function<absl::Status(std::string_view)> Positive(double* out) {
+  return [out](std::string_view text) -> absl::Status {
+    absl::StatusOr<double> v = config::ParseNumber(text);
+    if (!v.ok()) return v.status();
+    if (*v <= 0) return absl::InvalidArgumentError("must be > 0");
+    *out = *v;
+    return absl::OkStatus();
+  };
+}
+
+int RunReplay(const std::vector<std::string_view>& argv) {
+  loadgen::ReplayOptions o;
+  std::string to;
+  o.speed = 0;
+  o.rate = 0;
+  o.sampling = 1.0;
+  int64_t datagram_bytes = 1400;
+  bool verbose = false;
+  config::FlagParser flags("hotkey-sim replay", config::FlagParser::Positional::kAccept);
+  flags.AddString("to", "receiver (required)", &to).Shown("HOST:PORT");
+  flags.AddCustom("speed", "follow the trace's timestamps, X times faster (e.g. 1, 10)", "X",
+                  Positive(&o.speed));
+  flags.AddCustom("rate", "send R events per second instead", "R", Positive(&o.rate));
+  flags.AddNumber("sampling", "client sampling probability written in each datagram", &o.sampling);
+  flags.AddInteger("datagram-bytes", "datagram size limit", &datagram_bytes);
+  flags.AddBool("verbose", "a line of progress per second", &verbose);
+  absl::StatusOr<config::FlagParser::Parsed> args = flags.Parse(argv);
   if (!args.ok()) return Usage(args.status(), "replay");
-  if (args->Has("help")) {
-    std::fputs(kReplayHelp, stdout);
-    return 0;
-  }
-  if (args->positional().size() != 1) {
+  if (args->help) return Help(kReplayIntro, flags);
+  if (args->positional.size() != 1) {
     return Usage(absl::InvalidArgumentError("replay takes exactly one trace FILE"), "replay");
   }
-  if (!args->Has("to")) return Usage(absl::InvalidArgumentError("--to is required"), "replay");
-  loadgen::ReplayOptions o;
-  o.to = *args->Get("to");
-  absl::StatusOr<double> speed = args->Double("speed", 0);
-  absl::StatusOr<double> rate = args->Double("rate", 0);
-  absl::StatusOr<double> sampling = args->Double("sampling", 1.0);
-  absl::StatusOr<int64_t> datagram_bytes = args->Int("datagram-bytes", 1400);
-  for (const absl::Status& s :
-       {speed.status(), rate.status(), sampling.status(), datagram_bytes.status()}) {
-    if (!s.ok()) return Usage(s, "replay");
-  }
-  if (args->Has("speed") && *speed <= 0) {
-    return Usage(absl::InvalidArgumentError("--speed must be > 0"), "replay");
-  }
-  if (args->Has("rate") && *rate <= 0) {
-    return Usage(absl::InvalidArgumentError("--rate must be > 0"), "replay");
-  }
-  if (*datagram_bytes < 1) {
+  if (to.empty()) return Usage(absl::InvalidArgumentError("--to is required"), "replay");
+  o.to = to;
+  if (datagram_bytes < 1) {
     return Usage(absl::InvalidArgumentError("--datagram-bytes must be positive"), "replay");
   }
-  o.speed = *speed;
-  o.rate = *rate;
-  o.sampling = *sampling;
-  o.datagram_bytes = static_cast<size_t>(*datagram_bytes);
+  o.datagram_bytes = static_cast<size_t>(datagram_bytes);
   if (absl::Status s = o.Validate(); !s.ok()) return Usage(s, "replay");
   absl::StatusOr<std::unique_ptr<loadgen::TraceReader>> trace =
-      loadgen::TraceReader::Open(args->positional()[0]);
+      loadgen::TraceReader::Open(args->positional[0]);
   if (!trace.ok()) {
     std::fprintf(stderr, "hotkey-sim replay: %s\n", std::string(trace.status().message()).c_str());
     return kRuntimeError;
@@ -375,7 +359,7 @@ int RunReplay(const std::vector<std::string>& argv) {
   absl::Status status;
   uint64_t last = 0;
   RunWithProgress([&] { status = (*replayer)->Run(**trace, g_stop); },
-                  [&] { PrintProgress((*replayer)->stats().sent, &last); }, args->Has("verbose"));
+                  [&] { PrintProgress((*replayer)->stats().sent, &last); }, verbose);
   const loadgen::ReplayStats s = (*replayer)->stats();
   PrintSendStats("replayed", s.sent, CpuSeconds() - cpu0);
   std::printf("trace: %llu lines, %llu bad lines skipped, %llu keys too long for a datagram\n",
@@ -394,30 +378,26 @@ int RunReplay(const std::vector<std::string>& argv) {
 }
 
 int Main(int argc, char** argv) {
-  std::vector<std::string> rest(argv + 1, argv + argc);
+  std::vector<std::string_view> rest(argv + 1, argv + argc);
   if (rest.empty()) {
     std::fputs(kMainHelp, stderr);
     return kUsageError;
   }
-  const std::string command = rest.front();
+  const std::string_view command = rest.front();
   rest.erase(rest.begin());
   if (command == "--help" || command == "-h" || command == "help") {
-    const std::string topic = rest.empty() ? "" : rest.front();
-    if (topic == "model") {
-      std::fputs(kModelHelp, stdout);
-    } else if (topic == "send") {
-      std::fputs(kSendHelp, stdout);
-    } else if (topic == "replay") {
-      std::fputs(kReplayHelp, stdout);
-    } else {
-      std::fputs(kMainHelp, stdout);
-    }
+    const std::string_view topic = rest.empty() ? "" : rest.front();
+    if (topic == "model") return RunModel({"--help"});
+    if (topic == "send") return RunSend({"--help"});
+    if (topic == "replay") return RunReplay({"--help"});
+    std::fputs(kMainHelp, stdout);
     return 0;
   }
   if (command == "model") return RunModel(rest);
   if (command == "send") return RunSend(rest);
   if (command == "replay") return RunReplay(rest);
-  std::fprintf(stderr, "hotkey-sim: unknown command '%s'\n\n%s", command.c_str(), kMainHelp);
+  std::fprintf(stderr, "hotkey-sim: unknown command '%s'\n\n%s", std::string(command).c_str(),
+               kMainHelp);
   return kUsageError;
 }
 

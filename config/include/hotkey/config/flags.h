@@ -1,9 +1,8 @@
 // Command-line flags in the Prometheus exporter style (`--web.listen-address=:10110`).
 //
-// Abseil flags cannot be used: their names must be C++ identifiers, and users of exporters
-// expect dotted, dashed names. This is a small table-driven parser instead: each flag has
-// a name, a help line, a setter into DaemonOptions and a getter that prints its default,
-// so the usage text always shows the real defaults (the DaemonOptions initialisers).
+// The flags are a table on FlagParser (flag_parser.h), the parser every program here
+// shares: each flag has a name, a help line and the DaemonOptions field it sets, so the
+// usage text always shows the real defaults (the DaemonOptions initialisers).
 //
 // Accepted forms: `--name=value`, `--name value`; for the boolean --demo also `--demo`
 // (true) and `--demo=false`. `-h`/`--help` and `--version` stop parsing. Unknown flags,

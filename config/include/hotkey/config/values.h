@@ -32,6 +32,8 @@ std::string FormatByteSize(uint64_t bytes);
 // A Go/Prometheus style duration ("250ms", "1s", "1m30s"), not negative. A bare number
 // other than 0 is an error: "1" could mean seconds or milliseconds.
 absl::StatusOr<absl::Duration> ParseDurationText(std::string_view text);
+// ParseDurationText, or "inf" for absl::InfiniteDuration() (a load that runs until stopped).
+absl::StatusOr<absl::Duration> ParseDurationOrInfinite(std::string_view text);
 
 absl::StatusOr<int64_t> ParseInteger(std::string_view text);
 // A finite decimal number.
