@@ -5,8 +5,6 @@
 #include <limits>
 #include <optional>
 
-#include "key_label.h"
-
 namespace hotkey::daemon {
 
 namespace {
@@ -39,10 +37,13 @@ Aggregator::Aggregator(const config::TrackOptions& track,
       reloadable_(reloadable),
       label_secret_(std::move(label_secret)),
       start_(start),
-      alerter_(reloadable.alert, std::move(log)) {}
+      alerter_(reloadable.alert, std::move(log)) {
+  labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
+}
 
 void Aggregator::SetReloadable(const config::ReloadableOptions& reloadable) {
   reloadable_ = reloadable;
+  labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
   alerter_.SetOptions(reloadable.alert);
 }
 
@@ -55,21 +56,31 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->kernel_drops = kernel_drops;
   snap->half_life_seconds = absl::ToDoubleSeconds(track_.half_life);
 
-  // Merge: one receiver's tracker is used as it is; more are merged into a copy.
-  const sketch::HeavyHitters* tracker = nullptr;
-  std::optional<sketch::HeavyHitters> merged;
+  // Merge: one receiver's tracker is read in place; more are merged into merged_, which is
+  // copy-assigned (not re-created) from the first so its memory is reused tick after tick.
+  tracker_ = nullptr;
+  single_.reset();
   for (const auto& r : reports) {
     if (!r) continue;
     ++snap->receivers;
     snap->counters.Add(r->counters);
     snap->sketch_bytes += r->tracker.MemoryBytes();
-    if (!tracker) {
-      tracker = &r->tracker;
+    if (!tracker_) {
+      single_ = r;
+      tracker_ = &r->tracker;
       continue;
     }
-    if (!merged) merged.emplace(*tracker);
-    if (merged->Merge(r->tracker).ok()) tracker = &*merged;
+    if (!merged_ || tracker_ != &*merged_) {
+      if (merged_) {
+        *merged_ = *tracker_;
+      } else {
+        merged_.emplace(*tracker_);
+      }
+      tracker_ = &*merged_;
+    }
+    (void)merged_->Merge(r->tracker);  // fails only for another shape, checked first
   }
+  const sketch::HeavyHitters* tracker = tracker_;
   if (!tracker) return snap;
   snap->epsilon = tracker->ErrorBound() / std::max(tracker->Total(), 1e-300);
 
@@ -94,7 +105,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     snap->ops_per_second[o] = Rate(raw - (base ? base->raw_total[o] : 0), now - base_time);
   }
 
-  const std::vector<sketch::HeavyHitter> all = tracker->TopK(tracker->size());
+  std::vector<sketch::HeavyHitter> all = tracker->TopK(tracker->size());
   snap->tracked_keys = all.size();
   HistoryPoint point{now, {}, {}};
   point.keys.reserve(all.size());
@@ -103,16 +114,15 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
 
   const config::AlertOptions& alert = reloadable_.alert;
   const config::ExportOptions& exp = reloadable_.exporter;
-  const KeyLabeler labeler(exp.label, exp.label_max_bytes, label_secret_);
+  const KeyLabeler& labeler = *labeler_;
   std::vector<KeySnapshot> keys;
   keys.reserve(all.size());
   alerter_.Begin(now, shard_ops);
-  for (const sketch::HeavyHitter& h : all) {
+  for (sketch::HeavyHitter& h : all) {
     KeySnapshot k;
-    k.key = h.key;
+    k.key = std::move(h.key);
     k.truncated = h.truncated;
     k.hash = h.hash;
-    k.label = labeler.Label(h.key, h.truncated, h.hash);
     k.share = total > 0 ? h.estimate / total : 0;
     k.share_error = total > 0 ? std::max(0.0, h.estimate - h.lower_bound) / total : 0;
     const double seen = h.weight[0] + h.weight[1];
@@ -133,12 +143,13 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     }
     point.keys.emplace(h.hash, KeyRaw{{h.raw_weight[0], h.raw_weight[1]}, h.admitted});
 
-    k.threshold = alert.ThresholdFor(h.key);
+    k.threshold = alert.ThresholdFor(k.key);
     // Advice is worked out for keys that may be hot (it goes into the episode's log line);
     // exported keys get theirs below.
     if (k.share > k.threshold * (1 - alert.hysteresis)) Project(reloadable_.cluster, shard_ops, &k);
-    k.hot = alerter_.Observe(h.hash, k.share, k.threshold, k.label,
-                             k.projected_load.empty() ? "" : model::StrategyName(k.advice));
+    k.hot = alerter_.Observe(
+        h.hash, k.share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); },
+        k.projected_load.empty() ? "" : model::StrategyName(k.advice));
     if (const Alerter::KeyState* s = alerter_.Find(h.hash); s && s->hot) {
       k.hot_since = s->hot_since;
       k.peak_share = s->peak_share;
@@ -164,6 +175,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   exported_.clear();
   for (KeySnapshot& k : keys) {
     exported_.insert(k.hash);
+    k.label = labeler.Label(k.key, k.truncated, k.hash);
     if (k.projected_load.empty()) Project(reloadable_.cluster, shard_ops, &k);
   }
   snap->keys = std::move(keys);

@@ -1,12 +1,15 @@
 // Aggregator: turns the receivers' reports into the published Snapshot, once per tick.
 //
-// Per tick it merges the receivers' trackers (HeavyHitters::Merge), computes each key's
+// Per tick it merges the receivers' trackers (HeavyHitters::Merge) into one tracker it owns
+// and reuses (one receiver's tracker is read in place, uncopied), computes each key's
 // share, error bound, write ratio and decayed rate; the fixed-window rates from a short
 // history of undecayed counts (operators read QPS, not decayed weights); the exported set
 // (top_k keys over min_share, with hysteresis so labels do not churn); the hot state of
 // every tracked key (alerter.h); and the shard model's projection and advice for every
-// exported key (hotkey::model). Memory is bounded: the history holds one point per tick
-// of the rate window, each with at most `candidates * receivers` keys.
+// exported key (hotkey::model). Labels (key_label.h, an HMAC in the hash modes) are made
+// for the exported keys and for the few keys the alerter holds, not for every tracked key. Memory
+// is bounded: the history holds one point per tick of the rate window, each with at most
+// `candidates * receivers` keys.
 //
 // Thread-compatible: Build() and SetReloadable() are called from one thread (the daemon's
 // main io_context); the result is immutable and shared.
@@ -16,6 +19,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,6 +27,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "alerter.h"
 #include "hotkey/config/options.h"
+#include "key_label.h"
 #include "snapshot.h"
 
 namespace hotkey::daemon {
@@ -42,6 +47,11 @@ class Aggregator {
       std::span<const std::shared_ptr<const ReceiverReport>> reports, absl::Time now,
       uint64_t kernel_drops);
 
+  // The tracker the last Build() read: the receivers' trackers merged (or the only one),
+  // null before any report. Valid until the next Build(); for saving state without
+  // merging again.
+  const sketch::HeavyHitters* merged_tracker() const { return tracker_; }
+
  private:
   struct KeyRaw {
     double raw[sketch::kNumOps];
@@ -56,8 +66,14 @@ class Aggregator {
   const config::TrackOptions track_;
   config::ReloadableOptions reloadable_;
   const std::string label_secret_;
+  std::optional<KeyLabeler> labeler_;  // from reloadable_.exporter
   const absl::Time start_;
   Alerter alerter_;
+  // The merge target, allocated at the first merge and copy-assigned into afterwards (same
+  // shape, so no allocation); and the report whose tracker is read when there is only one.
+  std::optional<sketch::HeavyHitters> merged_;
+  std::shared_ptr<const ReceiverReport> single_;
+  const sketch::HeavyHitters* tracker_ = nullptr;
   std::deque<HistoryPoint> history_;
   absl::flat_hash_set<uint64_t> exported_;
 };

@@ -3,9 +3,12 @@
 
 #include "aggregator.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -14,8 +17,47 @@
 #include "absl/strings/str_cat.h"
 #include "protocol.h"
 
+// Allocation counting for this executable: the global operator new counts, on the thread
+// that armed an AllocationCounter only, so other tests (and their threads) are unaffected.
+namespace {
+thread_local bool t_counting = false;
+thread_local uint64_t t_allocations = 0;
+void* CountedAlloc(size_t n) {
+  if (t_counting) ++t_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+void* operator new(size_t n) { return CountedAlloc(n); }
+void* operator new[](size_t n) { return CountedAlloc(n); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return CountedAlloc(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+
 namespace hotkey::daemon {
 namespace {
+
+// Counts the allocations made on this thread while it lives.
+class AllocationCounter {
+ public:
+  AllocationCounter() {
+    t_allocations = 0;
+    t_counting = true;
+  }
+  ~AllocationCounter() { t_counting = false; }
+  uint64_t count() const { return t_allocations; }
+};
 
 using sketch::Op;
 
@@ -407,6 +449,48 @@ TEST_CASE(
   CHECK(k->threshold == 0.5);
   CHECK(snap->hot_keys == 0);
   CHECK(logs.size() == 2);
+}
+
+// Feeds `keys` keys (key i gets keys - i events) and builds a snapshot per 100 ms step;
+// returns the allocations of the last Build(), at steady state.
+uint64_t AllocationsPerTick(int receivers, config::ReloadableOptions r, int keys) {
+  std::vector<Stream> streams(receivers, Stream(absl::Seconds(1), 256));
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  uint64_t last = 0;
+  for (int step = 1; step <= 5; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    for (Stream& s : streams) {
+      s.AdvanceTo(t);
+      for (int i = 0; i < keys; ++i) s.Feed(absl::StrCat("k", i), Op::kRead, 1, keys - i);
+    }
+    std::vector<std::shared_ptr<const ReceiverReport>> reports;
+    for (const Stream& s : streams) reports.push_back(s.Report());
+    AllocationCounter count;
+    auto snap = agg.Build(reports, t, 0);
+    last = count.count();
+    REQUIRE(snap->tracked_keys == static_cast<size_t>(keys));
+    REQUIRE(agg.merged_tracker() != nullptr);
+    CHECK(agg.merged_tracker()->size() == static_cast<size_t>(keys));
+  }
+  return last;
+}
+
+TEST_CASE("Aggregator: a tick labels only what it exports and merges into a reused tracker",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.exporter.label = config::KeyLabelMode::kHash;  // "h:" + 16 hex digits: allocated labels
+  r.exporter.top_k = 5;
+  r.exporter.min_share = 0.001;
+  r.alert.default_threshold = 1.0;
+  const int keys = 200;
+  const uint64_t one = AllocationsPerTick(1, r, keys);
+  const uint64_t two = AllocationsPerTick(2, r, keys);
+  INFO("allocations per tick: one receiver " << one << ", two receivers " << two);
+  // Labelling every tracked key would cost at least one allocation per key.
+  CHECK(one < keys / 2);
+  // The second receiver adds Merge()'s own scratch (one vector), not a tracker copy
+  // (five buffers: counters, entries, keys, heap, index).
+  CHECK(two <= one + 2);
 }
 
 }  // namespace
