@@ -39,11 +39,14 @@ Aggregator::Aggregator(const config::TrackOptions& track,
       start_(start),
       alerter_(reloadable.alert, std::move(log)) {
   labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
+  matcher_.emplace(reloadable.alert);
 }
 
 void Aggregator::SetReloadable(const config::ReloadableOptions& reloadable) {
   reloadable_ = reloadable;
   labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
+  matcher_.emplace(reloadable.alert);
+  thresholds_.clear();
   alerter_.SetOptions(reloadable.alert);
 }
 
@@ -82,6 +85,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   }
   const sketch::HeavyHitters* tracker = tracker_;
   if (!tracker) return snap;
+  ++tick_;
   snap->epsilon = tracker->ErrorBound() / std::max(tracker->Total(), 1e-300);
 
   // Decayed figures: weight over the decay window.
@@ -143,7 +147,13 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     }
     point.keys.emplace(h.hash, KeyRaw{{h.raw_weight[0], h.raw_weight[1]}, h.admitted});
 
-    k.threshold = alert.ThresholdFor(k.key);
+    auto [cached, fresh] = thresholds_.try_emplace(k.hash, CachedThreshold{0, tick_});
+    if (fresh) {
+      cached->second.threshold = matcher_->ThresholdFor(k.key);
+      ++threshold_lookups_;
+    }
+    cached->second.tick = tick_;
+    k.threshold = cached->second.threshold;
     // Advice is worked out for keys that may be hot (it goes into the episode's log line);
     // exported keys get theirs below.
     if (k.share > k.threshold * (1 - alert.hysteresis)) Project(reloadable_.cluster, shard_ops, &k);
@@ -157,6 +167,10 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     keys.push_back(std::move(k));
   }
   alerter_.Finish();
+  for (auto it = thresholds_.begin(); it != thresholds_.end();) {
+    auto cur = it++;
+    if (cur->second.tick != tick_) thresholds_.erase(cur);
+  }
   snap->hot_keys = alerter_.hot_count();
   history_.push_back(std::move(point));
 

@@ -52,6 +52,11 @@ class Aggregator {
   // merging again.
   const sketch::HeavyHitters* merged_tracker() const { return tracker_; }
 
+  // How many times a key's threshold has been worked out from the rules: once per tracked
+  // key and configuration (a key keeps its threshold while it stays tracked; a reload
+  // forgets them all), not once per key per tick.
+  uint64_t threshold_lookups() const { return threshold_lookups_; }
+
  private:
   struct KeyRaw {
     double raw[sketch::kNumOps];
@@ -66,7 +71,17 @@ class Aggregator {
   const config::TrackOptions track_;
   config::ReloadableOptions reloadable_;
   const std::string label_secret_;
-  std::optional<KeyLabeler> labeler_;  // from reloadable_.exporter
+  std::optional<KeyLabeler> labeler_;                // from reloadable_.exporter
+  std::optional<config::ThresholdMatcher> matcher_;  // from reloadable_.alert
+  // Thresholds of the keys tracked at the last Build(), by key hash, with the tick that
+  // last saw each (entries not seen are dropped, so it holds at most the tracked keys).
+  struct CachedThreshold {
+    double threshold;
+    uint64_t tick;
+  };
+  absl::flat_hash_map<uint64_t, CachedThreshold> thresholds_;
+  uint64_t tick_ = 0;
+  uint64_t threshold_lookups_ = 0;
   const absl::Time start_;
   Alerter alerter_;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same

@@ -451,6 +451,39 @@ TEST_CASE(
   CHECK(logs.size() == 2);
 }
 
+TEST_CASE("Aggregator: a key's threshold is worked out once per key and configuration",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.alert.rules = {config::ThresholdRule{config::ThresholdRule::kGlob, "*:[0-9]*", 0.5, false}};
+  r.exporter.min_share = 0.001;  // every key is exported, to read its threshold
+  r.exporter.top_k = 100;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  auto tick = [&](int step, int keys) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < keys; ++i) s.Feed(absl::StrCat("k:", i), Op::kRead, 1, 10 + i);
+    snap = BuildOne(agg, s, t);
+  };
+  for (int step = 1; step <= 10; ++step) tick(step, 20);
+  CHECK(snap->tracked_keys == 20);
+  CHECK(agg.threshold_lookups() == 20);  // not 10 ticks * 20 keys
+  tick(11, 21);                          // one new key
+  CHECK(agg.threshold_lookups() == 21);
+  const KeySnapshot* k = FindKey(*snap, "k:20");
+  REQUIRE(k);
+  CHECK(k->threshold == 0.5);
+  // A reload forgets every threshold: the new rule applies from the next tick.
+  r.alert.rules[0].share = 0.25;
+  agg.SetReloadable(r);
+  tick(12, 21);
+  CHECK(agg.threshold_lookups() == 42);
+  k = FindKey(*snap, "k:20");
+  REQUIRE(k);
+  CHECK(k->threshold == 0.25);
+}
+
 // Feeds `keys` keys (key i gets keys - i events) and builds a snapshot per 100 ms step;
 // returns the allocations of the last Build(), at steady state.
 uint64_t AllocationsPerTick(int receivers, config::ReloadableOptions r, int keys) {
