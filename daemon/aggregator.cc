@@ -97,20 +97,27 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   }
   const double shard_ops = snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1];
 
+  std::vector<sketch::HeavyHitter> all = tracker->TopK(tracker->size());
+  snap->tracked_keys = all.size();
+
   // Fixed-window figures: differences of undecayed counts against the oldest point kept.
+  // With no point yet, the base is zero counts at start_, unless the tracker holds counts
+  // from before start_ (state restored from a previous run): then this first point is only
+  // the baseline, or lifetime totals would be counted as one tick of traffic.
   while (!history_.empty() && history_.front().time < now - track_.rate_window) {
     history_.pop_front();
   }
   const HistoryPoint* base = history_.empty() ? nullptr : &history_.front();
-  const absl::Time base_time = base ? base->time : start_;
+  const bool baseline_only =
+      !base && std::any_of(all.begin(), all.end(),
+                           [&](const sketch::HeavyHitter& h) { return h.admitted < start_; });
+  const absl::Time base_time = base ? base->time : baseline_only ? now : start_;
   snap->rate_window_seconds = absl::ToDoubleSeconds(now - base_time);
   for (int o = 0; o < kNumOps; ++o) {
     const double raw = tracker->RawTotal(static_cast<sketch::Op>(o));
     snap->ops_per_second[o] = Rate(raw - (base ? base->raw_total[o] : 0), now - base_time);
   }
 
-  std::vector<sketch::HeavyHitter> all = tracker->TopK(tracker->size());
-  snap->tracked_keys = all.size();
   HistoryPoint point{now, {}, {}};
   point.keys.reserve(all.size());
   for (int o = 0; o < kNumOps; ++o)
@@ -141,7 +148,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
       auto it = base->keys.find(h.hash);
       if (it != base->keys.end() && it->second.admitted == h.admitted) then = &it->second;
     }
-    for (int o = 0; o < kNumOps; ++o) {
+    for (int o = 0; o < kNumOps && !baseline_only; ++o) {
       k.ops_per_second[o] = then ? Rate(h.raw_weight[o] - then->raw[o], now - base_time)
                                  : Rate(h.raw_weight[o], now - std::max(h.admitted, start_));
     }

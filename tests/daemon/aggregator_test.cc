@@ -484,6 +484,59 @@ TEST_CASE("Aggregator: a key's threshold is worked out once per key and configur
   CHECK(k->threshold == 0.25);
 }
 
+TEST_CASE("Aggregator: after a restore the restored lifetime counts are a baseline, not traffic",
+          "[daemon][aggregator]") {
+  // A day of traffic before the restart: 1e9 events, a third of them on "big".
+  const absl::Time before = kT0 - absl::Hours(24);
+  sketch::HeavyHittersOptions o;
+  o.candidates = 64;
+  o.sketch_bytes = 32 << 10;
+  o.half_life = absl::InfiniteDuration();  // shares of the whole day
+  absl::StatusOr<sketch::HeavyHitters> old = sketch::HeavyHitters::Create(o, before);
+  REQUIRE(old.ok());
+  for (int i = 0; i < 3000; ++i) {
+    old->Advance(before + absl::Seconds(i * 28));
+    old->Update(i % 3 == 0 ? "big" : absl::StrCat("bg:", i % 40), Op::kRead, 1e9 / 3000);
+  }
+  absl::StatusOr<sketch::HeavyHitters> restored =
+      sketch::HeavyHitters::Deserialize(old->Serialize());
+  REQUIRE(restored.ok());
+  REQUIRE(restored->RawTotal(Op::kRead) == Approx(1e9));
+
+  // The daemon starts at kT0 with the restored tracker; no traffic for three ticks.
+  config::ReloadableOptions r = Reloadable();
+  r.exporter.min_share = 0.001;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  auto build = [&](absl::Time t) {
+    std::vector<std::shared_ptr<const ReceiverReport>> reports = {
+        std::make_shared<const ReceiverReport>(ReceiverReport{t, *restored, {}})};
+    return agg.Build(reports, t, 0);
+  };
+  for (int step = 1; step <= 3; ++step) {
+    auto snap = build(kT0 + absl::Milliseconds(250 * step));
+    INFO("tick " << step);
+    CHECK(snap->ops_per_second[0] == 0);
+    CHECK(snap->ops_per_second[1] == 0);
+    const KeySnapshot* big = FindKey(*snap, "big");
+    REQUIRE(big);  // still exported by its (restored) share
+    CHECK(big->ops_per_second[0] == 0);
+  }
+  // Traffic again: 100 events per 250 ms, a quarter on "big", counted from the baseline.
+  for (int step = 4; step <= 12; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(250 * step);
+    restored->Advance(t);
+    for (int i = 0; i < 100; ++i) restored->Update(i % 4 == 0 ? "big" : "new", Op::kRead);
+    auto snap = build(t);
+    if (step == 12) {
+      CHECK(snap->rate_window_seconds == Approx(2));
+      CHECK(snap->ops_per_second[0] == Approx(400));
+      const KeySnapshot* big = FindKey(*snap, "big");
+      REQUIRE(big);
+      CHECK(big->ops_per_second[0] == Approx(100));
+    }
+  }
+}
+
 // Feeds `keys` keys (key i gets keys - i events) and builds a snapshot per 100 ms step;
 // returns the allocations of the last Build(), at steady state.
 uint64_t AllocationsPerTick(int receivers, config::ReloadableOptions r, int keys) {
