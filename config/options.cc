@@ -109,6 +109,9 @@ absl::Status ExportOptions::Validate() const {
   if (!InRange<uint32_t>(top_k, 1, 1000)) return OutOfRange("export top-k", "[1, 1000]", top_k);
   if (!IsShare(min_share)) return OutOfRange("export min share", "(0, 1]", min_share);
   if (!IsHysteresis(hysteresis)) return OutOfRange("export hysteresis", "[0, 1)", hysteresis);
+  if (!(min_key_ops_per_second >= 0) || min_key_ops_per_second > 1e12) {
+    return OutOfRange("export min key ops", "[0, 1e12]", min_key_ops_per_second);
+  }
   switch (label) {
     case KeyLabelMode::kRaw:
     case KeyLabelMode::kHash:

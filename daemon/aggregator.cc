@@ -262,11 +262,20 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   }
   snap->hot_keys = alerter_.hot_count();
 
-  // The exported set: hot keys, and keys over min_share (or, already exported, over
-  // min_share * (1 - hysteresis)); at most top_k, largest share first.
+  // The exported set: hot keys; keys already exported while over min_share * (1 -
+  // hysteresis); and keys over min_share with the evidence of min_key_ops_per_second in the
+  // rate window. At most top_k, largest share first.
   const double stay = exp.min_share * (1 - exp.hysteresis);
-  std::erase_if(keys, [&](const KeySnapshot& k) {
-    return !(k.hot || k.share >= exp.min_share || (k.share >= stay && exported_.contains(k.hash)));
+  std::erase_if(keys, [&](KeySnapshot& k) {
+    if (k.hot) return false;
+    if (exported_.contains(k.hash)) return k.share < stay;
+    if (k.share < exp.min_share) return true;
+    if (exp.min_key_ops_per_second <= 0) return false;
+    // Over the whole rate window even before it has filled (at start), so that a key
+    // needs min_key_ops_per_second * rate_window ops from the start on.
+    KeyWindowRates(point, bases, now, &k);
+    const double ops = (k.ops_per_second[0] + k.ops_per_second[1]) * snap->rate_window_seconds;
+    return ops < exp.min_key_ops_per_second * absl::ToDoubleSeconds(track_.rate_window);
   });
   std::stable_sort(keys.begin(), keys.end(), [](const KeySnapshot& a, const KeySnapshot& b) {
     return a.hot != b.hot ? a.hot : a.share > b.share;

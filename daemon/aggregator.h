@@ -4,7 +4,8 @@
 // and reuses (one receiver's tracker is read in place, uncopied), computes each key's
 // share, error bound, write ratio and decayed rate; the fixed-window rates from a short
 // history of undecayed counts (operators read QPS, not decayed weights); the exported set
-// (top_k keys over min_share, with hysteresis so labels do not churn); the hot state of
+// (top_k keys over min_share and seen at min_key_ops_per_second, with hysteresis so labels
+// do not churn); the hot state of
 // every tracked key (alerter.h), with each key's threshold worked out once while it stays
 // tracked; and the shard model's projection and advice for every exported key
 // (hotkey::model). Labels (key_label.h, an HMAC in the hash modes) are made for the

@@ -200,6 +200,17 @@ TEST_CASE("Glob: a match takes at most (tokens + 1) * (|text| + 2) steps, classe
   CHECK(CompiledGlob("a**b").tokens() == 3);
 }
 
+TEST_CASE("Options: export min key ops is a non-negative finite rate", "[config][options]") {
+  ExportOptions e;
+  CHECK(e.min_key_ops_per_second == 2);
+  e.min_key_ops_per_second = 0;  // off
+  CHECK(e.Validate().ok());
+  for (double bad : {-1.0, 2e12, std::nan("")}) {
+    e.min_key_ops_per_second = bad;
+    CHECK_THAT(Message(e.Validate()), Contains("export min key ops must be in [0, 1e12]"));
+  }
+}
+
 TEST_CASE("ThresholdMatcher: gives what AlertOptions::ThresholdFor gives", "[config][options]") {
   AlertOptions alert;
   alert.default_threshold = 0.15;

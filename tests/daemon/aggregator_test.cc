@@ -9,6 +9,8 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -506,6 +508,7 @@ TEST_CASE("Aggregator: after a restore the restored lifetime counts are a baseli
   // The daemon starts at kT0 with the restored tracker; no traffic for three ticks.
   config::ReloadableOptions r = Reloadable();
   r.exporter.min_share = 0.001;
+  r.exporter.min_key_ops_per_second = 0;  // "big" is exported by its restored share alone
   Aggregator agg(Track(), r, "secret", kT0, nullptr);
   auto build = [&](absl::Time t) {
     std::vector<std::shared_ptr<const ReceiverReport>> reports = {
@@ -655,6 +658,47 @@ TEST_CASE("Aggregator: a key admitted inside the window never shows more ops/s t
   // Over the 2 s window: 200 events of bg and 400 of burst.
   CHECK(snap->ops_per_second[0] == Approx(300));
   CHECK(k->ops_per_second[0] == Approx(200));
+}
+
+// A quiet shard: 21 ops/s over 6 minutes on 250 ms ticks, half-life 500 ms: 5 requests a
+// tick of 500 random keys plus a 6th every fourth tick, and "steady" at 4 ops/s (19%).
+// Returns how many distinct keys were ever exported.
+size_t DistinctExportedOnQuietShard(double min_key_ops, bool* steady_exported) {
+  config::TrackOptions track;  // the defaults: 500 ms half-life, 5 s window
+  config::ReloadableOptions r;
+  r.exporter.min_key_ops_per_second = min_key_ops;
+  r.alert.default_threshold = 1.0;  // only the export rules decide
+  Aggregator agg(track, r, "secret", kT0, nullptr);
+  Stream s(track.half_life, track.candidates);
+  std::mt19937 rng(11);
+  std::set<std::string> seen;
+  *steady_exported = true;
+  for (int tick = 1; tick <= 6 * 60 * 4; ++tick) {
+    const absl::Time t = kT0 + absl::Milliseconds(250 * tick);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 5 + (tick % 4 == 0); ++i) s.Feed(absl::StrCat("k:", rng() % 500));
+    s.Feed("steady");
+    auto snap = BuildOne(agg, s, t);
+    bool steady = false;
+    for (const KeySnapshot& k : snap->keys) {
+      seen.insert(k.key);
+      steady |= k.key == "steady";
+    }
+    if (tick > 40) *steady_exported &= steady;
+  }
+  return seen.size();
+}
+
+TEST_CASE("Aggregator: on a quiet shard a key needs evidence before it is exported",
+          "[daemon][aggregator]") {
+  bool steady_off = false, steady_on = false;
+  const size_t off = DistinctExportedOnQuietShard(0, &steady_off);
+  const size_t on =
+      DistinctExportedOnQuietShard(config::ExportOptions{}.min_key_ops_per_second, &steady_on);
+  INFO("distinct keys exported in 6 minutes: " << off << " without, " << on << " with");
+  CHECK(off > 100);  // every stray request is a large share
+  CHECK(on <= 2);
+  CHECK(steady_on);  // the 4 ops/s key stays exported all along
 }
 
 // Feeds `keys` keys (key i gets keys - i events) and builds a snapshot per 100 ms step;

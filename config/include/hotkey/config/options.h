@@ -109,6 +109,14 @@ struct ExportOptions {
   // A key leaves the exported set when its share falls below
   // min_share * (1 - hysteresis), so label sets do not churn; in [0, 1).
   double hysteresis = 0.2;
+  // Evidence a key needs to enter the exported set (hot keys excepted): its ops/s over the
+  // rate window (hotkey_key_ops_per_second, sampling-scaled; until the window has filled,
+  // its ops so far over the whole window); in [0, 1e12], 0 turns it off.
+  // On a quiet shard one request is a large share, so without it every stray key would
+  // get its own series for a while. 2: a key needs 10 requests in the default 5 s window;
+  // on a 21 ops/s shard of random keys that takes out every stray key (pinned by
+  // aggregator_test.cc), while a key at 2 ops/s or more is exported as before.
+  double min_key_ops_per_second = 2;
   KeyLabelMode label = KeyLabelMode::kRaw;
   // Upper bound on a key label's length in bytes; in [16, 16384].
   size_t label_max_bytes = 128;
