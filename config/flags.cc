@@ -66,6 +66,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddInteger("export.top-k", "Most keys exported per metric (1 to 1000).", &o.exporter.top_k);
   p.AddNumber("export.min-share", "Share of traffic at which a key is exported, in (0, 1].", &o.exporter.min_share);
   p.AddNumber("export.hysteresis", "An exported key is dropped below min-share * (1 - hysteresis), in [0, 1).", &o.exporter.hysteresis);
+  p.AddNumber("export.min-key-ops", "Ops/s over the rate window a key needs before it is exported (hot keys excepted); 0 turns it off.", &o.exporter.min_key_ops_per_second);
   p.AddNumber("alert.share-threshold", "Share of traffic above which a key is hot, unless a rule in --config.file says otherwise; in (0, 1].", &o.alert.default_threshold);
   p.AddDuration("alert.min-dwell", "How long a key must stay over its threshold before it is hot.", &o.alert.min_dwell);
   p.AddNumber("alert.hysteresis", "A hot key cools below threshold * (1 - hysteresis), in [0, 1).", &o.alert.hysteresis);

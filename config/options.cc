@@ -3,6 +3,7 @@
 #include "hotkey/config/options.h"
 
 #include <limits>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -108,6 +109,9 @@ absl::Status ExportOptions::Validate() const {
   if (!InRange<uint32_t>(top_k, 1, 1000)) return OutOfRange("export top-k", "[1, 1000]", top_k);
   if (!IsShare(min_share)) return OutOfRange("export min share", "(0, 1]", min_share);
   if (!IsHysteresis(hysteresis)) return OutOfRange("export hysteresis", "[0, 1)", hysteresis);
+  if (!(min_key_ops_per_second >= 0) || min_key_ops_per_second > 1e12) {
+    return OutOfRange("export min key ops", "[0, 1e12]", min_key_ops_per_second);
+  }
   switch (label) {
     case KeyLabelMode::kRaw:
     case KeyLabelMode::kHash:
@@ -149,6 +153,41 @@ double AlertOptions::ThresholdFor(std::string_view key) const {
     return rule.ignore ? std::numeric_limits<double>::infinity() : rule.share;
   }
   return default_threshold;
+}
+
+struct ThresholdMatcher::Rule {
+  ThresholdRule::Kind kind;
+  std::string prefix;                // kPrefix
+  std::optional<CompiledGlob> glob;  // kGlob
+  double threshold;                  // +inf for ignore
+};
+
+ThresholdMatcher::ThresholdMatcher(const AlertOptions& alert)
+    : default_threshold_(alert.default_threshold) {
+  rules_.reserve(alert.rules.size());
+  for (const ThresholdRule& r : alert.rules) {
+    Rule rule{
+        r.kind, {}, std::nullopt, r.ignore ? std::numeric_limits<double>::infinity() : r.share};
+    if (r.kind == ThresholdRule::kPrefix) {
+      rule.prefix = r.pattern;
+    } else {
+      rule.glob.emplace(r.pattern);
+    }
+    rules_.push_back(std::move(rule));
+  }
+}
+
+ThresholdMatcher::~ThresholdMatcher() = default;
+ThresholdMatcher::ThresholdMatcher(ThresholdMatcher&&) noexcept = default;
+ThresholdMatcher& ThresholdMatcher::operator=(ThresholdMatcher&&) noexcept = default;
+
+double ThresholdMatcher::ThresholdFor(std::string_view key) const {
+  for (const Rule& rule : rules_) {
+    const bool match = rule.kind == ThresholdRule::kPrefix ? key.starts_with(rule.prefix)
+                                                           : rule.glob->Matches(key);
+    if (match) return rule.threshold;
+  }
+  return default_threshold_;
 }
 
 absl::Status AlertOptions::Validate() const {

@@ -67,53 +67,6 @@ unsigned char ClassByte(std::string_view pattern, size_t* i) {
   return static_cast<unsigned char>(pattern[(*i)++]);
 }
 
-// Whether byte c is in the class pattern[open..close].
-bool ClassContains(std::string_view pattern, size_t open, size_t close, unsigned char c) {
-  size_t i = open + 1;
-  bool negate = false;
-  if (pattern[i] == '!' || pattern[i] == '^') {
-    negate = true;
-    ++i;
-  }
-  bool in = false;
-  while (i < close) {
-    unsigned char lo = ClassByte(pattern, &i);
-    unsigned char hi = lo;
-    if (i + 1 < close && pattern[i] == '-') {
-      ++i;
-      hi = ClassByte(pattern, &i);
-    }
-    if (lo <= c && c <= hi) in = true;
-  }
-  return in != negate;
-}
-
-// Matches the single-byte element at pattern[p] ('?', a class, an escape or a literal)
-// against c; on a match sets *next to the element's end.
-bool MatchElement(std::string_view pattern, size_t p, unsigned char c, size_t* next) {
-  switch (pattern[p]) {
-    case '?':
-      *next = p + 1;
-      return true;
-    case '[': {
-      size_t close = FindClassEnd(pattern, p);
-      if (close != std::string_view::npos) {
-        *next = close + 1;
-        return ClassContains(pattern, p, close, c);
-      }
-      break;  // unclosed: a literal '['
-    }
-    case '\\':
-      if (p + 1 < pattern.size()) {
-        *next = p + 2;
-        return static_cast<unsigned char>(pattern[p + 1]) == c;
-      }
-      break;  // trailing: a literal '\'
-  }
-  *next = p + 1;
-  return static_cast<unsigned char>(pattern[p]) == c;
-}
-
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
@@ -344,33 +297,105 @@ absl::Status ValidateGlob(std::string_view pattern) {
   return absl::OkStatus();
 }
 
-bool GlobMatch(std::string_view pattern, std::string_view text) {
-  // Greedy matching with backtracking to the last '*' only: a later '*' can absorb
-  // whatever an earlier one would have, so O(|pattern| * |text|) and no recursion.
+CompiledGlob::CompiledGlob(std::string_view pattern) {
+  for (size_t p = 0; p < pattern.size();) {
+    const unsigned char c = static_cast<unsigned char>(pattern[p]);
+    if (c == '*') {
+      // "**" is "*": one star token keeps the step bound in terms of distinct elements.
+      if (tokens_.empty() || tokens_.back().kind != Token::kStar) {
+        tokens_.push_back({Token::kStar, 0, 0});
+      }
+      ++p;
+      continue;
+    }
+    if (c == '?') {
+      tokens_.push_back({Token::kAny, 0, 0});
+      ++p;
+      continue;
+    }
+    if (c == '\\' && p + 1 < pattern.size()) {
+      tokens_.push_back({Token::kByte, static_cast<uint8_t>(pattern[p + 1]), 0});
+      p += 2;
+      continue;
+    }
+    if (c == '[') {
+      const size_t close = FindClassEnd(pattern, p);
+      if (close != std::string_view::npos) {
+        ByteSet set{};
+        size_t i = p + 1;
+        bool negate = false;
+        if (pattern[i] == '!' || pattern[i] == '^') {
+          negate = true;
+          ++i;
+        }
+        while (i < close) {
+          const unsigned char lo = ClassByte(pattern, &i);
+          unsigned char hi = lo;
+          if (i + 1 < close && pattern[i] == '-') {
+            ++i;
+            hi = ClassByte(pattern, &i);
+          }
+          for (unsigned b = lo; b <= hi; ++b) set[b >> 6] |= uint64_t{1} << (b & 63);
+        }
+        if (negate) {
+          for (uint64_t& w : set) w = ~w;
+        }
+        tokens_.push_back({Token::kClass, 0, static_cast<uint32_t>(classes_.size())});
+        classes_.push_back(set);
+        p = close + 1;
+        continue;
+      }
+      // Unclosed: a literal '['.
+    }
+    tokens_.push_back({Token::kByte, c, 0});
+    ++p;
+  }
+}
+
+bool CompiledGlob::Matches(std::string_view text, uint64_t* steps) const {
+  const size_t n = tokens_.size();
   size_t p = 0;
   size_t t = 0;
-  size_t star_p = std::string_view::npos;  // pattern index just after the last '*'
+  size_t star_p = std::string_view::npos;  // token index just after the last '*'
   size_t star_t = 0;                       // text index that '*' is currently matched up to
-  while (t < text.size()) {
-    if (p < pattern.size()) {
-      if (pattern[p] == '*') {
+  uint64_t count = 0;
+  bool matched;
+  for (;;) {
+    ++count;
+    if (t == text.size()) {
+      while (p < n && tokens_[p].kind == Token::kStar) ++p;
+      matched = p == n;
+      break;
+    }
+    if (p < n) {
+      const Token& tok = tokens_[p];
+      const unsigned char c = static_cast<unsigned char>(text[t]);
+      if (tok.kind == Token::kStar) {
         star_p = ++p;
         star_t = t;
         continue;
       }
-      size_t next = 0;
-      if (MatchElement(pattern, p, static_cast<unsigned char>(text[t]), &next)) {
-        p = next;
+      const bool hit = tok.kind == Token::kAny || (tok.kind == Token::kByte && tok.byte == c) ||
+                       (tok.kind == Token::kClass && Has(classes_[tok.index], c));
+      if (hit) {
+        ++p;
         ++t;
         continue;
       }
     }
-    if (star_p == std::string_view::npos) return false;
+    if (star_p == std::string_view::npos) {
+      matched = false;
+      break;
+    }
     p = star_p;
     t = ++star_t;
   }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
+  if (steps) *steps += count;
+  return matched;
+}
+
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  return CompiledGlob(pattern).Matches(text);
 }
 
 }  // namespace hotkey::config

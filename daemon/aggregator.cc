@@ -5,8 +5,6 @@
 #include <limits>
 #include <optional>
 
-#include "key_label.h"
-
 namespace hotkey::daemon {
 
 namespace {
@@ -30,7 +28,102 @@ void Project(const model::Cluster& cluster, double shard_ops, KeySnapshot* k) {
     k->projected_load.emplace_back(l.strategy, l.busiest);
 }
 
+// The key's entry in a source's point (keys sorted by hash), or null.
+const Aggregator::KeyRaw* FindKeyRaw(const std::vector<Aggregator::KeyRaw>& keys, uint64_t hash) {
+  auto it = std::lower_bound(keys.begin(), keys.end(), hash,
+                             [](const Aggregator::KeyRaw& k, uint64_t h) { return k.hash < h; });
+  return it != keys.end() && it->hash == hash ? &*it : nullptr;
+}
+
 }  // namespace
+
+void Aggregator::FillSource(const sketch::HeavyHitters& tracker,
+                            const std::vector<sketch::HeavyHitter>& table, SourcePoint* out) {
+  out->present = true;
+  out->fresh = true;
+  for (int o = 0; o < kNumOps; ++o)
+    out->raw_total[o] = tracker.RawTotal(static_cast<sketch::Op>(o));
+  out->keys.clear();
+  for (const sketch::HeavyHitter& h : table) {
+    out->keys.push_back(KeyRaw{h.hash, {h.raw_weight[0], h.raw_weight[1]}, h.admitted});
+    if (h.admitted < start_) out->fresh = false;
+  }
+  std::sort(out->keys.begin(), out->keys.end(),
+            [](const KeyRaw& a, const KeyRaw& b) { return a.hash < b.hash; });
+}
+
+Aggregator::HistoryPoint Aggregator::TakePoint(absl::Time now, size_t sources) {
+  HistoryPoint p;
+  if (!spare_.empty()) {
+    p = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  p.time = now;
+  p.sources.resize(sources);
+  for (SourcePoint& s : p.sources) {
+    s.present = false;
+    s.keys.clear();
+  }
+  return p;
+}
+
+const std::vector<Aggregator::Base>& Aggregator::FindBases(const HistoryPoint& point,
+                                                           absl::Time now) {
+  auto recycle = [this] {
+    spare_.push_back(std::move(history_.front()));
+    history_.pop_front();
+  };
+  while (!history_.empty() && history_.front().time < now - track_.rate_window) recycle();
+  // The receivers are fixed at start; if their number changes, the history means nothing.
+  while (!history_.empty() && history_.front().sources.size() != point.sources.size()) recycle();
+  // Points keep one tick's worth of spares: the window's points are all in use.
+  if (spare_.size() > 2) spare_.resize(2);
+
+  bases_.assign(point.sources.size(), Base{});
+  for (size_t i = 0; i < point.sources.size(); ++i) {
+    const SourcePoint& now_i = point.sources[i];
+    if (!now_i.present) continue;
+    Base& b = bases_[i];
+    bool replaced = false;
+    for (const HistoryPoint& h : history_) {
+      if (!h.sources[i].present) continue;
+      const SourcePoint& then = h.sources[i];
+      if (now_i.raw_total[0] < then.raw_total[0] || now_i.raw_total[1] < then.raw_total[1]) {
+        // Counts went backwards: the source's tracker was replaced. Its older points are
+        // no base for the new one.
+        for (HistoryPoint& old : history_) old.sources[i].present = false;
+        replaced = true;
+        break;
+      }
+      b = Base{true, &then, h.time};
+      break;
+    }
+    // No earlier point: zero counts at start_, if all the source holds was counted since
+    // (else, restored state or a replaced tracker, this point is only the baseline).
+    if (!b.valid && !replaced && now_i.fresh) b = Base{true, nullptr, start_};
+  }
+  return bases_;
+}
+
+void Aggregator::KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases,
+                                absl::Time now, KeySnapshot* k) const {
+  for (int o = 0; o < kNumOps; ++o) k->ops_per_second[o] = 0;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    if (!bases[i].valid) continue;
+    const KeyRaw* cur = FindKeyRaw(point.sources[i].keys, k->hash);
+    if (!cur) continue;  // not in this source's table: its ops there are not known
+    const KeyRaw* then = bases[i].point ? FindKeyRaw(bases[i].point->keys, k->hash) : nullptr;
+    if (then && then->admitted != cur->admitted) then = nullptr;  // re-admitted since
+    const absl::Duration span = now - bases[i].time;
+    for (int o = 0; o < kNumOps; ++o) {
+      double delta = cur->raw[o] - (then ? then->raw[o] : 0);
+      // Admitted after the base, or re-admitted at the base's own instant: the ops since
+      // admission are all inside the window.
+      if (delta < 0) delta = cur->raw[o];
+      k->ops_per_second[o] += Rate(delta, span);
+    }
+  }
+}
 
 Aggregator::Aggregator(const config::TrackOptions& track,
                        const config::ReloadableOptions& reloadable, std::string label_secret,
@@ -39,10 +132,16 @@ Aggregator::Aggregator(const config::TrackOptions& track,
       reloadable_(reloadable),
       label_secret_(std::move(label_secret)),
       start_(start),
-      alerter_(reloadable.alert, std::move(log)) {}
+      alerter_(reloadable.alert, std::move(log)) {
+  labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
+  matcher_.emplace(reloadable.alert);
+}
 
 void Aggregator::SetReloadable(const config::ReloadableOptions& reloadable) {
   reloadable_ = reloadable;
+  labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
+  matcher_.emplace(reloadable.alert);
+  thresholds_.clear();
   alerter_.SetOptions(reloadable.alert);
 }
 
@@ -55,22 +154,33 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->kernel_drops = kernel_drops;
   snap->half_life_seconds = absl::ToDoubleSeconds(track_.half_life);
 
-  // Merge: one receiver's tracker is used as it is; more are merged into a copy.
-  const sketch::HeavyHitters* tracker = nullptr;
-  std::optional<sketch::HeavyHitters> merged;
+  // Merge: one receiver's tracker is read in place; more are merged into merged_, which is
+  // copy-assigned (not re-created) from the first so its memory is reused tick after tick.
+  tracker_ = nullptr;
+  single_.reset();
   for (const auto& r : reports) {
     if (!r) continue;
     ++snap->receivers;
     snap->counters.Add(r->counters);
     snap->sketch_bytes += r->tracker.MemoryBytes();
-    if (!tracker) {
-      tracker = &r->tracker;
+    if (!tracker_) {
+      single_ = r;
+      tracker_ = &r->tracker;
       continue;
     }
-    if (!merged) merged.emplace(*tracker);
-    if (merged->Merge(r->tracker).ok()) tracker = &*merged;
+    if (!merged_ || tracker_ != &*merged_) {
+      if (merged_) {
+        *merged_ = *tracker_;
+      } else {
+        merged_.emplace(*tracker_);
+      }
+      tracker_ = &*merged_;
+    }
+    (void)merged_->Merge(r->tracker);  // fails only for another shape, checked first
   }
+  const sketch::HeavyHitters* tracker = tracker_;
   if (!tracker) return snap;
+  ++tick_;
   snap->epsilon = tracker->ErrorBound() / std::max(tracker->Total(), 1e-300);
 
   // Decayed figures: weight over the decay window.
@@ -82,37 +192,43 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   }
   const double shard_ops = snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1];
 
-  // Fixed-window figures: differences of undecayed counts against the oldest point kept.
-  while (!history_.empty() && history_.front().time < now - track_.rate_window) {
-    history_.pop_front();
-  }
-  const HistoryPoint* base = history_.empty() ? nullptr : &history_.front();
-  const absl::Time base_time = base ? base->time : start_;
-  snap->rate_window_seconds = absl::ToDoubleSeconds(now - base_time);
-  for (int o = 0; o < kNumOps; ++o) {
-    const double raw = tracker->RawTotal(static_cast<sketch::Op>(o));
-    snap->ops_per_second[o] = Rate(raw - (base ? base->raw_total[o] : 0), now - base_time);
-  }
-
-  const std::vector<sketch::HeavyHitter> all = tracker->TopK(tracker->size());
+  std::vector<sketch::HeavyHitter> all = tracker->TopK(tracker->size());
   snap->tracked_keys = all.size();
-  HistoryPoint point{now, {}, {}};
-  point.keys.reserve(all.size());
-  for (int o = 0; o < kNumOps; ++o)
-    point.raw_total[o] = tracker->RawTotal(static_cast<sketch::Op>(o));
+
+  // Fixed-window figures, per source (see aggregator.h): this tick's point, then each
+  // source's base.
+  HistoryPoint point = TakePoint(now, reports.size());
+  for (size_t i = 0; i < reports.size(); ++i) {
+    if (!reports[i]) continue;
+    const sketch::HeavyHitters& t = reports[i]->tracker;
+    if (snap->receivers == 1) {
+      FillSource(t, all, &point.sources[i]);  // `all` is this tracker's table
+    } else {
+      FillSource(t, t.TopK(t.size()), &point.sources[i]);
+    }
+  }
+  const std::vector<Base>& bases = FindBases(point, now);
+  for (size_t i = 0; i < bases.size(); ++i) {
+    if (!bases[i].valid) continue;
+    const absl::Duration span = now - bases[i].time;
+    snap->rate_window_seconds = std::max(snap->rate_window_seconds, absl::ToDoubleSeconds(span));
+    for (int o = 0; o < kNumOps; ++o) {
+      const double then = bases[i].point ? bases[i].point->raw_total[o] : 0;
+      snap->ops_per_second[o] += Rate(point.sources[i].raw_total[o] - then, span);
+    }
+  }
 
   const config::AlertOptions& alert = reloadable_.alert;
   const config::ExportOptions& exp = reloadable_.exporter;
-  const KeyLabeler labeler(exp.label, exp.label_max_bytes, label_secret_);
+  const KeyLabeler& labeler = *labeler_;
   std::vector<KeySnapshot> keys;
   keys.reserve(all.size());
   alerter_.Begin(now, shard_ops);
-  for (const sketch::HeavyHitter& h : all) {
+  for (sketch::HeavyHitter& h : all) {
     KeySnapshot k;
-    k.key = h.key;
+    k.key = std::move(h.key);
     k.truncated = h.truncated;
     k.hash = h.hash;
-    k.label = labeler.Label(h.key, h.truncated, h.hash);
     k.share = total > 0 ? h.estimate / total : 0;
     k.share_error = total > 0 ? std::max(0.0, h.estimate - h.lower_bound) / total : 0;
     const double seen = h.weight[0] + h.weight[1];
@@ -120,25 +236,19 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     const double key_ops = window > 0 ? h.estimate / window : 0;
     k.decayed_ops_per_second[0] = key_ops * (1 - k.write_ratio);
     k.decayed_ops_per_second[1] = key_ops * k.write_ratio;
-    // Window rate: against the base point if the key was already tracked then (and not
-    // re-admitted since), else since it was admitted.
-    const KeyRaw* then = nullptr;
-    if (base) {
-      auto it = base->keys.find(h.hash);
-      if (it != base->keys.end() && it->second.admitted == h.admitted) then = &it->second;
+    auto [cached, fresh] = thresholds_.try_emplace(k.hash, CachedThreshold{0, tick_});
+    if (fresh) {
+      cached->second.threshold = matcher_->ThresholdFor(k.key);
+      ++threshold_lookups_;
     }
-    for (int o = 0; o < kNumOps; ++o) {
-      k.ops_per_second[o] = then ? Rate(h.raw_weight[o] - then->raw[o], now - base_time)
-                                 : Rate(h.raw_weight[o], now - std::max(h.admitted, start_));
-    }
-    point.keys.emplace(h.hash, KeyRaw{{h.raw_weight[0], h.raw_weight[1]}, h.admitted});
-
-    k.threshold = alert.ThresholdFor(h.key);
+    cached->second.tick = tick_;
+    k.threshold = cached->second.threshold;
     // Advice is worked out for keys that may be hot (it goes into the episode's log line);
     // exported keys get theirs below.
     if (k.share > k.threshold * (1 - alert.hysteresis)) Project(reloadable_.cluster, shard_ops, &k);
-    k.hot = alerter_.Observe(h.hash, k.share, k.threshold, k.label,
-                             k.projected_load.empty() ? "" : model::StrategyName(k.advice));
+    k.hot = alerter_.Observe(
+        h.hash, k.share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); },
+        k.projected_load.empty() ? "" : model::StrategyName(k.advice));
     if (const Alerter::KeyState* s = alerter_.Find(h.hash); s && s->hot) {
       k.hot_since = s->hot_since;
       k.peak_share = s->peak_share;
@@ -146,14 +256,26 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     keys.push_back(std::move(k));
   }
   alerter_.Finish();
+  for (auto it = thresholds_.begin(); it != thresholds_.end();) {
+    auto cur = it++;
+    if (cur->second.tick != tick_) thresholds_.erase(cur);
+  }
   snap->hot_keys = alerter_.hot_count();
-  history_.push_back(std::move(point));
 
-  // The exported set: hot keys, and keys over min_share (or, already exported, over
-  // min_share * (1 - hysteresis)); at most top_k, largest share first.
+  // The exported set: hot keys; keys already exported while over min_share * (1 -
+  // hysteresis); and keys over min_share with the evidence of min_key_ops_per_second in the
+  // rate window. At most top_k, largest share first.
   const double stay = exp.min_share * (1 - exp.hysteresis);
-  std::erase_if(keys, [&](const KeySnapshot& k) {
-    return !(k.hot || k.share >= exp.min_share || (k.share >= stay && exported_.contains(k.hash)));
+  std::erase_if(keys, [&](KeySnapshot& k) {
+    if (k.hot) return false;
+    if (exported_.contains(k.hash)) return k.share < stay;
+    if (k.share < exp.min_share) return true;
+    if (exp.min_key_ops_per_second <= 0) return false;
+    // Over the whole rate window even before it has filled (at start), so that a key
+    // needs min_key_ops_per_second * rate_window ops from the start on.
+    KeyWindowRates(point, bases, now, &k);
+    const double ops = (k.ops_per_second[0] + k.ops_per_second[1]) * snap->rate_window_seconds;
+    return ops < exp.min_key_ops_per_second * absl::ToDoubleSeconds(track_.rate_window);
   });
   std::stable_sort(keys.begin(), keys.end(), [](const KeySnapshot& a, const KeySnapshot& b) {
     return a.hot != b.hot ? a.hot : a.share > b.share;
@@ -164,8 +286,11 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   exported_.clear();
   for (KeySnapshot& k : keys) {
     exported_.insert(k.hash);
+    k.label = labeler.Label(k.key, k.truncated, k.hash);
     if (k.projected_load.empty()) Project(reloadable_.cluster, shard_ops, &k);
+    KeyWindowRates(point, bases, now, &k);
   }
+  history_.push_back(std::move(point));
   snap->keys = std::move(keys);
   return snap;
 }

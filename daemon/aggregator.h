@@ -1,12 +1,32 @@
 // Aggregator: turns the receivers' reports into the published Snapshot, once per tick.
 //
-// Per tick it merges the receivers' trackers (HeavyHitters::Merge), computes each key's
+// Per tick it merges the receivers' trackers (HeavyHitters::Merge) into one tracker it owns
+// and reuses (one receiver's tracker is read in place, uncopied), computes each key's
 // share, error bound, write ratio and decayed rate; the fixed-window rates from a short
 // history of undecayed counts (operators read QPS, not decayed weights); the exported set
-// (top_k keys over min_share, with hysteresis so labels do not churn); the hot state of
-// every tracked key (alerter.h); and the shard model's projection and advice for every
-// exported key (hotkey::model). Memory is bounded: the history holds one point per tick
-// of the rate window, each with at most `candidates * receivers` keys.
+// (top_k keys over min_share and seen at min_key_ops_per_second, with hysteresis so labels
+// do not churn); the hot state of
+// every tracked key (alerter.h), with each key's threshold worked out once while it stays
+// tracked; and the shard model's projection and advice for every exported key
+// (hotkey::model). Labels (key_label.h, an HMAC in the hash modes) are made for the
+// exported keys and for the few keys the alerter holds, not for every tracked key.
+//
+// Fixed-window rates are computed per source (receiver) before anything is merged, since
+// each source's "since admission" counts only make sense against that source's own past:
+// a source's ops/s are its raw-count difference against its oldest point in the window;
+// a key's are the sum over the sources whose table holds it now of its difference there
+// (against the base point if the key was tracked then and not re-admitted since, else
+// everything since its admission, which lies inside the window), each over that source's
+// span. So a key's ops/s never exceed the shard's (every op counted for the key in a
+// source is counted in that source's total over the same span), a key evicted by one
+// source keeps the others' share, and the figure is a lower bound: a source's ops for a
+// key outside its table are not known. A source's first point is measured against zero
+// counts at the aggregator's start if every key it holds was admitted since; otherwise
+// (state restored from a previous run) it is only the baseline, so restored lifetime
+// totals are never counted as traffic.
+//
+// Memory is bounded: the history holds one point per tick of the rate window, each with
+// at most `candidates` keys per receiver; popped points are reused.
 //
 // Thread-compatible: Build() and SetReloadable() are called from one thread (the daemon's
 // main io_context); the result is immutable and shared.
@@ -16,6 +36,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,12 +44,20 @@
 #include "absl/container/flat_hash_set.h"
 #include "alerter.h"
 #include "hotkey/config/options.h"
+#include "key_label.h"
 #include "snapshot.h"
 
 namespace hotkey::daemon {
 
 class Aggregator {
  public:
+  // One key of one source's table at one point (internal; public for the helpers).
+  struct KeyRaw {
+    uint64_t hash;
+    double raw[sketch::kNumOps];
+    absl::Time admitted;
+  };
+
   // `label_secret` keys the hash of hashed key labels (key_label.h).
   Aggregator(const config::TrackOptions& track, const config::ReloadableOptions& reloadable,
              std::string label_secret, absl::Time start, Alerter::LogSink log);
@@ -42,23 +71,66 @@ class Aggregator {
       std::span<const std::shared_ptr<const ReceiverReport>> reports, absl::Time now,
       uint64_t kernel_drops);
 
+  // The tracker the last Build() read: the receivers' trackers merged (or the only one),
+  // null before any report. Valid until the next Build(); for saving state without
+  // merging again.
+  const sketch::HeavyHitters* merged_tracker() const { return tracker_; }
+
+  // How many times a key's threshold has been worked out from the rules: once per tracked
+  // key and configuration (a key keeps its threshold while it stays tracked; a reload
+  // forgets them all), not once per key per tick.
+  uint64_t threshold_lookups() const { return threshold_lookups_; }
+
  private:
-  struct KeyRaw {
-    double raw[sketch::kNumOps];
-    absl::Time admitted;
+  struct SourcePoint {
+    bool present = false;  // the source reported at this point
+    bool fresh = true;     // everything it holds was counted since start_
+    double raw_total[sketch::kNumOps] = {0, 0};
+    std::vector<KeyRaw> keys;  // its table, sorted by hash
   };
   struct HistoryPoint {
     absl::Time time;
-    double raw_total[sketch::kNumOps];
-    absl::flat_hash_map<uint64_t, KeyRaw> keys;
+    std::vector<SourcePoint> sources;  // by report index
   };
+  // A source's base for this tick: its oldest point in the window, or (point null) zero
+  // counts at start_; not valid when this tick is its baseline.
+  struct Base {
+    bool valid = false;
+    const SourcePoint* point = nullptr;
+    absl::Time time;
+  };
+
+  void FillSource(const sketch::HeavyHitters& tracker,
+                  const std::vector<sketch::HeavyHitter>& table, SourcePoint* out);
+  HistoryPoint TakePoint(absl::Time now, size_t sources);
+  const std::vector<Base>& FindBases(const HistoryPoint& point, absl::Time now);
+  void KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
+                      KeySnapshot* k) const;
 
   const config::TrackOptions track_;
   config::ReloadableOptions reloadable_;
   const std::string label_secret_;
+  std::optional<KeyLabeler> labeler_;                // from reloadable_.exporter
+  std::optional<config::ThresholdMatcher> matcher_;  // from reloadable_.alert
+  // Thresholds of the keys tracked at the last Build(), by key hash, with the tick that
+  // last saw each (entries not seen are dropped, so it holds at most the tracked keys).
+  struct CachedThreshold {
+    double threshold;
+    uint64_t tick;
+  };
+  absl::flat_hash_map<uint64_t, CachedThreshold> thresholds_;
+  uint64_t tick_ = 0;
+  uint64_t threshold_lookups_ = 0;
   const absl::Time start_;
   Alerter alerter_;
+  // The merge target, allocated at the first merge and copy-assigned into afterwards (same
+  // shape, so no allocation); and the report whose tracker is read when there is only one.
+  std::optional<sketch::HeavyHitters> merged_;
+  std::shared_ptr<const ReceiverReport> single_;
+  const sketch::HeavyHitters* tracker_ = nullptr;
   std::deque<HistoryPoint> history_;
+  std::vector<HistoryPoint> spare_;  // popped points, reused with their memory
+  std::vector<Base> bases_;          // scratch of Build()
   absl::flat_hash_set<uint64_t> exported_;
 };
 

@@ -29,6 +29,12 @@ void Alerter::Begin(absl::Time now, double shard_ops_per_second) {
 
 bool Alerter::Observe(uint64_t id, double share, double threshold, std::string_view label,
                       std::string_view strategy) {
+  return Observe(
+      id, share, threshold, [label] { return std::string(label); }, strategy);
+}
+
+bool Alerter::Observe(uint64_t id, double share, double threshold,
+                      absl::FunctionRef<std::string()> label, std::string_view strategy) {
   auto it = keys_.find(id);
   const bool over = !idle_ && share > threshold;
   if (it == keys_.end()) {
@@ -38,7 +44,7 @@ bool Alerter::Observe(uint64_t id, double share, double threshold, std::string_v
   Entry& e = it->second;
   e.seen_tick = tick_;
   KeyState& s = e.state;
-  s.label = std::string(label);
+  s.label = label();
   s.strategy = std::string(strategy);
   if (s.hot) {
     s.peak_share = std::max(s.peak_share, share);

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "hotkey/config/options.h"
 
@@ -49,6 +50,11 @@ class Alerter {
   void Begin(absl::Time now, double shard_ops_per_second);
   // `id` identifies the key (its hash); returns whether it is hot after this observation.
   bool Observe(uint64_t id, double share, double threshold, std::string_view label,
+               std::string_view strategy);
+  // The same, with the label made only if the key is pending or hot (it is kept for the
+  // episode's log lines): a caller observing every tracked key labels a few of them, not
+  // all (a hashed label costs an HMAC).
+  bool Observe(uint64_t id, double share, double threshold, absl::FunctionRef<std::string()> label,
                std::string_view strategy);
   // Keys not observed this tick are treated as share 0: hot ones cool, pending ones reset.
   void Finish();

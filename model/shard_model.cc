@@ -1,8 +1,10 @@
 // The shard load model: implementation of shard_model.h (formulas are documented there).
 //
-// Cost: O(N) per strategy, N = shards; a Projection allocates one vector of N doubles per
-// strategy. Everything is validated first, so the arithmetic below never sees NaN, a
-// non-positive capacity or an index outside [0, N).
+// Cost: Project() is O(N) per strategy, N = shards, and allocates one vector of N doubles
+// per strategy (hotkey-sim and the playground show every shard). ProjectMeasured() is O(1)
+// per strategy: the touched shards all carry B + extra and the others B, so the busiest
+// and least busy loads follow without the vector. Everything is validated first, so the arithmetic
+// below never sees NaN, a non-positive capacity or an index outside [0, N).
 
 #include "hotkey/model/shard_model.h"
 
@@ -92,7 +94,7 @@ absl::Status ValidateShare(std::string_view what, double x) {
 }
 
 // The model proper, on validated inputs: B = background ops/s per shard, H = key ops/s.
-Projection Compute(const Cluster& c, double b, double h, double w) {
+Projection Compute(const Cluster& c, double b, double h, double w, bool per_shard) {
   const double hr = h * (1.0 - w);
   const double hw = h * w;
   const double refresh_load = c.app_servers / c.refresh_seconds;
@@ -127,11 +129,17 @@ Projection Compute(const Cluster& c, double b, double h, double w) {
     }
     StrategyLoad load;
     load.strategy = s;
-    load.shard_loads.assign(c.shards, b / c.capacity);
-    for (int i = 0; i < touched; ++i) load.shard_loads[i] = (b + extra) / c.capacity;
-    const auto [lo, hi] = std::minmax_element(load.shard_loads.begin(), load.shard_loads.end());
-    load.least_busy = *lo;
-    load.busiest = *hi;
+    // extra >= 0 (h, w >= 0 and refresh_load > 0), so the touched shards are the busiest;
+    // the least busy is an untouched one, if any. The same expressions as the per-shard
+    // values, so both paths give identical doubles.
+    const double touched_load = (b + extra) / c.capacity;
+    const double other_load = b / c.capacity;
+    load.busiest = touched_load;
+    load.least_busy = touched < c.shards ? other_load : touched_load;
+    if (per_shard) {
+      load.shard_loads.assign(c.shards, other_load);
+      for (int i = 0; i < touched; ++i) load.shard_loads[i] = touched_load;
+    }
     if (!advised && load.busiest <= c.target * (1.0 + kFitTolerance)) {
       p.advice = s;
       advised = true;
@@ -174,7 +182,7 @@ absl::StatusOr<Projection> Project(const Cluster& cluster, const HotKey& key) {
   if (absl::Status s = ValidateShare("write_share", key.write_share); !s.ok()) return s;
   const double b = cluster.ops * (1.0 - key.share) / cluster.shards;
   const double h = cluster.ops * key.share;
-  return Compute(cluster, b, h, key.write_share);
+  return Compute(cluster, b, h, key.write_share, /*per_shard=*/true);
 }
 
 absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double background_ops,
@@ -188,7 +196,7 @@ absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double backgr
     return absl::InvalidArgumentError(absl::StrCat("key_ops must be >= 0, got ", key_ops));
   }
   if (absl::Status s = ValidateShare("write_share", write_share); !s.ok()) return s;
-  return Compute(cluster, background_ops, key_ops, write_share);
+  return Compute(cluster, background_ops, key_ops, write_share, /*per_shard=*/false);
 }
 
 }  // namespace hotkey::model

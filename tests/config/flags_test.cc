@@ -160,6 +160,8 @@ TEST_CASE("Flags: out-of-range options are rejected with the allowed range", "[c
   CHECK_THAT(ParseError({"--export.min-share=1.5"}), Contains("export min share"));
   CHECK(ParseOk({"--export.min-share=1"}).exporter.min_share == 1);
   CHECK_THAT(ParseError({"--export.hysteresis=1"}), Contains("export hysteresis"));
+  CHECK_THAT(ParseError({"--export.min-key-ops=-1"}), Contains("export min key ops"));
+  CHECK(ParseOk({"--export.min-key-ops=0.5"}).exporter.min_key_ops_per_second == 0.5);
   CHECK_THAT(ParseError({"--alert.share-threshold=0"}), Contains("alert share threshold"));
   CHECK_THAT(ParseError({"--alert.hysteresis=-0.1"}), Contains("alert hysteresis"));
   CHECK_THAT(ParseError({"--alert.min-ops=-1"}), Contains("alert min ops"));

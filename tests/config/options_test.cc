@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "hotkey/config/values.h"
 #include "test_util.h"
@@ -162,6 +163,78 @@ TEST_CASE("Glob: agrees with POSIX fnmatch on random valid patterns", "[config][
     }
   }
   CHECK(compared > 100000);
+}
+
+TEST_CASE("Glob: a match takes at most (tokens + 1) * (|text| + 2) steps, classes included",
+          "[config][options]") {
+  // Long classes, unclosed '[' (literal bytes, each once scanned to the pattern's end by a
+  // matcher that re-reads the pattern), stars: a step stays O(1) whatever the elements.
+  std::string long_class = "[";
+  for (int i = 0; i < 40; ++i) long_class += "\\a-\\y";
+  long_class += "]";
+  std::string classes = "*";
+  for (int i = 0; i < 30; ++i) classes += long_class;
+  classes += "b";
+  const std::string unclosed = "*" + std::string(300, '[') + "x";
+  const std::string stars = "a*a*a*a*a*a*a*a*a*a*b";
+  struct Case {
+    std::string pattern;
+    std::string text;
+    bool match;
+  };
+  for (const Case& c : {Case{classes, std::string(3000, 'a'), false},
+                        Case{classes, std::string(3000, 'a') + "b", true},
+                        Case{unclosed, std::string(2000, '['), false},
+                        Case{unclosed, std::string(2000, '[') + "x", true},
+                        Case{stars, std::string(10000, 'a'), false}}) {
+    const CompiledGlob glob(c.pattern);
+    uint64_t steps = 0;
+    INFO("pattern of " << c.pattern.size() << " bytes, " << glob.tokens() << " tokens");
+    CHECK(glob.Matches(c.text, &steps) == c.match);
+    CHECK(glob.Matches(c.text) == GlobMatch(c.pattern, c.text));
+    CHECK(steps <= (glob.tokens() + 1) * (c.text.size() + 2));
+  }
+  // One token per element: a 202-byte class is one token.
+  CHECK(CompiledGlob(long_class).tokens() == 1);
+  CHECK(CompiledGlob(unclosed).tokens() == 302);
+  CHECK(CompiledGlob("a**b").tokens() == 3);
+}
+
+TEST_CASE("Options: export min key ops is a non-negative finite rate", "[config][options]") {
+  ExportOptions e;
+  CHECK(e.min_key_ops_per_second == 2);
+  e.min_key_ops_per_second = 0;  // off
+  CHECK(e.Validate().ok());
+  for (double bad : {-1.0, 2e12, std::nan("")}) {
+    e.min_key_ops_per_second = bad;
+    CHECK_THAT(Message(e.Validate()), Contains("export min key ops must be in [0, 1e12]"));
+  }
+}
+
+TEST_CASE("ThresholdMatcher: gives what AlertOptions::ThresholdFor gives", "[config][options]") {
+  AlertOptions alert;
+  alert.default_threshold = 0.15;
+  alert.rules = {Prefix("session:", 0.25), IgnoreGlob("health*"), Glob("user:*:[0-9]", 0.05),
+                 Glob("*\x00*"s, 0.5),     Prefix("user:", 0.3),  Glob("[!a-z]*", 0.7)};
+  REQUIRE(alert.Validate().ok());
+  const ThresholdMatcher matcher(alert);
+  std::mt19937 rng(7);
+  const std::string bytes = "user:sion0129h\0ealth[]-*Z\xff"s;
+  for (int i = 0; i < 20000; ++i) {
+    std::string key;
+    if (rng() % 2) key = std::vector<std::string>{"user:", "session:", "health"}[rng() % 3];
+    for (int n = rng() % 10; n > 0; --n) key += bytes[rng() % bytes.size()];
+    const double want = alert.ThresholdFor(key);
+    const double got = matcher.ThresholdFor(key);
+    INFO("key \"" << key << "\"");
+    REQUIRE((got == want || (std::isinf(got) && std::isinf(want))));
+  }
+  CHECK(std::isinf(matcher.ThresholdFor("healthz")));
+  CHECK(matcher.ThresholdFor("user:a:7") == 0.05);
+  CHECK(matcher.ThresholdFor("user:a") == 0.3);
+  CHECK(matcher.ThresholdFor("x") == 0.15);
+  CHECK(matcher.ThresholdFor("X") == 0.7);
+  CHECK(ThresholdMatcher(AlertOptions{}).ThresholdFor("") == AlertOptions{}.default_threshold);
 }
 
 TEST_CASE("Glob: malformed patterns are rejected by validation", "[config][options]") {

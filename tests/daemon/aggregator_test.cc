@@ -3,9 +3,14 @@
 
 #include "aggregator.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <new>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,9 +18,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "protocol.h"
+#include "test_util.h"
 
 namespace hotkey::daemon {
 namespace {
+
+// Counts the allocations made on this thread since it was made (alloc_count.cc).
+class AllocationCounter {
+ public:
+  AllocationCounter() : start_(testing::AllocationsOnThisThread()) {}
+  uint64_t count() const { return testing::AllocationsOnThisThread() - start_; }
+
+ private:
+  const uint64_t start_;
+};
 
 using sketch::Op;
 
@@ -407,6 +423,307 @@ TEST_CASE(
   CHECK(k->threshold == 0.5);
   CHECK(snap->hot_keys == 0);
   CHECK(logs.size() == 2);
+}
+
+TEST_CASE("Aggregator: a key's threshold is worked out once per key and configuration",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.alert.rules = {config::ThresholdRule{config::ThresholdRule::kGlob, "*:[0-9]*", 0.5, false}};
+  r.exporter.min_share = 0.001;  // every key is exported, to read its threshold
+  r.exporter.top_k = 100;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  auto tick = [&](int step, int keys) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < keys; ++i) s.Feed(absl::StrCat("k:", i), Op::kRead, 1, 10 + i);
+    snap = BuildOne(agg, s, t);
+  };
+  for (int step = 1; step <= 10; ++step) tick(step, 20);
+  CHECK(snap->tracked_keys == 20);
+  CHECK(agg.threshold_lookups() == 20);  // not 10 ticks * 20 keys
+  tick(11, 21);                          // one new key
+  CHECK(agg.threshold_lookups() == 21);
+  const KeySnapshot* k = FindKey(*snap, "k:20");
+  REQUIRE(k);
+  CHECK(k->threshold == 0.5);
+  // A reload forgets every threshold: the new rule applies from the next tick.
+  r.alert.rules[0].share = 0.25;
+  agg.SetReloadable(r);
+  tick(12, 21);
+  CHECK(agg.threshold_lookups() == 42);
+  k = FindKey(*snap, "k:20");
+  REQUIRE(k);
+  CHECK(k->threshold == 0.25);
+}
+
+TEST_CASE("Aggregator: after a restore the restored lifetime counts are a baseline, not traffic",
+          "[daemon][aggregator]") {
+  // A day of traffic before the restart: 1e9 events, a third of them on "big".
+  const absl::Time before = kT0 - absl::Hours(24);
+  sketch::HeavyHittersOptions o;
+  o.candidates = 64;
+  o.sketch_bytes = 32 << 10;
+  o.half_life = absl::InfiniteDuration();  // shares of the whole day
+  absl::StatusOr<sketch::HeavyHitters> old = sketch::HeavyHitters::Create(o, before);
+  REQUIRE(old.ok());
+  for (int i = 0; i < 3000; ++i) {
+    old->Advance(before + absl::Seconds(i * 28));
+    old->Update(i % 3 == 0 ? "big" : absl::StrCat("bg:", i % 40), Op::kRead, 1e9 / 3000);
+  }
+  absl::StatusOr<sketch::HeavyHitters> restored =
+      sketch::HeavyHitters::Deserialize(old->Serialize());
+  REQUIRE(restored.ok());
+  REQUIRE(restored->RawTotal(Op::kRead) == Approx(1e9));
+
+  // The daemon starts at kT0 with the restored tracker; no traffic for three ticks.
+  config::ReloadableOptions r = Reloadable();
+  r.exporter.min_share = 0.001;
+  r.exporter.min_key_ops_per_second = 0;  // "big" is exported by its restored share alone
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  auto build = [&](absl::Time t) {
+    std::vector<std::shared_ptr<const ReceiverReport>> reports = {
+        std::make_shared<const ReceiverReport>(ReceiverReport{t, *restored, {}})};
+    return agg.Build(reports, t, 0);
+  };
+  for (int step = 1; step <= 3; ++step) {
+    auto snap = build(kT0 + absl::Milliseconds(250 * step));
+    INFO("tick " << step);
+    CHECK(snap->ops_per_second[0] == 0);
+    CHECK(snap->ops_per_second[1] == 0);
+    const KeySnapshot* big = FindKey(*snap, "big");
+    REQUIRE(big);  // still exported by its (restored) share
+    CHECK(big->ops_per_second[0] == 0);
+  }
+  // Traffic again: 100 events per 250 ms, a quarter on "big", counted from the baseline.
+  for (int step = 4; step <= 12; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(250 * step);
+    restored->Advance(t);
+    for (int i = 0; i < 100; ++i) restored->Update(i % 4 == 0 ? "big" : "new", Op::kRead);
+    auto snap = build(t);
+    if (step == 12) {
+      CHECK(snap->rate_window_seconds == Approx(2));
+      CHECK(snap->ops_per_second[0] == Approx(400));
+      const KeySnapshot* big = FindKey(*snap, "big");
+      REQUIRE(big);
+      CHECK(big->ops_per_second[0] == Approx(100));
+    }
+  }
+}
+
+std::shared_ptr<const Snapshot> BuildAll(Aggregator& agg, const std::vector<Stream*>& streams,
+                                         absl::Time now) {
+  std::vector<std::shared_ptr<const ReceiverReport>> reports;
+  for (const Stream* s : streams) reports.push_back(s->Report());
+  return agg.Build(reports, now, 0);
+}
+
+// No exported key serves more ops/s than its shard, by op.
+void CheckKeysWithinShard(const Snapshot& snap) {
+  for (const KeySnapshot& k : snap.keys) {
+    INFO("key " << k.key);
+    for (int o = 0; o < sketch::kNumOps; ++o) CHECK(k.ops_per_second[o] <= snap.ops_per_second[o]);
+  }
+}
+
+// Two receivers on 100 ms ticks over 3 s, window 2 s: per tick, `left` and `right` say how
+// many events of each key each receiver gets.
+struct TwoReceivers {
+  Stream left{absl::Seconds(1), 16}, right{absl::Seconds(1), 16};
+  Aggregator agg{Track(),
+                 [] {
+                   config::ReloadableOptions r = Reloadable();
+                   r.exporter.min_share = 0.001;
+                   r.exporter.top_k = 100;
+                   return r;
+                 }(),
+                 "secret", kT0, nullptr};
+  std::shared_ptr<const Snapshot> snap;
+
+  template <class F>
+  void Run(F per_tick) {
+    for (int step = 1; step <= 30; ++step) {
+      const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+      left.AdvanceTo(t);
+      right.AdvanceTo(t);
+      per_tick(step);
+      snap = BuildAll(agg, {&left, &right}, t);
+      CheckKeysWithinShard(*snap);
+    }
+    REQUIRE(snap->rate_window_seconds == Approx(2));
+  }
+};
+
+TEST_CASE("Aggregator: a key both receivers carry gets the sum of their window rates",
+          "[daemon][aggregator]") {
+  TwoReceivers rx;
+  rx.Run([&](int) {
+    rx.left.Feed("K", Op::kRead, 1, 30);
+    rx.left.Feed("a", Op::kRead, 1, 70);
+    rx.right.Feed("K", Op::kRead, 1, 10);
+    rx.right.Feed("K", Op::kWrite, 1, 5);
+    rx.right.Feed("b", Op::kRead, 1, 85);
+  });
+  CHECK(rx.snap->ops_per_second[0] == Approx(1950));
+  CHECK(rx.snap->ops_per_second[1] == Approx(50));
+  const KeySnapshot* k = FindKey(*rx.snap, "K");
+  REQUIRE(k);
+  CHECK(k->ops_per_second[0] == Approx(400));
+  CHECK(k->ops_per_second[1] == Approx(50));
+}
+
+TEST_CASE(
+    "Aggregator: a key one receiver evicts keeps the other receiver's rate, not 0 or "
+    "less",
+    "[daemon][aggregator]") {
+  // K: 200 events a tick on the left throughout; 20 a tick on the right until 1.5 s,
+  // when 16 heavier keys push it out of the right's 16-slot table.
+  TwoReceivers rx;
+  rx.Run([&](int step) {
+    rx.left.Feed("K", Op::kRead, 1, 200);
+    rx.left.Feed("a", Op::kRead, 1, 50);
+    if (step <= 15) {
+      rx.right.Feed("K", Op::kRead, 1, 20);
+    } else {
+      for (int i = 0; i < 16; ++i) rx.right.Feed(absl::StrCat("h", i), Op::kRead, 1, 100);
+    }
+  });
+  const KeySnapshot* k = FindKey(*rx.snap, "K");
+  REQUIRE(k);
+  // Truth over (1 s, 3 s]: 2000 ops/s on the left and 50 on the right (20 a tick from
+  // 1.1 s to 1.5 s). The right's part is gone with its entry; the left's is exact.
+  CHECK(k->ops_per_second[0] >= Approx(2000));
+  CHECK(k->ops_per_second[0] <= Approx(2050));
+}
+
+TEST_CASE("Aggregator: a key only one receiver holds gets that receiver's rate",
+          "[daemon][aggregator]") {
+  TwoReceivers rx;
+  rx.Run([&](int step) {
+    rx.left.Feed("K", Op::kRead, 1, 40);
+    rx.left.Feed("a", Op::kRead, 1, 60);
+    rx.right.Feed(absl::StrCat("r", step % 4), Op::kRead, 1, 100);
+  });
+  const KeySnapshot* k = FindKey(*rx.snap, "K");
+  REQUIRE(k);
+  CHECK(k->ops_per_second[0] == Approx(400));
+  CHECK(rx.snap->ops_per_second[0] == Approx(2000));
+}
+
+TEST_CASE("Aggregator: a key admitted inside the window never shows more ops/s than the shard",
+          "[daemon][aggregator]") {
+  // A quiet shard (100 ops/s), then a burst of a new key in the last two ticks.
+  Stream s(absl::Seconds(1));
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    s.Feed("bg", Op::kRead, 1, 10);
+    if (step >= 29) s.Feed("burst", Op::kRead, 1, 200);
+    snap = BuildOne(agg, s, t);
+    CheckKeysWithinShard(*snap);
+  }
+  const KeySnapshot* k = FindKey(*snap, "burst");
+  REQUIRE(k);
+  // Over the 2 s window: 200 events of bg and 400 of burst.
+  CHECK(snap->ops_per_second[0] == Approx(300));
+  CHECK(k->ops_per_second[0] == Approx(200));
+}
+
+// A quiet shard: 21 ops/s over 6 minutes on 250 ms ticks, half-life 500 ms: 5 requests a
+// tick of 500 random keys plus a 6th every fourth tick, and "steady" at 4 ops/s (19%).
+// Returns how many distinct keys were ever exported.
+size_t DistinctExportedOnQuietShard(double min_key_ops, bool* steady_exported) {
+  config::TrackOptions track;  // the defaults: 500 ms half-life, 5 s window
+  config::ReloadableOptions r;
+  r.exporter.min_key_ops_per_second = min_key_ops;
+  r.alert.default_threshold = 1.0;  // only the export rules decide
+  Aggregator agg(track, r, "secret", kT0, nullptr);
+  Stream s(track.half_life, track.candidates);
+  std::mt19937 rng(11);
+  std::set<std::string> seen;
+  *steady_exported = true;
+  for (int tick = 1; tick <= 6 * 60 * 4; ++tick) {
+    const absl::Time t = kT0 + absl::Milliseconds(250 * tick);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 5 + (tick % 4 == 0); ++i) s.Feed(absl::StrCat("k:", rng() % 500));
+    s.Feed("steady");
+    auto snap = BuildOne(agg, s, t);
+    bool steady = false;
+    for (const KeySnapshot& k : snap->keys) {
+      seen.insert(k.key);
+      steady |= k.key == "steady";
+    }
+    if (tick > 40) *steady_exported &= steady;
+  }
+  return seen.size();
+}
+
+TEST_CASE("Aggregator: on a quiet shard a key needs evidence before it is exported",
+          "[daemon][aggregator]") {
+  bool steady_off = false, steady_on = false;
+  const size_t off = DistinctExportedOnQuietShard(0, &steady_off);
+  const size_t on =
+      DistinctExportedOnQuietShard(config::ExportOptions{}.min_key_ops_per_second, &steady_on);
+  INFO("distinct keys exported in 6 minutes: " << off << " without, " << on << " with");
+  CHECK(off > 100);  // every stray request is a large share
+  CHECK(on <= 2);
+  CHECK(steady_on);  // the 4 ops/s key stays exported all along
+}
+
+// Feeds `keys` keys (key i gets keys - i events) and builds a snapshot per 100 ms step;
+// returns the allocations of the last Build(), at steady state.
+uint64_t AllocationsPerTick(int receivers, config::ReloadableOptions r, int keys) {
+  std::vector<Stream> streams(receivers, Stream(absl::Seconds(1), 256));
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  uint64_t last = 0;
+  for (int step = 1; step <= 30; ++step) {  // past the 2 s window: history points are reused
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    for (Stream& s : streams) {
+      s.AdvanceTo(t);
+      for (int i = 0; i < keys; ++i) s.Feed(absl::StrCat("k", i), Op::kRead, 1, keys - i);
+    }
+    std::vector<std::shared_ptr<const ReceiverReport>> reports;
+    for (const Stream& s : streams) reports.push_back(s.Report());
+    AllocationCounter count;
+    auto snap = agg.Build(reports, t, 0);
+    last = count.count();
+    REQUIRE(snap->tracked_keys == static_cast<size_t>(keys));
+    REQUIRE(agg.merged_tracker() != nullptr);
+    CHECK(agg.merged_tracker()->size() == static_cast<size_t>(keys));
+  }
+  return last;
+}
+
+TEST_CASE("Aggregator: a tick labels only what it exports and merges into a reused tracker",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.exporter.label = config::KeyLabelMode::kHash;  // "h:" + 16 hex digits: allocated labels
+  r.exporter.top_k = 5;
+  r.exporter.min_share = 0.001;
+  r.alert.default_threshold = 1.0;
+  const int keys = 200;
+  const uint64_t one = AllocationsPerTick(1, r, keys);
+  const uint64_t two = AllocationsPerTick(2, r, keys);
+  INFO("allocations per tick: one receiver " << one << ", two receivers " << two);
+  // Labelling every tracked key would cost at least one allocation per key.
+  CHECK(one < keys / 2);
+  // The second receiver adds Merge()'s scratch (one vector) and a table read per source
+  // for the window rates (two vectors each), not a tracker copy (five buffers: counters,
+  // entries, keys, heap, index).
+  CHECK(two <= one + 1 + 2 * 2);
+  // Copy-assigning a tracker into one of the same shape, as the merge does, allocates
+  // nothing.
+  Stream a(absl::Seconds(1), 256), b(absl::Seconds(1), 256);
+  a.Feed("x", Op::kRead, 1, 10);
+  b.Feed("y", Op::kRead, 1, 10);
+  sketch::HeavyHitters target = a.Report()->tracker;
+  const std::shared_ptr<const ReceiverReport> source = b.Report();
+  AllocationCounter count;
+  target = source->tracker;
+  CHECK(count.count() == 0);
 }
 
 }  // namespace

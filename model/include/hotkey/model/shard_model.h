@@ -74,9 +74,10 @@ struct HotKey {
 
 struct StrategyLoad {
   Strategy strategy;
-  std::vector<double> shard_loads;  // N entries, each as a fraction of C
-  double busiest = 0;               // max of shard_loads
-  double least_busy = 0;            // min of shard_loads
+  // N entries, each as a fraction of C, from Project(); empty from ProjectMeasured().
+  std::vector<double> shard_loads;
+  double busiest = 0;     // the busiest shard's load / C: max of shard_loads
+  double least_busy = 0;  // the least busy shard's load / C: min of shard_loads
 };
 
 struct Projection {
@@ -84,13 +85,15 @@ struct Projection {
   Strategy advice = Strategy::kNone;
 };
 
-// The model from shares: B = T(1 - h)/N, H = T*h. InvalidArgument when the cluster is
-// invalid or a share is outside [0, 1].
+// The model from shares: B = T(1 - h)/N, H = T*h, with every shard's load (O(N) per
+// strategy). InvalidArgument when the cluster is invalid or a share is outside [0, 1].
 absl::StatusOr<Projection> Project(const Cluster& cluster, const HotKey& key);
 
 // The model from what one shard measures: `background_ops` is B (this shard's ops/s without
 // the key), `key_ops` is H and `write_share` is w. Cluster::ops is ignored (not even
-// validated). InvalidArgument for a negative or non-finite rate, or w outside [0, 1].
+// validated). Gives busiest and least_busy only (shard_loads stays empty): O(1) per
+// strategy, for the daemon's advice on every exported key at every tick.
+// InvalidArgument for a negative or non-finite rate, or w outside [0, 1].
 absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double background_ops,
                                            double key_ops, double write_share);
 
