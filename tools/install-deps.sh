@@ -21,6 +21,7 @@ packages=(
   apache2-utils          # htpasswd: makes bcrypt hashes in the auth tests
   clang libclang-rt-14-dev   # libFuzzer and ThreadSanitizer builds
   chromium python3-websocket # the landing page test: headless Chromium driven over CDP
+  dpkg-dev               # dpkg-shlibdeps: the Debian package's Depends (cpack)
 )
 
 missing=()
