@@ -22,6 +22,9 @@ packages=(
   apache2-utils          # htpasswd: makes bcrypt hashes in the auth tests
   clang libclang-rt-14-dev   # libFuzzer and ThreadSanitizer builds
   chromium python3-websocket # the landing page test: headless Chromium driven over CDP
+  dpkg-dev               # dpkg-shlibdeps: the Debian package's Depends (cpack)
+  jsonnet                # deploy/mixin: generates the shipped rules and dashboard
+  nodejs                 # node, and npm (bundled in this image's nodejs): the Kubernetes validators
 )
 
 missing=()

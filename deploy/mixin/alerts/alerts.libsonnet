@@ -1,0 +1,244 @@
+// hotkeyd's alerting rules: hot keys on a shard, and the health of the hotkeyd sidecar.
+//
+// Style: monitoring-mixins (CamelCase alert names with the `Hotkeyd` prefix, `severity`
+// label, `summary`/`description`/`runbook_url` annotations). Tests:
+// deploy/prometheus/hotkeyd.rules.test.yml (`promtool test rules` on the generated file);
+// runbooks: deploy/README.md#runbooks.
+//
+// Label conventions. Every hotkeyd series carries the scrape's `job` and `instance`, and,
+// when the scrape config sets them, the `cluster` and `shard` target labels (the daemon
+// itself never invents them; see deploy/prometheus/scrape.yml). The per-key series of one
+// target share the same label set ({key} plus the target labels), so share and threshold
+// match one-to-one without `on(...)`: a one-to-one `on(...)` would keep ONLY the listed
+// labels and drop `cluster`/`shard` from the alert.
+//
+// Hot-key severities. "Hot" is the daemon's verdict (hotkey_key_hot, which applies the key's
+// threshold, --alert.min-dwell, --alert.hysteresis and the --alert.min-ops idle guard); the
+// rules never re-derive it from the share. A hot key is a warning (a ticket). It pages
+// (critical) only when the daemon's model says the shard is at risk without a fix: the
+// projected busiest-shard load with strategy="none" is over _config.pageLoadRatio. While
+// both fire, the Alertmanager inhibit rule in deploy/alertmanager/alertmanager.yml mutes the
+// warning. keep_firing_for holds a firing alert through a short gap (a failed scrape marks
+// the series stale; the daemon ends an episode and starts another), so one dip neither
+// resolves nor re-notifies.
+//
+// Why the advised strategy is an annotation and not a label: if it were joined into the
+// alert's expression (group_left(strategy)), the strategy would become part of the alert's
+// identity, so the daemon changing its advice would end one alert and start another (a new
+// `for:` timer, a new notification). The expressions drop it (`max without (strategy)`),
+// and the annotation looks it up with a query at notification time instead, saying "not
+// advised yet" when the daemon has no advice.
+local text = import '../lib/text.libsonnet';
+
+{
+  prometheusAlerts+:: {
+    local c = $._config,
+    local runbook(alert) = c.runbookURLBase + std.asciiLower(alert),
+    // Go-template lookups for the descriptions: one series of this alert's target and key.
+    local lookup(metric, extra='') =
+      '{{ with printf "' + metric + '{job=%q,instance=%q,key=%q' + extra +
+      '}" $labels.job $labels.instance $labels.key | query }}' +
+      '{{ . | first | value | humanizePercentage }}{{ else }}(unknown){{ end }}',
+    local advice =
+      '{{ with printf "hotkey_key_hot{job=%q,instance=%q,key=%q} == 1" $labels.job ' +
+      '$labels.instance $labels.key | query }}{{ . | first | label "strategy" }}' +
+      '{{ else }}not advised yet{{ end }}',
+
+    groups+: [
+      {
+        name: 'hotkeyd.alerts',
+        rules: [
+          {
+            // The daemon holds the key hot (any advised strategy). The value is the key's
+            // share now, which may sit a little under the threshold while hysteresis keeps
+            // it hot.
+            alert: 'HotkeydHotKey',
+            expr: |||
+              hotkey_key_share_ratio
+              and
+              max without (strategy) (hotkey_key_hot) == 1
+            |||,
+            'for': c.hotKeyFor,
+            keep_firing_for: c.hotKeyKeepFiringFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A key is hot on a shard; the shard is not at risk (yet).',
+              description: text.fold(|||
+                Key "{{ $labels.key }}" is hot on
+                %(target)s:
+                it takes {{ $value | humanizePercentage }} of the shard's traffic, against a threshold of
+                %(threshold)s.
+                Projected load of the shard with no fix:
+                %(projected)s
+                of capacity.
+                Advised strategy:
+                %(advice)s.
+              ||| % {
+                target: text.target,
+                threshold: lookup('hotkey_key_share_threshold_ratio'),
+                projected: lookup('hotkey_key_projected_load_ratio', ',strategy=\\"none\\"'),
+                advice: advice,
+              }),
+              runbook_url: runbook('HotkeydHotKey'),
+            },
+          },
+          {
+            // The daemon holds the key hot AND its model projects the key's shard, with no
+            // fix, over the page level, averaged over projectedLoadWindow. The share alone
+            // never pages: a 24% key on a shard at 15% of capacity is a ticket. There is no
+            // ops/s idle guard here: a shard projected at 80% of its capacity is not idle,
+            // and the daemon's --alert.min-ops already keeps quiet shards' keys cold.
+            alert: 'HotkeydHotKeyCritical',
+            expr: |||
+              max without (strategy) (
+                avg_over_time(hotkey_key_projected_load_ratio{strategy="none"}[%(window)s])
+              ) > %(page)s
+              and
+              max without (strategy) (hotkey_key_hot) == 1
+            ||| % { window: c.projectedLoadWindow, page: '%g' % c.pageLoadRatio },
+            'for': c.hotKeyFor,
+            keep_firing_for: c.hotKeyKeepFiringFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A hot key puts its shard over its load target.',
+              description: text.fold(|||
+                Key "{{ $labels.key }}" is hot on
+                %(target)s,
+                and with no fix the shard's projected load is {{ $value | humanizePercentage }} of its
+                capacity (%(window)s average; pages above %(page)s%%). The key takes
+                %(share)s
+                of the shard's traffic.
+                Advised strategy:
+                %(advice)s.
+              ||| % {
+                target: text.target,
+                window: c.projectedLoadWindow,
+                page: text.percent(c.pageLoadRatio),
+                share: lookup('hotkey_key_share_ratio'),
+                advice: advice,
+              }),
+              runbook_url: runbook('HotkeydHotKeyCritical'),
+            },
+          },
+          {
+            // The target received events before (the timestamp is 0, or absent, until the
+            // first event after a start) and none for feedSilentSeconds: the clients stopped
+            // sending, or their datagrams no longer reach it. A target that never had an
+            // event since it started does not fire (it may be a spare or a shard without
+            // clients yet); a scrape failure is HotkeydDown's. Warning: hot keys on that
+            // shard go undetected, the shard itself is not affected. The value is the
+            // seconds since the last event.
+            alert: 'HotkeydFeedSilent',
+            expr: |||
+              (time() - hotkey_last_event_timestamp_seconds > %(silent)d)
+              and
+              hotkey_last_event_timestamp_seconds > 0
+            ||| % { silent: c.feedSilentSeconds },
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'hotkeyd has received no events for %d minutes.' % (c.feedSilentSeconds / 60),
+              description: text.fold(|||
+                hotkeyd on
+                %(target)s
+                received its last event {{ $value | humanizeDuration }} ago, after having had traffic;
+                hot keys on that shard are not being detected.
+              ||| % { target: text.target }),
+              runbook_url: runbook('HotkeydFeedSilent'),
+            },
+          },
+          {
+            // Warning, not critical: hotkeyd is off the data path (clients send
+            // fire-and-forget UDP), so its absence loses hot-key visibility, not service.
+            // It is the alert that says the other Hotkeyd* alerts cannot fire; route it to
+            // a ticket or the day shift.
+            alert: 'HotkeydDown',
+            expr: 'up{%s} == 0' % c.hotkeydSelector,
+            'for': c.downFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'hotkeyd cannot be scraped.',
+              description: text.fold(|||
+                Prometheus has failed to scrape hotkeyd on
+                %(target)s
+                for more than %(for)s; hot keys on that shard are not being detected.
+              ||| % {
+                target: text.target,
+                'for': if c.downFor == '1m' then 'a minute' else c.downFor,
+              }),
+              runbook_url: runbook('HotkeydDown'),
+            },
+          },
+          {
+            // Rejected events (bad lines) or rejected datagrams (bad header) above
+            // rejectedRatio of what arrived. `sum without (reason)` keeps every target
+            // label for the description. A shard receiving nothing yields 0/0 = NaN, which
+            // compares false: no alert.
+            alert: 'HotkeydDroppingDatagrams',
+            expr: |||
+              (
+                sum without (reason) (rate(hotkey_events_rejected_total[%(w)s]))
+                /
+                rate(hotkey_events_received_total[%(w)s])
+              ) > %(r)s
+              or
+              (
+                sum without (reason) (rate(hotkey_datagrams_rejected_total[%(w)s]))
+                /
+                rate(hotkey_datagrams_received_total[%(w)s])
+              ) > %(r)s
+            ||| % { w: c.rateWindow, r: '%g' % c.rejectedRatio },
+            'for': c.droppingFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'hotkeyd rejects a large fraction of what clients send.',
+              description: text.fold(|||
+                {{ $value | humanizePercentage }} of the events or datagrams sent to
+                %(target)s
+                are rejected as malformed; hot-key shares there undercount those clients.
+                See hotkey_events_rejected_total and hotkey_datagrams_rejected_total by reason.
+              ||| % { target: text.target }),
+              runbook_url: runbook('HotkeydDroppingDatagrams'),
+            },
+          },
+          {
+            // Any sustained kernel drop: the socket buffer overflows because hotkeyd does
+            // not read fast enough. Shares stay roughly right if drops are uniform, but
+            // bursts of one key are exactly what gets dropped, so the estimates are no
+            // longer trustworthy.
+            alert: 'HotkeydKernelDrops',
+            expr: 'rate(hotkey_udp_kernel_drops_total[%s]) > 0' % c.rateWindow,
+            'for': c.kernelDropsFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'The kernel drops datagrams before hotkeyd reads them.',
+              description: text.fold(|||
+                The kernel drops {{ $value | humanize }} datagrams/s addressed to hotkeyd on
+                %(target)s
+                (UDP receive buffer overflow); hot-key estimates there are incomplete.
+              ||| % { target: text.target }),
+              runbook_url: runbook('HotkeydKernelDrops'),
+            },
+          },
+          {
+            // hotkeyd keeps running with the previous config, so nothing breaks now; but the
+            // next restart will fail to start with the file on disk.
+            alert: 'HotkeydConfigReloadFailed',
+            expr: 'hotkey_config_last_reload_successful == 0',
+            'for': c.reloadFailedFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'hotkeyd could not reload its configuration.',
+              description: text.fold(|||
+                The last configuration reload of hotkeyd on
+                %(target)s
+                failed; it keeps running with the previous configuration, and will not start
+                with the current file after a restart.
+              ||| % { target: text.target }),
+              runbook_url: runbook('HotkeydConfigReloadFailed'),
+            },
+          },
+        ],
+      },
+    ],
+  },
+}
