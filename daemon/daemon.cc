@@ -294,17 +294,9 @@ void Daemon::Impl::ArmStorageTimer() {
 }
 
 void Daemon::Impl::SaveState() {
-  // The sources' latest published trackers, merged (each receiver sees its own senders).
-  std::optional<sketch::HeavyHitters> merged;
-  for (const auto& s : sources_) {
-    const std::shared_ptr<const SourceReport> report = s->Latest();
-    if (!report) continue;
-    if (!merged) {
-      merged.emplace(report->tracker);
-    } else {
-      (void)merged->Merge(report->tracker);  // same options by construction
-    }
-  }
+  // The tracker the aggregator merged for the last snapshot: every source's latest report,
+  // merged once per tick, not again here. SaveState runs on the io thread, as Build does.
+  const sketch::HeavyHitters* merged = aggregator_->merged_tracker();
   if (!merged) return;
   const absl::Status s = store_->Save(*merged);
   std::lock_guard<std::mutex> l(mu_);

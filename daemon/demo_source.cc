@@ -89,6 +89,7 @@ absl::Duration DemoSource::Step() {
   const uint64_t max_batch =
       std::max<uint64_t>(1, static_cast<uint64_t>(absl::ToDoubleSeconds(kMaxBacklog) * rate_));
   if (due > made_ + max_batch) made_ = due - max_batch;  // drop the backlog
+  if (made_ < due) counters_.last_event = now;
   for (; made_ < due; ++made_) MakeEvent();
   if (now >= next_publish_) {
     Publish(now);

@@ -116,6 +116,13 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   AddSingle(out, "hotkey_events_received_total",
             "Event lines parsed and counted (before sampling is scaled).", kCounter,
             static_cast<double>(c.events));
+  AddSingle(out, "hotkey_last_event_timestamp_seconds",
+            "Unix time of the last event any source counted; 0 before the first. A feed that "
+            "went silent shows as this falling behind time().",
+            kGauge,
+            c.last_event == absl::InfinitePast()
+                ? 0
+                : absl::ToDoubleSeconds(c.last_event - absl::UnixEpoch()));
   {
     MetricFamily f =
         Family("hotkey_events_rejected_total", "Event lines rejected, by reason.", kCounter);

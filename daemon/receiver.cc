@@ -160,7 +160,8 @@ void UdpReceiver::Drain(int max_rounds) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EBADF) ++counters_.receive_errors;
       return;
     }
-    tracker_.Advance(clock_.Now());  // one clock read per batch, not per event
+    batch_time_ = clock_.Now();  // one clock read per batch, not per event
+    tracker_.Advance(batch_time_);
     for (int i = 0; i < n; ++i) {
       Process(static_cast<const char*>(iovecs_[i].iov_base), msgs_[i].msg_len, sources_[i]);
     }
@@ -192,6 +193,7 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
       ParseDatagram(std::string_view(data, len), udp_.max_key_bytes,
                     [this](const Event& e) { tracker_.Update(e.key, e.op, e.weight); });
   counters_.events += st.events;
+  if (st.events > 0) counters_.last_event = batch_time_;
   for (size_t i = 0; i < kNumRejects; ++i) counters_.rejected[i] += st.rejected[i];
 }
 

@@ -10,6 +10,7 @@
 #ifndef HOTKEY_DAEMON_SOURCE_REPORT_H_
 #define HOTKEY_DAEMON_SOURCE_REPORT_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -25,6 +26,9 @@ struct SourceCounters {
   std::array<uint64_t, kNumRejects> rejected = {};  // lines (datagrams for kBadHeader)
   uint64_t datagrams_denied = 0;                    // from a source outside --udp.allowed-sources
   uint64_t receive_errors = 0;  // recvmmsg failures other than "nothing to read"
+  // When the source last counted an event (to the clock read of its batch); InfinitePast
+  // before the first. A feed that went silent shows as this time falling behind.
+  absl::Time last_event = absl::InfinitePast();
 
   void Add(const SourceCounters& o) {
     datagrams += o.datagrams;
@@ -32,6 +36,7 @@ struct SourceCounters {
     for (size_t i = 0; i < rejected.size(); ++i) rejected[i] += o.rejected[i];
     datagrams_denied += o.datagrams_denied;
     receive_errors += o.receive_errors;
+    last_event = std::max(last_event, o.last_event);
   }
 };
 

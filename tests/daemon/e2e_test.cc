@@ -322,6 +322,30 @@ TEST_CASE(
   CHECK(d.TopKey("bad\\xff\\xfe utf8 \\xc3").has_value());
 }
 
+TEST_CASE("E2E: hotkey_last_event_timestamp_seconds is when the last event was counted",
+          "[daemon][e2e]") {
+  FakeClock clock;
+  TestDaemon d(Options(), clock);
+  UdpClient c(d.udp());
+  const double t0 = absl::ToDoubleSeconds(clock.Now() - absl::UnixEpoch());
+  REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == 0; }));
+  c.Send("r a\nw b");
+  REQUIRE(d.WaitEvents(2));
+  REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0; }));
+  // Time passes with no event: the timestamp stays where the feed went silent. A datagram of
+  // rejected lines only is no event.
+  clock.Advance(absl::Seconds(30));
+  c.Send("x bad\n\nr");
+  REQUIRE(WaitFor([&] {
+    return d.Metrics().Value("hotkey_events_rejected_total", {{"reason", "unknown_op"}}) == 1;
+  }));
+  CHECK(d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0);
+  c.Send("r c");
+  REQUIRE(d.WaitEvents(3));
+  REQUIRE(WaitFor(
+      [&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0 + 30; }));
+}
+
 TEST_CASE(
     "E2E: a hot key's episode starts after min_dwell and ends with hysteresis, logged once "
     "each",

@@ -37,6 +37,7 @@ std::shared_ptr<Snapshot> MakeSnapshot(const std::string& tricky_label) {
   s->ops_per_second[1] = 100;
   s->counters.datagrams = 1234567;
   s->counters.events = 98765432;
+  s->counters.last_event = absl::FromUnixSeconds(1'699'999'990);
   s->counters.rejected[static_cast<size_t>(Reject::kBadNumber)] = 3;
   s->counters.rejected[static_cast<size_t>(Reject::kBadHeader)] = 2;
   s->counters.datagrams_denied = 1;
@@ -364,6 +365,7 @@ TEST_CASE("Web: /metrics has every documented family, typed, in valid text forma
       {"hotkey_datagrams_rejected_total", "counter"},
       {"hotkey_events_received_total", "counter"},
       {"hotkey_events_rejected_total", "counter"},
+      {"hotkey_last_event_timestamp_seconds", "gauge"},
       {"hotkey_udp_kernel_drops_total", "counter"},
       {"hotkey_tracked_keys", "gauge"},
       {"hotkey_sketch_bytes", "gauge"},
@@ -385,6 +387,7 @@ TEST_CASE("Web: /metrics has every documented family, typed, in valid text forma
   }
   CHECK(e.Value("hotkey_datagrams_received_total") == 1234567);
   CHECK(e.Value("hotkey_events_received_total") == 98765432);
+  CHECK(e.Value("hotkey_last_event_timestamp_seconds") == 1'699'999'990);
   CHECK(e.Value("hotkey_events_rejected_total", {{"reason", "bad_number"}}) == 3);
   CHECK(e.Value("hotkey_events_rejected_total", {{"reason", "empty_line"}}) == 0);
   CHECK(e.Find("hotkey_events_rejected_total", {{"reason", "bad_header"}}).empty());
