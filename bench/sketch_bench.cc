@@ -44,7 +44,7 @@ struct Config {
   uint64_t updates = 32'000'000;
   uint64_t keys = 1'000'000;
   uint32_t candidates = 200;
-  size_t sketch_bytes = 16 * 1024;
+  size_t sketch_bytes = 32 * 1024;  // the daemon's default (--track.sketch-bytes)
   uint32_t depth = 4;
   uint32_t key_bytes = 64;
   double half_life_s = 1.0;
