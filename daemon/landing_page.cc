@@ -1,6 +1,10 @@
 // The landing page: live top keys (from /api/v1/top, every second) and the shard-model
-// playground (sliders -> /api/v1/model -> per-shard load bars). Self-contained: no build
-// step, no external script, style or font, so it works on an air-gapped host.
+// playground (sliders -> /api/v1/model -> per-shard load bars). The sliders start at the
+// daemon's configured cluster (/api/v1/model's default inputs); a clicked key is modelled on
+// the figures the daemon's advice for it uses (/api/v1/model's measured mode: the shard's
+// decayed ops/s, the key's share and write ratio, as /api/v1/top gives them), so the page
+// shows the fix the daemon advises. Self-contained: no build step, no external script,
+// style or font, so it works on an air-gapped host.
 
 #include "web.h"
 
@@ -37,8 +41,10 @@ label{display:flex;justify-content:space-between} input[type=range]{width:100%}
 <div id="empty" class="muted">No key above the minimum share yet.</div>
 
 <h2>Playground: what would each fix do to the shards?</h2>
-<div class="muted">The daemon's shard load model (the one it uses to advise each hot key), for the inputs below.
-Click a key above to load its measured share and write mix.</div>
+<div class="muted">The daemon's shard load model (the one it uses to advise each hot key), for the inputs below;
+they start at the daemon's configured cluster. Click a key above to model it as the daemon does: on this
+shard's measured ops/s, the key's share and write mix.</div>
+<div id="measured" hidden><span id="measured-text"></span> <button id="measured-off" type="button">Back to cluster-wide inputs</button></div>
 <div class="grid" id="inputs"></div>
 <div class="advice" id="advice"></div>
 <div id="strategies"></div>
@@ -50,20 +56,64 @@ target utilisation; red: over capacity.</div>
 const fmt = (x, d=1) => x == null ? "–" : (100*x).toFixed(d) + "%";
 const num = x => x == null ? "–" : x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(1);
 const names = {none:"none", cache:"cache", replicate:"replicate", split:"split", split_cache:"split+cache", isolate:"isolate"};
+// The sliders' ranges; their values come from the daemon (/api/v1/model's "inputs").
 const inputs = [
-  ["hot_share","hot share",0,1,0.01,0.2], ["write_share","write share",0,1,0.01,0.1],
-  ["ops","cluster ops/s",1000,500000,1000,50000], ["shards","shards",1,64,1,8],
-  ["capacity","shard capacity ops/s",1000,100000,1000,10000], ["app_servers","app servers",1,500,1,50],
-  ["refresh","cache refresh s",0.1,10,0.1,1], ["replicas","replicas",1,64,1,4],
-  ["split","split into",1,64,1,8], ["target","target utilisation",0.1,1,0.05,0.8]];
+  ["hot_share","hot share",0,1,0.01], ["write_share","write share",0,1,0.01],
+  ["ops","cluster ops/s",1000,500000,1000], ["shards","shards",1,64,1],
+  ["capacity","shard capacity ops/s",1000,100000,1000], ["app_servers","app servers",1,500,1],
+  ["refresh","cache refresh s",0.1,10,0.1], ["replicas","replicas",1,64,1],
+  ["split","split into",1,64,1], ["target","target utilisation",0.1,1,0.05]];
+// The clicked key's figures as /api/v1/top gave them ({key, time, shard_ops, hot_share,
+// write_share}), or null: then the model is the cluster-wide one, from the "ops" slider.
+let measured = null;
+const shown = x => String(+x.toFixed(4));
+function setSlider(id, v) {
+  const r = document.getElementById(id);
+  // Widen the range to hold the value, and let it off the step grid if it is not on it.
+  if (v < +r.min) r.min = v;
+  if (v > +r.max) r.max = v;
+  r.value = v;
+  if (+r.value !== v) { r.step = "any"; r.value = v; }
+  document.getElementById(id+"-v").textContent = shown(v);
+}
 const box = document.getElementById("inputs");
-for (const [id, label, min, max, step, def] of inputs) {
+for (const [id, label, min, max, step] of inputs) {
   const l = document.createElement("label");
   l.innerHTML = `<span>${label}</span><output id="${id}-v"></output>`;
-  const r = Object.assign(document.createElement("input"), {type:"range", id, min, max, step, value:def});
-  r.addEventListener("input", () => { document.getElementById(id+"-v").textContent = r.value; model(); });
+  const r = Object.assign(document.createElement("input"), {type:"range", id, min, max, step});
+  r.addEventListener("input", () => {
+    document.getElementById(id+"-v").textContent = r.value;
+    if (measured && id in measured) measured[id] = +r.value;
+    model();
+  });
   const d = document.createElement("div"); d.append(l, r); box.append(d);
-  document.getElementById(id+"-v").textContent = def;
+}
+function query() {
+  const q = new URLSearchParams();
+  for (const [id] of inputs) {
+    if (measured && id === "ops") continue;  // the measured model has no cluster total
+    q.set(id, document.getElementById(id).value);
+  }
+  if (measured) for (const id of ["shard_ops", "hot_share", "write_share"]) q.set(id, String(measured[id]));
+  return q;
+}
+function draw(res, m) {
+  const out = document.getElementById("strategies");
+  if (!res.ok) { out.textContent = m.error; document.getElementById("advice").textContent = ""; return; }
+  document.getElementById("advice").textContent = "Advice: " + names[m.advice];
+  const top = Math.max(1.2, ...m.strategies.map(s => s.busiest)) * 1.05;
+  out.replaceChildren(...m.strategies.map(s => {
+    const div = document.createElement("div"); div.className = "strategy"; div.dataset.strategy = s.strategy;
+    div.innerHTML = `<b>${names[s.strategy]}</b> busiest ${fmt(s.busiest,0)}, least busy ${fmt(s.least_busy,0)} of capacity`;
+    const bars = document.createElement("div"); bars.className = "bars";
+    for (const x of s.shard_loads) {
+      const b = document.createElement("div"); b.className = "bar" + (x > 1 ? " over" : "");
+      b.style.height = (100 * x / top) + "%"; b.title = fmt(x,0); bars.append(b);
+    }
+    const cap = document.createElement("div"); cap.className = "cap"; cap.style.bottom = (100/top) + "%";
+    const tgt = document.createElement("div"); tgt.className = "tgt"; tgt.style.bottom = (100*m.inputs.target/top) + "%";
+    bars.append(cap, tgt); div.append(bars); return div;
+  }));
 }
 // One model request at a time. Input that arrives meanwhile (a drag fires many 'input'
 // events) is modelled when the answer is in, so the bars end on the sliders' last values.
@@ -72,34 +122,40 @@ async function model() {
   if (pending) { again = true; return; }
   pending = true; again = false;
   try {
-    const q = new URLSearchParams();
-    for (const [id] of inputs) q.set(id, document.getElementById(id).value);
+    const q = query();
     const res = await fetch("api/v1/model?" + q);
     const m = await res.json();
-    const out = document.getElementById("strategies");
-    if (!res.ok) { out.textContent = m.error; document.getElementById("advice").textContent = ""; return; }
-    document.getElementById("advice").textContent = "Advice: " + names[m.advice];
-    const top = Math.max(1.2, ...m.strategies.map(s => s.busiest)) * 1.05;
-    out.replaceChildren(...m.strategies.map(s => {
-      const div = document.createElement("div"); div.className = "strategy"; div.dataset.strategy = s.strategy;
-      div.innerHTML = `<b>${names[s.strategy]}</b> busiest ${fmt(s.busiest,0)}, least busy ${fmt(s.least_busy,0)} of capacity`;
-      const bars = document.createElement("div"); bars.className = "bars";
-      for (const x of s.shard_loads) {
-        const b = document.createElement("div"); b.className = "bar" + (x > 1 ? " over" : "");
-        b.style.height = (100 * x / top) + "%"; b.title = fmt(x,0); bars.append(b);
-      }
-      const cap = document.createElement("div"); cap.className = "cap"; cap.style.bottom = (100/top) + "%";
-      const tgt = document.createElement("div"); tgt.className = "tgt"; tgt.style.bottom = (100*m.inputs.target/top) + "%";
-      bars.append(cap, tgt); div.append(bars); return div;
-    }));
+    document.getElementById("strategies").dataset.query = q.toString();
+    draw(res, m);
   } finally { pending = false; if (again) model(); }
 }
-function useKey(k) {
-  for (const [id, v] of [["hot_share", k.share], ["write_share", k.write_ratio]]) {
-    const r = document.getElementById(id); r.value = v.toFixed(2);
-    document.getElementById(id+"-v").textContent = r.value;
+// The daemon's configured cluster (and default key): /api/v1/model with no parameters.
+async function start() {
+  try {
+    const res = await fetch("api/v1/model");
+    const m = await res.json();
+    if (res.ok) for (const [id] of inputs) setSlider(id, m.inputs[id]);
+    if (!pending) { document.getElementById("strategies").dataset.query = ""; draw(res, m); }
+  } catch (e) {}
+}
+function setMeasured(m) {
+  measured = m;
+  document.getElementById("ops").disabled = !!m;
+  document.getElementById("measured").hidden = !m;
+  if (m) {
+    document.getElementById("measured-text").textContent =
+      `Key ${m.key} as the daemon models it (figures of ${m.time}): this shard's ${num(m.shard_ops)} ops/s, ` +
+      `${fmt(m.hot_share)} of them for the key, ${fmt(m.write_share, 0)} of those writes.`;
+    setSlider("hot_share", m.hot_share); setSlider("write_share", m.write_share);
   }
   model();
+}
+document.getElementById("measured-off").addEventListener("click", () => setMeasured(null));
+// The figures the daemon's advice for the key used: its share and write ratio, and the
+// shard's decayed ops/s (read + write, summed as the daemon sums them).
+function useKey(k, s) {
+  setMeasured({key: k.key, time: s.time, hot_share: k.share, write_share: k.write_ratio,
+               shard_ops: s.decayed_ops_per_second.read + s.decayed_ops_per_second.write});
 }
 async function refresh() {
   try {
@@ -119,13 +175,13 @@ async function refresh() {
       const st = document.createElement("td"); st.innerHTML = `<span class="pill">${k.hot ? "hot" : "ok"}</span>`; tr.append(st);
       // Advice is for hot keys; for the others it would answer a question nobody asked.
       const ad = document.createElement("td"); ad.textContent = k.hot ? (names[k.advice] || k.advice) : "–"; tr.append(ad);
-      tr.style.cursor = "pointer"; tr.addEventListener("click", () => useKey(k));
+      tr.style.cursor = "pointer"; tr.addEventListener("click", () => useKey(k, s));
       return tr;
     }));
     document.getElementById("empty").style.display = s.keys.length ? "none" : "";
   } catch (e) {}
 }
-refresh(); setInterval(refresh, 1000); model();
+refresh(); setInterval(refresh, 1000); start();
 </script></body></html>
 )HTML";
   return kPage;

@@ -1,7 +1,9 @@
 #include "web.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -140,6 +142,10 @@ HttpResponse WebRoutes::Top() const {
 HttpResponse WebRoutes::Model(const std::string& query) const {
   model::Cluster c = hooks_.cluster();
   model::HotKey key{0.2, 0.1};
+  // Set by shard_ops: the measured mode, the model on this shard's figures as the daemon's
+  // advice uses them.
+  std::optional<double> shard_ops;
+  bool ops_given = false;
   const absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params = ParseQuery(query);
   if (!params.ok()) return Json(400, JsonError(std::string(params.status().message())));
   for (const auto& [name, value] : *params) {
@@ -163,6 +169,13 @@ HttpResponse WebRoutes::Model(const std::string& query) const {
     }
     if (name == "ops") {
       c.ops = v;
+      ops_given = true;
+    } else if (name == "shard_ops") {
+      if (v < 0) {
+        return Json(400, JsonError(absl::StrCat("parameter shard_ops: \"", value,
+                                                "\" is not a rate (ops/s >= 0)")));
+      }
+      shard_ops = v;
     } else if (name == "shards") {
       c.shards = static_cast<int>(v);
     } else if (name == "capacity") {
@@ -185,10 +198,49 @@ HttpResponse WebRoutes::Model(const std::string& query) const {
       return Json(400, JsonError(absl::StrCat("unknown parameter ", name)));
     }
   }
-  absl::StatusOr<model::Projection> p = model::Project(c, key);
+  if (shard_ops && ops_given) {
+    return Json(400, JsonError("parameters ops and shard_ops exclude each other: ops models "
+                               "the cluster's total, shard_ops this shard's measured rate"));
+  }
+  absl::StatusOr<model::Projection> p;
+  double key_ops = 0, background_ops = 0;
+  if (shard_ops) {
+    // ProjectMeasured does not take the share itself, so it is checked here.
+    if (!(key.share >= 0 && key.share <= 1)) {
+      return Json(400, JsonError(absl::StrCat("hot_share must be in [0, 1], got ", key.share)));
+    }
+    // The figures the aggregator gives ProjectMeasured for an exported key: H = share *
+    // shard ops, B = the rest of the shard's ops.
+    key_ops = key.share * *shard_ops;
+    background_ops = std::max(0.0, *shard_ops - key_ops);
+    p = model::ProjectMeasured(c, background_ops, key_ops, key.write_share);
+    if (p.ok()) {
+      // ProjectMeasured gives the busiest and least busy loads only; the bars are the layout
+      // shard_model.h states: the shards the key touches at the busiest load, the others at
+      // the background's.
+      for (model::StrategyLoad& l : p->loads) {
+        int touched = 1;
+        if (l.strategy == model::Strategy::kReplicate) touched = c.replicas;
+        if (l.strategy == model::Strategy::kSplit || l.strategy == model::Strategy::kSplitCache) {
+          touched = c.split;
+        }
+        l.shard_loads.assign(c.shards, background_ops / c.capacity);
+        std::fill_n(l.shard_loads.begin(), touched, l.busiest);
+      }
+    }
+  } else {
+    p = model::Project(c, key);
+  }
   if (!p.ok()) return Json(400, JsonError(std::string(p.status().message())));
   json::object inputs;
-  inputs["ops"] = c.ops;
+  inputs["mode"] = shard_ops ? "measured" : "cluster";
+  if (shard_ops) {
+    inputs["shard_ops"] = *shard_ops;
+    inputs["key_ops"] = key_ops;
+    inputs["background_ops"] = background_ops;
+  } else {
+    inputs["ops"] = c.ops;
+  }
   inputs["shards"] = c.shards;
   inputs["capacity"] = c.capacity;
   inputs["app_servers"] = c.app_servers;
@@ -196,6 +248,9 @@ HttpResponse WebRoutes::Model(const std::string& query) const {
   inputs["replicas"] = c.replicas;
   inputs["split"] = c.split;
   inputs["target"] = c.target;
+  json::array order;
+  for (model::Strategy s : c.order) order.emplace_back(model::StrategyName(s));
+  inputs["order"] = std::move(order);
   inputs["hot_share"] = key.share;
   inputs["write_share"] = key.write_share;
   json::array strategies;

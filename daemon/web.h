@@ -7,7 +7,13 @@
 //   GET  /-/ready          200 once the first snapshot is published, else 503
 //   POST /-/reload         reload --config.file; 200, or 500 with the error (old config kept)
 //   GET  /api/v1/top       the snapshot as JSON
-//   GET  /api/v1/model     the shard load model for query parameters (the playground's)
+//   GET  /api/v1/model     the shard load model for query parameters (the playground's);
+//                          unset ones are the configured cluster's, and the answer's
+//                          "inputs" lists every figure used. With shard_ops (this shard's
+//                          decayed ops/s, as /api/v1/top gives it), hot_share and
+//                          write_share of one key, it is model::ProjectMeasured on the
+//                          figures the daemon's advice for that key uses, so the advice
+//                          and busiest loads equal the key's in /api/v1/top.
 //
 // Thread-safe if the hooks are.
 

@@ -4,6 +4,7 @@
 
 #include "web.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <set>
@@ -13,6 +14,8 @@
 #include <boost/json/object.hpp>
 #include <catch2/catch.hpp>
 
+#include "absl/strings/str_cat.h"
+#include "aggregator.h"
 #include "json.h"
 #include "metrics.h"
 #include "test_util.h"
@@ -226,6 +229,154 @@ TEST_CASE("Web: /api/v1/model returns the loads model::Project computes", "[daem
       CHECK(loads[s].number == Approx(want.shard_loads[s]).epsilon(1e-5));
     }
   }
+}
+
+TEST_CASE("Web: /api/v1/model with no parameters answers for the configured cluster",
+          "[daemon][web]") {
+  Fixture f;
+  f.cluster.shards = 32;
+  f.cluster.capacity = 12500;
+  f.cluster.app_servers = 120;
+  f.cluster.refresh_seconds = 2.5;
+  f.cluster.replicas = 3;
+  f.cluster.split = 16;
+  f.cluster.target = 0.7;
+  f.cluster.ops = 200000;
+  f.cluster.order = {model::Strategy::kNone, model::Strategy::kSplit, model::Strategy::kCache};
+  REQUIRE(f.cluster.Validate().ok());
+  const HttpResponse r = f.Get("/api/v1/model");
+  REQUIRE(r.status == 200);
+  const Json j = MustParse(r.body);
+  const Json& in = j["inputs"];
+  CHECK(in["mode"].string == "cluster");
+  CHECK(in["shards"].number == 32);
+  CHECK(in["capacity"].number == 12500);
+  CHECK(in["app_servers"].number == 120);
+  CHECK(in["refresh"].number == 2.5);
+  CHECK(in["replicas"].number == 3);
+  CHECK(in["split"].number == 16);
+  CHECK(in["target"].number == 0.7);
+  CHECK(in["ops"].number == 200000);
+  REQUIRE(in["order"].array.size() == 3);
+  CHECK(in["order"].array[0].string == "none");
+  CHECK(in["order"].array[1].string == "split");
+  CHECK(in["order"].array[2].string == "cache");
+  // The answer is for those inputs: a row per configured strategy, a bar per shard.
+  const std::vector<Json>& strategies = j["strategies"].array;
+  REQUIRE(strategies.size() == 3);
+  CHECK(strategies[1]["strategy"].string == "split");
+  for (const Json& s : strategies) CHECK(s["shard_loads"].array.size() == 32);
+}
+
+// A snapshot the real aggregator builds: on 8 shards of 10,000 ops/s, a key with 90% of a
+// 20,000 ops/s shard, `write_share` of its ops writes (as in aggregator_test.cc).
+std::shared_ptr<const Snapshot> AggregatedSnapshot(const model::Cluster& cluster,
+                                                   double write_share) {
+  sketch::HeavyHittersOptions o;
+  o.candidates = 256;
+  o.sketch_bytes = 32 << 10;
+  o.max_key_bytes = 64;
+  o.half_life = absl::InfiniteDuration();
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  absl::StatusOr<sketch::HeavyHitters> h = sketch::HeavyHitters::Create(o, t0);
+  REQUIRE(h.ok());
+  ReceiverCounters counters;
+  const int writes = static_cast<int>(std::lround(18000 * write_share));
+  for (int i = 0; i < 18000; ++i) {
+    const bool w =
+        (static_cast<long>(i) * writes) / 18000 != (static_cast<long>(i + 1) * writes) / 18000;
+    h->Update("celebrity", w ? sketch::Op::kWrite : sketch::Op::kRead, 1);
+    if (i % 9 == 0) h->Update(absl::StrCat("bg:", i % 200), sketch::Op::kRead, 1);
+  }
+  const absl::Time now = t0 + absl::Seconds(1);
+  h->Advance(now);
+  config::TrackOptions track;
+  track.rate_window = absl::Seconds(2);
+  track.half_life = absl::Seconds(1);
+  config::ReloadableOptions r;
+  r.exporter.top_k = 10;
+  r.exporter.min_share = 0.01;
+  r.alert.default_threshold = 0.1;
+  r.cluster = cluster;
+  Aggregator agg(track, r, "secret", t0, nullptr);
+  std::vector<std::shared_ptr<const ReceiverReport>> reports = {
+      std::make_shared<const ReceiverReport>(ReceiverReport{now, *std::move(h), counters})};
+  return agg.Build(reports, now, 0);
+}
+
+TEST_CASE(
+    "Web: /api/v1/model on a key's figures from /api/v1/top gives the key's advice and "
+    "projected loads",
+    "[daemon][web]") {
+  Fixture f;
+  f.cluster.shards = 8;
+  f.cluster.capacity = 10000;
+  f.cluster.app_servers = 10;
+  f.cluster.refresh_seconds = 1;
+  f.cluster.replicas = 4;
+  f.cluster.split = 4;
+  f.cluster.target = 0.8;
+  REQUIRE(f.cluster.Validate().ok());
+  std::set<std::string> advices;
+  for (double write_share : {0.05, 0.95, 0.5}) {
+    INFO("write share " << write_share);
+    f.snapshot = AggregatedSnapshot(f.cluster, write_share);
+    // What the landing page reads from /api/v1/top when the key is clicked.
+    const Json top = MustParse(f.Get("/api/v1/top").body);
+    const Json* key = nullptr;
+    for (const Json& k : top["keys"].array) {
+      if (k["key"].string == "celebrity") key = &k;
+    }
+    REQUIRE(key);
+    const double shard_ops = top["decayed_ops_per_second"]["read"].number +
+                             top["decayed_ops_per_second"]["write"].number;
+    // Every double as its shortest round-trip text, as JavaScript's String() writes it.
+    const std::string query =
+        absl::StrCat("shard_ops=", JsonText(boost::json::value(shard_ops)),
+                     "&hot_share=", JsonText(boost::json::value((*key)["share"].number)),
+                     "&write_share=", JsonText(boost::json::value((*key)["write_ratio"].number)));
+    INFO(query);
+    const HttpResponse r = f.Get("/api/v1/model", query);
+    REQUIRE(r.status == 200);
+    const Json m = MustParse(r.body);
+    CHECK(m["inputs"]["mode"].string == "measured");
+    CHECK(m["advice"].string == (*key)["advice"].string);
+    advices.insert(m["advice"].string);
+    const std::vector<Json>& strategies = m["strategies"].array;
+    REQUIRE(strategies.size() == (*key)["projected_load"].object.size());
+    for (const Json& s : strategies) {
+      INFO(s["strategy"].string);
+      REQUIRE((*key)["projected_load"].Has(s["strategy"].string));
+      CHECK(s["busiest"].number == (*key)["projected_load"][s["strategy"].string].number);
+      // One bar per shard: the busiest load on the shards the key touches, the background's
+      // on the others.
+      const std::vector<Json>& loads = s["shard_loads"].array;
+      REQUIRE(loads.size() == 8);
+      CHECK(loads[0].number == s["busiest"].number);
+      CHECK(loads[7].number == s["least_busy"].number);
+      double most = 0;
+      for (const Json& l : loads) most = std::max(most, l.number);
+      CHECK(most == s["busiest"].number);
+    }
+  }
+  // The three write mixes need three different fixes (cache, split, split+cache).
+  CHECK(advices.size() == 3);
+}
+
+TEST_CASE("Web: /api/v1/model's measured mode rejects what it cannot model", "[daemon][web]") {
+  Fixture f;
+  for (const char* q : {"shard_ops=-1", "shard_ops=1000&ops=5000", "shard_ops=1000&hot_share=1.5",
+                        "shard_ops=1000&hot_share=-0.1", "shard_ops=1000&write_share=2",
+                        "shard_ops=inf", "shard_ops=1000&replicas=99"}) {
+    INFO(q);
+    const HttpResponse r = f.Get("/api/v1/model", q);
+    CHECK(r.status == 400);
+    const Json j = MustParse(r.body);
+    CHECK_FALSE(j["error"].string.empty());
+  }
+  // No traffic is a valid measurement: every shard idle.
+  const Json j = MustParse(f.Get("/api/v1/model", "shard_ops=0&hot_share=0.5").body);
+  CHECK(j["advice"].string == "none");
 }
 
 TEST_CASE("Web: bad /api/v1/model parameters are a 400 with a JSON error", "[daemon][web]") {

@@ -4,7 +4,10 @@ DevTools Protocol), against a live `hotkeyd --demo` on loopback.
 
 Usage: playground_test.py HOTKEYD_BIN [--artifact-dir DIR]
 
-Asserts, with Runtime.evaluate on the page:
+hotkeyd runs with a cluster of 32 shards (not the default 8) and demo traffic of 5,000 ops/s,
+half a shard's capacity: there the demo's hot key needs no fix, while the model of a
+cluster's total times the key's share would advise one. Asserts, with Runtime.evaluate on
+the page:
   (a) the top-keys table lists the demo's hot key "user:celebrity:profile", marked hot, with
       the advice /api/v1/top gives it;
   (b) the playground drew five strategy rows (none, cache, replicate, split, split+cache),
@@ -13,6 +16,11 @@ Asserts, with Runtime.evaluate on the page:
       a drag does) changes the bars' heights and the advice text;
   (d) before and after the move, the advice and every bar's load (its tooltip) are what
       /api/v1/model answers for the page's inputs;
+  (e) the sliders start at the configured cluster (/api/v1/model's default inputs: 32
+      shards), and every row has 32 bars;
+  (f) clicking the hot key's row models it on the figures the daemon's advice uses (the
+      request carries shard_ops, no cluster ops), and the page's advice is the key's advice
+      in /api/v1/top;
   and that the page threw no JavaScript exception. Saves a PNG screenshot to
   ${ARTIFACT_DIR:-DIR}/playground.png (DIR defaults to ./test-artifacts).
 
@@ -42,6 +50,8 @@ NAMES = {"none": "none", "cache": "cache", "replicate": "replicate", "split": "s
          "split_cache": "split+cache", "isolate": "isolate"}
 INPUTS = ["hot_share", "write_share", "ops", "shards", "capacity", "app_servers", "refresh",
           "replicas", "split", "target"]
+SHARDS = 32  # --cluster.shards: not the default (8), which a page that ignores it shows
+DEMO_RATE = 5000  # ops/s on a 10,000 ops/s shard
 OVERALL_SECONDS = 55
 
 
@@ -137,6 +147,7 @@ class Cdp:
 # (style, in % of the plot) and tooltips (each shard's load as a % of capacity).
 PLAYGROUND_JS = r"""(() => ({
   advice: document.getElementById("advice").textContent,
+  query: document.getElementById("strategies").dataset.query,
   inputs: Object.fromEntries(%s.map(id => [id, document.getElementById(id).value])),
   rows: Array.from(document.querySelectorAll("#strategies .strategy")).map(div => ({
     strategy: div.dataset.strategy,
@@ -154,10 +165,10 @@ def page_fmt0(x):
     return f"{int(abs(100 * x) + 0.5) * (1 if x >= 0 else -1)}%"
 
 
-def model_mismatch(base, shown):
+def model_mismatch(base, shown, measured=False):
     """How the page's advice or bars differ from /api/v1/model's answer for the page's
-    inputs; None when they agree."""
-    q = urllib.parse.urlencode(shown["inputs"])
+    inputs (the query it sent, for a clicked key); None when they agree."""
+    q = shown["query"] if measured else urllib.parse.urlencode(shown["inputs"])
     m = json.loads(http_get(f"{base}/api/v1/model?{q}"))
     want_advice = "Advice: " + NAMES[m["advice"]]
     if shown["advice"] != want_advice:
@@ -222,6 +233,57 @@ def check_rows(shown, when):
         raise Failure(f"{when}: no-fix row's hot shard is not the tallest bar: {none}")
 
 
+def click_and_compare(cdp, base):
+    """(f) Clicks the hot key's row, then waits (bounded) until the page shows the model for
+    the key's measured figures, with the advice /api/v1/top gives the key. The daemon
+    publishes every 100 ms, so its figures move; the demo's advice for the key does not."""
+    click_js = r"""(() => {
+      for (const tr of document.querySelectorAll("#top tbody tr")) {
+        if (tr.children[0].textContent === %s) { tr.click(); return true; }
+      }
+      return false; })()""" % json.dumps(HOT_KEY)
+    if not cdp.eval(click_js):
+        raise Failure(f"no row for {HOT_KEY} to click")
+    last = {"why": "nothing read yet"}
+
+    def settled():
+        shown = cdp.eval(PLAYGROUND_JS)
+        q = dict(urllib.parse.parse_qsl(shown["query"] or ""))
+        if "shard_ops" not in q or "ops" in q:
+            last["why"] = f"the model request {shown['query']!r} is not the measured one"
+            return None
+        if cdp.eval('document.getElementById("ops").disabled') is not True:
+            last["why"] = "the cluster ops/s slider is still enabled"
+            return None
+        last["why"] = model_mismatch(base, shown, measured=True)
+        if last["why"]:
+            return None
+        top = json.loads(http_get(f"{base}/api/v1/top"))
+        key = {k["key"]: k for k in top["keys"]}.get(HOT_KEY)
+        want = "Advice: " + NAMES[key["advice"]] if key else None
+        if shown["advice"] != want:
+            last["why"] = (f"page says {shown['advice']!r} for {HOT_KEY}, /api/v1/top says "
+                           f"{want!r}")
+            return None
+        # The premise: modelling the cluster's total times the share names another fix,
+        # so a page that did that would fail here.
+        q = {n: shown["inputs"][n] for n in INPUTS if n not in ("hot_share", "write_share")}
+        q.update(hot_share=key["share"], write_share=key["write_ratio"])
+        wide = json.loads(http_get(f"{base}/api/v1/model?{urllib.parse.urlencode(q)}"))
+        if wide["advice"] == key["advice"]:
+            raise Failure(f"the cluster-wide model also advises {wide['advice']!r} for "
+                          f"{HOT_KEY}: this test cannot tell the two models apart")
+        return shown, key
+    try:
+        shown, key = wait_for(5, f"clicked {HOT_KEY}: playground shows the daemon's advice",
+                              settled)
+    except Failure as e:
+        raise Failure(f"{e}: {last['why']}") from None
+    check_rows(shown, "clicked")
+    log(f"ok: clicked {HOT_KEY}: page {shown['advice']!r}, /api/v1/top advice "
+        f"{key['advice']!r}, projected {key['projected_load']}, query {shown['query']}")
+
+
 def run(args, tmp, procs):
     hport, uport, dport = free_port(), free_port(socket.SOCK_DGRAM), free_port()
     while dport == hport:
@@ -232,6 +294,7 @@ def run(args, tmp, procs):
     hk_log = open(os.path.join(tmp, "hotkeyd.log"), "wb")
     hk = subprocess.Popen([args.hotkeyd, f"--web.listen-address=127.0.0.1:{hport}",
                            f"--udp.listen-address=127.0.0.1:{uport}", "--demo",
+                           f"--cluster.shards={SHARDS}", f"--demo.rate={DEMO_RATE}",
                            "--track.publish-interval=100ms"],
                           stdout=hk_log, stderr=subprocess.STDOUT)
     procs.append(("hotkeyd", hk, False))
@@ -307,6 +370,17 @@ def run(args, tmp, procs):
         check_rows(before, "before")
         check_matches_model(base, before, "before")
 
+        # (e) the sliders hold the configured cluster, as /api/v1/model's defaults say.
+        defaults = json.loads(http_get(f"{base}/api/v1/model"))["inputs"]
+        if defaults["shards"] != SHARDS:
+            raise Failure(f"/api/v1/model's default shards {defaults['shards']}, want {SHARDS}")
+        for name in INPUTS:
+            if float(before["inputs"][name]) != float(defaults[name]):
+                raise Failure(f"slider {name} starts at {before['inputs'][name]}, the daemon's "
+                              f"cluster has {defaults[name]}")
+        log(f"ok: sliders start at the daemon's cluster ({SHARDS} shards, "
+            f"{len(before['rows'][0]['heights'])} bars a row)")
+
         # (c) drag the hot-share slider 0.2 -> 0.02 (a key with 2% of the traffic needs no
         # fix). A drag is a burst of 'input' events, each with the value under the pointer;
         # they all fire before the first model request is answered, so the page must end
@@ -331,6 +405,9 @@ def run(args, tmp, procs):
 
         # Put it back, so the screenshot shows the demo's situation.
         drag_slider(cdp, base, "hot_share", ["0.2"])
+
+        # (f) click the hot key's row: the page shows the fix the daemon advises for it.
+        click_and_compare(cdp, base)
 
         # Screenshot (full page), saved as a test artifact.
         shot = cdp.call("Page.captureScreenshot", timeout=20, format="png",
