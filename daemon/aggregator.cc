@@ -18,9 +18,8 @@ double Rate(double delta, absl::Duration span) {
 }
 
 void Project(const model::Cluster& cluster, double shard_ops, KeySnapshot* k) {
-  const double key_ops = k->share * shard_ops;
   absl::StatusOr<model::Projection> p =
-      model::ProjectMeasured(cluster, std::max(0.0, shard_ops - key_ops), key_ops, k->write_ratio);
+      model::ProjectShare(cluster, shard_ops, k->share, k->write_ratio);
   k->projected_load.clear();
   if (!p.ok()) return;  // cluster options are validated at load; nothing to advise
   k->advice = p->advice;

@@ -205,15 +205,11 @@ HttpResponse WebRoutes::Model(const std::string& query) const {
   absl::StatusOr<model::Projection> p;
   double key_ops = 0, background_ops = 0;
   if (shard_ops) {
-    // ProjectMeasured does not take the share itself, so it is checked here.
-    if (!(key.share >= 0 && key.share <= 1)) {
-      return Json(400, JsonError(absl::StrCat("hot_share must be in [0, 1], got ", key.share)));
-    }
-    // The figures the aggregator gives ProjectMeasured for an exported key: H = share *
-    // shard ops, B = the rest of the shard's ops.
+    // The call the aggregator makes for an exported key (model::ProjectShare), so the
+    // advice is the key's; key and background ops are echoed in the answer's inputs.
+    p = model::ProjectShare(c, *shard_ops, key.share, key.write_share);
     key_ops = key.share * *shard_ops;
     background_ops = std::max(0.0, *shard_ops - key_ops);
-    p = model::ProjectMeasured(c, background_ops, key_ops, key.write_share);
     if (p.ok()) {
       // ProjectMeasured gives the busiest and least busy loads only; the bars are the layout
       // shard_model.h states: the shards the key touches at the busiest load, the others at

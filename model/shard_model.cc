@@ -199,4 +199,13 @@ absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double backgr
   return Compute(cluster, background_ops, key_ops, write_share, /*per_shard=*/false);
 }
 
+absl::StatusOr<Projection> ProjectShare(const Cluster& cluster, double shard_ops, double share,
+                                        double write_share) {
+  if (!(share >= 0 && share <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("hot_share must be in [0, 1], got ", share));
+  }
+  const double key_ops = share * shard_ops;
+  return ProjectMeasured(cluster, std::max(0.0, shard_ops - key_ops), key_ops, write_share);
+}
+
 }  // namespace hotkey::model

@@ -246,6 +246,33 @@ TEST_CASE(
   CHECK(checked > 1000);
 }
 
+TEST_CASE("Model: ProjectShare is ProjectMeasured on share * shard ops and the rest",
+          "[model]") {
+  const Cluster c;
+  for (double share : {0.0, 0.05, 0.3, 0.9, 1.0}) {
+    for (double w : {0.0, 0.5, 0.95}) {
+      INFO("share " << share << " writes " << w);
+      const double shard_ops = 7400;
+      absl::StatusOr<Projection> a = ProjectShare(c, shard_ops, share, w);
+      absl::StatusOr<Projection> b =
+          ProjectMeasured(c, shard_ops - share * shard_ops, share * shard_ops, w);
+      REQUIRE(a.ok());
+      REQUIRE(b.ok());
+      CHECK(a->advice == b->advice);
+      REQUIRE(a->loads.size() == b->loads.size());
+      for (size_t i = 0; i < a->loads.size(); ++i) {
+        CHECK(a->loads[i].busiest == b->loads[i].busiest);
+        CHECK(a->loads[i].least_busy == b->loads[i].least_busy);
+      }
+    }
+  }
+  for (double bad : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    absl::StatusOr<Projection> p = ProjectShare(c, 1000, bad, 0.5);
+    REQUIRE_FALSE(p.ok());
+    CHECK_THAT(std::string(p.status().message()), Contains("hot_share must be in [0, 1]"));
+  }
+}
+
 TEST_CASE("Model: strategy names round-trip and unknown names are rejected", "[model]") {
   for (Strategy s : {Strategy::kNone, Strategy::kCache, Strategy::kReplicate, Strategy::kSplit,
                      Strategy::kSplitCache, Strategy::kIsolate}) {

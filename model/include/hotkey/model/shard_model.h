@@ -97,6 +97,13 @@ absl::StatusOr<Projection> Project(const Cluster& cluster, const HotKey& key);
 absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double background_ops,
                                            double key_ops, double write_share);
 
+// ProjectMeasured for a key that takes `share` of a shard serving `shard_ops` ops/s: the
+// key's ops are share * shard_ops and the background the rest. The one place the daemon's
+// advice and the playground's measured mode turn a share into rates, so both name the same
+// fix. InvalidArgument for share outside [0, 1], and as ProjectMeasured.
+absl::StatusOr<Projection> ProjectShare(const Cluster& cluster, double shard_ops, double share,
+                                        double write_share);
+
 }  // namespace hotkey::model
 
 #endif  // HOTKEY_MODEL_SHARD_MODEL_H_
