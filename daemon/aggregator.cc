@@ -223,7 +223,11 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   const KeyLabeler& labeler = *labeler_;
   std::vector<KeySnapshot> keys;
   keys.reserve(all.size());
-  alerter_.Begin(now, shard_ops);
+  // The idle guard reads the fixed-window rate: the decayed rate of a stopped feed only
+  // halves every half-life and never reaches 0, and shares (decayed weight over decayed
+  // total) stay where they were, so only the window says that the traffic stopped.
+  const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
+  alerter_.Begin(now, window_ops);
   for (sketch::HeavyHitter& h : all) {
     KeySnapshot k;
     k.key = std::move(h.key);
@@ -261,6 +265,12 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     if (cur->second.tick != tick_) thresholds_.erase(cur);
   }
   snap->hot_keys = alerter_.hot_count();
+  // A shard with no traffic over a whole rate window exports no key shares: they are the
+  // last traffic's, frozen, and would read as the present. Until the window has filled
+  // (at start, after a restore) the shares stand.
+  if (window_ops <= 0 && snap->rate_window_seconds >= absl::ToDoubleSeconds(track_.rate_window))
+    keys.clear();
+
 
   // The exported set: hot keys; keys already exported while over min_share * (1 -
   // hysteresis); and keys over min_share with the evidence of min_key_ops_per_second in the

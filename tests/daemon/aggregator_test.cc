@@ -425,6 +425,80 @@ TEST_CASE(
   CHECK(logs.size() == 2);
 }
 
+TEST_CASE("Aggregator: when traffic stops, hot keys end and the shares stop being exported",
+          "[daemon][aggregator]") {
+  // The default --alert.min-ops; rate window 2 s, half-life 1 s.
+  const config::ReloadableOptions r = Reloadable();
+  REQUIRE(r.alert.min_ops_per_second == config::AlertOptions{}.min_ops_per_second);
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  // 3 s of traffic, 400 events per 100 ms tick, 40% on "hot:1".
+  absl::Time t = kT0;
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 30; ++step) {
+    t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
+    snap = BuildOne(agg, s, t);
+  }
+  REQUIRE(snap->hot_keys == 1);
+  const KeySnapshot* hot = FindKey(*snap, "hot:1");
+  REQUIRE(hot);
+  CHECK(hot->hot);
+  CHECK(hot->share == Approx(0.4).margin(0.02));
+  const absl::Time stop = t;
+
+  // No traffic: the tracker's clock moves on every tick (as a source's publish does).
+  auto idle_tick = [&](absl::Time at) {
+    s.AdvanceTo(at);
+    return BuildOne(agg, s, at);
+  };
+  for (t = stop + absl::Milliseconds(250); t <= stop + absl::Seconds(20);
+       t += absl::Milliseconds(250)) {
+    snap = idle_tick(t);
+    INFO("idle for " << absl::FormatDuration(t - stop));
+    // Once the window holds no traffic, the shard is idle: nothing is hot.
+    if (t - stop >= Track().rate_window) {
+      CHECK(snap->ops_per_second[0] + snap->ops_per_second[1] == 0);
+      CHECK(snap->hot_keys == 0);
+      CHECK(snap->keys.empty());  // no frozen 0.40 share at 0 ops/s
+    }
+  }
+  for (absl::Duration after : {absl::Seconds(5), absl::Seconds(20)}) {
+    snap = idle_tick(stop + after + absl::Milliseconds(1));
+    INFO("idle for " << absl::FormatDuration(after));
+    CHECK(snap->hot_keys == 0);
+    CHECK(FindKey(*snap, "hot:1") == nullptr);
+    CHECK(snap->tracked_keys > 0);  // the tracker still holds the keys
+  }
+
+  // Traffic again: the key is hot again after min_dwell.
+  for (int step = 1; step <= 10; ++step) {
+    t = stop + absl::Seconds(21) + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
+    snap = BuildOne(agg, s, t);
+  }
+  CHECK(snap->hot_keys == 1);
+}
+
+TEST_CASE("Aggregator: a shard under --alert.min-ops has no hot keys", "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.alert.min_ops_per_second = 100;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  // 50 ops/s (5 events per 100 ms), 40% on one key: a large share of very little.
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 5; ++i) s.Feed(i < 2 ? "hot:1" : absl::StrCat("bg:", step * 5 + i));
+    snap = BuildOne(agg, s, t);
+  }
+  CHECK(snap->ops_per_second[0] == Approx(50));
+  CHECK(snap->hot_keys == 0);
+}
+
 TEST_CASE("Aggregator: a key's threshold is worked out once per key and configuration",
           "[daemon][aggregator]") {
   config::ReloadableOptions r = Reloadable();

@@ -153,8 +153,18 @@ struct AlertOptions {
   absl::Duration min_dwell = absl::Milliseconds(250);
   // A hot key cools when its share < threshold * (1 - hysteresis); in [0, 1).
   double hysteresis = 0.2;
-  // Idle guard: no key is hot while the shard serves fewer ops/s than this; >= 0.
-  double min_ops_per_second = 0;
+  // Idle guard: no key is hot while the shard's ops/s over the rate window
+  // (TrackOptions::rate_window, sampling-scaled like hotkey_shard_ops_per_second) are
+  // under this, nor while they are 0, whatever this says; hot keys end when the shard
+  // falls under it. In [0, 1e12].
+  // 1: a feed that stopped (or trickles) ends its episodes within one rate window, since
+  // shares alone never move without traffic (decayed weight over decayed total). Rates
+  // are sampling-scaled, so one sampled event in the window counts 1/(p * window) ops/s:
+  // at p = 1 and the default 5 s window, 1 ops/s is 5 events in the window, too few for a
+  // share to mean anything; at p <= 0.2 any sampled event clears it, so for a sampled
+  // feed it guards only against silence. Set it to what a real shard never goes under
+  // (the example rules use 100).
+  double min_ops_per_second = 1;
   // Tried in order; the first matching rule wins. At most kMaxRules.
   std::vector<ThresholdRule> rules;
 
