@@ -79,6 +79,8 @@ class Stream {
 
 config::TrackOptions Track() {
   config::TrackOptions t;
+  // The tests tick every 100 ms or more: the history keeps every tick.
+  t.publish_interval = absl::Milliseconds(100);
   t.rate_window = absl::Seconds(2);
   t.half_life = absl::Seconds(1);
   return t;
@@ -745,6 +747,44 @@ TEST_CASE("Aggregator: on a quiet shard a key needs evidence before it is export
   CHECK(off > 100);  // every stray request is a large share
   CHECK(on <= 2);
   CHECK(steady_on);  // the 4 ops/s key stays exported all along
+}
+
+TEST_CASE(
+    "Aggregator: the tracking state stays under its computed bound, however many keys and "
+    "ticks",
+    "[daemon][aggregator]") {
+  // Two sources with --track.candidates (128) each, fed far more distinct keys than
+  // candidates, and built far more often than the publish interval (each source's publish
+  // asks for one).
+  config::TrackOptions track = Track();  // 100 ms interval, 2 s window: 44 points at most
+  std::vector<Stream> streams(2, Stream(absl::Seconds(1), track.candidates));
+  Aggregator agg(track, Reloadable(), "secret", kT0, nullptr);
+  const size_t history_bound = Aggregator::RateHistoryBound(track, 2);
+  size_t most = 0;
+  uint64_t n = 0;
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 400; ++step) {  // 10 s at 25 ms: 4 builds per interval
+    const absl::Time t = kT0 + absl::Milliseconds(25 * step);
+    for (Stream& s : streams) {
+      s.AdvanceTo(t);
+      for (int i = 0; i < 200; ++i) s.Feed(absl::StrCat("k:", n++));  // every key new
+    }
+    std::vector<std::shared_ptr<const ReceiverReport>> reports;
+    for (const Stream& s : streams) reports.push_back(s.Report());
+    snap = agg.Build(reports, t, 0);
+    most = std::max(most, agg.RateHistoryBytes());
+    REQUIRE(agg.RateHistoryBytes() == snap->rate_history_bytes);
+  }
+  INFO("rate history: at most " << most << " bytes, bound " << history_bound);
+  CHECK(most > 0);
+  CHECK(most <= history_bound);
+  const size_t tracker_bytes = streams[0].Report()->tracker.MemoryBytes();
+  CHECK(snap->merged_tracker_bytes == tracker_bytes);  // the merge target has their shape
+  CHECK(snap->memory_budget_bytes == Aggregator::MemoryBudget(track, 2, tracker_bytes));
+  // Two trackers and their 6 copies each, the merged one, and the history.
+  CHECK(snap->memory_budget_bytes == 15 * tracker_bytes + history_bound);
+  CHECK(snap->sketch_bytes + snap->merged_tracker_bytes + snap->rate_history_bytes <=
+        snap->memory_budget_bytes);
 }
 
 // Feeds `keys` keys (key i gets keys - i events) and builds a snapshot per 100 ms step;

@@ -85,6 +85,12 @@ struct TrackOptions {
   // suffix leaves no room for a readable prefix.
   uint32_t stored_key_bytes = 128;
 
+  // Points the aggregator's rate history holds at most, spares included: a point per tick
+  // over rate_window, kept at least publish_interval / 2 apart (a tick closer to the last
+  // point is not kept), the point being built, and two spares: 2 * ceil(rate_window /
+  // publish_interval) + 4. 44 by default.
+  uint64_t MaxRatePoints() const;
+
   absl::Status Validate() const;
   friend bool operator==(const TrackOptions&, const TrackOptions&) = default;
 };
@@ -233,7 +239,15 @@ struct DaemonOptions {
   double demo_rate = 9500;
   std::string log_level = "info";  // debug | info | warn | error
 
-  // Validates every part.
+  // Sources the daemon merges: the UDP receivers, and the demo source with --demo.
+  int Sources() const { return udp.receivers + (demo ? 1 : 0); }
+  // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
+  // Sources(), each of 40 bytes (aggregator.h). Validate() rejects more than
+  // kMaxRateHistoryKeys (2.5 GiB of entries): 5,632 by default.
+  uint64_t RateHistoryKeys() const;
+  static constexpr uint64_t kMaxRateHistoryKeys = uint64_t{1} << 26;
+
+  // Validates every part, and the rate history's size (RateHistoryKeys()).
   absl::Status Validate() const;
 };
 
