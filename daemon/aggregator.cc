@@ -270,10 +270,10 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   }
   snap->hot_keys = alerter_.hot_count();
   // A shard with no traffic over a whole rate window exports no key shares: they are the
-  // last traffic's, frozen, and would read as the present. Until the window has filled
-  // (at start, after a restore) the shares stand.
-  if (window_ops <= 0 && snap->rate_window_seconds >= absl::ToDoubleSeconds(track_.rate_window))
-    keys.clear();
+  // last traffic's, frozen, and would read as the present. Until a whole window has passed
+  // since start (a restored tracker's shares, before new traffic) the shares stand. (Not
+  // the window's span: with ticks a little late the oldest point stays under the window.)
+  if (window_ops <= 0 && now - start_ >= track_.rate_window) keys.clear();
 
   // The exported set: hot keys; keys already exported while over min_share * (1 -
   // hysteresis); and keys over min_share with the evidence of min_key_ops_per_second in the
