@@ -70,7 +70,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddNumber("alert.share-threshold", "Share of traffic above which a key is hot, unless a rule in --config.file says otherwise; in (0, 1].", &o.alert.default_threshold);
   p.AddDuration("alert.min-dwell", "How long a key must stay over its threshold before it is hot.", &o.alert.min_dwell);
   p.AddNumber("alert.hysteresis", "A hot key cools below threshold * (1 - hysteresis), in [0, 1).", &o.alert.hysteresis);
-  p.AddNumber("alert.min-ops", "Idle guard: no key is hot while the shard serves fewer ops/s than this.", &o.alert.min_ops_per_second);
+  p.AddNumber("alert.min-ops", "Idle guard: no key is hot while the shard serves fewer ops/s than this over --track.rate-window (or none); hot keys end below it.", &o.alert.min_ops_per_second);
   p.AddInteger("cluster.shards", "Shards in the cluster (N), for the advice model.", &o.cluster.shards);
   p.AddNumber("cluster.capacity", "Ops/s one shard can serve (C).", &o.cluster.capacity);
   p.AddInteger("cluster.app-servers", "App servers that would cache a hot key (A).", &o.cluster.app_servers);

@@ -219,10 +219,28 @@ absl::Status StorageOptions::Validate() const {
   return absl::OkStatus();
 }
 
+uint64_t TrackOptions::MaxRatePoints() const {
+  absl::Duration rest;
+  const int64_t ticks = absl::IDivDuration(rate_window, publish_interval, &rest);
+  return 2 * static_cast<uint64_t>(ticks + (rest > absl::ZeroDuration() ? 1 : 0)) + 4;
+}
+
+uint64_t DaemonOptions::RateHistoryKeys() const {
+  return track.MaxRatePoints() * track.candidates * static_cast<uint64_t>(Sources());
+}
+
 absl::Status DaemonOptions::Validate() const {
   for (absl::Status s : {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(),
                          alert.Validate(), ValidateCluster(cluster), storage.Validate()}) {
     if (!s.ok()) return s;
+  }
+  if (RateHistoryKeys() > kMaxRateHistoryKeys) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rate history too large: ", track.MaxRatePoints(),
+        " points (2 x --track.rate-window / --track.publish-interval + 4) x ", track.candidates,
+        " --track.candidates x ", Sources(), " sources (--udp.receivers, plus 1 with --demo) = ",
+        RateHistoryKeys(), " key entries, over the maximum of ", kMaxRateHistoryKeys,
+        " (2.5 GiB); shorten the window, lengthen the interval or track fewer candidates"));
   }
   if (!(demo_rate > 0) || demo_rate > 1e7) return OutOfRange("demo rate", "(0, 1e7]", demo_rate);
   if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error") {

@@ -5,6 +5,8 @@
 #include <limits>
 #include <optional>
 
+#include "report_buffer.h"
+
 namespace hotkey::daemon {
 
 namespace {
@@ -43,6 +45,8 @@ void Aggregator::FillSource(const sketch::HeavyHitters& tracker,
   for (int o = 0; o < kNumOps; ++o)
     out->raw_total[o] = tracker.RawTotal(static_cast<sketch::Op>(o));
   out->keys.clear();
+  // Exactly the table's size at most, so a point never holds more than `candidates` keys.
+  out->keys.reserve(tracker.options().candidates);
   for (const sketch::HeavyHitter& h : table) {
     out->keys.push_back(KeyRaw{h.hash, {h.raw_weight[0], h.raw_weight[1]}, h.admitted});
     if (h.admitted < start_) out->fresh = false;
@@ -222,7 +226,11 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   const KeyLabeler& labeler = *labeler_;
   std::vector<KeySnapshot> keys;
   keys.reserve(all.size());
-  alerter_.Begin(now, shard_ops);
+  // The idle guard reads the fixed-window rate: the decayed rate of a stopped feed only
+  // halves every half-life and never reaches 0, and shares (decayed weight over decayed
+  // total) stay where they were, so only the window says that the traffic stopped.
+  const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
+  alerter_.Begin(now, window_ops);
   for (sketch::HeavyHitter& h : all) {
     KeySnapshot k;
     k.key = std::move(h.key);
@@ -260,6 +268,11 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     if (cur->second.tick != tick_) thresholds_.erase(cur);
   }
   snap->hot_keys = alerter_.hot_count();
+  // A shard with no traffic over a whole rate window exports no key shares: they are the
+  // last traffic's, frozen, and would read as the present. Until a whole window has passed
+  // since start (a restored tracker's shares, before new traffic) the shares stand. (Not
+  // the window's span: with ticks a little late the oldest point stays under the window.)
+  if (window_ops <= 0 && now - start_ >= track_.rate_window) keys.clear();
 
   // The exported set: hot keys; keys already exported while over min_share * (1 -
   // hysteresis); and keys over min_share with the evidence of min_key_ops_per_second in the
@@ -289,9 +302,48 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     if (k.projected_load.empty()) Project(reloadable_.cluster, shard_ops, &k);
     KeyWindowRates(point, bases, now, &k);
   }
-  history_.push_back(std::move(point));
+  // A tick closer than half a publish interval to the newest point is not kept (its figures
+  // are out; it is only not a base for later ticks), so the points stay at least that far
+  // apart and the history holds at most track_.MaxRatePoints() however often Build() runs
+  // (each source's publish asks for one).
+  if (!history_.empty() && now - history_.back().time < track_.publish_interval / 2) {
+    if (spare_.size() < 2) spare_.push_back(std::move(point));
+  } else {
+    history_.push_back(std::move(point));
+  }
   snap->keys = std::move(keys);
+
+  const size_t tracker_bytes = tracker->MemoryBytes();
+  snap->merged_tracker_bytes = merged_ ? merged_->MemoryBytes() : 0;
+  snap->rate_history_bytes = RateHistoryBytes();
+  snap->memory_budget_bytes = MemoryBudget(track_, reports.size(), tracker_bytes);
   return snap;
+}
+
+size_t Aggregator::RateHistoryBytes() const {
+  size_t n = 0;
+  auto add = [&n](const HistoryPoint& p) {
+    n += sizeof(HistoryPoint) + p.sources.capacity() * sizeof(SourcePoint);
+    for (const SourcePoint& s : p.sources) n += s.keys.capacity() * sizeof(KeyRaw);
+  };
+  for (const HistoryPoint& p : history_) add(p);
+  for (const HistoryPoint& p : spare_) add(p);
+  return n;
+}
+
+// options.h and the README state the rate history's entries as 40 bytes each.
+static_assert(sizeof(Aggregator::KeyRaw) == 40);
+
+size_t Aggregator::RateHistoryBound(const config::TrackOptions& track, size_t sources) {
+  return track.MaxRatePoints() *
+         (sizeof(HistoryPoint) +
+          sources * (sizeof(SourcePoint) + track.candidates * sizeof(KeyRaw)));
+}
+
+size_t Aggregator::MemoryBudget(const config::TrackOptions& track, size_t sources,
+                                size_t tracker_bytes) {
+  const size_t copies = sources * (1 + ReportBuffer::kMaxReports) + (sources > 1 ? 1 : 0);
+  return copies * tracker_bytes + RateHistoryBound(track, sources);
 }
 
 }  // namespace hotkey::daemon

@@ -25,8 +25,10 @@
 // (state restored from a previous run) it is only the baseline, so restored lifetime
 // totals are never counted as traffic.
 //
-// Memory is bounded: the history holds one point per tick of the rate window, each with
-// at most `candidates` keys per receiver; popped points are reused.
+// Memory is bounded by the options: the history holds at most TrackOptions::MaxRatePoints()
+// points (a tick closer than publish_interval / 2 to the newest point is not kept), each
+// with at most `candidates` keys per source; popped points are reused. RateHistoryBound()
+// and MemoryBudget() give the bounds; aggregator_test.cc pins them.
 //
 // Thread-compatible: Build() and SetReloadable() are called from one thread (the daemon's
 // main io_context); the result is immutable and shared.
@@ -80,6 +82,18 @@ class Aggregator {
   // key and configuration (a key keeps its threshold while it stays tracked; a reload
   // forgets them all), not once per key per tick.
   uint64_t threshold_lookups() const { return threshold_lookups_; }
+
+  // Bytes the rate history holds now (its points, spares included, and their vectors).
+  size_t RateHistoryBytes() const;
+  // The most RateHistoryBytes() can be with `sources` sources.
+  static size_t RateHistoryBound(const config::TrackOptions& track, size_t sources);
+  // The most the tracking state can hold with `sources` sources whose trackers take
+  // `tracker_bytes` each (HeavyHitters::MemoryBytes(), fixed at creation): each source's
+  // tracker and its at most ReportBuffer::kMaxReports published copies, the merged tracker
+  // (with more than one source) and the rate history. Exported as
+  // hotkey_memory_budget_bytes.
+  static size_t MemoryBudget(const config::TrackOptions& track, size_t sources,
+                             size_t tracker_bytes);
 
  private:
   struct SourcePoint {

@@ -23,7 +23,7 @@ Alerter::Alerter(const config::AlertOptions& options, LogSink log)
 
 void Alerter::Begin(absl::Time now, double shard_ops_per_second) {
   now_ = now;
-  idle_ = shard_ops_per_second < options_.min_ops_per_second;
+  idle_ = shard_ops_per_second <= 0 || shard_ops_per_second < options_.min_ops_per_second;
   ++tick_;
 }
 

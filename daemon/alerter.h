@@ -3,9 +3,11 @@
 //
 // A key becomes hot after its share has stayed above its threshold (AlertOptions::
 // ThresholdFor) for min_dwell, and only while the shard serves at least min_ops_per_second
-// (the idle guard: on a near-silent shard one request is a large share). A hot key cools
-// when its share drops below threshold * (1 - hysteresis), when the shard goes idle, or
-// when it leaves the tracker. Time is whatever the caller passes, so tests use a fake clock.
+// and more than 0 (the idle guard: on a near-silent shard one request is a large share, and
+// on a silent one shares stay frozen). The caller passes the shard's ops/s over the rate
+// window (aggregator.h), which reaches 0 once traffic stops. A hot key cools when its share
+// drops below threshold * (1 - hysteresis), when the shard goes idle, or when it leaves the
+// tracker. Time is whatever the caller passes, so tests use a fake clock.
 //
 // Episode logs are logfmt lines with the key's label (never raw bytes when the operator
 // hides keys), the peak share and the duration.
@@ -46,7 +48,8 @@ class Alerter {
     std::string strategy;
   };
 
-  // One evaluation tick: call Observe() for every tracked key, then Finish().
+  // One evaluation tick: call Observe() for every tracked key, then Finish(). The shard is
+  // idle (nothing is hot) when `shard_ops_per_second` is 0 or under min_ops_per_second.
   void Begin(absl::Time now, double shard_ops_per_second);
   // `id` identifies the key (its hash); returns whether it is hot after this observation.
   bool Observe(uint64_t id, double share, double threshold, std::string_view label,

@@ -66,8 +66,10 @@ class Daemon::Impl {
   void WaitForSignal();
   // Restores the trackers from --storage.path, if there is usable state.
   void RestoreState();
-  // Saves the sources' merged trackers now.
+  // Serialises the sources' merged trackers now and hands them to writer_.
   void SaveState();
+  // writer_'s outcome of each write, on its thread.
+  void Saved(const absl::Status& s);
   void ArmStorageTimer();
   void RequestBuild();
 
@@ -86,7 +88,8 @@ class Daemon::Impl {
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<HttpServer> http_;
   std::atomic<bool> build_pending_{false};
-  std::unique_ptr<StateStore> store_;  // null without --storage.path
+  std::unique_ptr<StateStore> store_;    // null without --storage.path
+  std::unique_ptr<StateWriter> writer_;  // with store_: its writes, off the io thread
   std::unique_ptr<asio::steady_timer> storage_timer_;
   bool shut_down_ = false;            // io thread
   std::atomic<bool> running_{false};  // Run() is inside io_.run()
@@ -160,6 +163,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<Event
 
   if (!options_.storage.path.empty()) {
     store_ = std::make_unique<StateStore>(options_.storage.path);
+    writer_ = std::make_unique<StateWriter>(*store_, [this](const absl::Status& s) { Saved(s); });
     storage_status_.enabled = true;
     RestoreState();
   }
@@ -256,7 +260,10 @@ void Daemon::Impl::DoShutdown() {
   // Init() failed early (a bad rules file) has no aggregator to build with.
   if (aggregator_) Build();
   if (storage_timer_) storage_timer_->cancel();
-  if (store_) SaveState();  // after the receivers' last reports: nothing counted is lost
+  if (store_) {
+    SaveState();        // after the receivers' last reports: nothing counted is lost
+    writer_->Finish();  // and written before the daemon goes
+  }
   io_.stop();
 }
 
@@ -295,17 +302,23 @@ void Daemon::Impl::ArmStorageTimer() {
 
 void Daemon::Impl::SaveState() {
   // The tracker the aggregator merged for the last snapshot: every source's latest report,
-  // merged once per tick, not again here. SaveState runs on the io thread, as Build does.
+  // merged once per tick, not again here. SaveState runs on the io thread, as Build does;
+  // only the serialising (in memory) does: the write and its fsyncs run on writer_'s thread.
   const sketch::HeavyHitters* merged = aggregator_->merged_tracker();
   if (!merged) return;
-  const absl::Status s = store_->Save(*merged);
-  std::lock_guard<std::mutex> l(mu_);
-  if (s.ok()) {
-    storage_status_.last_success = clock_.Now();
-  } else {
-    ++storage_status_.failures;
-    Log("error", "cannot save state", absl::StrCat("err=\"", s.message(), "\""));
+  writer_->Submit(merged->Serialize());
+}
+
+void Daemon::Impl::Saved(const absl::Status& s) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (s.ok()) {
+      storage_status_.last_success = clock_.Now();
+    } else {
+      ++storage_status_.failures;
+    }
   }
+  if (!s.ok()) Log("error", "cannot save state", absl::StrCat("err=\"", s.message(), "\""));
 }
 
 std::shared_ptr<const Snapshot> Daemon::Impl::snapshot() const {

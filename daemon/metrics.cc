@@ -150,8 +150,19 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   }
   AddSingle(out, "hotkey_tracked_keys", "Keys held in the trackers' top-K tables.", kGauge,
             static_cast<double>(snap->tracked_keys));
-  AddSingle(out, "hotkey_sketch_bytes", "Memory of the trackers (sketches and tables).", kGauge,
+  AddSingle(out, "hotkey_sketch_bytes",
+            "Memory of the sources' trackers (sketches and tables), one per source.", kGauge,
             static_cast<double>(snap->sketch_bytes));
+  AddSingle(out, "hotkey_merged_tracker_bytes",
+            "Memory of the tracker the sources' trackers are merged into (0 with one source).",
+            kGauge, static_cast<double>(snap->merged_tracker_bytes));
+  AddSingle(out, "hotkey_rate_history_bytes",
+            "Memory of the per-key counts kept over the rate window.", kGauge,
+            static_cast<double>(snap->rate_history_bytes));
+  AddSingle(out, "hotkey_memory_budget_bytes",
+            "Most memory the tracking state can take with these options: trackers, their "
+            "published copies, the merged tracker and the rate history.",
+            kGauge, static_cast<double>(snap->memory_budget_bytes));
   AddSingle(out, "hotkey_hot_keys", "Keys currently in a hot episode.", kGauge,
             static_cast<double>(snap->hot_keys));
 

@@ -29,6 +29,7 @@ struct ReportBuffer::Pool {
 
   mutable std::mutex mu;
   int total = 0;                                    // reports made; guarded by mu
+  uint64_t skipped = 0;                             // guarded by mu
   std::vector<std::unique_ptr<SourceReport>> free;  // guarded by mu
   std::vector<void*> free_blocks;                   // of kBlockBytes; guarded by mu
   std::shared_ptr<const SourceReport> latest;       // guarded by mu
@@ -102,7 +103,7 @@ ReportBuffer::~ReportBuffer() {
   }
 }
 
-void ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
+bool ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
                            const SourceCounters& counters) {
   std::unique_ptr<SourceReport> slot;
   {
@@ -110,9 +111,12 @@ void ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
     if (!pool_->free.empty()) {
       slot = std::move(pool_->free.back());
       pool_->free.pop_back();
-    } else {
+    } else if (pool_->total < kMaxReports) {
       ++pool_->total;  // every report is held by a reader: make one more
       pool_->Reserve();
+    } else {
+      ++pool_->skipped;  // every report allowed is held: the memory stays bounded
+      return false;
     }
   }
   if (slot) {
@@ -129,6 +133,7 @@ void ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
     std::swap(report, pool_->latest);
   }
   // `report` now holds the previous latest; it is released here, outside the lock.
+  return true;
 }
 
 std::shared_ptr<const SourceReport> ReportBuffer::Latest() const {
@@ -139,6 +144,11 @@ std::shared_ptr<const SourceReport> ReportBuffer::Latest() const {
 int ReportBuffer::reports() const {
   std::lock_guard<std::mutex> l(pool_->mu);
   return pool_->total;
+}
+
+uint64_t ReportBuffer::skipped() const {
+  std::lock_guard<std::mutex> l(pool_->mu);
+  return pool_->skipped;
 }
 
 }  // namespace hotkey::daemon

@@ -12,7 +12,9 @@
 // Cost: once every slot has held a full tracker, a publish allocates nothing
 // (report_buffer_test.cc counts). Only when readers hold every spare report at once (a
 // reader slower than kSlots - 1 ticks) does Publish() allocate one more, which then stays
-// in the pool.
+// in the pool; at most kMaxReports are ever made, so a source's reports hold at most
+// kMaxReports copies of its tracker. A publish that finds every one of them held is
+// skipped (counted): the tracker keeps counting, and the next publish carries it all.
 //
 // Thread-safe: Publish() from the source's thread; Latest() from any thread. Reports may
 // outlive the buffer.
@@ -32,6 +34,8 @@ class ReportBuffer {
  public:
   // The latest report, one a reader may still hold, and one to write into.
   static constexpr int kSlots = 3;
+  // Reports made at most, held ones included: the memory bound of one source's copies.
+  static constexpr int kMaxReports = 2 * kSlots;
 
   // Preallocates kSlots reports shaped like `prototype`.
   explicit ReportBuffer(const sketch::HeavyHitters& prototype);
@@ -39,7 +43,8 @@ class ReportBuffer {
   ReportBuffer(const ReportBuffer&) = delete;
   ReportBuffer& operator=(const ReportBuffer&) = delete;
 
-  void Publish(absl::Time time, const sketch::HeavyHitters& tracker,
+  // Returns false (and counts it in skipped()) when readers hold kMaxReports reports.
+  bool Publish(absl::Time time, const sketch::HeavyHitters& tracker,
                const SourceCounters& counters);
 
   // The last published report; null before the first Publish().
@@ -47,6 +52,8 @@ class ReportBuffer {
 
   // Reports in the pool, free or held: kSlots unless readers lagged.
   int reports() const;
+  // Publishes skipped because readers held kMaxReports reports.
+  uint64_t skipped() const;
 
   // The reports, blocks and mutex (report_buffer.cc); shared with the reports handed out.
   struct Pool;

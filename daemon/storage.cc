@@ -44,7 +44,10 @@ bool SameOptions(const sketch::HeavyHittersOptions& a, const sketch::HeavyHitter
 }  // namespace
 
 absl::Status StateStore::Save(const sketch::HeavyHitters& tracker) const {
-  const std::string data = tracker.Serialize();
+  return SaveBytes(tracker.Serialize());
+}
+
+absl::Status StateStore::SaveBytes(const std::string& data) const {
   const std::string tmp = absl::StrCat(path_, ".tmp");
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot create", tmp);
@@ -104,6 +107,59 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
   hh->Advance(now);  // the downtime decays its weights like any other time
   out.tracker = *std::move(hh);
   return out;
+}
+
+StateWriter::StateWriter(const StateStore& store, Done done, std::function<void()> before_write)
+    : store_(store),
+      done_(std::move(done)),
+      before_write_(std::move(before_write)),
+      thread_([this] { Loop(); }) {}
+
+StateWriter::~StateWriter() { Finish(); }
+
+void StateWriter::Submit(std::string data) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (finishing_) return;
+    if (pending_) ++replaced_;
+    pending_ = std::move(data);
+  }
+  cv_.notify_one();
+}
+
+void StateWriter::Finish() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    finishing_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t StateWriter::writes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return writes_;
+}
+
+uint64_t StateWriter::replaced() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return replaced_;
+}
+
+void StateWriter::Loop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [this] { return pending_.has_value() || finishing_; });
+    if (!pending_) return;  // finishing, nothing waits
+    std::string data = std::move(*pending_);
+    pending_.reset();
+    l.unlock();
+    if (before_write_) before_write_();
+    const absl::Status s = store_.SaveBytes(data);
+    if (done_) done_(s);
+    l.lock();
+    ++writes_;
+  }
 }
 
 }  // namespace hotkey::daemon

@@ -9,13 +9,20 @@
 // --track.* options) is reported, moved aside (`<path>.bad-<unix seconds>`), and the
 // daemon starts empty rather than refusing to run.
 //
-// Thread-compatible; the daemon calls it from its main thread.
+// StateStore is thread-compatible (it holds only its path). StateWriter does its writes
+// on a thread of its own, so that the fsyncs never stall the daemon's io thread, which
+// answers scrapes.
 
 #ifndef HOTKEY_DAEMON_STORAGE_H_
 #define HOTKEY_DAEMON_STORAGE_H_
 
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,6 +37,8 @@ class StateStore {
 
   // Writes `tracker` atomically. On error the previous file is untouched.
   absl::Status Save(const sketch::HeavyHitters& tracker) const;
+  // The same for a tracker already serialised (HeavyHitters::Serialize()).
+  absl::Status SaveBytes(const std::string& data) const;
 
   // What Load() found.
   struct Loaded {
@@ -45,6 +54,50 @@ class StateStore {
 
  private:
   const std::string path_;
+};
+
+// Writes a StateStore's file on one thread of its own. The caller serialises the tracker
+// (cheap, in memory) and hands over the bytes; the write and its fsyncs run on the writer
+// thread. At most one write waits: a Submit() while one waits replaces it, since the newest
+// state holds everything the older one did. Finish() writes what waits and joins the
+// thread, so a final Submit() followed by Finish() loses nothing.
+//
+// Thread-safe: Submit() and Finish() may be called from any thread; `done` and the test
+// hook run on the writer thread.
+class StateWriter {
+ public:
+  // The outcome of each write.
+  using Done = std::function<void(const absl::Status&)>;
+
+  // `before_write` (tests only) runs on the writer thread before each write.
+  StateWriter(const StateStore& store, Done done, std::function<void()> before_write = nullptr);
+  ~StateWriter();  // Finish()
+  StateWriter(const StateWriter&) = delete;
+  StateWriter& operator=(const StateWriter&) = delete;
+
+  // Queues `data` (a serialised tracker), replacing a write not yet started. Ignored after
+  // Finish().
+  void Submit(std::string data);
+  // Writes what waits, then stops the writer thread. Idempotent.
+  void Finish();
+
+  // Writes done, and Submit()s replaced before they were written.
+  uint64_t writes() const;
+  uint64_t replaced() const;
+
+ private:
+  void Loop();
+
+  const StateStore& store_;
+  const Done done_;
+  const std::function<void()> before_write_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<std::string> pending_;  // guarded by mu_
+  bool finishing_ = false;              // guarded by mu_
+  uint64_t writes_ = 0;                 // guarded by mu_
+  uint64_t replaced_ = 0;               // guarded by mu_
+  std::thread thread_;                  // last: starts once the rest is built
 };
 
 }  // namespace hotkey::daemon

@@ -62,7 +62,7 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.alert.default_threshold == 0.10);
   CHECK(o.alert.min_dwell == absl::Milliseconds(250));
   CHECK(o.alert.hysteresis == 0.2);
-  CHECK(o.alert.min_ops_per_second == 0);
+  CHECK(o.alert.min_ops_per_second == 1);
   CHECK(o.alert.rules.empty());
   CHECK(o.cluster.shards == 8);
   CHECK(o.cluster.replicas == 4);
@@ -257,7 +257,7 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
       "--alert.share-threshold=0.1",
       "--alert.min-dwell=250ms",
       "--alert.hysteresis=0.2",
-      "--alert.min-ops=0",
+      "--alert.min-ops=1",
       "--cluster.shards=8",
       "--cluster.capacity=10000",
       "--cluster.app-servers=50",

@@ -40,6 +40,35 @@ TEST_CASE("Options: every default validates", "[config][options]") {
   CHECK(ReloadableOptions{}.Validate().ok());
 }
 
+TEST_CASE("Options: the rate history's size is validated against its maximum",
+          "[config][options]") {
+  DaemonOptions o;
+  CHECK(o.track.MaxRatePoints() == 44);  // 2 x (5 s / 250 ms) + 4
+  CHECK(o.RateHistoryKeys() == 44 * 128);
+  // The largest window at the shortest interval with the most candidates: refused, naming
+  // the flags.
+  o.track.rate_window = absl::Hours(1);
+  o.track.publish_interval = absl::Milliseconds(10);
+  o.track.candidates = 1u << 20;
+  const absl::Status s = o.Validate();
+  CHECK_FALSE(s.ok());
+  CHECK_THAT(Message(s), Contains("rate history too large") && Contains("--track.rate-window") &&
+                             Contains("--track.publish-interval") &&
+                             Contains("--track.candidates") && Contains("--udp.receivers"));
+  // Just under the maximum passes; one more source goes over.
+  o.track.rate_window = absl::Seconds(6);
+  o.track.publish_interval = absl::Milliseconds(100);  // 124 points
+  o.track.candidates = 1u << 19;                       // 65,011,712 entries
+  CHECK(o.RateHistoryKeys() <= DaemonOptions::kMaxRateHistoryKeys);
+  CHECK(o.Validate().ok());
+  o.demo = true;
+  CHECK(o.RateHistoryKeys() > DaemonOptions::kMaxRateHistoryKeys);
+  CHECK_FALSE(o.Validate().ok());
+  // A window that is not a whole number of intervals rounds up.
+  o.track.rate_window = absl::Milliseconds(1050);
+  CHECK(o.track.MaxRatePoints() == 2 * 11 + 4);
+}
+
 TEST_CASE("Thresholds: a key no rule matches gets the default", "[config][options]") {
   AlertOptions alert;
   alert.default_threshold = 0.3;

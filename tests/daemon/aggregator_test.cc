@@ -79,6 +79,8 @@ class Stream {
 
 config::TrackOptions Track() {
   config::TrackOptions t;
+  // The tests tick every 100 ms or more: the history keeps every tick.
+  t.publish_interval = absl::Milliseconds(100);
   t.rate_window = absl::Seconds(2);
   t.half_life = absl::Seconds(1);
   return t;
@@ -425,6 +427,81 @@ TEST_CASE(
   CHECK(logs.size() == 2);
 }
 
+TEST_CASE("Aggregator: when traffic stops, hot keys end and the shares stop being exported",
+          "[daemon][aggregator]") {
+  // The default --alert.min-ops; rate window 2 s, half-life 1 s.
+  const config::ReloadableOptions r = Reloadable();
+  REQUIRE(r.alert.min_ops_per_second == config::AlertOptions{}.min_ops_per_second);
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  // 3 s of traffic, 400 events per 100 ms tick, 40% on "hot:1".
+  absl::Time t = kT0;
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 30; ++step) {
+    t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
+    snap = BuildOne(agg, s, t);
+  }
+  REQUIRE(snap->hot_keys == 1);
+  const KeySnapshot* hot = FindKey(*snap, "hot:1");
+  REQUIRE(hot);
+  CHECK(hot->hot);
+  CHECK(hot->share == Approx(0.4).margin(0.02));
+  const absl::Time stop = t;
+
+  // No traffic: the tracker's clock moves on every tick (as a source's publish does), each
+  // tick 1 ms late as real timers are, so the window's oldest point is a little under a
+  // whole window old.
+  auto idle_tick = [&](absl::Time at) {
+    s.AdvanceTo(at);
+    return BuildOne(agg, s, at);
+  };
+  for (int k = 1; k <= 80; ++k) {
+    t = stop + absl::Milliseconds(251 * k);
+    snap = idle_tick(t);
+    INFO("idle for " << absl::FormatDuration(t - stop));
+    // Once the window holds no traffic, the shard is idle: nothing is hot, and the frozen
+    // 0.40 share at 0 ops/s is not exported.
+    if (t - stop >= Track().rate_window) {
+      CHECK(snap->ops_per_second[0] + snap->ops_per_second[1] == 0);
+      CHECK(snap->hot_keys == 0);
+      CHECK(snap->keys.empty());
+    }
+    if (k == 20 || k == 80) {  // after about 5 s and 20 s
+      CHECK(snap->hot_keys == 0);
+      CHECK(FindKey(*snap, "hot:1") == nullptr);
+      CHECK(snap->tracked_keys > 0);  // the tracker still holds the keys
+    }
+  }
+
+  // Traffic again: the key is hot again after min_dwell.
+  for (int step = 1; step <= 10; ++step) {
+    t = stop + absl::Seconds(21) + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
+    snap = BuildOne(agg, s, t);
+  }
+  CHECK(snap->hot_keys == 1);
+}
+
+TEST_CASE("Aggregator: a shard under --alert.min-ops has no hot keys", "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.alert.min_ops_per_second = 100;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  // 50 ops/s (5 events per 100 ms), 40% on one key: a large share of very little.
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 5; ++i) s.Feed(i < 2 ? "hot:1" : absl::StrCat("bg:", step * 5 + i));
+    snap = BuildOne(agg, s, t);
+  }
+  CHECK(snap->ops_per_second[0] == Approx(50));
+  CHECK(snap->hot_keys == 0);
+}
+
 TEST_CASE("Aggregator: a key's threshold is worked out once per key and configuration",
           "[daemon][aggregator]") {
   config::ReloadableOptions r = Reloadable();
@@ -671,6 +748,44 @@ TEST_CASE("Aggregator: on a quiet shard a key needs evidence before it is export
   CHECK(off > 100);  // every stray request is a large share
   CHECK(on <= 2);
   CHECK(steady_on);  // the 4 ops/s key stays exported all along
+}
+
+TEST_CASE(
+    "Aggregator: the tracking state stays under its computed bound, however many keys and "
+    "ticks",
+    "[daemon][aggregator]") {
+  // Two sources with --track.candidates (128) each, fed far more distinct keys than
+  // candidates, and built far more often than the publish interval (each source's publish
+  // asks for one).
+  config::TrackOptions track = Track();  // 100 ms interval, 2 s window: 44 points at most
+  std::vector<Stream> streams(2, Stream(absl::Seconds(1), track.candidates));
+  Aggregator agg(track, Reloadable(), "secret", kT0, nullptr);
+  const size_t history_bound = Aggregator::RateHistoryBound(track, 2);
+  size_t most = 0;
+  uint64_t n = 0;
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 400; ++step) {  // 10 s at 25 ms: 4 builds per interval
+    const absl::Time t = kT0 + absl::Milliseconds(25 * step);
+    for (Stream& s : streams) {
+      s.AdvanceTo(t);
+      for (int i = 0; i < 200; ++i) s.Feed(absl::StrCat("k:", n++));  // every key new
+    }
+    std::vector<std::shared_ptr<const ReceiverReport>> reports;
+    for (const Stream& s : streams) reports.push_back(s.Report());
+    snap = agg.Build(reports, t, 0);
+    most = std::max(most, agg.RateHistoryBytes());
+    REQUIRE(agg.RateHistoryBytes() == snap->rate_history_bytes);
+  }
+  INFO("rate history: at most " << most << " bytes, bound " << history_bound);
+  CHECK(most > 0);
+  CHECK(most <= history_bound);
+  const size_t tracker_bytes = streams[0].Report()->tracker.MemoryBytes();
+  CHECK(snap->merged_tracker_bytes == tracker_bytes);  // the merge target has their shape
+  CHECK(snap->memory_budget_bytes == Aggregator::MemoryBudget(track, 2, tracker_bytes));
+  // Two trackers and their 6 copies each, the merged one, and the history.
+  CHECK(snap->memory_budget_bytes == 15 * tracker_bytes + history_bound);
+  CHECK(snap->sketch_bytes + snap->merged_tracker_bytes + snap->rate_history_bytes <=
+        snap->memory_budget_bytes);
 }
 
 // Feeds `keys` keys (key i gets keys - i events) and builds a snapshot per 100 ms step;

@@ -116,6 +116,28 @@ TEST_CASE("ReportBuffer: readers holding every report get one more, still correc
   }
 }
 
+TEST_CASE("ReportBuffer: at most kMaxReports are made; a publish finding all held is skipped",
+          "[daemon][report_buffer]") {
+  sketch::HeavyHitters t = Tracker();
+  ReportBuffer b(t);
+  SourceCounters c;
+  std::vector<std::shared_ptr<const SourceReport>> held;
+  for (int i = 0; i < 3 * ReportBuffer::kMaxReports; ++i) {
+    c.events = i;
+    CHECK(b.Publish(kT0, t, c) == (i < ReportBuffer::kMaxReports));
+    held.push_back(b.Latest());
+  }
+  CHECK(b.reports() == ReportBuffer::kMaxReports);
+  CHECK(b.skipped() == 2 * ReportBuffer::kMaxReports);
+  // The latest is the last one made; once a reader lets go, publishing works again.
+  CHECK(b.Latest()->counters.events == ReportBuffer::kMaxReports - 1);
+  held.clear();
+  c.events = 1000;
+  CHECK(b.Publish(kT0, t, c));
+  CHECK(b.Latest()->counters.events == 1000);
+  CHECK(b.reports() == ReportBuffer::kMaxReports);
+}
+
 TEST_CASE("ReportBuffer: a report outlives its buffer", "[daemon][report_buffer]") {
   sketch::HeavyHitters t = Tracker();
   t.Update("k", sketch::Op::kRead);

@@ -85,6 +85,12 @@ struct TrackOptions {
   // suffix leaves no room for a readable prefix.
   uint32_t stored_key_bytes = 128;
 
+  // Points the aggregator's rate history holds at most, spares included: a point per tick
+  // over rate_window, kept at least publish_interval / 2 apart (a tick closer to the last
+  // point is not kept), the point being built, and two spares: 2 * ceil(rate_window /
+  // publish_interval) + 4. 44 by default.
+  uint64_t MaxRatePoints() const;
+
   absl::Status Validate() const;
   friend bool operator==(const TrackOptions&, const TrackOptions&) = default;
 };
@@ -153,8 +159,18 @@ struct AlertOptions {
   absl::Duration min_dwell = absl::Milliseconds(250);
   // A hot key cools when its share < threshold * (1 - hysteresis); in [0, 1).
   double hysteresis = 0.2;
-  // Idle guard: no key is hot while the shard serves fewer ops/s than this; >= 0.
-  double min_ops_per_second = 0;
+  // Idle guard: no key is hot while the shard's ops/s over the rate window
+  // (TrackOptions::rate_window, sampling-scaled like hotkey_shard_ops_per_second) are
+  // under this, nor while they are 0, whatever this says; hot keys end when the shard
+  // falls under it. In [0, 1e12].
+  // 1: a feed that stopped (or trickles) ends its episodes within one rate window, since
+  // shares alone never move without traffic (decayed weight over decayed total). Rates
+  // are sampling-scaled, so one sampled event in the window counts 1/(p * window) ops/s:
+  // at p = 1 and the default 5 s window, 1 ops/s is 5 events in the window, too few for a
+  // share to mean anything; at p <= 0.2 any sampled event clears it, so for a sampled
+  // feed it guards only against silence. Set it to what a real shard never goes under
+  // (the example rules use 100).
+  double min_ops_per_second = 1;
   // Tried in order; the first matching rule wins. At most kMaxRules.
   std::vector<ThresholdRule> rules;
 
@@ -223,7 +239,15 @@ struct DaemonOptions {
   double demo_rate = 9500;
   std::string log_level = "info";  // debug | info | warn | error
 
-  // Validates every part.
+  // Sources the daemon merges: the UDP receivers, and the demo source with --demo.
+  int Sources() const { return udp.receivers + (demo ? 1 : 0); }
+  // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
+  // Sources(), each of 40 bytes (aggregator.h). Validate() rejects more than
+  // kMaxRateHistoryKeys (2.5 GiB of entries): 5,632 by default.
+  uint64_t RateHistoryKeys() const;
+  static constexpr uint64_t kMaxRateHistoryKeys = uint64_t{1} << 26;
+
+  // Validates every part, and the rate history's size (RateHistoryKeys()).
   absl::Status Validate() const;
 };
 
