@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <cstdlib>
 #include <vector>
 
 #include <unistd.h>
@@ -517,7 +518,10 @@ TEST_CASE("E2E: Run() returns within a second of Shutdown() under a flood of dat
   REQUIRE(d->WaitEvents(1000));
   const auto took = d->Stop();
   CHECK(d->returned());
-  CHECK(took < 1s);
+  // The daemon's promise is "well under a second"; ThreadSanitizer (the hardening stage sets
+  // HOTKEY_SANITIZER) runs this code 5 to 15 times slower, so there only a hang fails.
+  const bool sanitized = std::getenv("HOTKEY_SANITIZER") != nullptr;
+  CHECK(took < (sanitized ? 10s : 1s));
   stop = true;
   blaster.join();
   d.reset();  // destruction after Run() returned must be clean too
