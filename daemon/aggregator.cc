@@ -165,6 +165,8 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     if (!r) continue;
     ++snap->receivers;
     snap->counters.Add(r->counters);
+    if (snap->source_counts.empty()) snap->source_counts.reserve(reports.size());
+    snap->source_counts.emplace_back(r->counters.datagrams, r->counters.events);
     snap->sketch_bytes += r->tracker.MemoryBytes();
     if (!tracker_) {
       single_ = r;

@@ -47,10 +47,13 @@ struct Snapshot {
   double rate_window_seconds = 0;  // the window the ops_per_second figures span now
   double ops_per_second[sketch::kNumOps] = {0, 0};
   double decayed_ops_per_second[sketch::kNumOps] = {0, 0};
-  std::vector<KeySnapshot> keys;    // the exported keys, largest share first
-  SourceCounters counters;          // summed over sources
-  uint64_t kernel_drops = 0;        // /proc/net/udp drops of our sockets
-  size_t tracked_keys = 0;          // keys in the trackers' tables
+  std::vector<KeySnapshot> keys;  // the exported keys, largest share first
+  SourceCounters counters;        // summed over sources
+  // Each source's own datagram and event counts, in the daemon's order (UDP receivers
+  // first): shows how the kernel spread senders over SO_REUSEPORT sockets.
+  std::vector<std::pair<uint64_t, uint64_t>> source_counts;  // {datagrams, events}
+  uint64_t kernel_drops = 0;                                 // /proc/net/udp drops of our sockets
+  size_t tracked_keys = 0;                                   // keys in the trackers' tables
   size_t sketch_bytes = 0;          // one tracker per source (HeavyHitters::MemoryBytes())
   size_t merged_tracker_bytes = 0;  // the aggregator's merge target (0 with one source)
   size_t rate_history_bytes = 0;    // the aggregator's rate history

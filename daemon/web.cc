@@ -64,6 +64,11 @@ std::string SnapshotJson(const Snapshot& s) {
   o["decayed_ops_per_second"] = ByOp(s.decayed_ops_per_second);
   o["datagrams_received"] = s.counters.datagrams;
   o["events_received"] = s.counters.events;
+  json::array sources;
+  for (const auto& [datagrams, events] : s.source_counts) {
+    sources.push_back(json::object{{"datagrams_received", datagrams}, {"events_received", events}});
+  }
+  o["sources"] = std::move(sources);
   json::object rejected;
   for (size_t i = 0; i < kNumRejects; ++i) {
     rejected[RejectName(static_cast<Reject>(i))] = s.counters.rejected[i];

@@ -7,12 +7,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <cstdlib>
 #include <vector>
 
 #include <unistd.h>
@@ -343,8 +343,8 @@ TEST_CASE("E2E: hotkey_last_event_timestamp_seconds is when the last event was c
   CHECK(d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0);
   c.Send("r c");
   REQUIRE(d.WaitEvents(3));
-  REQUIRE(WaitFor(
-      [&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0 + 30; }));
+  REQUIRE(
+      WaitFor([&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0 + 30; }));
 }
 
 TEST_CASE(
@@ -567,9 +567,10 @@ TEST_CASE("E2E: with two receivers on one port, counts add up and shares merge",
   config::DaemonOptions o = Options();
   o.udp.receivers = 2;
   TestDaemon d(o);
-  // Several source ports, so the kernel's flow hash spreads them over both sockets.
+  // Many source ports, so the kernel's flow hash spreads them over both sockets (all 32 on
+  // one socket has odds of 2^-31).
   std::vector<std::unique_ptr<UdpClient>> clients;
-  for (int i = 0; i < 8; ++i) clients.push_back(std::make_unique<UdpClient>(d.udp()));
+  for (int i = 0; i < 32; ++i) clients.push_back(std::make_unique<UdpClient>(d.udp()));
   std::string dg;
   for (int i = 0; i < 100; ++i) dg += i % 10 < 3 ? "r A\n" : absl::StrCat("r bg:", i, "\n");
   for (int n = 0; n < 80; ++n) {
@@ -580,8 +581,22 @@ TEST_CASE("E2E: with two receivers on one port, counts add up and shares merge",
   const Json top = d.Top();
   CHECK(top["receivers"].number == 2);
   CHECK(top["events_received"].number == 8000);
+  // Both sockets really got traffic, and their counts add up to the total.
+  REQUIRE(top["sources"].array.size() == 2);
+  double sum = 0;
+  for (const Json& s : top["sources"].array) {
+    CHECK(s["events_received"].number > 0);
+    sum += s["events_received"].number;
+  }
+  CHECK(sum == 8000);
   const Exposition e = d.Metrics();
   CHECK(e.Value("hotkey_key_share_ratio", {{"key", "A"}}).value_or(0) == Approx(0.3).margin(0.02));
+  // A key held by both receivers has the ops/s of both: never more than the shard's.
+  const double key_ops =
+      e.Value("hotkey_key_ops_per_second", {{"key", "A"}, {"op", "read"}}).value_or(-1);
+  const double shard_ops = e.Value("hotkey_ops_per_second", {{"op", "read"}}).value_or(0);
+  CHECK(key_ops > 0);
+  CHECK(key_ops <= shard_ops);
 }
 
 }  // namespace
