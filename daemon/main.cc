@@ -66,8 +66,8 @@ int main(int argc, char** argv) {
       }
       sources.push_back(*std::move(demo));
     }
-    absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d = hotkey::daemon::Daemon::Create(
-        options, std::move(inputs), clock, log, std::move(sources));
+    absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d =
+        hotkey::daemon::Daemon::Create(options, std::move(inputs), clock, log, std::move(sources));
     if (!d.ok()) {
       std::fprintf(stderr, "hotkeyd: %s\n", std::string(d.status().message()).c_str());
       return 1;

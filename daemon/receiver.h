@@ -100,7 +100,7 @@ class UdpReceiver final : public EventSource {
   // Owned by the receiver thread.
   sketch::HeavyHitters tracker_;
   SourceCounters counters_;
-  absl::Time batch_time_;  // the clock read of the batch being processed
+  absl::Time batch_time_;      // the clock read of the batch being processed
   std::vector<char> buffers_;  // batch * kMaxDatagram bytes
   std::vector<struct mmsghdr> msgs_;
   std::vector<struct iovec> iovecs_;

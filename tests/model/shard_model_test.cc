@@ -246,8 +246,7 @@ TEST_CASE(
   CHECK(checked > 1000);
 }
 
-TEST_CASE("Model: ProjectShare is ProjectMeasured on share * shard ops and the rest",
-          "[model]") {
+TEST_CASE("Model: ProjectShare is ProjectMeasured on share * shard ops and the rest", "[model]") {
   const Cluster c;
   for (double share : {0.0, 0.05, 0.3, 0.9, 1.0}) {
     for (double w : {0.0, 0.5, 0.95}) {

@@ -62,8 +62,8 @@ class Daemon {
   // `sources` are started, stopped and merged with the UDP receivers (e.g. the demo load,
   // demo.h). `clock` must outlive the daemon.
   static absl::StatusOr<std::unique_ptr<Daemon>> Create(
-      const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock,
-      LogSink log, std::vector<std::unique_ptr<EventSource>> sources = {});
+      const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock, LogSink log,
+      std::vector<std::unique_ptr<EventSource>> sources = {});
   ~Daemon();
 
   // Serves until Shutdown() (or a signal, with handle_signals). Blocks.
