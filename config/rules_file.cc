@@ -271,24 +271,9 @@ absl::StatusOr<ReloadableOptions> ApplyRulesFile(std::string_view yaml_text,
 
 absl::StatusOr<ReloadableOptions> LoadRulesFile(const std::string& path,
                                                 const ReloadableOptions& base) {
-  const internal::FileText file = internal::ReadCappedFile(path, kMaxFileBytes);
-  switch (file.problem) {
-    case internal::FileText::kNone:
-      break;
-    case internal::FileText::kCannotOpen: {
-      std::string message =
-          absl::StrCat("cannot open rules file \"", path, "\": ", strerror(file.error));
-      return file.error == ENOENT ? absl::NotFoundError(message)
-                                  : absl::InvalidArgumentError(message);
-    }
-    case internal::FileText::kTooLarge:
-      return absl::InvalidArgumentError(
-          absl::StrCat("rules file \"", path, "\" is larger than ", FormatByteSize(kMaxFileBytes)));
-    case internal::FileText::kReadError:
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot read rules file \"", path, "\": ", strerror(file.error)));
-  }
-  absl::StatusOr<ReloadableOptions> out = ApplyRulesFile(file.text, base);
+  absl::StatusOr<std::string> text = internal::ReadConfigFile(path, "rules file", kMaxFileBytes);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<ReloadableOptions> out = ApplyRulesFile(*text, base);
   if (!out.ok()) {
     return absl::Status(out.status().code(),
                         absl::StrCat("rules file \"", path, "\": ", out.status().message()));

@@ -379,24 +379,11 @@ absl::StatusOr<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string
 
 absl::StatusOr<WebConfig> LoadWebConfigFile(const std::string& path) {
   const std::string where = absl::StrCat("web config file \"", path, "\": ");
-  const internal::FileText file = internal::ReadCappedFile(path, kMaxFileBytes);
-  switch (file.problem) {
-    case internal::FileText::kNone:
-      break;
-    case internal::FileText::kCannotOpen: {
-      std::string message =
-          absl::StrCat("cannot open web config file \"", path, "\": ", strerror(file.error));
-      return file.error == ENOENT ? absl::NotFoundError(message)
-                                  : absl::InvalidArgumentError(message);
-    }
-    case internal::FileText::kTooLarge:
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "larger than ", kMaxFileBytes, " bytes"));
-    case internal::FileText::kReadError:
-      return absl::InvalidArgumentError(absl::StrCat(where, "read error: ", strerror(file.error)));
-  }
+  absl::StatusOr<std::string> text =
+      internal::ReadConfigFile(path, "web config file", kMaxFileBytes);
+  if (!text.ok()) return text.status();
   absl::StatusOr<WebConfig> c =
-      ParseWebConfig(file.text, std::filesystem::path(path).parent_path().string());
+      ParseWebConfig(*text, std::filesystem::path(path).parent_path().string());
   absl::Status s = c.status();
   if (s.ok() && c->tls_enabled) {
     s = CheckReadable("cert_file", c->tls.cert_file);

@@ -2,8 +2,11 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <set>
+
+#include "hotkey/config/values.h"
 
 namespace hotkey::config::internal {
 
@@ -46,6 +49,28 @@ FileText ReadCappedFile(const std::string& path, size_t max_bytes) {
     out.text.clear();
   }
   return out;
+}
+
+absl::StatusOr<std::string> ReadConfigFile(const std::string& path, std::string_view what,
+                                           size_t max_bytes) {
+  FileText file = ReadCappedFile(path, max_bytes);
+  const std::string name = absl::StrCat(Av(what), " \"", path, "\"");
+  switch (file.problem) {
+    case FileText::kNone:
+      break;
+    case FileText::kCannotOpen: {
+      std::string message = absl::StrCat("cannot open ", name, ": ", strerror(file.error));
+      return file.error == ENOENT ? absl::NotFoundError(message)
+                                  : absl::InvalidArgumentError(message);
+    }
+    case FileText::kTooLarge:
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " is larger than ", FormatByteSize(max_bytes)));
+    case FileText::kReadError:
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read ", name, ": ", strerror(file.error)));
+  }
+  return std::move(file.text);
 }
 
 }  // namespace hotkey::config::internal

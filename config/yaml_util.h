@@ -78,6 +78,11 @@ struct FileText {
 // wrong path such as /dev/zero or a log cannot eat memory).
 FileText ReadCappedFile(const std::string& path, size_t max_bytes);
 
+// ReadCappedFile with its problems as statuses naming the file as `what` ("rules file"):
+// NotFound for a missing file, InvalidArgument otherwise.
+absl::StatusOr<std::string> ReadConfigFile(const std::string& path, std::string_view what,
+                                           size_t max_bytes);
+
 }  // namespace hotkey::config::internal
 
 #endif  // HOTKEY_CONFIG_YAML_UTIL_H_
