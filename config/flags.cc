@@ -6,6 +6,7 @@
 
 #include "hotkey/config/flags.h"
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -33,7 +34,15 @@ std::string OrderText(const std::vector<Strategy>& order) {
 // Registers every flag on `p`, bound to the fields of `o`: the table, one flag a line.
 // clang-format off
 void Register(FlagParser& p, DaemonOptions& o) {
-  p.AddString("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port or :port.", &o.web.listen_address);
+  p.AddCustom("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port, [ipv6]:port or :port. Repeat the flag to listen on several addresses.",
+      absl::StrJoin(o.web.listen_addresses, ","),
+      [&o, given = std::make_shared<bool>(false)](std::string_view v) {
+       if (!*given) o.web.listen_addresses.clear();  // the first one given replaces the default
+       *given = true;
+       o.web.listen_addresses.emplace_back(v);
+       return absl::OkStatus();});
+  p.AddBool("web.systemd-socket", "Serve on the listening sockets systemd passes (socket activation, deploy/systemd/hotkeyd.socket) instead of --web.listen-address.", &o.web.systemd_socket);
+  p.AddBool("web.enable-lifecycle", "Enable POST /-/reload (without it the endpoint answers 403); SIGHUP reloads either way.", &o.web.enable_lifecycle);
   p.AddString("web.telemetry-path", "Path under which to expose metrics.", &o.web.telemetry_path);
   p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start.", &o.web.config_file);
   p.AddBool("web.health-without-auth", "Answer /-/healthy and /-/ready without credentials when basic auth is on.", &o.web.health_without_auth);
@@ -101,6 +110,8 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddBool("demo", "Generate built-in demo traffic in-process (no socket): three celebrity keys (hot reads, hot writes, both) over a Zipf background.", &o.demo);
   p.AddNumber("demo.rate", "Demo events per second.", &o.demo_rate);
   p.AddString("log.level", "Least severe log messages to print: debug, info, warn or error.", &o.log_level);
+  p.AddString("log.format", "Output format of log messages: logfmt or json (one object a line).", &o.log_format);
+  p.AddBool("check-config", "Check the flags, --config.file and --web.config.file, print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
 }
 // clang-format on
 
@@ -122,15 +133,27 @@ absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv) {
       return result;
     }
   }
+  // With --check-config a bad flag is a result to report (exit 1), not a usage error.
+  bool checking = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    checking |= arg == "--check-config" || arg == "--check-config=true";
+  }
   DaemonOptions& options = result.options;
   FlagParser parser("hotkeyd");
   Register(parser, options);
+  absl::Status status;
   if (absl::StatusOr<FlagParser::Parsed> parsed = parser.Parse(argc, argv); !parsed.ok()) {
-    return parsed.status();
+    status = parsed.status();
+  } else if (absl::Status s = options.Validate(); !s.ok()) {
+    status = absl::InvalidArgumentError(absl::StrCat("invalid flags: ", s.message()));
   }
-  if (absl::Status s = options.Validate(); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid flags: ", s.message()));
+  if (checking || options.check_config) {
+    result.action = FlagsResult::Action::kCheckConfig;
+    result.flags_status = status;
+    return result;
   }
+  if (!status.ok()) return status;
   return result;
 }
 

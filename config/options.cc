@@ -59,8 +59,13 @@ absl::Status UdpOptions::Validate() const {
 }
 
 absl::Status WebOptions::Validate() const {
-  if (auto a = ParseListenAddress(listen_address); !a.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("web: ", a.status().message()));
+  if (listen_addresses.empty() && !systemd_socket) {
+    return absl::InvalidArgumentError("web: no listen address");
+  }
+  for (const std::string& address : listen_addresses) {
+    if (auto a = ParseListenAddress(address); !a.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("web: ", a.status().message()));
+    }
   }
   auto bad_path = [&](std::string_view why) {
     return absl::InvalidArgumentError(
@@ -246,6 +251,10 @@ absl::Status DaemonOptions::Validate() const {
   if (log_level != "debug" && log_level != "info" && log_level != "warn" && log_level != "error") {
     return absl::InvalidArgumentError(
         absl::StrCat("log level \"", log_level, "\" is not one of debug, info, warn, error"));
+  }
+  if (log_format != "logfmt" && log_format != "json") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("log format \"", log_format, "\" is not one of logfmt, json"));
   }
   return absl::OkStatus();
 }

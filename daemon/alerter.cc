@@ -1,22 +1,9 @@
 #include "alerter.h"
 
 #include "absl/strings/str_format.h"
+#include "log.h"
 
 namespace hotkey::daemon {
-
-namespace {
-// logfmt value: quoted, with quotes and backslashes escaped. Labels are already valid
-// UTF-8 without control characters (key_label.h).
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back('"');
-  return out;
-}
-}  // namespace
 
 Alerter::Alerter(const config::AlertOptions& options, LogSink log)
     : options_(options), log_(std::move(log)) {}
@@ -91,16 +78,14 @@ size_t Alerter::hot_count() const {
 void Alerter::Log(bool start, const KeyState& s, double share, double threshold) {
   if (!log_) return;
   const std::string_view msg = start ? "hot key episode started" : "hot key episode ended";
-  std::string line =
-      absl::StrFormat("ts=%s level=%s msg=%s key=%s share=%.4f peak_share=%.4f",
-                      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", now_, absl::UTCTimeZone()),
-                      start ? "warn" : "info", Quote(msg), Quote(s.label), share, s.peak_share);
-  if (threshold > 0) absl::StrAppendFormat(&line, " threshold=%.4f", threshold);
-  if (!s.strategy.empty()) absl::StrAppendFormat(&line, " strategy=%s", s.strategy);
-  if (!start) {
-    absl::StrAppendFormat(&line, " duration=%s", absl::FormatDuration(now_ - s.hot_since));
-  }
-  log_(line);
+  LogLine line(now_, start ? "warn" : "info", msg);
+  line.Quoted("key", s.label)
+      .Value("share", absl::StrFormat("%.4f", share))
+      .Value("peak_share", absl::StrFormat("%.4f", s.peak_share));
+  if (threshold > 0) line.Value("threshold", absl::StrFormat("%.4f", threshold));
+  if (!s.strategy.empty()) line.Value("strategy", s.strategy);
+  if (!start) line.Value("duration", absl::FormatDuration(now_ - s.hot_since));
+  log_(line.text());
 }
 
 }  // namespace hotkey::daemon

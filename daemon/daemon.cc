@@ -13,13 +13,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "aggregator.h"
 #include "http_server.h"
+#include "log.h"
 #include "metrics.h"
 #include "proc_stats.h"
 #include "receiver.h"
 #include "snapshot.h"
 #include "storage.h"
+#include "tls.h"
 #include "tracker_options.h"
 #include "web.h"
 
@@ -56,11 +59,16 @@ class Daemon::Impl {
   absl::Status Reload();
   std::shared_ptr<const Snapshot> snapshot() const;
   boost::asio::ip::tcp::endpoint web_endpoint() const { return http_->local_endpoint(); }
+  std::vector<boost::asio::ip::tcp::endpoint> web_endpoints() const {
+    return http_->local_endpoints();
+  }
   boost::asio::ip::udp::endpoint udp_endpoint() const { return receivers_[0]->local_endpoint(); }
 
  private:
   void Build();
-  void Log(std::string_view level, std::string_view msg, std::string_view fields = "");
+  // A log line stamped now; Log() hands it to the sink.
+  LogLine Line(std::string_view level, std::string_view msg) const;
+  void Log(const LogLine& line) const;
   void DoShutdown();
   // SIGHUP reloads; SIGTERM and SIGINT shut down.
   void WaitForSignal();
@@ -122,6 +130,9 @@ void Daemon::Shutdown() { impl_->Shutdown(); }
 absl::Status Daemon::Reload() { return impl_->Reload(); }
 std::shared_ptr<const Snapshot> Daemon::snapshot() const { return impl_->snapshot(); }
 asio::ip::tcp::endpoint Daemon::web_endpoint() const { return impl_->web_endpoint(); }
+std::vector<asio::ip::tcp::endpoint> Daemon::web_endpoints() const {
+  return impl_->web_endpoints();
+}
 asio::ip::udp::endpoint Daemon::udp_endpoint() const { return impl_->udp_endpoint(); }
 
 void Daemon::Impl::RequestBuild() {
@@ -178,7 +189,8 @@ absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<Event
                                                    });
   WebHooks hooks;
   hooks.snapshot = [this] { return snapshot(); };
-  hooks.reload = [this] { return Reload(); };
+  // Without --web.enable-lifecycle, POST /-/reload answers 403 (web.h).
+  if (options_.web.enable_lifecycle) hooks.reload = [this] { return Reload(); };
   hooks.cluster = [this] {
     std::lock_guard<std::mutex> l(mu_);
     return cluster_;
@@ -187,7 +199,8 @@ absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<Event
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(
       io_, options_.web, inputs.web_config, HttpLimits{},
-      [routes = routes_.get()](const HttpRequest& r) { return routes->Handle(r); });
+      [routes = routes_.get()](const HttpRequest& r) { return routes->Handle(r); },
+      std::move(inputs.web_listen_fds));
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
   return absl::OkStatus();
@@ -199,14 +212,12 @@ Daemon::Impl::~Impl() {
   DoShutdown();
 }
 
-void Daemon::Impl::Log(std::string_view level, std::string_view msg, std::string_view fields) {
-  if (!log_) return;
-  std::string line =
-      absl::StrFormat("ts=%s level=%s msg=\"%s\"",
-                      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_.Now(), absl::UTCTimeZone()),
-                      std::string(level), std::string(msg));
-  if (!fields.empty()) absl::StrAppend(&line, " ", std::string(fields));
-  log_(line);
+LogLine Daemon::Impl::Line(std::string_view level, std::string_view msg) const {
+  return LogLine(clock_.Now(), level, msg);
+}
+
+void Daemon::Impl::Log(const LogLine& line) const {
+  if (log_) log_(line.text());
 }
 
 void Daemon::Impl::Run(bool handle_signals) {
@@ -216,13 +227,17 @@ void Daemon::Impl::Run(bool handle_signals) {
   }
   http_->Start();
   for (auto& s : sources_) s->Start();
-  Log("info", "hotkeyd started",
-      absl::StrFormat("version=%s web=%s udp=%s receivers=%d udp_read_buffer=%d",
-                      std::string(BuildVersion()), Endpoint(http_->local_endpoint()),
-                      Endpoint(receivers_[0]->local_endpoint()), receivers_.size(),
-                      receivers_[0]->receive_buffer_bytes()));
+  Log(Line("info", "hotkeyd started")
+          .Value("version", BuildVersion())
+          .Value("web", absl::StrJoin(http_->local_endpoints(), ",",
+                                      [](std::string* out, const auto& ep) {
+                                        absl::StrAppend(out, Endpoint(ep));
+                                      }))
+          .Value("udp", Endpoint(receivers_[0]->local_endpoint()))
+          .Value("receivers", absl::StrCat(receivers_.size()))
+          .Value("udp_read_buffer", absl::StrCat(receivers_[0]->receive_buffer_bytes())));
   for (size_t i = receivers_.size(); i < sources_.size(); ++i) {
-    Log("info", "event source started", absl::StrCat("kind=", std::string(sources_[i]->kind())));
+    Log(Line("info", "event source started").Value("kind", sources_[i]->kind()));
   }
   if (store_) ArmStorageTimer();
   running_ = true;
@@ -238,7 +253,7 @@ void Daemon::Impl::WaitForSignal() {
       WaitForSignal();
       return;
     }
-    Log("info", "shutting down", absl::StrCat("signal=", sig));
+    Log(Line("info", "shutting down").Value("signal", absl::StrCat(sig)));
     DoShutdown();
   });
 }
@@ -280,14 +295,17 @@ void Daemon::Impl::Build() {
 void Daemon::Impl::RestoreState() {
   StateStore::Loaded l = store_->Load(TrackerOptions(options_.track), clock_.Now());
   if (!l.problem.empty()) {
-    Log("error", "saved state unusable; starting empty",
-        absl::StrCat("file=\"", store_->path(), "\" err=\"", l.problem, "\" moved_to=\"",
-                     l.moved_to, "\""));
+    Log(Line("error", "saved state unusable; starting empty")
+            .Quoted("file", store_->path())
+            .Quoted("err", l.problem)
+            .Quoted("moved_to", l.moved_to));
   }
   if (!l.tracker) return;
   const size_t keys = l.tracker->size();
   receivers_[0]->Restore(*std::move(l.tracker));
-  Log("info", "state restored", absl::StrCat("file=\"", store_->path(), "\" keys=", keys));
+  Log(Line("info", "state restored")
+          .Quoted("file", store_->path())
+          .Value("keys", absl::StrCat(keys)));
 }
 
 void Daemon::Impl::ArmStorageTimer() {
@@ -318,7 +336,7 @@ void Daemon::Impl::Saved(const absl::Status& s) {
       ++storage_status_.failures;
     }
   }
-  if (!s.ok()) Log("error", "cannot save state", absl::StrCat("err=\"", s.message(), "\""));
+  if (!s.ok()) Log(Line("error", "cannot save state").Quoted("err", std::string(s.message())));
 }
 
 std::shared_ptr<const Snapshot> Daemon::Impl::snapshot() const {
@@ -350,16 +368,25 @@ absl::Status Daemon::Impl::Reload() {
       cluster_ = reloadable->cluster;
       reload_status_ = ReloadStatus{true, clock_.Now()};
     }
-    Log("info", "configuration reloaded", absl::StrCat("file=\"", options_.config_file, "\""));
+    Log(Line("info", "configuration reloaded").Quoted("file", options_.config_file));
   } else {
     {
       std::lock_guard<std::mutex> l(mu_);
       reload_status_.last_successful = false;
     }
-    Log("error", "configuration reload failed; the previous configuration stays in force",
-        absl::StrCat("file=\"", options_.config_file, "\" err=\"", status.message(), "\""));
+    Log(Line("error", "configuration reload failed; the previous configuration stays in force")
+            .Quoted("file", options_.config_file)
+            .Quoted("err", std::string(status.message())));
   }
   return status;
+}
+
+absl::Status CheckWebConfig(const config::WebOptions& web, const config::WebConfig& web_config) {
+  if (!web_config.tls_enabled) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> ctx = MakeTlsContext(web_config.tls);
+  if (ctx.ok()) return absl::OkStatus();
+  return absl::Status(ctx.status().code(), absl::StrCat("web config file \"", web.config_file,
+                                                        "\": ", ctx.status().message()));
 }
 
 }  // namespace hotkey::daemon

@@ -3,6 +3,8 @@
 
 #include "http_server.h"
 
+#include <sys/socket.h>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -19,11 +21,9 @@ namespace asio = boost::asio;
 namespace ssl = asio::ssl;
 using asio::ip::tcp;
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context& io,
-                                                               const config::WebOptions& web,
-                                                               const config::WebConfig& web_config,
-                                                               const HttpLimits& limits,
-                                                               Handler handler) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
+    asio::io_context& io, const config::WebOptions& web, const config::WebConfig& web_config,
+    const HttpLimits& limits, Handler handler, std::vector<int> listen_fds) {
   auto shared = std::make_shared<Shared>();
   shared->limits = limits;
   shared->handler = std::move(handler);
@@ -41,25 +41,21 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context&
     shared->auth = std::make_shared<BasicAuth>(web_config.basic_auth_users);
   }
 
-  absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(web.listen_address);
-  if (!hp.ok()) return hp.status();
-  absl::StatusOr<asio::ip::address> host = ListenHost(*hp);
-  if (!host.ok()) return host.status();
   std::unique_ptr<HttpServer> s(new HttpServer(io, std::move(shared)));
-  tcp::endpoint ep(*host, hp->port);
-  boost::system::error_code ec;
-  s->acceptor_.open(ep.protocol(), ec);
-  if (ec && host->is_v6() && hp->host.empty()) {
-    ep = tcp::endpoint(asio::ip::address_v4::any(), hp->port);
-    s->acceptor_.open(ep.protocol(), ec);
-  }
-  if (!ec && ep.address().is_v6()) s->acceptor_.set_option(asio::ip::v6_only(false), ec);
-  if (!ec) s->acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) s->acceptor_.bind(ep, ec);
-  if (!ec) s->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on http ", web.listen_address, ": ", ec.message()));
+  if (web.systemd_socket) {
+    if (listen_fds.empty()) {
+      return absl::FailedPreconditionError(
+          "--web.systemd-socket: systemd passed no socket (LISTEN_FDS and LISTEN_PID unset or "
+          "not for this process); start hotkeyd through its .socket unit");
+    }
+    for (int fd : listen_fds) {
+      if (absl::Status st = s->Adopt(fd); !st.ok()) return st;
+    }
+  } else {
+    // All or nothing: one address that cannot be bound fails the whole server.
+    for (const std::string& address : web.listen_addresses) {
+      if (absl::Status st = s->Listen(address); !st.ok()) return st;
+    }
   }
   if (s->shared_->auth != nullptr) {
     s->auth_pool_ = std::make_unique<asio::thread_pool>(1);
@@ -69,7 +65,60 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(asio::io_context&
 }
 
 HttpServer::HttpServer(asio::io_context& io, std::shared_ptr<Shared> shared)
-    : io_(io), shared_(std::move(shared)), acceptor_(io) {}
+    : io_(io), shared_(std::move(shared)) {}
+
+absl::Status HttpServer::Listen(const std::string& address) {
+  absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(address);
+  if (!hp.ok()) return hp.status();
+  absl::StatusOr<asio::ip::address> host = ListenHost(*hp);
+  if (!host.ok()) return host.status();
+  auto acceptor = std::make_unique<tcp::acceptor>(io_);
+  tcp::endpoint ep(*host, hp->port);
+  boost::system::error_code ec;
+  acceptor->open(ep.protocol(), ec);
+  if (ec && host->is_v6() && hp->host.empty()) {
+    ep = tcp::endpoint(asio::ip::address_v4::any(), hp->port);
+    acceptor->open(ep.protocol(), ec);
+  }
+  if (!ec && ep.address().is_v6()) acceptor->set_option(asio::ip::v6_only(false), ec);
+  if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor->bind(ep, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on http ", address, ": ", ec.message()));
+  }
+  acceptors_.push_back(std::move(acceptor));
+  return absl::OkStatus();
+}
+
+absl::Status HttpServer::Adopt(int fd) {
+  auto bad = [fd](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--web.systemd-socket: file descriptor ", fd, " ", why));
+  };
+  int type = 0;
+  int listening = 0;
+  socklen_t len = sizeof(type);
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) return bad("is not a socket");
+  len = sizeof(listening);
+  if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || type != SOCK_STREAM ||
+      !listening) {
+    return bad("is not a listening stream socket (ListenStream= in the .socket unit)");
+  }
+  sockaddr_storage addr{};
+  len = sizeof(addr);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      (addr.ss_family != AF_INET && addr.ss_family != AF_INET6)) {
+    return bad("is not an IPv4 or IPv6 socket (ListenStream= takes [address:]port)");
+  }
+  auto acceptor = std::make_unique<tcp::acceptor>(io_);
+  boost::system::error_code ec;
+  acceptor->assign(addr.ss_family == AF_INET ? tcp::v4() : tcp::v6(), fd, ec);
+  if (ec) return bad(absl::StrCat("cannot be used: ", ec.message()));
+  acceptors_.push_back(std::move(acceptor));
+  return absl::OkStatus();
+}
 
 HttpServer::~HttpServer() {
   Stop();
@@ -80,13 +129,15 @@ HttpServer::~HttpServer() {
   }
 }
 
-void HttpServer::Start() { Accept(); }
+void HttpServer::Start() {
+  for (const auto& a : acceptors_) Accept(*a);
+}
 
 void HttpServer::Stop() {
   shared_->stopped = true;
   shared_->auth_pool = nullptr;
   boost::system::error_code ec;
-  acceptor_.close(ec);
+  for (const auto& a : acceptors_) a->close(ec);
   // Connections waiting for a request (idle keep-alive ones among them) close now; one in
   // the middle of a request finishes it and then closes, as `stopped` says.
   while (!shared_->waiting.empty()) {
@@ -98,14 +149,23 @@ void HttpServer::Stop() {
 
 tcp::endpoint HttpServer::local_endpoint() const {
   boost::system::error_code ec;
-  return acceptor_.local_endpoint(ec);
+  return acceptors_.empty() ? tcp::endpoint() : acceptors_.front()->local_endpoint(ec);
+}
+
+std::vector<tcp::endpoint> HttpServer::local_endpoints() const {
+  std::vector<tcp::endpoint> out;
+  for (const auto& a : acceptors_) {
+    boost::system::error_code ec;
+    out.push_back(a->local_endpoint(ec));
+  }
+  return out;
 }
 
 bool HttpServer::tls() const { return shared_->tls != nullptr; }
 bool HttpServer::basic_auth() const { return shared_->auth != nullptr; }
 
-void HttpServer::Accept() {
-  acceptor_.async_accept(io_, [this](boost::system::error_code ec, tcp::socket socket) {
+void HttpServer::Accept(tcp::acceptor& acceptor) {
+  acceptor.async_accept(io_, [this, &acceptor](boost::system::error_code ec, tcp::socket socket) {
     if (shared_->stopped || ec == asio::error::operation_aborted) return;
     if (!ec) {
       if (shared_->open >= shared_->limits.max_connections) {
@@ -130,7 +190,7 @@ void HttpServer::Accept() {
         StartPlainSession(std::move(socket), shared_);
       }
     }
-    Accept();
+    Accept(acceptor);
   });
 }
 

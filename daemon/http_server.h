@@ -65,16 +65,20 @@ class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
 
-  // Listens on web.listen_address, with the TLS, basic auth and headers of `web_config`
-  // (config::LoadWebConfigFile of web.config_file; a default WebConfig is plain HTTP without
-  // authentication). A certificate or key OpenSSL refuses is an error here, so the daemon
-  // does not start; its message names web.config_file. Reads no file but the PEM files
-  // that `web_config` names.
+  // Listens on every address of web.listen_addresses, all or nothing (one that cannot be
+  // bound is an error naming it), or with web.systemd_socket on `listen_fds` (listening
+  // TCP sockets passed by systemd: the server owns them from here; none, or one that is
+  // not a listening IPv4/IPv6 stream socket, is an error). With the TLS, basic auth and
+  // headers of `web_config` (config::LoadWebConfigFile of web.config_file; a default
+  // WebConfig is plain HTTP without authentication). A certificate or key OpenSSL refuses
+  // is an error here, so the daemon does not start; its message names web.config_file.
+  // Reads no file but the PEM files that `web_config` names.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(boost::asio::io_context& io,
                                                             const config::WebOptions& web,
                                                             const config::WebConfig& web_config,
                                                             const HttpLimits& limits,
-                                                            Handler handler);
+                                                            Handler handler,
+                                                            std::vector<int> listen_fds = {});
   ~HttpServer();
 
   void Start();
@@ -82,7 +86,9 @@ class HttpServer {
   // a request is answered, then closed.
   void Stop();
 
+  // The first listening socket's address (in the order of web.listen_addresses), and all.
   boost::asio::ip::tcp::endpoint local_endpoint() const;
+  std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   bool tls() const;
   bool basic_auth() const;
 
@@ -90,11 +96,14 @@ class HttpServer {
 
  private:
   explicit HttpServer(boost::asio::io_context& io, std::shared_ptr<Shared> shared);
-  void Accept();
+  absl::Status Listen(const std::string& address);
+  absl::Status Adopt(int fd);
+  void Accept(boost::asio::ip::tcp::acceptor& acceptor);
 
   boost::asio::io_context& io_;
   std::shared_ptr<Shared> shared_;
-  boost::asio::ip::tcp::acceptor acceptor_;
+  // One per listening socket; unique_ptr so that Accept's references stay valid.
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
   // bcrypt checks; one thread, so they never run in parallel (each costs ~70 ms of CPU at
   // cost 10). Null without basic auth. Joined by the destructor.
   std::unique_ptr<boost::asio::thread_pool> auth_pool_;

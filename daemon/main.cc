@@ -12,7 +12,60 @@
 #include "hotkey/config/web_config.h"
 #include "hotkey/daemon/daemon.h"
 #include "hotkey/daemon/demo.h"
+#include "hotkey/daemon/systemd_socket.h"
 #include "log.h"
+
+namespace {
+
+// --check-config: each check on its own line of stdout; 0 if all pass, else 1. Reads the
+// files as a start would (the same loaders, TLS certificates included), binds nothing.
+int CheckConfig(const hotkey::config::FlagsResult& flags) {
+  if (!flags.flags_status.ok()) {
+    std::printf("flags: %s\n", std::string(flags.flags_status.message()).c_str());
+    return 1;
+  }
+  std::printf("flags: ok\n");
+  const hotkey::config::DaemonOptions& options = flags.options;
+  bool ok = true;
+  auto fail = [&ok](const absl::Status& s) {
+    std::printf("%s\n", std::string(s.message()).c_str());
+    ok = false;
+  };
+  absl::StatusOr<hotkey::config::ReloadableOptions> rules = hotkey::config::LoadReloadable(options);
+  if (!rules.ok()) {
+    fail(rules.status());
+  } else if (options.config_file.empty()) {
+    std::printf("rules file: none (no --config.file)\n");
+  } else {
+    std::printf("rules file \"%s\": ok (%zu threshold rules)\n", options.config_file.c_str(),
+                rules->alert.rules.size());
+  }
+  if (options.web.config_file.empty()) {
+    std::printf("web config file: none (plain HTTP, no authentication)\n");
+  } else if (absl::StatusOr<hotkey::config::WebConfig> web =
+                 hotkey::config::LoadWebConfigFile(options.web.config_file);
+             !web.ok()) {
+    fail(web.status());
+  } else if (absl::Status s = hotkey::daemon::CheckWebConfig(options.web, *web); !s.ok()) {
+    fail(s);
+  } else {
+    std::printf("web config file \"%s\": ok (%s, %zu basic auth users)\n",
+                options.web.config_file.c_str(), web->tls_enabled ? "TLS" : "plain HTTP",
+                web->basic_auth_users.size());
+  }
+  if (!options.key_hash_secret_file.empty()) {
+    if (absl::StatusOr<std::string> secret =
+            hotkey::config::LoadKeyHashSecret(options.key_hash_secret_file);
+        !secret.ok()) {
+      fail(secret.status());
+    } else {
+      std::printf("key hash secret file \"%s\": ok\n", options.key_hash_secret_file.c_str());
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -22,13 +75,19 @@ int main(int argc, char** argv) {
                    std::string(flags.status().message()).c_str());
       return 2;
     }
+    if (flags->action == hotkey::config::FlagsResult::Action::kCheckConfig) {
+      return CheckConfig(*flags);
+    }
     if (flags->action != hotkey::config::FlagsResult::Action::kRun) {
       std::fputs(flags->text.c_str(), stdout);
       return 0;
     }
     static std::mutex log_mu;
-    auto log = [min_level = flags->options.log_level](std::string_view line) {
-      if (!hotkey::daemon::PassesLevel(line, min_level)) return;
+    auto log = [min_level = flags->options.log_level,
+                json = flags->options.log_format == "json"](std::string_view logfmt) {
+      if (!hotkey::daemon::PassesLevel(logfmt, min_level)) return;
+      const std::string text = json ? hotkey::daemon::LogfmtToJson(logfmt) : std::string(logfmt);
+      const std::string_view line = text;
       std::lock_guard<std::mutex> l(log_mu);
       std::fwrite(line.data(), 1, line.size(), stderr);
       std::fputc('\n', stderr);
@@ -55,6 +114,15 @@ int main(int argc, char** argv) {
       inputs.web_config = *std::move(web);
     }
     inputs.load_rules = [options] { return hotkey::config::LoadReloadable(options); };
+    if (options.web.systemd_socket) {
+      absl::StatusOr<std::vector<int>> fds = hotkey::daemon::TakeSystemdListenFds();
+      if (!fds.ok()) {
+        std::fprintf(stderr, "hotkeyd: --web.systemd-socket: %s\n",
+                     std::string(fds.status().message()).c_str());
+        return 1;
+      }
+      inputs.web_listen_fds = *std::move(fds);
+    }
     static hotkey::clock::RealClock clock;
     std::vector<std::unique_ptr<hotkey::daemon::EventSource>> sources;
     if (options.demo) {

@@ -115,6 +115,8 @@ HttpResponse WebRoutes::Handle(const HttpRequest& req) const {
     if (req.method != "POST" && req.method != "PUT") {
       return Text(405, "use POST to reload the configuration\n");
     }
+    // As Prometheus answers without --web.enable-lifecycle.
+    if (!hooks_.reload) return Text(403, "Lifecycle API is not enabled.\n");
     const absl::Status s = hooks_.reload();
     if (!s.ok()) return Text(500, absl::StrCat("reload failed: ", s.message(), "\n"));
     return Text(200, "configuration reloaded\n");

@@ -5,7 +5,9 @@
 //   GET  <telemetry path>  Prometheus metrics (default /metrics)
 //   GET  /-/healthy        200 while the process serves HTTP
 //   GET  /-/ready          200 once the first snapshot is published, else 503
-//   POST /-/reload         reload --config.file; 200, or 500 with the error (old config kept)
+//   POST /-/reload         reload --config.file; 200, or 500 with the error (old config kept);
+//                          403 "Lifecycle API is not enabled." without a reload hook (the
+//                          daemon gives one with --web.enable-lifecycle only)
 //   GET  /api/v1/top       the snapshot as JSON
 //   GET  /api/v1/model     the shard load model for query parameters (the playground's);
 //                          unset ones are the configured cluster's, and the answer's
@@ -33,7 +35,7 @@ namespace hotkey::daemon {
 
 struct WebHooks {
   std::function<std::shared_ptr<const Snapshot>()> snapshot;
-  std::function<absl::Status()> reload;
+  std::function<absl::Status()> reload;     // null: /-/reload answers 403
   std::function<model::Cluster()> cluster;  // the configured cluster, for model defaults
   const prometheus::Collectable* metrics = nullptr;
 };

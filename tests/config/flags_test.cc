@@ -40,7 +40,7 @@ std::string ParseError(const std::vector<std::string>& args) {
 
 TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   DaemonOptions o = ParseOk({});
-  CHECK(o.web.listen_address == ":10110");
+  CHECK(o.web.listen_addresses == std::vector<std::string>{":10110"});
   CHECK(o.web.telemetry_path == "/metrics");
   CHECK(o.udp.listen_address == "127.0.0.1:10111");
   CHECK(o.udp.receivers == 1);
@@ -76,7 +76,8 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
 TEST_CASE("Flags: --name=value and --name value both set a value", "[config][flags]") {
   CHECK(ParseOk({"--udp.receivers=4"}).udp.receivers == 4);
   CHECK(ParseOk({"--udp.receivers", "4"}).udp.receivers == 4);
-  CHECK(ParseOk({"--web.listen-address", "127.0.0.1:0"}).web.listen_address == "127.0.0.1:0");
+  CHECK(ParseOk({"--web.listen-address", "127.0.0.1:0"}).web.listen_addresses ==
+        std::vector<std::string>{"127.0.0.1:0"});
   // A value may itself contain '='.
   CHECK(ParseOk({"--config.file=/etc/a=b.yml"}).config_file == "/etc/a=b.yml");
 }
@@ -342,6 +343,51 @@ TEST_CASE("Flags: hardening options parse and validate", "[config][flags]") {
              Catch::Matchers::Contains("storage interval"));
   CHECK_THAT(ParseError({"--web.health-without-auth=maybe"}),
              Catch::Matchers::Contains("web.health-without-auth"));
+}
+
+TEST_CASE("Flags: --web.listen-address given several times listens on each, in order",
+          "[config][flags]") {
+  CHECK(ParseOk({"--web.listen-address=127.0.0.1:1", "--web.listen-address", "[::1]:2"})
+            .web.listen_addresses == std::vector<std::string>{"127.0.0.1:1", "[::1]:2"});
+  CHECK_THAT(ParseError({"--web.listen-address=:1", "--web.listen-address=nohost"}),
+             Contains("web:"));
+}
+
+TEST_CASE("Flags: the operator flags of Prometheus exporters", "[config][flags]") {
+  const DaemonOptions defaults = ParseOk({});
+  CHECK(defaults.log_format == "logfmt");
+  CHECK_FALSE(defaults.web.enable_lifecycle);
+  CHECK_FALSE(defaults.web.systemd_socket);
+  const DaemonOptions o =
+      ParseOk({"--log.format=json", "--web.enable-lifecycle", "--web.systemd-socket"});
+  CHECK(o.log_format == "json");
+  CHECK(o.web.enable_lifecycle);
+  CHECK(o.web.systemd_socket);
+  CHECK_THAT(ParseError({"--log.format=xml"}), Contains("log format \"xml\""));
+}
+
+TEST_CASE("Flags: --check-config reports bad flags in its result instead of failing",
+          "[config][flags]") {
+  absl::StatusOr<FlagsResult> ok = Parse({"--check-config", "--config.file=/x.yml"});
+  REQUIRE(ok.ok());
+  CHECK(ok->action == FlagsResult::Action::kCheckConfig);
+  CHECK(ok->flags_status.ok());
+  CHECK(ok->options.config_file == "/x.yml");
+  absl::StatusOr<FlagsResult> bad = Parse({"--udp.receivers=0", "--check-config"});
+  REQUIRE(bad.ok());
+  CHECK(bad->action == FlagsResult::Action::kCheckConfig);
+  CHECK_THAT(std::string(bad->flags_status.message()), Contains("udp receivers"));
+  absl::StatusOr<FlagsResult> unknown = Parse({"--check-config", "--nope"});
+  REQUIRE(unknown.ok());
+  CHECK_THAT(std::string(unknown->flags_status.message()), Contains("unknown flag --nope"));
+}
+
+TEST_CASE("Flags: --help lists the operator flags", "[config][flags]") {
+  const std::string help = UsageText();
+  for (const char* flag : {"--log.format=logfmt", "--web.enable-lifecycle", "--web.systemd-socket",
+                           "--check-config", "Repeat the flag"}) {
+    CHECK_THAT(help, Contains(flag));
+  }
 }
 
 }  // namespace

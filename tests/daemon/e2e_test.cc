@@ -43,7 +43,7 @@ using namespace std::chrono_literals;
 config::DaemonOptions Options() {
   config::DaemonOptions o;
   o.udp.listen_address = "127.0.0.1:0";
-  o.web.listen_address = "127.0.0.1:0";
+  o.web.listen_addresses = {"127.0.0.1:0"};
   o.track.publish_interval = absl::Milliseconds(25);
   o.track.half_life = absl::Milliseconds(200);
   o.track.rate_window = absl::Seconds(1);
@@ -442,6 +442,7 @@ TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one o
   write("alert:\n  share_threshold: 0.2\n");
   config::DaemonOptions o = Options();
   o.config_file = path.string();
+  o.web.enable_lifecycle = true;
   TestDaemon d(o);
   UdpClient c(d.udp());
   std::string dg;
@@ -530,7 +531,7 @@ TEST_CASE("E2E: Run() returns within a second of Shutdown() under a flood of dat
 TEST_CASE("E2E: Create fails cleanly when the web port is taken", "[daemon][e2e]") {
   TestDaemon first(Options());
   config::DaemonOptions o = Options();
-  o.web.listen_address = absl::StrCat("127.0.0.1:", first.web_port());
+  o.web.listen_addresses = {absl::StrCat("127.0.0.1:", first.web_port())};
   RealClock clock;
   absl::StatusOr<std::unique_ptr<Daemon>> second = Daemon::Create(o, InputsFor(o), clock, nullptr);
   REQUIRE_FALSE(second.ok());

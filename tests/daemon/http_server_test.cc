@@ -28,7 +28,7 @@ class TestServer {
  public:
   explicit TestServer(HttpServer::Handler handler) {
     config::WebOptions web;
-    web.listen_address = "127.0.0.1:0";
+    web.listen_addresses = {"127.0.0.1:0"};
     absl::StatusOr<std::unique_ptr<HttpServer>> s =
         HttpServer::Create(io_, web, config::WebConfig{}, HttpLimits{}, std::move(handler));
     INFO(s.status().ToString());

@@ -7,7 +7,8 @@
 // Accepted forms: `--name=value`, `--name value`; for the boolean --demo also `--demo`
 // (true) and `--demo=false`. `-h`/`--help` and `--version` stop parsing. Unknown flags,
 // missing or bad values, positional arguments and out-of-range options are errors whose
-// message names the flag. The last occurrence of a repeated flag wins.
+// message names the flag. The last occurrence of a repeated flag wins, except
+// --web.listen-address, which collects every occurrence.
 //
 // Only `main` calls ParseFlags; components receive the options structs.
 // Pure functions (no I/O, no globals); thread-safe.
@@ -27,8 +28,13 @@ struct FlagsResult {
     kRun,           // start the daemon with `options`
     kPrintHelp,     // print `text` (the usage) to stdout and exit 0
     kPrintVersion,  // print `text` (the version) to stdout and exit 0
+    kCheckConfig,   // --check-config: check `flags_status`, then the files `options` name
   };
   Action action = Action::kRun;
+  // With kCheckConfig: whether the flags parsed and validated (`options` are only
+  // meaningful when they did). A bad flag next to --check-config is reported here rather
+  // than returned as an error, so that the check's verdict is one exit status.
+  absl::Status flags_status;
   // Validated when action is kRun. The rules file (config_file) is not read here: main
   // calls LoadRulesFile (rules_file.h) with ReloadableFrom(options) as its base.
   DaemonOptions options;

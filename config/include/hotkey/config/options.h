@@ -49,7 +49,15 @@ struct UdpOptions {
 
 // The HTTP server.
 struct WebOptions {
-  std::string listen_address = ":10110";
+  // Addresses the HTTP server listens on, each host:port, [ipv6]:port or :port; at least
+  // one. Ignored with systemd_socket.
+  std::vector<std::string> listen_addresses = {":10110"};
+  // Serve on the listening sockets systemd passes (socket activation, sd_listen_fds(3):
+  // LISTEN_PID, LISTEN_FDS, from fd 3 on) instead of binding listen_addresses.
+  bool systemd_socket = false;
+  // POST /-/reload answers 403 unless this is set (as in Prometheus and its exporters);
+  // SIGHUP reloads either way.
+  bool enable_lifecycle = false;
   // Path of the Prometheus endpoint: starts with '/', is not "/" and is not under the
   // paths the server itself uses ("/-/", "/api/").
   std::string telemetry_path = "/metrics";
@@ -237,7 +245,10 @@ struct DaemonOptions {
   // Demo events per second; in (0, 1e7]. 9500 loads this shard to 95% of the default
   // cluster capacity (10,000 ops/s), so each demo celebrity gets a distinct advice.
   double demo_rate = 9500;
-  std::string log_level = "info";  // debug | info | warn | error
+  std::string log_level = "info";     // debug | info | warn | error
+  std::string log_format = "logfmt";  // logfmt | json
+  // --check-config: validate the flags and the files they name, report, exit; bind nothing.
+  bool check_config = false;
 
   // Sources the daemon merges: the UDP receivers, and the demo source with --demo.
   int Sources() const { return udp.receivers + (demo ? 1 : 0); }

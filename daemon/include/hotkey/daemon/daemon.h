@@ -1,8 +1,9 @@
 // Daemon: hotkeyd assembled. Event sources (event_source.h: the UDP receivers, and any
 // given to Create, such as the demo load; one thread each) feed trackers; on every publish
 // the daemon's io_context builds a Snapshot (aggregator.h); the HTTP server (same
-// io_context) serves it; SIGHUP or POST /-/reload reload the rules (through the loader it
-// is given: the daemon reads no configuration file itself); SIGTERM/SIGINT stop it.
+// io_context) serves it; SIGHUP or POST /-/reload (with --web.enable-lifecycle) reload the rules
+// (through the loader it is given: the daemon reads no configuration file itself); SIGTERM/SIGINT
+// stop it.
 //
 // Shutdown, in phases: stop accepting HTTP; stop input (each source stops: a receiver
 // closes its socket after draining what the kernel holds; each publishes a last report);
@@ -56,6 +57,10 @@ class Daemon {
     // to re-read --config.file. Called by Create (an error fails it) and by every Reload
     // (an error keeps the options in force). Null: the flags' options, no rules file.
     RulesLoader load_rules;
+    // With options.web.systemd_socket: the listening sockets systemd passed
+    // (TakeSystemdListenFds, systemd_socket.h), served instead of binding
+    // web.listen_addresses. The daemon owns them from Create on.
+    std::vector<int> web_listen_fds;
   };
 
   // Binds every socket; errors (a port in use, a bad rules file) are returned, not thrown.
@@ -77,7 +82,10 @@ class Daemon {
 
   // The latest snapshot (snapshot.h); null before the first publish.
   std::shared_ptr<const Snapshot> snapshot() const;
+  // The HTTP server's first listening address, and every one (one per
+  // --web.listen-address, or per socket systemd passed).
   boost::asio::ip::tcp::endpoint web_endpoint() const;
+  std::vector<boost::asio::ip::tcp::endpoint> web_endpoints() const;
   boost::asio::ip::udp::endpoint udp_endpoint() const;
 
  private:
@@ -85,6 +93,11 @@ class Daemon {
   explicit Daemon(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// What HttpServer::Create would refuse in `web_config` (config::LoadWebConfigFile of
+// web.config_file) without binding a socket: a certificate, key or CA file OpenSSL
+// cannot use. For --check-config. Thread-safe.
+absl::Status CheckWebConfig(const config::WebOptions& web, const config::WebConfig& web_config);
 
 }  // namespace hotkey::daemon
 
