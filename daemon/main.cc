@@ -49,7 +49,7 @@ int CheckConfig(const hotkey::config::FlagsResult& flags) {
   } else if (absl::Status s = hotkey::daemon::CheckWebConfig(options.web, *web); !s.ok()) {
     fail(s);
   } else {
-    std::printf("web config file \"%s\": ok (%s, %zu basic auth users)\n",
+    std::printf("web config file \"%s\": ok (%s, basic auth users: %zu)\n",
                 options.web.config_file.c_str(), web->tls_enabled ? "TLS" : "plain HTTP",
                 web->basic_auth_users.size());
   }

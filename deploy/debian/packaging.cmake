@@ -4,8 +4,8 @@
 #   cmake --build build-deb -j2 --target package    # or: cd build-deb && cpack
 #   -> build-deb/hotkeyd_<version>_<arch>.deb
 #
-# It holds what `cmake --install` installs (hotkeyd, hotkey-sim, the systemd unit, its
-# defaults file, the example rules, the Prometheus/Grafana files and the docs), with
+# It holds what `cmake --install` installs (hotkeyd, hotkey-sim, the systemd unit and its
+# optional socket-activation unit hotkeyd.socket (not enabled by postinst), its defaults file, the example rules, the Prometheus/Grafana files and the docs), with
 # /etc/default/hotkeyd and /etc/hotkeyd/rules.yml as conffiles, and maintainer scripts
 # (deploy/debian/postinst, prerm, postrm) that create the hotkeyd system user and
 # enable/start/stop the unit the way debhelper's do. Depends: from dpkg-shlibdeps over the
@@ -26,7 +26,7 @@ set(CPACK_PACKAGE_DESCRIPTION
     "hotkeyd counts the keys a Redis shard serves from fire-and-forget UDP events, finds the\n\
 hot ones with a fixed-memory sketch and exports them, with the advised fix, as Prometheus\n\
 metrics. The package ships the daemon, the hotkey-sim simulator, a hardened systemd unit\n\
-and example rules, alerts and a Grafana dashboard.")
+(with an optional socket-activation unit) and example rules, alerts and a Grafana dashboard.")
 # DESTDIR staging: /etc is an absolute destination for the /usr prefix (deploy/CMakeLists.txt).
 set(CPACK_SET_DESTDIR ON)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})

@@ -62,6 +62,7 @@ log "ok: built $deb ($(stat -c %s "$deb") bytes)"
 # 2. Contents and control fields.
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$tmp/contents"
 for f in /usr/bin/hotkeyd /usr/bin/hotkey-sim /usr/lib/systemd/system/hotkeyd.service \
+         /usr/lib/systemd/system/hotkeyd.socket \
          /etc/default/hotkeyd /etc/hotkeyd/rules.yml /usr/share/hotkeyd/hotkeyd.rules.yml \
          /usr/share/hotkeyd/hotkeyd-dashboard.json /usr/share/doc/hotkeyd/README.md; do
   grep -qxF "$f" "$tmp/contents" || fail "$deb lacks $f"
@@ -114,6 +115,12 @@ grep -q -- '--config.file=/etc/hotkeyd/rules.yml' /etc/default/hotkeyd ||
 systemd-analyze verify "$unit" >"$tmp/verify.log" 2>&1 || true
 if grep -i 'hotkeyd' "$tmp/verify.log"; then fail "systemd-analyze verify $unit (above)"; fi
 log "ok: systemd-analyze verify $unit"
+socket_unit=/usr/lib/systemd/system/hotkeyd.socket
+systemd-analyze verify "$socket_unit" >"$tmp/verify-socket.log" 2>&1 || true
+if grep -i 'hotkeyd' "$tmp/verify-socket.log"; then fail "systemd-analyze verify $socket_unit (above)"; fi
+[ ! -e /etc/systemd/system/sockets.target.wants/hotkeyd.socket ] ||
+  fail "postinst enabled hotkeyd.socket (socket activation is the operator's choice)"
+log "ok: systemd-analyze verify $socket_unit; not enabled"
 
 # 5. Run it as the unit would: the hotkeyd user, no new privileges, the installed rules.
 web=$(free_port tcp)

@@ -10,7 +10,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 prefix=$tmp/local
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in bin/hotkeyd bin/hotkey-sim lib/systemd/system/hotkeyd.service etc/default/hotkeyd \
+for f in bin/hotkeyd bin/hotkey-sim lib/systemd/system/hotkeyd.service \
+         lib/systemd/system/hotkeyd.socket etc/default/hotkeyd \
          etc/hotkeyd/rules.yml share/hotkeyd/hotkeyd.rules.yml share/doc/hotkeyd/README.md; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not install $f"
 done
@@ -39,6 +40,12 @@ if command -v systemd-analyze >/dev/null; then
   out=$(systemd-analyze verify "$tmp/hotkeyd.service" 2>&1 || true)
   if grep -v -e 'hotkeyd.service: Command .* is not executable' <<<"$out" | grep -qi 'hotkeyd.service'; then
     fail "systemd-analyze verify: $out"
+  fi
+  # The socket unit, beside the service it activates.
+  cp "$prefix/lib/systemd/system/hotkeyd.socket" "$tmp/hotkeyd.socket"
+  out=$(systemd-analyze verify "$tmp/hotkeyd.socket" 2>&1 || true)
+  if grep -v -e 'hotkeyd.service: Command .* is not executable' <<<"$out" | grep -qi 'hotkeyd\.s'; then
+    fail "systemd-analyze verify hotkeyd.socket: $out"
   fi
 fi
 echo "install layout ok: $prefix"
