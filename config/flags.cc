@@ -106,7 +106,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
        return absl::OkStatus();});
   p.AddString("storage.path", "File the trackers' state is saved to (periodically and on shutdown) and restored from at start; empty: none.", &o.storage.path);
   p.AddDuration("storage.interval", "How often the trackers' state is saved to --storage.path.", &o.storage.interval);
-  p.AddString("config.file", "YAML rules file (thresholds per key pattern, alert, export and cluster settings); re-read on SIGHUP and POST /-/reload.", &o.config_file);
+  p.AddString("config.file", "YAML rules file (thresholds per key pattern, alert, export and cluster settings); re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle).", &o.config_file);
   p.AddBool("demo", "Generate built-in demo traffic in-process (no socket): three celebrity keys (hot reads, hot writes, both) over a Zipf background.", &o.demo);
   p.AddNumber("demo.rate", "Demo events per second.", &o.demo_rate);
   p.AddString("log.level", "Least severe log messages to print: debug, info, warn or error.", &o.log_level);
