@@ -43,6 +43,7 @@ struct HttpRequest {
   std::string path;    // without the query
   std::string query;   // after '?', undecoded
   std::string body;
+  std::string accept_encoding = {};  // the Accept-Encoding header, empty when absent
 };
 
 struct HttpResponse {

@@ -143,6 +143,9 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     request_.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) request_.query = std::string(target.substr(q + 1));
     request_.body = req.body();
+    if (const auto ae = req.find(http::field::accept_encoding); ae != req.end()) {
+      request_.accept_encoding = std::string(ae->value().data(), ae->value().size());
+    }
     keep_alive_ = req.keep_alive();
     // RFC 9110 section 9.3.2: the answer to HEAD has the header fields GET's would have,
     // Content-Length included, and no content; bytes sent after the head would be read by a

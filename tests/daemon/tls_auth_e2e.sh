@@ -107,6 +107,15 @@ wait_for 15 "hotkeyd A answers /-/ready over HTTPS with credentials" ready
 body=$(curl -sf --max-time 5 "${auth[@]}" "$base/metrics") || fail "HTTPS /metrics with the CA and credentials"
 grep -q '^hotkey_build_info' <<<"$body" || fail "/metrics over HTTPS lacks hotkey_build_info"
 log "ok: HTTPS /metrics with the CA and credentials"
+# gzip, as Prometheus asks for it: the body on the wire is a gzip member holding the same text.
+headers=$(curl -sf -D - -o "$tmp/metrics.gz" --max-time 5 "${auth[@]}" -H 'Accept-Encoding: gzip' "$base/metrics") ||
+  fail "HTTPS /metrics with Accept-Encoding: gzip"
+grep -qi '^content-encoding: gzip' <<<"$headers" || fail "no Content-Encoding: gzip: $headers"
+gunzip -c "$tmp/metrics.gz" | grep -q '^hotkey_build_info' || fail "the gzip body is not the exposition"
+[ "$(stat -c %s "$tmp/metrics.gz")" -lt "$(wc -c <<<"$body")" ] || fail "the gzip body is not smaller"
+headers=$(curl -s -D - -o /dev/null --max-time 5 "${auth[@]}" -X POST "$base/metrics")
+grep -qi '^allow: GET, HEAD' <<<"$headers" || fail "405 lacks Allow: $headers"
+log "ok: /metrics gzip-compressed on request; a 405 carries Allow"
 expect_code 401 "wrong password" --cacert ca.crt -u "prometheus:wrong" "$base/metrics"
 expect_code 401 "unknown user" --cacert ca.crt -u "mallory:$password" "$base/metrics"
 expect_code 401 "no credentials" --cacert ca.crt "$base/metrics"
