@@ -103,7 +103,8 @@ struct Fixture {
   }
 
   std::shared_ptr<const Snapshot> snapshot;
-  ReloadStatus reload_status{true, absl::FromUnixSeconds(1'700'000'000)};
+  ReloadStatus reload_status{.last_successful = true,
+                             .last_success = absl::FromUnixSeconds(1'700'000'000)};
   absl::Status reload_result = absl::OkStatus();
   int reloads = 0;
   model::Cluster cluster;
