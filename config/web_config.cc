@@ -394,6 +394,30 @@ absl::StatusOr<WebConfig> LoadWebConfigFile(const std::string& path) {
   return c;
 }
 
+absl::StatusOr<std::optional<WebConfig>> WebConfigWatcher::Poll() {
+  // What the config's loading depends on: its own bytes, then the named PEM files' (a
+  // rotated certificate keeps its path). Unreadable files leave a marker, so that one
+  // appearing, or vanishing, is a change.
+  std::string fingerprint;
+  auto add = [&fingerprint](const std::string& file) {
+    absl::StatusOr<std::string> bytes = internal::ReadConfigFile(file, "file", kMaxFileBytes);
+    absl::StrAppend(&fingerprint, file.size(), ":", file, bytes.ok() ? "=" : "!",
+                    bytes.ok() ? bytes->size() : 0, ":", bytes.ok() ? *bytes : std::string());
+  };
+  add(path_);
+  absl::StatusOr<WebConfig> c = LoadWebConfigFile(path_);
+  if (c.ok() && c->tls_enabled) {
+    for (const std::string* f : {&c->tls.cert_file, &c->tls.key_file, &c->tls.client_ca_file}) {
+      if (!f->empty()) add(*f);
+    }
+  }
+  if (polled_ && fingerprint == fingerprint_) return std::optional<WebConfig>();
+  polled_ = true;
+  fingerprint_ = std::move(fingerprint);
+  if (!c.ok()) return c.status();
+  return std::optional<WebConfig>(*std::move(c));
+}
+
 bool IsBcryptHash(std::string_view h) {
   // $2y$10$ + 22 salt characters + 31 hash characters = 60.
   if (h.size() != 60 || h[0] != '$' || h[1] != '2' || h[3] != '$' || h[6] != '$') return false;

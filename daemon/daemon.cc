@@ -80,6 +80,9 @@ class Daemon::Impl {
   void Saved(const absl::Status& s);
   void ArmStorageTimer();
   void RequestBuild();
+  // Re-reads the web config (Inputs::poll_web_config) and swaps a changed one in.
+  void PollWebConfig();
+  void ArmWebConfigTimer();
 
   const config::DaemonOptions options_;
   const clock::Clock& clock_;
@@ -99,11 +102,13 @@ class Daemon::Impl {
   std::unique_ptr<StateStore> store_;    // null without --storage.path
   std::unique_ptr<StateWriter> writer_;  // with store_: its writes, off the io thread
   std::unique_ptr<asio::steady_timer> storage_timer_;
-  bool shut_down_ = false;            // io thread
-  std::atomic<bool> running_{false};  // Run() is inside io_.run()
-  std::mutex reload_mu_;              // one Reload() at a time, so its steps stay in order
-  uint64_t reload_seq_ = 0;           // guarded by reload_mu_
-  uint64_t applied_reload_seq_ = 0;   // io thread
+  WebConfigPoller poll_web_config_;                       // null: not re-read
+  std::unique_ptr<asio::steady_timer> web_config_timer_;  // io thread
+  bool shut_down_ = false;                                // io thread
+  std::atomic<bool> running_{false};                      // Run() is inside io_.run()
+  std::mutex reload_mu_;             // one Reload() at a time, so its steps stay in order
+  uint64_t reload_seq_ = 0;          // guarded by reload_mu_
+  uint64_t applied_reload_seq_ = 0;  // io thread
 
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_
@@ -143,7 +148,13 @@ absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<Event
   absl::StatusOr<config::ReloadableOptions> reloadable = load_rules_();
   if (!reloadable.ok()) return reloadable.status();
   cluster_ = reloadable->cluster;
-  reload_status_ = ReloadStatus{true, clock_.Now()};
+  reload_status_.last_successful = true;
+  reload_status_.last_success = clock_.Now();
+  if (inputs.poll_web_config) {
+    poll_web_config_ = std::move(inputs.poll_web_config);
+    reload_status_.web_config_watched = true;
+    reload_status_.web_config_last_success = clock_.Now();
+  }
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
                                              std::move(inputs.label_secret), clock_.Now(), log_);
 
@@ -240,6 +251,7 @@ void Daemon::Impl::Run(bool handle_signals) {
     Log(Line("info", "event source started").Value("kind", sources_[i]->kind()));
   }
   if (store_) ArmStorageTimer();
+  if (poll_web_config_) ArmWebConfigTimer();
   running_ = true;
   io_.run();
   running_ = false;
@@ -250,6 +262,7 @@ void Daemon::Impl::WaitForSignal() {
     if (ec) return;
     if (sig == SIGHUP) {
       (void)Reload();  // on the io thread; logs its outcome; the old configuration stays on error
+      if (poll_web_config_) PollWebConfig();
       WaitForSignal();
       return;
     }
@@ -275,6 +288,7 @@ void Daemon::Impl::DoShutdown() {
   // Init() failed early (a bad rules file) has no aggregator to build with.
   if (aggregator_) Build();
   if (storage_timer_) storage_timer_->cancel();
+  if (web_config_timer_) web_config_timer_->cancel();
   if (store_) {
     SaveState();        // after the receivers' last reports: nothing counted is lost
     writer_->Finish();  // and written before the daemon goes
@@ -306,6 +320,35 @@ void Daemon::Impl::RestoreState() {
   Log(Line("info", "state restored")
           .Quoted("file", store_->path())
           .Value("keys", absl::StrCat(keys)));
+}
+
+void Daemon::Impl::ArmWebConfigTimer() {
+  if (!web_config_timer_) web_config_timer_ = std::make_unique<asio::steady_timer>(io_);
+  web_config_timer_->expires_after(absl::ToChronoNanoseconds(kWebConfigPollInterval));
+  web_config_timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec || shut_down_) return;
+    PollWebConfig();
+    ArmWebConfigTimer();
+  });
+}
+
+void Daemon::Impl::PollWebConfig() {
+  absl::StatusOr<std::optional<config::WebConfig>> polled = poll_web_config_();
+  if (polled.ok() && !polled->has_value()) return;  // unchanged
+  absl::Status s = polled.status();
+  if (s.ok()) s = http_->SetWebConfig(**polled, options_.web.config_file);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    reload_status_.web_config_last_successful = s.ok();
+    if (s.ok()) reload_status_.web_config_last_success = clock_.Now();
+  }
+  if (s.ok()) {
+    Log(Line("info", "web config reloaded").Quoted("file", options_.web.config_file));
+  } else {
+    Log(Line("error", "web config reload failed; the previous one stays in force")
+            .Quoted("file", options_.web.config_file)
+            .Quoted("err", std::string(s.message())));
+  }
 }
 
 void Daemon::Impl::ArmStorageTimer() {
@@ -366,7 +409,8 @@ absl::Status Daemon::Impl::Reload() {
     {
       std::lock_guard<std::mutex> l(mu_);
       cluster_ = reloadable->cluster;
-      reload_status_ = ReloadStatus{true, clock_.Now()};
+      reload_status_.last_successful = true;
+      reload_status_.last_success = clock_.Now();
     }
     Log(Line("info", "configuration reloaded").Quoted("file", options_.config_file));
   } else {

@@ -21,25 +21,42 @@ namespace asio = boost::asio;
 namespace ssl = asio::ssl;
 using asio::ip::tcp;
 
+namespace {
+
+// The TLS context, credentials and headers of a web config. A certificate or key OpenSSL
+// refuses is an error naming `config_file`.
+absl::StatusOr<std::shared_ptr<const WebSecurity>> MakeWebSecurity(
+    std::string_view config_file, const config::WebConfig& web_config) {
+  auto security = std::make_shared<WebSecurity>();
+  security->headers = web_config.headers;
+  if (web_config.tls_enabled) {
+    absl::StatusOr<std::unique_ptr<ssl::context>> ctx = MakeTlsContext(web_config.tls);
+    if (!ctx.ok()) {
+      return absl::Status(ctx.status().code(),
+                          absl::StrCat("web config file \"", std::string(config_file),
+                                       "\": ", ctx.status().message()));
+    }
+    security->tls = *std::move(ctx);
+  }
+  if (!web_config.basic_auth_users.empty()) {
+    security->auth = std::make_shared<BasicAuth>(web_config.basic_auth_users);
+  }
+  return std::shared_ptr<const WebSecurity>(std::move(security));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
     asio::io_context& io, const config::WebOptions& web, const config::WebConfig& web_config,
     const HttpLimits& limits, Handler handler, std::vector<int> listen_fds) {
+  absl::StatusOr<std::shared_ptr<const WebSecurity>> security =
+      MakeWebSecurity(web.config_file, web_config);
+  if (!security.ok()) return security.status();
   auto shared = std::make_shared<Shared>();
   shared->limits = limits;
   shared->handler = std::move(handler);
   shared->health_without_auth = web.health_without_auth;
-  shared->headers = web_config.headers;
-  if (web_config.tls_enabled) {
-    absl::StatusOr<std::unique_ptr<ssl::context>> ctx = MakeTlsContext(web_config.tls);
-    if (!ctx.ok()) {
-      return absl::Status(ctx.status().code(), absl::StrCat("web config file \"", web.config_file,
-                                                            "\": ", ctx.status().message()));
-    }
-    shared->tls = *std::move(ctx);
-  }
-  if (!web_config.basic_auth_users.empty()) {
-    shared->auth = std::make_shared<BasicAuth>(web_config.basic_auth_users);
-  }
+  shared->security = *std::move(security);
 
   std::unique_ptr<HttpServer> s(new HttpServer(io, std::move(shared)));
   if (web.systemd_socket) {
@@ -57,11 +74,24 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
       if (absl::Status st = s->Listen(address); !st.ok()) return st;
     }
   }
-  if (s->shared_->auth != nullptr) {
-    s->auth_pool_ = std::make_unique<asio::thread_pool>(1);
-    s->shared_->auth_pool = s->auth_pool_.get();
-  }
+  s->EnsureAuthPool();
   return s;
+}
+
+absl::Status HttpServer::SetWebConfig(const config::WebConfig& web_config,
+                                      std::string_view config_file) {
+  absl::StatusOr<std::shared_ptr<const WebSecurity>> security =
+      MakeWebSecurity(config_file, web_config);
+  if (!security.ok()) return security.status();
+  shared_->security = *std::move(security);
+  EnsureAuthPool();
+  return absl::OkStatus();
+}
+
+void HttpServer::EnsureAuthPool() {
+  if (shared_->security->auth == nullptr || auth_pool_ != nullptr || shared_->stopped) return;
+  auth_pool_ = std::make_unique<asio::thread_pool>(1);
+  shared_->auth_pool = auth_pool_.get();
 }
 
 HttpServer::HttpServer(asio::io_context& io, std::shared_ptr<Shared> shared)
@@ -161,8 +191,8 @@ std::vector<tcp::endpoint> HttpServer::local_endpoints() const {
   return out;
 }
 
-bool HttpServer::tls() const { return shared_->tls != nullptr; }
-bool HttpServer::basic_auth() const { return shared_->auth != nullptr; }
+bool HttpServer::tls() const { return shared_->security->tls != nullptr; }
+bool HttpServer::basic_auth() const { return shared_->security->auth != nullptr; }
 
 void HttpServer::Accept(tcp::acceptor& acceptor) {
   acceptor.async_accept(io_, [this, &acceptor](boost::system::error_code ec, tcp::socket socket) {
@@ -184,7 +214,7 @@ void HttpServer::Accept(tcp::acceptor& acceptor) {
       if (shared_->open >= 2 * shared_->limits.max_connections) {
         boost::system::error_code ignored;
         socket.close(ignored);
-      } else if (shared_->tls) {
+      } else if (shared_->security->tls) {
         StartTlsSession(std::move(socket), shared_);
       } else {
         StartPlainSession(std::move(socket), shared_);

@@ -11,7 +11,8 @@
 //
 // Access control comes from the --web.config.file (hotkey/config/web_config.h, Prometheus
 // exporter-toolkit format), parsed by the caller: TLS through Asio's OpenSSL support (tls.h),
-// client certificates, basic auth (basic_auth.h), extra response headers. With basic_auth_users
+// client certificates, basic auth (basic_auth.h), extra response headers; SetWebConfig swaps in
+// a re-read file's. With basic_auth_users
 // every path answers 401 without valid credentials, except /-/healthy and /-/ready when
 // WebOptions::health_without_auth. bcrypt checks that the cache cannot answer run on one worker
 // thread, never on the io_context, so a client sending wrong passwords delays only other first-time
@@ -43,6 +44,7 @@ struct HttpRequest {
   std::string path;    // without the query
   std::string query;   // after '?', undecoded
   std::string body;
+  std::string accept_encoding = {};  // the Accept-Encoding header, empty when absent
 };
 
 struct HttpResponse {
@@ -81,6 +83,12 @@ class HttpServer {
                                                             std::vector<int> listen_fds = {});
   ~HttpServer();
 
+  // Replaces the TLS context, credentials and headers with those of a new web config (a
+  // rotated certificate or password): new connections use them, open ones keep theirs. On
+  // an error (OpenSSL refuses the certificate) the old ones stay. `config_file` names the
+  // file in errors.
+  absl::Status SetWebConfig(const config::WebConfig& web_config, std::string_view config_file);
+
   void Start();
   // Stops accepting and closes the connections waiting for a request; one in the middle of
   // a request is answered, then closed.
@@ -99,13 +107,15 @@ class HttpServer {
   absl::Status Listen(const std::string& address);
   absl::Status Adopt(int fd);
   void Accept(boost::asio::ip::tcp::acceptor& acceptor);
+  // Starts the bcrypt worker once a config has basic auth.
+  void EnsureAuthPool();
 
   boost::asio::io_context& io_;
   std::shared_ptr<Shared> shared_;
   // One per listening socket; unique_ptr so that Accept's references stay valid.
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
   // bcrypt checks; one thread, so they never run in parallel (each costs ~70 ms of CPU at
-  // cost 10). Null without basic auth. Joined by the destructor.
+  // cost 10). Null until a config has basic auth. Joined by the destructor.
   std::unique_ptr<boost::asio::thread_pool> auth_pool_;
 };
 

@@ -43,7 +43,9 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
   static constexpr bool kTls = !std::is_same_v<Stream, boost::beast::tcp_stream>;
 
   Session(boost::asio::ip::tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
-      : stream_(MakeStream(std::move(socket), *shared)), shared_(std::move(shared)) {
+      : security_(shared->security),
+        stream_(MakeStream(std::move(socket), *security_)),
+        shared_(std::move(shared)) {
     ++shared_->open;
   }
   ~Session() override {
@@ -80,9 +82,9 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
  private:
   using tcp = boost::asio::ip::tcp;
 
-  static Stream MakeStream(tcp::socket socket, HttpServer::Shared& shared) {
+  static Stream MakeStream(tcp::socket socket, const WebSecurity& security) {
     if constexpr (kTls) {
-      return Stream(std::move(socket), *shared.tls);
+      return Stream(std::move(socket), *security.tls);
     } else {
       return Stream(std::move(socket));
     }
@@ -143,6 +145,9 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     request_.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) request_.query = std::string(target.substr(q + 1));
     request_.body = req.body();
+    if (const auto ae = req.find(http::field::accept_encoding); ae != req.end()) {
+      request_.accept_encoding = std::string(ae->value().data(), ae->value().size());
+    }
     keep_alive_ = req.keep_alive();
     // RFC 9110 section 9.3.2: the answer to HEAD has the header fields GET's would have,
     // Content-Length included, and no content; bytes sent after the head would be read by a
@@ -151,7 +156,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
 
     const bool exempt = shared_->health_without_auth &&
                         (request_.path == "/-/healthy" || request_.path == "/-/ready");
-    if (shared_->auth == nullptr || exempt) {
+    if (security_->auth == nullptr || exempt) {
       Respond();
       return;
     }
@@ -159,7 +164,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     std::string authorization = field == req.end()
                                     ? std::string()
                                     : std::string(field->value().data(), field->value().size());
-    const std::optional<bool> known = shared_->auth->CheckCached(authorization);
+    const std::optional<bool> known = security_->auth->CheckCached(authorization);
     if (known.has_value() || shared_->auth_pool == nullptr) {
       OPENSSL_cleanse(authorization.data(), authorization.size());
       OnAuth(known.value_or(false));
@@ -170,7 +175,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     boost::asio::post(*shared_->auth_pool,
                       [self = this->shared_from_this(), ex = stream_.get_executor(),
                        authorization = std::move(authorization)]() mutable {
-                        const bool ok = self->shared_->auth->Check(authorization);
+                        const bool ok = self->security_->auth->Check(authorization);
                         OPENSSL_cleanse(authorization.data(), authorization.size());
                         boost::asio::post(ex, [self = std::move(self), ok] { self->OnAuth(ok); });
                       });
@@ -211,7 +216,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     res->result(static_cast<http::status>(r.status));
     res->set(http::field::server, "hotkeyd");
     res->set(http::field::content_type, r.content_type);
-    for (const auto& [name, value] : shared_->headers) res->set(name, value);
+    for (const auto& [name, value] : security_->headers) res->set(name, value);
     for (const auto& [name, value] : r.headers) res->set(name, value);
     res->keep_alive(keep_alive);
     if (head_) {
@@ -241,6 +246,8 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     Lowest().socket().close(ec);
   }
 
+  // Declared before stream_, which holds a reference to its TLS context.
+  const std::shared_ptr<const WebSecurity> security_;
   Stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

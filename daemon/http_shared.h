@@ -31,15 +31,21 @@ class Waiting {
   virtual void Evict() = 0;
 };
 
+// What the web config file sets up. Immutable once built: a new file builds a new one,
+// which new connections use; a connection keeps the one it started with to its end.
+struct WebSecurity {
+  std::shared_ptr<boost::asio::ssl::context> tls;            // null: plain HTTP
+  std::shared_ptr<BasicAuth> auth;                           // null: no authentication
+  std::vector<std::pair<std::string, std::string>> headers;  // added to every response
+};
+
 struct HttpServer::Shared {
   HttpLimits limits;
   Handler handler;
-  std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain HTTP
-  std::shared_ptr<BasicAuth> auth;                 // null: no authentication
-  boost::asio::thread_pool* auth_pool = nullptr;   // the server's; used only while !stopped
+  std::shared_ptr<const WebSecurity> security;    // never null
+  boost::asio::thread_pool* auth_pool = nullptr;  // the server's; used only while !stopped
   bool health_without_auth = false;
-  std::vector<std::pair<std::string, std::string>> headers;  // added to every response
-  size_t open = 0;                                           // connections open now
+  size_t open = 0;  // connections open now
   // Connections waiting for a request, longest waiting first: at the connection cap, the
   // front one is closed to admit a new one. So idle, half-open or slow clients can never
   // lock a scraper out; a scraper sends its request at once and is served.

@@ -6,11 +6,55 @@
 // shows the fix the daemon advises. Self-contained: no build step, no external script,
 // style or font, so it works on an air-gapped host.
 
+#include <string>
+#include <string_view>
+
 #include "web.h"
 
 namespace hotkey::daemon {
 
-std::string_view LandingPage() {
+namespace {
+
+// For text and attribute values: the telemetry path may hold any printable byte but space.
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// `page` with each `from` replaced by `to`.
+std::string ReplaceAll(std::string_view page, std::string_view from, std::string_view to) {
+  std::string out;
+  for (size_t at; (at = page.find(from)) != std::string_view::npos;) {
+    out.append(page.substr(0, at)).append(to);
+    page.remove_prefix(at + from.size());
+  }
+  return out.append(page);
+}
+
+}  // namespace
+
+std::string LandingPage(std::string_view telemetry_path) {
   static constexpr std::string_view kPage = R"HTML(<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -33,7 +77,7 @@ label{display:flex;justify-content:space-between} input[type=range]{width:100%}
 </style></head><body>
 <h1>hotkeyd</h1>
 <div class="muted">Hot-key detection for one shard. <span id="summary"></span></div>
-<nav><a href="metrics">/metrics</a><a href="api/v1/top">/api/v1/top</a><a href="-/healthy">/-/healthy</a><a href="-/ready">/-/ready</a></nav>
+<nav><a href="@TELEMETRY_HREF@">@TELEMETRY_PATH@</a><a href="api/v1/top">/api/v1/top</a><a href="-/healthy">/-/healthy</a><a href="-/ready">/-/ready</a></nav>
 
 <h2>Top keys <span class="muted" id="updated"></span></h2>
 <table id="top"><thead><tr><th>key</th><th>share</th><th>± error</th><th>reads/s</th><th>writes/s</th>
@@ -184,7 +228,11 @@ async function refresh() {
 refresh(); setInterval(refresh, 1000); start();
 </script></body></html>
 )HTML";
-  return kPage;
+  // Relative, like the page's other links, so the page also works behind a reverse proxy
+  // that serves the daemon under a path prefix.
+  std::string href = HtmlEscape(telemetry_path.substr(telemetry_path.starts_with('/') ? 1 : 0));
+  return ReplaceAll(ReplaceAll(kPage, "@TELEMETRY_HREF@", href), "@TELEMETRY_PATH@",
+                    HtmlEscape(telemetry_path));
 }
 
 }  // namespace hotkey::daemon

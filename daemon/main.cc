@@ -105,13 +105,15 @@ int main(int argc, char** argv) {
     }
     inputs.label_secret = *std::move(secret);
     if (!options.web.config_file.empty()) {
-      absl::StatusOr<hotkey::config::WebConfig> web =
-          hotkey::config::LoadWebConfigFile(options.web.config_file);
+      // Read now (an error stops the start), then polled by the daemon for changes.
+      auto watcher = std::make_shared<hotkey::config::WebConfigWatcher>(options.web.config_file);
+      absl::StatusOr<std::optional<hotkey::config::WebConfig>> web = watcher->Poll();
       if (!web.ok()) {
         std::fprintf(stderr, "hotkeyd: %s\n", std::string(web.status().message()).c_str());
         return 1;
       }
-      inputs.web_config = *std::move(web);
+      inputs.web_config = **std::move(web);
+      inputs.poll_web_config = [watcher] { return watcher->Poll(); };
     }
     inputs.load_rules = [options] { return hotkey::config::LoadReloadable(options); };
     if (options.web.systemd_socket) {

@@ -71,6 +71,15 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     AddSingle(out, "hotkey_config_last_reload_success_timestamp_seconds",
               "Time of the last successful configuration reload.", kGauge,
               absl::ToDoubleSeconds(r.last_success - absl::UnixEpoch()));
+    if (r.web_config_watched) {
+      AddSingle(out, "hotkey_web_config_last_reload_successful",
+                "Whether the last reading of a changed --web.config.file succeeded (on failure "
+                "the previous TLS and basic auth stay in force).",
+                kGauge, r.web_config_last_successful ? 1 : 0);
+      AddSingle(out, "hotkey_web_config_last_reload_success_timestamp_seconds",
+                "Time the --web.config.file was last read successfully.", kGauge,
+                absl::ToDoubleSeconds(r.web_config_last_success - absl::UnixEpoch()));
+    }
   }
   if (const StorageStatus st = storage_ ? storage_() : StorageStatus{}; st.enabled) {
     AddSingle(out, "hotkey_storage_last_save_success_timestamp_seconds",

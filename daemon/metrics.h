@@ -26,6 +26,10 @@ namespace hotkey::daemon {
 struct ReloadStatus {
   bool last_successful = true;
   absl::Time last_success;
+  // The --web.config.file, re-read when it changes; exported only when there is one.
+  bool web_config_watched = false;
+  bool web_config_last_successful = true;
+  absl::Time web_config_last_success = absl::UnixEpoch();
 };
 
 // --storage.path: how saving the trackers' state goes.

@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "gzip.h"
 #include "json.h"
 #include "query.h"
 
@@ -29,6 +30,13 @@ constexpr int kMaxModelShards = model::Cluster::kMaxShards;
 
 HttpResponse Text(int status, std::string body) {
   return HttpResponse{status, "text/plain; charset=utf-8", std::move(body), {}};
+}
+
+// RFC 9110 section 15.5.6: a 405 lists the methods the resource answers.
+HttpResponse MethodNotAllowed(std::string body, std::string allow) {
+  HttpResponse r = Text(405, std::move(body));
+  r.headers.emplace_back("Allow", std::move(allow));
+  return r;
 }
 
 HttpResponse Json(int status, std::string body) {
@@ -113,7 +121,7 @@ HttpResponse WebRoutes::Handle(const HttpRequest& req) const {
   const bool get = req.method == "GET" || req.method == "HEAD";
   if (req.path == "/-/reload") {
     if (req.method != "POST" && req.method != "PUT") {
-      return Text(405, "use POST to reload the configuration\n");
+      return MethodNotAllowed("use POST to reload the configuration\n", "POST, PUT");
     }
     // As Prometheus answers without --web.enable-lifecycle.
     if (!hooks_.reload) return Text(403, "Lifecycle API is not enabled.\n");
@@ -125,19 +133,31 @@ HttpResponse WebRoutes::Handle(const HttpRequest& req) const {
                      req.path == "/-/ready" || req.path == "/api/v1/top" ||
                      req.path == "/api/v1/model";
   if (!known) return Text(404, "not found\n");
-  if (!get) return Text(405, "method not allowed\n");
+  if (!get) return MethodNotAllowed("method not allowed\n", "GET, HEAD");
 
-  if (req.path == telemetry_path_) {
-    return HttpResponse{
-        200, "text/plain; version=0.0.4; charset=utf-8", RenderText(*hooks_.metrics), {}};
-  }
+  if (req.path == telemetry_path_) return Metrics(req);
   if (req.path == "/-/healthy") return Text(200, "Healthy\n");
   if (req.path == "/-/ready") {
     return hooks_.snapshot() ? Text(200, "Ready\n") : Text(503, "Not ready: no snapshot yet\n");
   }
   if (req.path == "/api/v1/top") return Top();
   if (req.path == "/api/v1/model") return Model(req.query);
-  return HttpResponse{200, "text/html; charset=utf-8", std::string(LandingPage()), {}};
+  return HttpResponse{200, "text/html; charset=utf-8", landing_page_, {}};
+}
+
+HttpResponse WebRoutes::Metrics(const HttpRequest& req) const {
+  HttpResponse r{200,
+                 "text/plain; version=0.0.4; charset=utf-8",
+                 RenderText(*hooks_.metrics),
+                 {{"Vary", "Accept-Encoding"}}};
+  if (AcceptsGzip(req.accept_encoding)) {
+    // zlib fails only without memory for its state; the scrape is then served plain.
+    if (absl::StatusOr<std::string> gz = Gzip(r.body); gz.ok()) {
+      r.body = *std::move(gz);
+      r.headers.emplace_back("Content-Encoding", "gzip");
+    }
+  }
+  return r;
 }
 
 HttpResponse WebRoutes::Top() const {

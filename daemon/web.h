@@ -2,7 +2,8 @@
 // snapshot and the daemon's hooks, so it is tested without sockets.
 //
 //   GET  /                 landing page: live top keys and the shard-model playground
-//   GET  <telemetry path>  Prometheus metrics (default /metrics)
+//   GET  <telemetry path>  Prometheus metrics (default /metrics), gzip-compressed when the
+//                          request's Accept-Encoding admits gzip
 //   GET  /-/healthy        200 while the process serves HTTP
 //   GET  /-/ready          200 once the first snapshot is published, else 503
 //   POST /-/reload         reload --config.file; 200, or 500 with the error (old config kept);
@@ -16,6 +17,8 @@
 //                          write_share of one key, it is model::ProjectMeasured on the
 //                          figures the daemon's advice for that key uses, so the advice
 //                          and busiest loads equal the key's in /api/v1/top.
+//
+// A known path asked with a method it does not answer is 405 with an Allow header.
 //
 // Thread-safe if the hooks are.
 
@@ -40,10 +43,16 @@ struct WebHooks {
   const prometheus::Collectable* metrics = nullptr;
 };
 
+// The landing page's HTML (self-contained: no external scripts, styles or fonts). Its
+// metrics link points at `telemetry_path` (an absolute path, as WebOptions validates).
+std::string LandingPage(std::string_view telemetry_path);
+
 class WebRoutes {
  public:
   WebRoutes(std::string telemetry_path, WebHooks hooks)
-      : telemetry_path_(std::move(telemetry_path)), hooks_(std::move(hooks)) {}
+      : telemetry_path_(std::move(telemetry_path)),
+        landing_page_(LandingPage(telemetry_path_)),
+        hooks_(std::move(hooks)) {}
 
   HttpResponse Handle(const HttpRequest& request) const;
 
@@ -51,15 +60,15 @@ class WebRoutes {
   HttpResponse Top() const;
   HttpResponse Model(const std::string& query) const;
 
+  HttpResponse Metrics(const HttpRequest& request) const;
+
   const std::string telemetry_path_;
+  const std::string landing_page_;
   const WebHooks hooks_;
 };
 
 // The snapshot as the JSON of /api/v1/top.
 std::string SnapshotJson(const Snapshot& snap);
-
-// The landing page's HTML (self-contained: no external scripts, styles or fonts).
-std::string_view LandingPage();
 
 }  // namespace hotkey::daemon
 

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -283,6 +284,61 @@ TEST_CASE("WebConfig: the name tables hold every Go name once", "[web_config]") 
       }
     }
   }
+}
+
+TEST_CASE(
+    "WebConfig: WebConfigWatcher loads a changed file, its changed PEM files, and "
+    "reports a broken one once",
+    "[web_config]") {
+  TempDir dir;
+  dir.Write("server.crt", "certificate one\n");
+  dir.Write("server.key", "key\n");
+  const std::string tls = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n";
+  dir.Write("web.yml", tls);
+  WebConfigWatcher w(dir.Path("web.yml"));
+
+  absl::StatusOr<std::optional<WebConfig>> p = w.Poll();  // the first poll always loads
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  CHECK((*p)->tls_enabled);
+  p = w.Poll();
+  REQUIRE(p.ok());
+  CHECK_FALSE(p->has_value());  // nothing changed
+
+  // A rotated certificate keeps its path: its bytes are the change.
+  dir.Write("server.crt", "certificate two\n");
+  p = w.Poll();
+  REQUIRE(p.ok());
+  CHECK(p->has_value());
+  CHECK_FALSE(w.Poll()->has_value());
+
+  // A new password.
+  dir.Write("web.yml", tls + "basic_auth_users:\n  alice: " + std::string(kAliceHash) + "\n");
+  p = w.Poll();
+  REQUIRE(p.ok());
+  REQUIRE(p->has_value());
+  CHECK((*p)->basic_auth_users.count("alice") == 1);
+
+  // A broken file is an error once; polled again unchanged, it is not news.
+  dir.Write("web.yml", tls + "basic_auth_users: [\n");
+  p = w.Poll();
+  CHECK_FALSE(p.ok());
+  CHECK_THAT(Message(p.status()), Catch::Contains("web.yml"));
+  p = w.Poll();
+  REQUIRE(p.ok());
+  CHECK_FALSE(p->has_value());
+
+  // Fixed again: loaded.
+  dir.Write("web.yml", tls);
+  p = w.Poll();
+  REQUIRE(p.ok());
+  CHECK(p->has_value());
+
+  // A named file that goes away is a change, and an error.
+  std::remove(dir.Path("server.key").c_str());
+  p = w.Poll();
+  CHECK_FALSE(p.ok());
+  CHECK_THAT(Message(p.status()), Catch::Contains("key_file"));
 }
 
 }  // namespace

@@ -107,6 +107,15 @@ wait_for 15 "hotkeyd A answers /-/ready over HTTPS with credentials" ready
 body=$(curl -sf --max-time 5 "${auth[@]}" "$base/metrics") || fail "HTTPS /metrics with the CA and credentials"
 grep -q '^hotkey_build_info' <<<"$body" || fail "/metrics over HTTPS lacks hotkey_build_info"
 log "ok: HTTPS /metrics with the CA and credentials"
+# gzip, as Prometheus asks for it: the body on the wire is a gzip member holding the same text.
+headers=$(curl -sf -D - -o "$tmp/metrics.gz" --max-time 5 "${auth[@]}" -H 'Accept-Encoding: gzip' "$base/metrics") ||
+  fail "HTTPS /metrics with Accept-Encoding: gzip"
+grep -qi '^content-encoding: gzip' <<<"$headers" || fail "no Content-Encoding: gzip: $headers"
+gunzip -c "$tmp/metrics.gz" | grep -q '^hotkey_build_info' || fail "the gzip body is not the exposition"
+[ "$(stat -c %s "$tmp/metrics.gz")" -lt "$(wc -c <<<"$body")" ] || fail "the gzip body is not smaller"
+headers=$(curl -s -D - -o /dev/null --max-time 5 "${auth[@]}" -X POST "$base/metrics")
+grep -qi '^allow: GET, HEAD' <<<"$headers" || fail "405 lacks Allow: $headers"
+log "ok: /metrics gzip-compressed on request; a 405 carries Allow"
 expect_code 401 "wrong password" --cacert ca.crt -u "prometheus:wrong" "$base/metrics"
 expect_code 401 "unknown user" --cacert ca.crt -u "mallory:$password" "$base/metrics"
 expect_code 401 "no credentials" --cacert ca.crt "$base/metrics"
@@ -211,6 +220,46 @@ expect_code 200 "client certificate: /metrics" "${mtls[@]}" "$base/metrics"
 expect_code 000 "no client certificate refused" --cacert ca.crt "$base/metrics"
 expect_code 000 "a certificate from another CA refused" --cacert ca.crt --cert foreign.crt --key client.key "$base/metrics"
 expect_code 200 "still serving after refusals" "${mtls[@]}" "$base/-/healthy"
+stop_hotkeyd
+
+# ---------------------------------------------------------------- D: the file re-read on change
+# A password and a certificate rotate without a restart; a broken file keeps the old config.
+cp web-auth.yml web-rotate.yml
+start_hotkeyd rotate "$tmp/web-rotate.yml"
+wait_for 15 "hotkeyd D ready" ready
+metric() {  # metric NAME: its value in /metrics (with the credentials in force: auth[@])
+  curl -sf --max-time 5 "${auth[@]}" "$base/metrics" | awk -v m="$1" '$1 == m {print $2}'
+}
+[ "$(metric hotkey_web_config_last_reload_successful)" = 1 ] || fail "web config status not exported as 1"
+new_password='tr0ub4dor&3'
+new_hash=$(htpasswd -nbBC 10 prometheus "$new_password" | cut -d: -f2 | tr -d '\n')
+sed "s|prometheus: '.*'|prometheus: '$new_hash'|" web-auth.yml > web-rotate.yml.new
+mv web-rotate.yml.new web-rotate.yml
+new_auth=(--cacert ca.crt -u "prometheus:$new_password")
+rotated() { [ "$(code "${new_auth[@]}" "$base/-/ready")" = 200 ]; }
+wait_for 10 "the new password accepted without a restart" rotated
+expect_code 401 "the old password refused after the rotation" "${auth[@]}" "$base/metrics"
+auth=("${new_auth[@]}")
+# A new certificate at the same path: new connections get it.
+ossl req "${ec[@]}" -keyout server2.key -out server2.csr -subj /CN=localhost
+ossl x509 -req -in server2.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile server.ext -out server2.crt
+serial() { openssl s_client -connect "127.0.0.1:$hport" </dev/null 2>/dev/null | openssl x509 -noout -serial; }
+new_serial=$(openssl x509 -noout -serial -in server2.crt)
+[ "$(serial)" != "$new_serial" ] || fail "the new certificate is served before the rotation"
+cp server2.key server.key.new && cp server2.crt server.crt.new
+# Key first, then certificate. A poll that falls between the two finds a pair that does not
+# match, which OpenSSL refuses (the old pair stays); the next poll takes the new pair.
+mv server.key.new server.key && mv server.crt.new server.crt
+cert_rotated() { [ "$(serial)" = "$new_serial" ]; }
+wait_for 10 "the rotated certificate served without a restart" cert_rotated
+log "ok: password and certificate rotated without a restart"
+printf 'basic_auth_users: [\n' >> web-rotate.yml
+broken() { [ "$(metric hotkey_web_config_last_reload_successful)" = 0 ]; }
+wait_for 10 "a broken web config reported by hotkey_web_config_last_reload_successful 0" broken
+expect_code 200 "the previous config stays in force after a broken file" "${auth[@]}" "$base/metrics"
+grep -q 'level=error msg="web config reload failed' "$tmp/hotkeyd-rotate.log" ||
+  fail "the broken web config is not logged: $(tail -3 "$tmp/hotkeyd-rotate.log")"
+log "ok: a broken web config keeps the old one, logged and exported"
 stop_hotkeyd
 
 # ---------------------------------------------------------------- a bad file fails start

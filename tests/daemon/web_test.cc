@@ -10,11 +10,15 @@
 #include <set>
 #include <string>
 
+#include <zlib.h>
+
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "aggregator.h"
 #include "json.h"
 #include "metrics.h"
@@ -99,7 +103,8 @@ struct Fixture {
   }
 
   std::shared_ptr<const Snapshot> snapshot;
-  ReloadStatus reload_status{true, absl::FromUnixSeconds(1'700'000'000)};
+  ReloadStatus reload_status{.last_successful = true,
+                             .last_success = absl::FromUnixSeconds(1'700'000'000)};
   absl::Status reload_result = absl::OkStatus();
   int reloads = 0;
   model::Cluster cluster;
@@ -174,6 +179,109 @@ TEST_CASE("Web: unknown paths are 404 and wrong methods 405", "[daemon][web]") {
   CHECK(f.Post("/api/v1/top").status == 405);
   CHECK(f.Post("/").status == 405);
   CHECK(f.routes.Handle(HttpRequest{"HEAD", "/-/healthy", "", ""}).status == 200);
+}
+
+namespace {
+
+std::string HeaderOf(const HttpResponse& r, std::string_view name) {
+  for (const auto& [n, v] : r.headers) {
+    if (n == name) return v;
+  }
+  return "";
+}
+
+// The gzip member's content, through zlib's own decoder; nullopt if it is not valid gzip.
+std::optional<std::string> Gunzip(std::string_view gz) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return std::nullopt;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  std::string out;
+  char buf[16384];
+  int rc;
+  do {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  } while (rc == Z_OK);
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END || z.avail_in != 0) return std::nullopt;
+  return out;
+}
+
+// The exposition without the process_ series, which change from one render to the next.
+std::string WithoutProcessSeries(std::string_view text) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
+    if (absl::StrContains(line, "process_")) continue;
+    out.append(line.data(), line.size()).push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Web: a 405 carries Allow with the methods the path answers", "[daemon][web]") {
+  Fixture f;
+  f.snapshot = MakeSnapshot("k");
+  CHECK(HeaderOf(f.Get("/-/reload"), "Allow") == "POST, PUT");
+  for (const char* path : {"/metrics", "/api/v1/top", "/api/v1/model", "/", "/-/healthy"}) {
+    INFO(path);
+    const HttpResponse r = f.Post(path);
+    CHECK(r.status == 405);
+    CHECK(HeaderOf(r, "Allow") == "GET, HEAD");
+  }
+  CHECK(HeaderOf(f.Get("/nope"), "Allow").empty());  // a 404 has none
+}
+
+TEST_CASE("Web: /metrics is gzip-compressed when Accept-Encoding admits gzip", "[daemon][web]") {
+  Fixture f;
+  f.snapshot = MakeSnapshot(kTricky);
+  const HttpResponse plain = f.Get("/metrics");
+  CHECK(HeaderOf(plain, "Content-Encoding").empty());
+  CHECK(HeaderOf(plain, "Vary") == "Accept-Encoding");
+
+  // What Prometheus sends.
+  HttpRequest req{"GET", "/metrics", "", "", "gzip"};
+  const HttpResponse gz = f.routes.Handle(req);
+  CHECK(gz.status == 200);
+  CHECK(HeaderOf(gz, "Content-Encoding") == "gzip");
+  CHECK(HeaderOf(gz, "Vary") == "Accept-Encoding");
+  const std::optional<std::string> text = Gunzip(gz.body);
+  REQUIRE(text.has_value());
+  CHECK(WithoutProcessSeries(*text) == WithoutProcessSeries(plain.body));
+  CHECK(gz.body.size() * 3 < plain.body.size());
+
+  for (const char* ae : {"gzip, deflate, br", "deflate, gzip;q=0.5", "*", "GZIP", "x-gzip"}) {
+    INFO(ae);
+    req.accept_encoding = ae;
+    CHECK(HeaderOf(f.routes.Handle(req), "Content-Encoding") == "gzip");
+  }
+  for (const char* ae :
+       {"", "identity", "deflate, br", "gzip;q=0", "*, gzip;q=0", "gzip;q=0.0", "*;q=0", "gzipx"}) {
+    INFO(ae);
+    req.accept_encoding = ae;
+    const HttpResponse r = f.routes.Handle(req);
+    CHECK(HeaderOf(r, "Content-Encoding").empty());
+    CHECK(WithoutProcessSeries(r.body) == WithoutProcessSeries(plain.body));
+  }
+}
+
+TEST_CASE("Web: the landing page links to the configured telemetry path", "[daemon][web]") {
+  Fixture f;
+  CHECK(f.Get("/").body.find("<a href=\"metrics\">/metrics</a>") != std::string::npos);
+  WebRoutes prom("/prom", f.Hooks());
+  const std::string page = prom.Handle(HttpRequest{"GET", "/", "", ""}).body;
+  CHECK(page.find("<a href=\"prom\">/prom</a>") != std::string::npos);
+  CHECK(page.find("href=\"metrics\"") == std::string::npos);
+  // The link resolves, relative to the page at "/", to a path the routes serve.
+  CHECK(prom.Handle(HttpRequest{"GET", "/prom", "", ""}).status == 200);
+  // Bytes that mean something in HTML are escaped.
+  WebRoutes odd("/m&\"<x>", f.Hooks());
+  const std::string odd_page = odd.Handle(HttpRequest{"GET", "/", "", ""}).body;
+  CHECK(odd_page.find("<a href=\"m&amp;&quot;&lt;x&gt;\">/m&amp;&quot;&lt;x&gt;</a>") !=
+        std::string::npos);
 }
 
 TEST_CASE("Web: the landing page is self-contained HTML naming hotkeyd", "[daemon][web]") {

@@ -23,7 +23,8 @@
 // with their line; `rate_limit` is refused as not supported; a non-empty tls_server_config
 // without a certificate is an error rather than a silent fall-back to plain HTTP; the
 // verifying client auth types need an explicit client CA (Go would use the system roots);
-// the file is read at start (not at every request).
+// the file is re-read when it changes (WebConfigWatcher, polled every few seconds), not at
+// every request.
 //
 // This is the reading and checking only, into a plain WebConfig: the daemon builds its
 // OpenSSL context from it (daemon/tls.h, where bad or mismatched PEM is found) and checks
@@ -36,6 +37,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -112,6 +114,28 @@ absl::StatusOr<WebConfig> ParseWebConfig(std::string_view yaml_text, std::string
 // Reads and parses `path`, then checks that the certificate, key and CA files it names can
 // be read. Errors start with 'web config file "path": ' (NotFound when it does not exist).
 absl::StatusOr<WebConfig> LoadWebConfigFile(const std::string& path);
+
+// Watches a web config file, so certificates and passwords rotate without a restart, as
+// exporter-toolkit re-reads its file. Poll() reads the file and the PEM files it names
+// (up to 1 MiB each): when their bytes differ from the last Poll's, it returns the newly
+// loaded config, or the error that loading it gave (once: the same broken bytes polled
+// again are "unchanged"); else nullopt. The first Poll always loads. Each Poll reads those
+// files and parses the YAML.
+//
+// Thread-compatible.
+class WebConfigWatcher {
+ public:
+  explicit WebConfigWatcher(std::string path) : path_(std::move(path)) {}
+
+  absl::StatusOr<std::optional<WebConfig>> Poll();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  const std::string path_;
+  bool polled_ = false;
+  std::string fingerprint_;  // the bytes of the file and of the files it names, as last read
+};
 
 // True if `hash` is a bcrypt hash crypt(3) can check: $2a$, $2b$ or $2y$, cost 04-31,
 // 22 salt and 31 hash characters of bcrypt's base64.

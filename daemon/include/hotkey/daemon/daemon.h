@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/config/hash_secret.h"
 #include "hotkey/config/options.h"
@@ -44,6 +46,9 @@ class Daemon {
  public:
   using LogSink = std::function<void(std::string_view line)>;
   using RulesLoader = std::function<absl::StatusOr<config::ReloadableOptions>()>;
+  // A new web config when the file changed (config::WebConfigWatcher::Poll), nullopt when
+  // it did not, or the error loading the changed file gave.
+  using WebConfigPoller = std::function<absl::StatusOr<std::optional<config::WebConfig>>()>;
 
   // What the daemon is given from files, read by the caller with config/'s loaders: the
   // daemon itself reads no configuration file.
@@ -61,7 +66,13 @@ class Daemon {
     // (TakeSystemdListenFds, systemd_socket.h), served instead of binding
     // web.listen_addresses. The daemon owns them from Create on.
     std::vector<int> web_listen_fds;
+    // Polled every kWebConfigPollInterval and on SIGHUP, so certificates and passwords
+    // rotate without a restart: a changed config is swapped in for new connections; a
+    // broken one keeps the old, and is logged and exported
+    // (hotkey_web_config_last_reload_successful). Null: never re-read.
+    WebConfigPoller poll_web_config;
   };
+  static constexpr absl::Duration kWebConfigPollInterval = absl::Seconds(2);
 
   // Binds every socket; errors (a port in use, a bad rules file) are returned, not thrown.
   // `sources` are started, stopped and merged with the UDP receivers (e.g. the demo load,
