@@ -33,6 +33,11 @@ uses those: each run picks free loopback ports (bind to port 0) and rewrites the
 port numbers in the block's text before running it; a runnable block that does not name
 the documented port fails, because it would talk to whatever listens elsewhere.
 
+It also checks the README's first screen (all before the first `## ` heading): a paragraph
+saying what hotkeyd is, a PNG screenshot under 200 KB that exists, the run, test, install
+and tap commands in that order, and a table with a row for each peer (redis-cli --hotkeys,
+HOTKEYS, MONITOR, statsd_exporter) naming bench/peers.sh.
+
 Everything it starts is stopped on exit; every wait is bounded.
 """
 
@@ -454,6 +459,57 @@ def test_yaml(block, _args):
         raise Failure(f"{block.where()}: does not parse as YAML: {e}")
 
 
+FIRST_SCREEN_COMMANDS = [
+    ("run", "build/daemon/hotkeyd --demo"),
+    ("test", "tools/test.sh"),
+    ("install", "apt install ./build-deb/hotkeyd_*.deb"),
+    ("tap", "hotkeyd --tap.interface="),
+]
+PEERS = ["redis-cli --hotkeys", "HOTKEYS", "MONITOR", "statsd_exporter"]
+SCREENSHOT_MAX_BYTES = 200_000
+
+
+def check_first_screen(readme_text, repo):
+    """The README's first screen (all before the first `## ` heading): what it is, a
+    screenshot, the run, test, install and tap commands in that order, and the table that
+    compares hotkeyd with its peers from bench/peers.sh. Returns the problems found."""
+    problems = []
+    head = readme_text.split("\n## ", 1)[0]
+    paras = [p for p in head.split("\n\n")[1:] if p.strip()]
+    if not paras or paras[0].lstrip().startswith(("!", "<", "`", "|")):
+        problems.append("the first screen does not open with a paragraph saying what it is")
+    images = re.findall(r"!\[[^\]]+\]\(([^)\s]+\.png)\)", head)
+    if not images:
+        problems.append("the first screen has no screenshot (![alt](docs/....png))")
+    for img in images:
+        path = os.path.join(repo, img)
+        if not os.path.isfile(path):
+            problems.append(f"screenshot {img} does not exist")
+            continue
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+            problems.append(f"screenshot {img} is not a PNG")
+        if len(data) >= SCREENSHOT_MAX_BYTES:
+            problems.append(f"screenshot {img} is {len(data)} bytes, not under {SCREENSHOT_MAX_BYTES}")
+    pos = -1
+    no_comments = re.sub(r"<!--.*?-->", "", head, flags=re.S)
+    for name, cmd in FIRST_SCREEN_COMMANDS:
+        at = no_comments.find(cmd)
+        if at < 0:
+            problems.append(f"the first screen lacks the {name} command `{cmd}`")
+        elif at < pos:
+            problems.append(f"the {name} command comes before the one above it")
+        pos = max(pos, at)
+    table = [ln for ln in head.split("\n") if ln.startswith("|")]
+    for peer in PEERS:
+        if not any(peer in ln for ln in table):
+            problems.append(f"the comparison table has no row for {peer}")
+    if not any("bench/peers.sh" in ln for ln in head.split("\n")):
+        problems.append("the comparison table does not name bench/peers.sh, its measurements")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--readme", required=True)
@@ -472,6 +528,14 @@ def main():
     runners = {"udp-shell": test_udp_shell, "sampler-python": test_sampler_python,
                "sampler-go": test_sampler_go, "run": test_run, "yaml": test_yaml}
     passed, failed, skipped = 0, 0, 0
+    with open(args.readme, encoding="utf-8") as f:
+        problems = check_first_screen(f.read(), repo)
+    for p in problems:
+        log(f"FAIL first screen: {p}")
+    failed += bool(problems)
+    passed += not problems
+    if not problems:
+        log("first screen: what it is, screenshot, run/test/install/tap commands, peers table")
     for b in blocks:
         try:
             kind, detail = classify(b, repo)
