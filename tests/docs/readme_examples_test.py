@@ -42,8 +42,8 @@ Everything it starts is stopped on exit; every wait is bounded.
 """
 
 import argparse
+import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -52,7 +52,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import json
 import urllib.request
 
 HTTP_PORT = "10110"
