@@ -3,6 +3,7 @@
 # landing page: hotkeyd --demo on free loopback ports, a few seconds for the demo's hot keys
 # to show, then one headless Chromium screenshot at 1280x800.
 #   tools/readme-screenshot.sh [HOTKEYD_BIN (default build/daemon/hotkeyd)] [OUT.png]
+# (relative paths are taken from the repository root).
 # Needs chromium (tools/install-deps.sh). Fails if the PNG is 200 KB or more: the README's
 # first screen should not weigh on every clone.
 set -euo pipefail

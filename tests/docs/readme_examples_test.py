@@ -551,6 +551,9 @@ def main():
         except (Failure, subprocess.TimeoutExpired) as e:
             log(f"FAIL {e}")
             failed += 1
+        except Exception as e:  # an example that breaks the harness still fails one block
+            log(f"FAIL {b.where()}: {type(e).__name__}: {e}")
+            failed += 1
     if own_tmp and not failed:
         shutil.rmtree(own_tmp, ignore_errors=True)
     print(f"{passed} passed, {failed} failed, {skipped} skipped")
