@@ -29,6 +29,7 @@ packages=(
   redis-server redis-tools    # a real Redis, redis-cli and redis-benchmark for the tap tests
   memcached              # a real memcached for the tap tests
   python3-redis python3-pymemcache  # real clients driving them
+  golang                 # go: compiles the README's Go example (tests/docs; 63 MB, about 30 s)
 )
 
 missing=()

@@ -1,0 +1,564 @@
+#!/usr/bin/env python3
+"""readme_examples_test.py: runs the README's examples, so the documentation cannot rot.
+
+Usage: readme_examples_test.py --readme README.md --hotkeyd BIN [--work-dir DIR]
+                               [--repeat 20] [--list]
+
+Every fenced code block of the README is classified, and the test fails on any block it
+cannot classify, so a new example cannot escape it silently:
+  - `<!-- readme-test: skip (REASON) -->` on the line(s) before a block: not run (REASON
+    must say why, e.g. it installs packages or needs a Redis);
+  - `<!-- readme-test: run -->` before a sh/python block: run against a live hotkeyd
+    (ports rewritten, see below); it must exit 0;
+  - sh/bash blocks that send UDP (`nc -u`, `/dev/udp/`): every line they write must
+    arrive. The truth is taken first by running the block with `nc` replaced by a shell
+    function that appends its stdin to a file (and `/dev/udp/...` by that file): that is
+    what the example means to send. Then the unmodified block runs --repeat times (20)
+    against a fresh hotkeyd, and the daemon must count every one of those lines as an
+    event, at least one datagram per nc call, and no rejection;
+  - python blocks defining `on_access(op, key)`: the sampler is called 100,000 times for
+    one key (random seeded); every datagram it sends and every line in them must be
+    counted, with no rejection, and the shard's ops over the rate window must be the
+    events scaled back by their sampling probability (each event counts as 1/P ops);
+  - go blocks that `net.Dial("udp", ...)`: wrapped in a main (the Dial line before a loop
+    of 100,000 accesses, the rest inside it), compiled with Debian's golang (installed by
+    tools/install-deps.sh) and checked as the Python sampler is;
+  - yaml blocks must parse (python3-yaml);
+  - untagged blocks are text (grammar, log lines, diagrams), unless a line starts with a
+    command (`$ `, a program in PATH, or a path in the repository): then the block must
+    carry a language tag and be classified as above.
+
+Ports: the examples use the documented defaults (HTTP 10110, UDP 10111). The test never
+uses those: each run picks free loopback ports (bind to port 0) and rewrites the documented
+port numbers in the block's text before running it; a runnable block that does not name
+the documented port fails, because it would talk to whatever listens elsewhere.
+
+It also checks the README's first screen (all before the first `## ` heading): a paragraph
+saying what hotkeyd is, a PNG screenshot under 200 KB that exists, the run, test, install
+and tap commands in that order, and a table with a row for each peer (redis-cli --hotkeys,
+HOTKEYS, MONITOR, statsd_exporter) naming bench/peers.sh.
+
+Everything it starts is stopped on exit; every wait is bounded.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HTTP_PORT = "10110"
+UDP_PORT = "10111"
+SHELL_LANGS = {"sh", "bash", "shell", "console"}
+PYTHON_LANGS = {"python", "py", "python3"}
+MARKER = re.compile(r"^\s*<!--\s*readme-test:\s*(.*?)\s*-->\s*$")
+FENCE = re.compile(r"^(\s*)```\s*([A-Za-z0-9_+-]*)\s*$")
+SAMPLER_CALLS = 100_000
+WAIT_SECONDS = 15
+
+
+def log(msg):
+    print(f"[readme-examples {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class Failure(Exception):
+    pass
+
+
+class Block:
+    def __init__(self, line, lang, text, marker):
+        self.line = line  # 1-based line of the opening fence
+        self.lang = lang
+        self.text = text
+        self.marker = marker  # the readme-test marker's text, or None
+
+    def where(self):
+        return f"README.md:{self.line} ({self.lang or 'untagged'})"
+
+
+def parse_blocks(readme_text):
+    """Returns the fenced blocks, each with the readme-test marker on the non-blank line
+    right before its opening fence (if any)."""
+    blocks = []
+    lines = readme_text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, lang = m.group(1), m.group(2).lower()
+        marker = None
+        j = i - 1
+        while j >= 0 and not lines[j].strip():
+            j -= 1
+        if j >= 0:
+            mm = MARKER.match(lines[j])
+            if mm:
+                marker = mm.group(1)
+        body = []
+        k = i + 1
+        while k < len(lines) and not re.match(r"^\s*```\s*$", lines[k]):
+            line = lines[k]
+            body.append(line[len(indent):] if line.startswith(indent) else line.lstrip())
+            k += 1
+        if k == len(lines):
+            raise Failure(f"README.md:{i + 1}: code block never closed")
+        blocks.append(Block(i + 1, lang, "\n".join(body) + "\n", marker))
+        i = k + 1
+    return blocks
+
+
+def looks_like_command(text, repo):
+    for line in text.split("\n"):
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("$ "):
+            return True
+        word = s.split()[0]
+        if "/" in word and os.path.exists(os.path.join(repo, word)):
+            return True
+        if re.fullmatch(r"[A-Za-z0-9_.+-]+", word) and shutil.which(word):
+            return True
+    return False
+
+
+def classify(block, repo):
+    """Returns (kind, detail). kind is one of skip, run, udp-shell, sampler-python,
+    sampler-go, yaml, text; raises Failure for a block that cannot be classified."""
+    if block.marker is not None:
+        m = re.fullmatch(r"skip\s*\((.+)\)", block.marker)
+        if m and m.group(1).strip():
+            return "skip", m.group(1).strip()
+        if block.marker == "run" and (block.lang in SHELL_LANGS or block.lang in PYTHON_LANGS):
+            return "run", None
+        raise Failure(f"{block.where()}: unknown marker `readme-test: {block.marker}` "
+                      "(use `skip (reason)` or `run` on a sh/python block)")
+    if block.lang in SHELL_LANGS:
+        if re.search(r"\bnc\s+(-\w+\s+)*-u", block.text) or "/dev/udp/" in block.text:
+            return "udp-shell", None
+    elif block.lang in PYTHON_LANGS:
+        if re.search(r"^def on_access\(", block.text, re.M):
+            return "sampler-python", None
+    elif block.lang == "go":
+        if 'net.Dial("udp"' in block.text:
+            return "sampler-go", None
+    elif block.lang == "yaml":
+        return "yaml", None
+    elif block.lang in ("", "text"):
+        if block.lang == "text" or not looks_like_command(block.text, repo):
+            return "text", None
+        raise Failure(f"{block.where()}: an untagged block that starts with a command: give it a "
+                      "language tag (sh, python, go) and make it runnable here, or mark it "
+                      "`<!-- readme-test: skip (reason) -->`")
+    raise Failure(f"{block.where()}: cannot classify this example: make it one the test runs "
+                  "(see tests/docs/readme_examples_test.py) or mark it "
+                  "`<!-- readme-test: run -->` or `<!-- readme-test: skip (reason) -->`")
+
+
+def free_port(kind):
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rewrite_ports(block, text, http_port, udp_port, need_udp):
+    if need_udp and not re.search(rf"\b{UDP_PORT}\b", text):
+        raise Failure(f"{block.where()}: sends events but not to the documented UDP port "
+                      f"{UDP_PORT}; the test cannot point it at its own daemon")
+    text = re.sub(rf"\b{UDP_PORT}\b", str(udp_port), text)
+    return re.sub(rf"\b{HTTP_PORT}\b", str(http_port), text)
+
+
+class Daemon:
+    """A hotkeyd on free loopback ports; stop() always ends it."""
+
+    def __init__(self, binary, work_dir, name, extra=()):
+        self.http_port = free_port(socket.SOCK_STREAM)
+        self.udp_port = free_port(socket.SOCK_DGRAM)
+        self.log_path = os.path.join(work_dir, f"hotkeyd-{name}.log")
+        self.log_file = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [binary, f"--web.listen-address=127.0.0.1:{self.http_port}",
+             f"--udp.listen-address=127.0.0.1:{self.udp_port}", *extra],
+            stdout=self.log_file, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            if self.proc.poll() is not None:
+                raise Failure(f"hotkeyd exited at start; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(self.url("/-/ready"), timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise Failure(f"hotkeyd not ready after {WAIT_SECONDS}s; see {self.log_path}")
+            time.sleep(0.1)
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.http_port}{path}"
+
+    def top(self):
+        with urllib.request.urlopen(self.url("/api/v1/top"), timeout=5) as r:
+            return json.loads(r.read())
+
+    def wait_events(self, want):
+        """Polls /api/v1/top until events_received reaches `want` and holds still for half
+        a second (snapshots come every publish interval), or time is up; returns it."""
+        deadline = time.monotonic() + WAIT_SECONDS
+        last, still_since = None, time.monotonic()
+        while True:
+            top = self.top()
+            n = top["events_received"]
+            if n != last:
+                last, still_since = n, time.monotonic()
+            if (n >= want and time.monotonic() - still_since >= 0.5) or time.monotonic() > deadline:
+                return top
+            time.sleep(0.1)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log_file.close()
+
+
+def rejections(top):
+    return sum(top["events_rejected"].values()) + top["datagrams_denied"]
+
+
+def check_counts(block, top, want_events, min_datagrams, what):
+    got_e, got_d = top["events_received"], top["datagrams_received"]
+    log(f"  {what}: {got_e} of {want_events} events counted, {got_d} datagrams "
+        f"(at least {min_datagrams} sent), {rejections(top)} rejected, "
+        f"{top['kernel_drops']} kernel drops")
+    if got_e != want_events:
+        raise Failure(f"{block.where()}: {what}: hotkeyd counted {got_e} events, the example "
+                      f"sent {want_events}")
+    if got_d < min_datagrams:
+        raise Failure(f"{block.where()}: {what}: hotkeyd counted {got_d} datagrams, the example "
+                      f"sent at least {min_datagrams}")
+    if rejections(top):
+        raise Failure(f"{block.where()}: {what}: hotkeyd rejected events: "
+                      f"{top['events_rejected']}, denied {top['datagrams_denied']}")
+
+
+CAPTURE_PRELUDE = r'''
+nc() { printf 'x\n' >>"$README_TEST_CALLS"; cat >>"$README_TEST_CAPTURE"; }
+'''
+
+
+def run_shell(text, env, strict=True, timeout=60):
+    """Runs `text` in bash; strict adds -e -o pipefail. The UDP examples run as a user's
+    shell runs them (not strict): what they do is judged by what the daemon counts."""
+    flags = ["-e", "-o", "pipefail"] if strict else []
+    return subprocess.run(["bash", *flags, "-c", text], env=env, timeout=timeout,
+                          capture_output=True, text=True)
+
+
+def test_udp_shell(block, args):
+    work = tempfile.mkdtemp(dir=args.work_dir, prefix="udp-shell-")
+    capture, calls = os.path.join(work, "capture"), os.path.join(work, "calls")
+    env = dict(os.environ, README_TEST_CAPTURE=capture, README_TEST_CALLS=calls)
+    # The truth: what the block writes, with nc and /dev/udp replaced by a file.
+    truth = re.sub(r">\s*/dev/udp/\S+", '>>"$README_TEST_CAPTURE"', block.text)
+    truth = rewrite_ports(block, truth, 1, 1, need_udp=True)
+    r = run_shell(CAPTURE_PRELUDE + truth, env)
+    if r.returncode:
+        raise Failure(f"{block.where()}: the block failed with nc replaced by a file: {r.stderr}")
+    with open(capture, "rb") as f:
+        lines = [ln for ln in f.read().split(b"\n") if ln and not ln.startswith(b"!")]
+    with open(calls) if os.path.exists(calls) else open(os.devnull) as f:
+        nc_calls = len(f.read().split())
+    nc_calls += len(re.findall(r"/dev/udp/", block.text))
+    log(f"  the block writes {len(lines)} event lines through {nc_calls} senders per run")
+    if not lines:
+        raise Failure(f"{block.where()}: the block sends nothing")
+    d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}")
+    try:
+        script = rewrite_ports(block, block.text, d.http_port, d.udp_port, need_udp=True)
+        for _ in range(args.repeat):
+            r = run_shell(script, dict(os.environ), strict=False)
+            if r.returncode:
+                raise Failure(f"{block.where()}: the block failed (rc {r.returncode}): {r.stderr}")
+        want = len(lines) * args.repeat
+        check_counts(block, d.wait_events(want), want, nc_calls * args.repeat,
+                     f"{args.repeat} runs")
+    finally:
+        d.stop()
+
+
+SAMPLER_DAEMON_FLAGS = ("--track.publish-interval=1s", "--track.rate-window=10m",
+                        "--export.min-key-ops=0")
+
+
+def check_scaled_ops(block, top, events, rate):
+    """Each event counts as 1/P ops: the shard's ops over the rate window (which covers the
+    daemon's whole life here) are the events over their sampling probability."""
+    ops = sum(top["ops_per_second"].values()) * top["rate_window_seconds"]
+    want = events / rate
+    log(f"  ops over the rate window: {ops:.1f}, events / {rate} = {want:.1f}")
+    if abs(ops - want) > 1e-6 * want + 1e-6:
+        raise Failure(f"{block.where()}: the daemon scaled {events} events at rate {rate} to "
+                      f"{ops} ops, not {want}")
+
+
+def test_sampler_python(block, args):
+    d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}", SAMPLER_DAEMON_FLAGS)
+    try:
+        src = rewrite_ports(block, block.text, d.http_port, d.udp_port, need_udp=True)
+        ns = {"__name__": "readme_example"}
+        exec(compile(src, block.where(), "exec"), ns)
+
+        class CountingSocket:
+            def __init__(self, real):
+                self.real, self.datagrams, self.lines = real, 0, 0
+
+            def sendto(self, data, addr):
+                self.datagrams += 1
+                self.lines += sum(1 for ln in data.split(b"\n") if ln and not ln.startswith(b"!"))
+                return self.real.sendto(data, addr)
+
+        sock = CountingSocket(ns["sock"])
+        ns["sock"] = sock
+        ns["random"].seed(20261201)
+        for _ in range(SAMPLER_CALLS):
+            ns["on_access"](b"r", b"user:42")
+        log(f"  {SAMPLER_CALLS} accesses: {sock.lines} sampled events in {sock.datagrams} "
+            "datagrams")
+        if not sock.datagrams:
+            raise Failure(f"{block.where()}: the sampler sent nothing in {SAMPLER_CALLS} calls")
+        top = d.wait_events(sock.lines)
+        check_counts(block, top, sock.lines, sock.datagrams, "the sampler")
+        check_scaled_ops(block, top, sock.lines, sampling_rate(block))
+    finally:
+        d.stop()
+
+
+def sampling_rate(block):
+    m = re.search(r"rate=([0-9.e-]+)|r@([0-9.e-]+)", block.text)
+    if not m:
+        raise Failure(f"{block.where()}: no sampling rate (rate=P or r@P) in the example")
+    return float(m.group(1) or m.group(2))
+
+
+GO_MAIN = """package main
+
+import (
+	"fmt"
+	"math/rand"
+	"net"
+	"os"
+	"strconv"
+)
+
+var _ = fmt.Sprint
+var _ = rand.Float64
+
+type countingConn struct {
+	net.Conn
+	writes int
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.writes++
+	return c.Conn.Write(b)
+}
+
+func main() {
+	key := os.Args[1]
+	n, _ := strconv.Atoi(os.Args[2])
+	rand.Seed(20261201)
+%(setup)s
+	counted := &countingConn{Conn: conn}
+	{
+		conn := counted
+		_ = conn
+		for i := 0; i < n; i++ {
+%(body)s
+		}
+	}
+	fmt.Println(counted.writes)
+}
+"""
+
+
+def test_sampler_go(block, args):
+    go = shutil.which("go")
+    if not go:
+        raise Failure(f"{block.where()}: no `go` in PATH: tools/install-deps.sh installs Debian's "
+                      "golang for this test")
+    d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}", SAMPLER_DAEMON_FLAGS)
+    try:
+        src = rewrite_ports(block, block.text, d.http_port, d.udp_port, need_udp=True)
+        lines = src.rstrip("\n").split("\n")
+        dial = next(i for i, ln in enumerate(lines) if 'net.Dial("udp"' in ln)
+        work = tempfile.mkdtemp(dir=args.work_dir, prefix="go-")
+        main_go = os.path.join(work, "main.go")
+        with open(main_go, "w") as f:
+            f.write(GO_MAIN % {
+                "setup": "\n".join("\t" + ln for ln in lines[:dial + 1]),
+                "body": "\n".join("\t\t\t" + ln for ln in lines[dial + 1:]),
+            })
+        env = dict(os.environ, GOCACHE=os.path.join(args.work_dir, "go-cache"), GO111MODULE="off",
+                   GOFLAGS="", GOPATH=os.path.join(work, "gopath"))
+        exe = os.path.join(work, "example")
+        r = subprocess.run([go, "build", "-o", exe, main_go], env=env, capture_output=True,
+                           text=True, timeout=300)
+        if r.returncode:
+            raise Failure(f"{block.where()}: does not compile (wrapped in {main_go}):\n{r.stderr}")
+        r = subprocess.run([exe, "user:42", str(SAMPLER_CALLS)], capture_output=True, text=True,
+                           timeout=60)
+        if r.returncode:
+            raise Failure(f"{block.where()}: exited {r.returncode}: {r.stderr}")
+        sent = int(r.stdout.split()[-1])
+        log(f"  {SAMPLER_CALLS} accesses: {sent} sampled events, one datagram each")
+        if not sent:
+            raise Failure(f"{block.where()}: the sampler sent nothing in {SAMPLER_CALLS} calls")
+        top = d.wait_events(sent)
+        check_counts(block, top, sent, sent, "the sampler")
+        check_scaled_ops(block, top, sent, sampling_rate(block))
+    finally:
+        d.stop()
+
+
+def test_run(block, args):
+    d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}")
+    try:
+        src = rewrite_ports(block, block.text, d.http_port, d.udp_port, need_udp=False)
+        if block.lang in PYTHON_LANGS:
+            r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True,
+                               timeout=60)
+        else:
+            r = run_shell(src, dict(os.environ))
+        if r.returncode:
+            raise Failure(f"{block.where()}: exited {r.returncode}: {r.stderr}")
+    finally:
+        d.stop()
+
+
+def test_yaml(block, _args):
+    import yaml  # python3-yaml
+    try:
+        yaml.safe_load(block.text)
+    except yaml.YAMLError as e:
+        raise Failure(f"{block.where()}: does not parse as YAML: {e}")
+
+
+FIRST_SCREEN_COMMANDS = [
+    ("run", "build/daemon/hotkeyd --demo"),
+    ("test", "tools/test.sh"),
+    ("install", "apt install ./build-deb/hotkeyd_*.deb"),
+    ("tap", "hotkeyd --tap.interface="),
+]
+PEERS = ["redis-cli --hotkeys", "HOTKEYS", "MONITOR", "statsd_exporter"]
+SCREENSHOT_MAX_BYTES = 200_000
+
+
+def check_first_screen(readme_text, repo):
+    """The README's first screen (all before the first `## ` heading): what it is, a
+    screenshot, the run, test, install and tap commands in that order, and the table that
+    compares hotkeyd with its peers from bench/peers.sh. Returns the problems found."""
+    problems = []
+    head = readme_text.split("\n## ", 1)[0]
+    paras = [p for p in head.split("\n\n")[1:] if p.strip()]
+    if not paras or paras[0].lstrip().startswith(("!", "<", "`", "|")):
+        problems.append("the first screen does not open with a paragraph saying what it is")
+    images = re.findall(r"!\[[^\]]+\]\(([^)\s]+\.png)\)", head)
+    if not images:
+        problems.append("the first screen has no screenshot (![alt](docs/....png))")
+    for img in images:
+        path = os.path.join(repo, img)
+        if not os.path.isfile(path):
+            problems.append(f"screenshot {img} does not exist")
+            continue
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+            problems.append(f"screenshot {img} is not a PNG")
+        if len(data) >= SCREENSHOT_MAX_BYTES:
+            problems.append(f"screenshot {img} is {len(data)} bytes, not under {SCREENSHOT_MAX_BYTES}")
+    pos = -1
+    no_comments = re.sub(r"<!--.*?-->", "", head, flags=re.S)
+    for name, cmd in FIRST_SCREEN_COMMANDS:
+        at = no_comments.find(cmd)
+        if at < 0:
+            problems.append(f"the first screen lacks the {name} command `{cmd}`")
+        elif at < pos:
+            problems.append(f"the {name} command comes before the one above it")
+        pos = max(pos, at)
+    table = [ln for ln in head.split("\n") if ln.startswith("|")]
+    for peer in PEERS:
+        if not any(peer in ln for ln in table):
+            problems.append(f"the comparison table has no row for {peer}")
+    if not any("bench/peers.sh" in ln for ln in head.split("\n")):
+        problems.append("the comparison table does not name bench/peers.sh, its measurements")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--readme", required=True)
+    ap.add_argument("--hotkeyd", required=True)
+    ap.add_argument("--work-dir")
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--list", action="store_true", help="print each block's class and exit")
+    args = ap.parse_args()
+    repo = os.path.dirname(os.path.abspath(args.readme))
+    own_tmp = None
+    if not args.work_dir:
+        args.work_dir = own_tmp = tempfile.mkdtemp(prefix="hotkeyd-readme-")
+    os.makedirs(args.work_dir, exist_ok=True)
+    with open(args.readme, encoding="utf-8") as f:
+        blocks = parse_blocks(f.read())
+    runners = {"udp-shell": test_udp_shell, "sampler-python": test_sampler_python,
+               "sampler-go": test_sampler_go, "run": test_run, "yaml": test_yaml}
+    passed, failed, skipped = 0, 0, 0
+    with open(args.readme, encoding="utf-8") as f:
+        problems = check_first_screen(f.read(), repo)
+    for p in problems:
+        log(f"FAIL first screen: {p}")
+    failed += bool(problems)
+    passed += not problems
+    if not problems:
+        log("first screen: what it is, screenshot, run/test/install/tap commands, peers table")
+    for b in blocks:
+        try:
+            kind, detail = classify(b, repo)
+            if kind == "skip":
+                log(f"skip {b.where()}: {detail}")
+                skipped += 1
+                continue
+            if kind == "text":
+                continue
+            log(f"{kind} {b.where()}: {b.text.strip().splitlines()[0][:70]}")
+            if not args.list:
+                runners[kind](b, args)
+            passed += 1
+        except (Failure, subprocess.TimeoutExpired) as e:
+            log(f"FAIL {e}")
+            failed += 1
+        except Exception as e:  # an example that breaks the harness still fails one block
+            log(f"FAIL {b.where()}: {type(e).__name__}: {e}")
+            failed += 1
+    if own_tmp and not failed:
+        shutil.rmtree(own_tmp, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
