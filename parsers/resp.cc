@@ -58,6 +58,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -533,7 +534,9 @@ class RespRequestParser final : public RequestParser {
     if (want > line_.capacity()) {
       const size_t others = HeldBytes() - line_.capacity();
       if (others + want > limit_) return false;
-      line_.reserve(std::min(std::max(want, 2 * line_.capacity()), limit_ - others));
+      // A power of two: the capacity depends on the longest line, not on how the stream
+      // was cut, so every split of a stream meets the limit at the same point.
+      line_.reserve(std::min(std::bit_ceil(want), limit_ - others));
     }
     line_.append(part);
     return true;
