@@ -39,8 +39,10 @@
 // inline command is one line, buffered whole up to the same limit (longer: a protocol
 // error); its bytes are zeroed once parsed. AUTH and HELLO have no key specs, so none of
 // their arguments is ever stored, and MIGRATE's AUTH/AUTH2 passwords are skipped by
-// position: a password never reaches a key or a counter. memory_bytes() stays at most
-// max_buffer_bytes plus the parser's fixed size (tests/parsers/resp_request_test.cc).
+// position: a password never reaches a key or a counter. The request parser's
+// memory_bytes() stays at most max_buffer_bytes plus its fixed size (under 1 KiB); the reply
+// parser buffers nothing and holds a depth stack of at most kMaxReplyDepth frames (under
+// 4 KiB in all). Both are pinned by tests/parsers and checked by fuzz/fuzz_resp.cc.
 //
 // Resync. A protocol error (no '$' where a bulk string must start, a bulk length above
 // Redis's proto-max-bulk-len of 512 MB, an array of more than INT_MAX elements, a missing
@@ -533,12 +535,18 @@ class RespRequestParser final : public RequestParser {
     const size_t want = line_.size() + part.size();
     if (want > line_.capacity()) {
       const size_t others = HeldBytes() - line_.capacity();
-      if (others + want > limit_) return false;
-      // A power of two: the capacity depends on the longest line, not on how the stream
-      // was cut, so every split of a stream meets the limit at the same point.
+      if (others + want > limit_) {
+        // Too long. How much of it was buffered depends on where the stream was cut: the
+        // buffer is freed (no allocation), so no later decision depends on the cuts.
+        ClearLine();
+        line_.shrink_to_fit();
+        return false;
+      }
+      // A power of two (vector's reserve is exact): the capacity then depends on the
+      // longest line, not on the cuts, either.
       line_.reserve(std::min(std::bit_ceil(want), limit_ - others));
     }
-    line_.append(part);
+    line_.insert(line_.end(), part.begin(), part.end());
     return true;
   }
 
@@ -549,7 +557,7 @@ class RespRequestParser final : public RequestParser {
   }
 
   void ProcessInline() {
-    std::string_view line(line_);
+    std::string_view line(line_.data(), line_.size());
     if (const size_t nul = line.find('\0'); nul != std::string_view::npos) {
       line = line.substr(0, nul);
     }
@@ -1100,7 +1108,7 @@ class RespRequestParser final : public RequestParser {
   std::vector<char> store_;     // the stored arguments' bytes
   std::vector<Entry> entries_;  // by argument index
   std::vector<KeyRef> refs_;    // the request's keys, for OnRequest
-  std::string line_;            // an inline command's line
+  std::vector<char> line_;      // an inline command's line
 };
 
 // ---------------------------------------------------------------------------------------

@@ -375,6 +375,11 @@ TEST_CASE("RESP: parsing allocates nothing per request once warm", "[parsers][re
   CHECK(sink.requests == 52 * 12);
 }
 
+TEST_CASE("RESP: a parser's fixed size is under 1 KiB", "[parsers][resp]") {
+  CHECK(NewRespRequestParser({})->memory_bytes() < 1024);
+  CHECK(NewRespReplyParser({})->memory_bytes() < 1024);
+}
+
 TEST_CASE("RESP: memory stays within the limit under any sizes", "[parsers][resp]") {
   ParserLimits limits;
   limits.max_buffer_bytes = 4096;
