@@ -24,6 +24,7 @@ import os
 import socket
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -60,6 +61,7 @@ def start_server(binary):
         for _ in range(100):
             try:
                 redis.Redis(port=port).ping()
+                proc.workdir = workdir
                 return proc, port
             except redis.exceptions.ConnectionError:
                 if proc.poll() is not None:
@@ -67,6 +69,7 @@ def start_server(binary):
                 time.sleep(0.05)
         proc.kill()
         proc.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
     sys.exit("could not start " + binary)
 
 
@@ -147,6 +150,7 @@ def main():
     finally:
         proc.terminate()
         proc.wait()
+        shutil.rmtree(proc.workdir, ignore_errors=True)
 
     lines = []
     max_specs = 0

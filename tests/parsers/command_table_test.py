@@ -19,6 +19,7 @@ import json
 import socket
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -42,6 +43,7 @@ def start_server(binary):
         for _ in range(100):
             try:
                 redis.Redis(port=port).ping()
+                proc.workdir = workdir
                 return proc, port
             except redis.exceptions.ConnectionError:
                 if proc.poll() is not None:
@@ -49,6 +51,7 @@ def start_server(binary):
                 time.sleep(0.05)
         proc.kill()
         proc.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
     sys.exit("could not start " + binary)
 
 
@@ -349,6 +352,7 @@ def main():
     finally:
         proc.terminate()
         proc.wait()
+        shutil.rmtree(proc.workdir, ignore_errors=True)
 
     for e in errors[:100]:
         print("FAIL", e)
