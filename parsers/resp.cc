@@ -335,12 +335,13 @@ class RespRequestParser final : public RequestParser {
   }
 
   // Counts a protocol error at s[i] and resyncs from there (the byte is not consumed: it may
-  // start the next request). Returns i.
-  size_t Fail(size_t i) {
+  // start the next request, unless it is inside a line). Returns i.
+  size_t Fail(size_t i, bool at_line_start = true) {
     ++counters_->protocol_errors;
     ++counters_->resyncs;
     AbandonRequest();
     StartResync();
+    line_start_ = at_line_start;
     return i;
   }
 
@@ -428,7 +429,8 @@ class RespRequestParser final : public RequestParser {
         case State::kInline: {
           const size_t nl = s.find('\n', i);
           const size_t end = nl == std::string_view::npos ? s.size() : nl;
-          if (!AppendLine(s.substr(i, end - i))) return Fail(i);
+          // Too long: where it fails depends on the cuts, but that is inside the line.
+          if (!AppendLine(s.substr(i, end - i))) return Fail(i, /*at_line_start=*/false);
           wire_ += end - i;
           i = end;
           if (nl != std::string_view::npos) {
