@@ -46,8 +46,9 @@
 //
 // Resync. A protocol error (no '$' where a bulk string must start, a bulk length above
 // Redis's proto-max-bulk-len of 512 MB, an array of more than INT_MAX elements, a missing
-// CRLF) or a Gap() drops the request in progress, and the parser skips bytes until a line
-// start (the byte after '\n', or the first byte after the gap or the error) that reads
+// CRLF, an inline line longer than the limit) or a Gap() drops the request in progress, and
+// the parser skips bytes until a line start (the byte after '\n', or the first byte after
+// the gap or the failing byte, unless that is inside an overlong line) that reads
 //   *<1-10 digits, not 0>\r\n$<1-2 digits>\r\n<a command name the table knows>\r\n
 // with an argc the command's arity allows. Limits: a bulk value that itself holds such a
 // line at a line start, seen before the real boundary, is parsed as a request (until the
