@@ -30,6 +30,7 @@ constexpr Entry kTargets[] = {
     {"fuzz_rules_file", FuzzRulesFile},
     {"fuzz_deserialize", FuzzDeserialize},
     {"fuzz_http", FuzzHttp},
+    {"fuzz_resp", FuzzResp},
 };
 
 std::vector<std::filesystem::path> FilesUnder(const std::filesystem::path& dir) {
