@@ -1,7 +1,8 @@
 // memcached_dump: prints what the memcached parsers make of a recorded byte stream, one
 // JSON object per line, for tests/parsers/memcached_server_test.py.
 //
-//   memcached_dump requests FILE [STEP]   {"keys":[["key","r"|"w"],...],"reply":bool,"bytes":N}
+//   memcached_dump requests FILE [STEP]   {"keys":[["key","r"|"w"],...],"reply":bool,"bytes":N,
+//                                          "last":bool}   (false: a multi-get's earlier piece)
 //   memcached_dump replies FILE [STEP]    {"reply":N}
 // then one {"counters":{...}} line. STEP (default: the whole file) feeds the file in pieces
 // of STEP bytes. Keys are printed byte for byte: bytes outside printable ASCII as \u00XX.
@@ -45,12 +46,18 @@ class Printer : public RequestSink, public ReplySink {
       PrintJsonString(r.keys[i].key);
       std::printf(",\"%s\"]", r.keys[i].access == Access::kRead ? "r" : "w");
     }
-    std::printf("],\"reply\":%s,\"bytes\":%llu}\n", r.expects_reply ? "true" : "false",
-                static_cast<unsigned long long>(r.wire_bytes));
+    // The parser counts a request before it sends its last piece: an unchanged count
+    // means a multi-get's earlier piece.
+    const bool last = counters->requests != requests_seen;
+    requests_seen = counters->requests;
+    std::printf("],\"reply\":%s,\"bytes\":%llu,\"last\":%s}\n", r.expects_reply ? "true" : "false",
+                static_cast<unsigned long long>(r.wire_bytes), last ? "true" : "false");
   }
   void OnReply(uint64_t wire_bytes) override {
     std::printf("{\"reply\":%llu}\n", static_cast<unsigned long long>(wire_bytes));
   }
+  const ParserCounters* counters = nullptr;
+  uint64_t requests_seen = 0;
 };
 
 }  // namespace
@@ -70,6 +77,7 @@ int main(int argc, char** argv) {
   const size_t step = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : data.size();
   Printer printer;
   ParserCounters c;
+  printer.counters = &c;
   std::unique_ptr<RequestParser> requests = NewMemcachedRequestParser(ParserLimits{});
   std::unique_ptr<ReplyParser> replies = NewMemcachedReplyParser(ParserLimits{});
   for (size_t at = 0; at < data.size(); at += step == 0 ? data.size() : step) {

@@ -365,14 +365,15 @@ TEST_CASE("memcached: meta commands: quiet, base64 keys, and a bad base64 key", 
       "mg k1 v q\r\n"
       "ms YWJj 2 b\r\nhi\r\n"
       "mg !!! b\r\n"
+      "mg YWI b v\r\n"  // unpadded: memcached refuses it too
       "md a q b\r\n"
       "ma " +
       std::string(251, 'k') +
       "\r\n"
       "mn\r\n");
   CHECK(p.lines == std::vector<std::string>{"R:k1 |noreply|11", "W:abc |reply|17", "|reply|10",
-                                            "|reply|10", "|reply|256", "|reply|4"});
-  CHECK(p.counters.protocol_errors == 3);
+                                            "|reply|12", "|reply|10", "|reply|256", "|reply|4"});
+  CHECK(p.counters.protocol_errors == 4);
 }
 
 TEST_CASE("memcached: after a gap the parser resyncs at the next valid command line", "[parsers]") {
