@@ -236,14 +236,13 @@ class LineScanner {
   uint64_t line_bytes() const { return line_bytes_; }
 
  private:
+  // Keeps what fits: a too-long token still shows its first bytes (a meta flag's letter).
   void Append(std::string_view run) {
     in_token_ = true;
-    if (too_long_ || token_len_ + run.size() > kTokenBytes) {
-      too_long_ = true;
-      return;
-    }
-    std::memcpy(token_.data() + token_len_, run.data(), run.size());
-    token_len_ += run.size();
+    const size_t fits = std::min(run.size(), kTokenBytes - token_len_);
+    if (fits < run.size()) too_long_ = true;
+    std::memcpy(token_.data() + token_len_, run.data(), fits);
+    token_len_ += fits;
   }
   template <class OnToken>
   void EndToken(OnToken& on_token) {

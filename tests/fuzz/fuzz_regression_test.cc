@@ -26,10 +26,9 @@ struct Entry {
 };
 
 constexpr Entry kTargets[] = {
-    {"fuzz_protocol", FuzzProtocol},
-    {"fuzz_rules_file", FuzzRulesFile},
-    {"fuzz_deserialize", FuzzDeserialize},
-    {"fuzz_http", FuzzHttp},
+    {"fuzz_protocol", FuzzProtocol},       {"fuzz_rules_file", FuzzRulesFile},
+    {"fuzz_deserialize", FuzzDeserialize}, {"fuzz_http", FuzzHttp},
+    {"fuzz_memcached", FuzzMemcached},
 };
 
 std::vector<std::filesystem::path> FilesUnder(const std::filesystem::path& dir) {
