@@ -8,7 +8,7 @@
 //
 // Checked beyond "no crash, no sanitizer report": the cut stream parses exactly as the
 // whole one (requests, keys, access, wire bytes, replies and every counter); every key is
-// at most 250 bytes and is a substring of the stream, or its base64 form is (a meta key
+// 1 to 250 bytes and is a substring of the stream, or its base64 form is (a meta key
 // given with the b flag is reported decoded); the key counters add up to the keys
 // reported; replies never claim more bytes than the stream holds; and memory_bytes()
 // stays within max_buffer_bytes (or the parser's fixed buffers, when the limit is below
@@ -67,7 +67,7 @@ class Recorder : public parsers::RequestSink, public parsers::ReplySink {
   void OnRequest(const parsers::Request& r) override {
     std::string line;
     for (const parsers::KeyRef& k : r.keys) {
-      FUZZ_CHECK(k.key.size() <= 250);
+      FUZZ_CHECK(!k.key.empty() && k.key.size() <= 250);
       FUZZ_CHECK(stream_.find(k.key) != std::string_view::npos ||
                  stream_.find(Base64(k.key)) != std::string_view::npos);
       line += k.access == parsers::Access::kRead ? 'r' : 'w';

@@ -25,11 +25,11 @@
 // request too (the server answers it "ERROR"/"CLIENT_ERROR"), counted in unknown_commands
 // or protocol_errors. Request::expects_reply is false for "noreply" (text), the q flag
 // (meta) and quit. With q the server still sends some replies: mg q suppresses only a miss
-// (EN), ms/md/ma q only a success (HD), and mn is always answered (MN), which is how a
-// client ends a quiet batch. A matcher that waits only for expects_reply requests charges
-// such a reply (a quiet hit, a quiet error) to the next request that expects one, often
-// the batch's mn: bytes weighting is approximate inside quiet batches, counts are exact.
-// Likewise a get with a key over 250 bytes makes memcached 1.6 drop the replies it had
+// (EN), ms, md and ma q only a success (HD; md q still answers NF), and mn is always
+// answered (MN), which is how a client ends a quiet batch. A matcher that waits only for
+// expects_reply requests charges such a reply (a quiet hit, a quiet error) to the next request that
+// expects one, often the batch's mn: bytes weighting is approximate inside quiet batches, counts
+// are exact. Likewise a get with a key over 250 bytes makes memcached 1.6 drop the replies it had
 // queued for the requests pipelined before it (seen against 1.6.18): fewer replies come
 // than requests that expect one.
 // Meta keys with the b flag are base64: they are decoded and reported as the server stores
@@ -54,7 +54,9 @@
 // keys fill the arena (or kMaxKeysPerPiece of them are held) the keys so far go out as a
 // Request with expects_reply false and the line goes on; the last piece carries the
 // reply. The pieces' wire_bytes add up to the line's. A key that alone does not fit the
-// arena is counted in keys_dropped.
+// arena is counted in keys_dropped. A storage request (and a binary one) goes out when its
+// key is known, at the end of its line, before its data block passes; its wire_bytes
+// count the block to come.
 //
 // Resync. Gap() drops the request in progress. Parsing resumes at once but in resync
 // mode: a line is accepted only if it starts with a known command word and parses without
@@ -76,7 +78,9 @@
 // word is a protocol error whose bytes join the next reply.
 //
 // Cost: one pass over the bytes; a key is copied once (into the arena); no allocation once
-// the arena and the key vectors have grown to what the traffic needs.
+// the arena and the key vectors have grown to what the traffic needs
+// (tests/parsers/memcached_alloc_check.cc), and memory_bytes() <= max_buffer_bytes whenever
+// the limit is at least kFixedBytes (tests/parsers/memcached_test.cc, fuzz_memcached).
 //
 // Thread-compatible: one parser per flow direction.
 
@@ -760,7 +764,7 @@ class MemcachedRequestParser final : public RequestParser {
     binary_key_error_ = false;
     ClearKeys();
     reported_bytes_ = 0;
-    if (binary_op_.has_item_key && key_len > kMaxKeyBytes) {
+    if (binary_op_.has_item_key && (key_len == 0 || key_len > kMaxKeyBytes)) {
       // memcached answers EINVAL and swallows the body.
       ProtocolError(counters);
       binary_key_error_ = true;

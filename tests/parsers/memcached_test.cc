@@ -243,6 +243,10 @@ TEST_CASE("memcached: binary requests are framed by their header and their keys 
   const Parsed long_key = Parse(Binary(0x80, 0x00, "", std::string(251, 'k'), "") + "get z\r\n");
   CHECK(long_key.lines == std::vector<std::string>{"|reply|275", "R:z |reply|7"});
   CHECK(long_key.counters.protocol_errors == 1);
+  // An empty key is no key either.
+  const Parsed empty_key = Parse(Binary(0x80, 0x00, "", "", "") + "get z\r\n");
+  CHECK(empty_key.lines == std::vector<std::string>{"|reply|24", "R:z |reply|7"});
+  CHECK(empty_key.counters.protocol_errors == 1);
 }
 
 TEST_CASE("memcached: a 1 MB value passes without being buffered", "[parsers]") {
