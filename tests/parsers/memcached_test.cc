@@ -427,6 +427,30 @@ TEST_CASE("memcached: hostile input is counted, never crashes, memory stays boun
   }
 }
 
+TEST_CASE("memcached: huge lengths are refused or skipped by counting, never buffered",
+          "[parsers]") {
+  // A <bytes> of 2^62: memcached refuses it (over INT_MAX - 2) and reads no data block.
+  const Parsed p = Parse("set a 0 0 4611686018427387904\r\nget b\r\n");
+  CHECK(p.lines == std::vector<std::string>{"|reply|31", "R:b |reply|7"});
+  CHECK(p.counters.protocol_errors == 1);
+
+  // A binary body of 4 GiB - 1: skipped as it passes; a gap then resyncs on text.
+  std::string header = Binary(0x80, 0x01, std::string(8, '\0'), "huge", "");
+  header[8] = header[9] = header[10] = header[11] = '\xff';
+  std::unique_ptr<RequestParser> parser = NewMemcachedRequestParser(ParserLimits{});
+  Recorder sink;
+  ParserCounters c;
+  parser->Feed(header, sink, c);
+  const std::string chunk(1 << 16, 'v');
+  for (int i = 0; i < 64; ++i) parser->Feed(chunk, sink, c);
+  CHECK(sink.lines ==
+        std::vector<std::string>{"W:huge |reply|" + std::to_string(24 + 0xffffffffULL)});
+  CHECK(parser->memory_bytes() <= ParserLimits{}.max_buffer_bytes);
+  parser->Gap(c);
+  parser->Feed("vvv\r\ndelete x\r\n", sink, c);
+  CHECK(sink.lines.back() == "W:x |reply|10");
+}
+
 // Replies.
 
 TEST_CASE("memcached: replies frame one per request", "[parsers]") {
