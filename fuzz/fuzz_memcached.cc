@@ -68,8 +68,11 @@ class Recorder : public parsers::RequestSink, public parsers::ReplySink {
     std::string line;
     for (const parsers::KeyRef& k : r.keys) {
       FUZZ_CHECK(!k.key.empty() && k.key.size() <= 250);
-      FUZZ_CHECK(stream_.find(k.key) != std::string_view::npos ||
-                 stream_.find(Base64(k.key)) != std::string_view::npos);
+      // The cut run must equal the whole one, checked after: search the stream once.
+      if (check_keys) {
+        FUZZ_CHECK(stream_.find(k.key) != std::string_view::npos ||
+                   stream_.find(Base64(k.key)) != std::string_view::npos);
+      }
       line += k.access == parsers::Access::kRead ? 'r' : 'w';
       line += std::to_string(k.key.size()) + ':';
       line += k.key;
@@ -84,6 +87,7 @@ class Recorder : public parsers::RequestSink, public parsers::ReplySink {
     reply_bytes += wire_bytes;
   }
 
+  bool check_keys = true;
   std::vector<std::string> requests;
   std::vector<uint64_t> replies;
   uint64_t keys = 0;
@@ -152,6 +156,7 @@ int FuzzMemcached(const uint8_t* data, size_t size) {
   }
 
   Run a(stream), b(stream);
+  b.sink.check_keys = false;
   Feed(stream, whole, SIZE_MAX, limits, a);
   Feed(stream, cut, SIZE_MAX, limits, b);
   FUZZ_CHECK(a.sink.requests == b.sink.requests);
