@@ -2,7 +2,8 @@
 // protocol, framed from one direction of a TCP stream cut anywhere.
 //
 // Protocol (memcached's doc/protocol.txt and proto_text.c, checked against memcached
-// 1.6.18). A text request is one command line ending in "\n" (a "\r" right before it is
+// 1.6.18 by tests/parsers/memcached_server_test.py, which pins each server behaviour
+// named here). A text request is one command line ending in "\n" (a "\r" right before it is
 // dropped), split into tokens on ' ' only (runs of spaces are one separator, a tab is part
 // of a token). Storage commands (set, add, replace, append, prepend, cas: "<cmd> <key>
 // <flags> <exptime> <bytes> [<cas>] [noreply]") and the meta set ("ms <key> <datalen>

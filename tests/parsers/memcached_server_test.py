@@ -10,6 +10,9 @@ bytes (whole, one byte at a time, and in 7-byte pieces) and the test checks that
   - their wire bytes add up to what the client sent;
   - the server's bytes frame into exactly one reply per request that expects one, and the
     replies' bytes add up to what the server sent.
+It also pins the server behaviour the parser's essay relies on: malformed lines answered
+without a data block, padded base64 only, the 2048-byte line limit (get and gets exempt),
+and the replies a get with an over-long key drops.
 
 usage: memcached_server_test.py MEMCACHED_DUMP MEMCACHED
 """
@@ -311,6 +314,43 @@ def main():
             *raw_session(proxy, [b"get a " + k251 + b" b\r\n", b"version\r\n"],
                          b"VERSION 1.6.18\r\n"), clean=False)
         check(counters["protocol_errors"] == 1, f"get with a long key: counted {counters}")
+
+        # The server behaviour the parser's limits follow (parsers/memcached.cc): a command
+        # line that has passed 2048 bytes without its newline closes the connection, unless
+        # it is a get or gets, whose lines are unbounded.
+        def partial_line(head, tail):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.settimeout(5)
+            s.sendall(head)
+            time.sleep(0.2)
+            try:
+                s.sendall(tail)
+                data = s.recv(65536)
+            except OSError:
+                data = b""
+            s.close()
+            return data
+
+        check(partial_line(b"set c 0 0 1" + b" " * 2500, b"\r\nx\r\n") == b"",
+              "a 2.5 KB set line in pieces closes the connection")
+        check(partial_line(b"gat 0" + b" c" * 1500, b"\r\n") == b"",
+              "a 3 KB gat line in pieces closes the connection")
+        check(partial_line(b"get" + b" c" * 1500, b"\r\n") == b"END\r\n",
+              "a 3 KB get line in pieces is answered")
+        # A get with a key over 250 bytes drops the replies queued before it in the same
+        # read: STORED never comes.
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(5)
+        s.sendall(b"set q 0 0 1\r\n1\r\nget " + k251 + b"\r\nversion\r\n")
+        received = b""
+        while not received.endswith(b"VERSION 1.6.18\r\n"):
+            data = s.recv(65536)
+            if not data:
+                break
+            received += data
+        s.close()
+        check(received == b"CLIENT_ERROR bad command line format\r\nVERSION 1.6.18\r\n",
+              f"a get with a long key drops the replies queued before it: {received!r}")
 
         # The binary protocol: Set, Get, GetQ (a miss: no reply), Delete, Noop.
         def binary(opcode, key=b"", extras=b"", value=b""):
