@@ -12,7 +12,7 @@ bytes (whole, one byte at a time, and in 7-byte pieces) and the test checks that
     replies' bytes add up to what the server sent.
 It also pins the server behaviour the parser's essay relies on: malformed lines answered
 without a data block, padded base64 only, the 2048-byte line limit (get and gets exempt),
-and the replies a get with an over-long key drops.
+the replies a get with an over-long key drops, and what the meta q flag suppresses.
 
 usage: memcached_server_test.py MEMCACHED_DUMP MEMCACHED
 """
@@ -73,7 +73,8 @@ class Proxy:
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
         self.port = self.listener.getsockname()[1]
-        self.connections = []  # [c2s bytearray, s2c bytearray, threads]
+        self.connections = []  # [c2s bytearray, s2c bytearray, threads], in accept order
+        self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -85,10 +86,12 @@ class Proxy:
             server = socket.create_connection(("127.0.0.1", self.upstream_port))
             record = [bytearray(), bytearray(), []]
             for src, dst, buf in ((client, server, record[0]), (server, client, record[1])):
-                t = threading.Thread(target=self._pump, args=(src, dst, buf), daemon=True)
-                record[2].append(t)
+                record[2].append(
+                    threading.Thread(target=self._pump, args=(src, dst, buf), daemon=True))
+            with self.lock:
+                self.connections.append(record)
+            for t in record[2]:
                 t.start()
-            self.connections.append(record)
 
     @staticmethod
     def _pump(src, dst, buf):
@@ -106,12 +109,17 @@ class Proxy:
             buf += data
             dst.sendall(data)
 
-    def last(self):
-        """The last connection's recorded bytes, once both directions have ended."""
+    def accepted(self):
+        with self.lock:
+            return len(self.connections)
+
+    def recorded(self, index):
+        """Connection `index`'s recorded bytes, once both directions have ended."""
         deadline = time.time() + 10
-        while not self.connections and time.time() < deadline:
+        while self.accepted() <= index and time.time() < deadline:
             time.sleep(0.01)
-        record = self.connections[-1]
+        with self.lock:
+            record = self.connections[index]
         for t in record[2]:
             t.join(timeout=10)
         return bytes(record[0]), bytes(record[1])
@@ -171,6 +179,7 @@ def W(*keys):
 
 def raw_session(proxy, chunks, expect_replies):
     """Sends each chunk and reads until `expect_replies` reply terminators arrived."""
+    index = proxy.accepted()
     s = socket.create_connection(("127.0.0.1", proxy.port))
     s.settimeout(5)
     for chunk in chunks:
@@ -183,7 +192,7 @@ def raw_session(proxy, chunks, expect_replies):
             break
         received += data
     s.close()
-    return proxy.last()
+    return proxy.recorded(index)
 
 
 def main():
@@ -192,6 +201,7 @@ def main():
         proxy = Proxy(port)
 
         # pymemcache's own commands (default_noreply=True as it ships).
+        index = proxy.accepted()
         client = Client(("127.0.0.1", proxy.port))
         truth = []
         client.set_many({"a": b"1", "b": b"2", "c": b"3"})
@@ -236,7 +246,7 @@ def main():
         client.version()
         truth += [([], True), ([], True)]
         client.close()
-        check_connection("pymemcache", truth, *proxy.last())
+        check_connection("pymemcache", truth, *proxy.recorded(index))
 
         # gat and gats (pymemcache 3.5 has neither), meta commands, noreply forms.
         chunks = [
@@ -352,6 +362,21 @@ def main():
         check(received == b"CLIENT_ERROR bad command line format\r\nVERSION 1.6.18\r\n",
               f"a get with a long key drops the replies queued before it: {received!r}")
 
+        # What q suppresses (the essay's note on quiet batches): mg q a miss only, ms and md
+        # q a success only; mn always answers.
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(5)
+        s.sendall(b"mg absent v q\r\nms qk 2 q\r\nhi\r\nmg qk v q\r\nmd absent q\r\n"
+                  b"md qk q\r\nmn\r\n")
+        received = b""
+        while not received.endswith(b"MN\r\n"):
+            data = s.recv(65536)
+            if not data:
+                break
+            received += data
+        s.close()
+        check(received == b"VA 2\r\nhi\r\nNF\r\nMN\r\n", f"quiet mode replies: {received!r}")
+
         # The binary protocol: Set, Get, GetQ (a miss: no reply), Delete, Noop.
         def binary(opcode, key=b"", extras=b"", value=b""):
             body = len(extras) + len(key) + len(value)
@@ -368,6 +393,7 @@ def main():
         ]
         truth = [(W(b"bin1"), True), (R(b"bin1"), True), (R(b"absent"), False),
                  (W(b"bin1"), True), ([], True)]
+        index = proxy.accepted()
         s = socket.create_connection(("127.0.0.1", proxy.port))
         s.settimeout(5)
         s.sendall(b"".join(chunks))
@@ -378,7 +404,7 @@ def main():
                 break
             received += data
         s.close()
-        check_connection("binary", truth, *proxy.last())
+        check_connection("binary", truth, *proxy.recorded(index))
     finally:
         proc.terminate()
         proc.wait()
