@@ -953,7 +953,6 @@ class MemcachedReplyParser final : public ReplyParser {
   void Gap(ParserCounters& counters) override {
     ++counters.resyncs;
     resyncing_ = true;
-    in_list_ = false;
     reply_bytes_ = 0;
     state_ = State::kLineStart;
   }
@@ -965,7 +964,6 @@ class MemcachedReplyParser final : public ReplyParser {
 
   void Reply(ReplySink& sink) {
     resyncing_ = false;
-    in_list_ = false;
     const uint64_t bytes = reply_bytes_;
     reply_bytes_ = 0;
     sink.OnReply(bytes);
@@ -1008,18 +1006,15 @@ class MemcachedReplyParser final : public ReplyParser {
       kind = ReplyKind::kUnknown;
     }
     switch (kind) {
-      case ReplyKind::kValue:
-        in_list_ = true;
-        [[fallthrough]];
+      case ReplyKind::kValue:  // the reply goes on after the data block, up to END
       case ReplyKind::kVa:
         resyncing_ = false;
         remaining_ = size_ + 2;
         data_ends_reply_ = kind == ReplyKind::kVa;
         state_ = State::kData;
         break;
-      case ReplyKind::kListItem:
+      case ReplyKind::kListItem:  // the reply goes on up to END
         resyncing_ = false;
-        in_list_ = true;
         break;
       case ReplyKind::kEnd:
       case ReplyKind::kSingle:
@@ -1045,7 +1040,6 @@ class MemcachedReplyParser final : public ReplyParser {
   ReplyKind kind_ = ReplyKind::kUnknown;
   uint64_t size_ = 0;
   bool size_ok_ = false;
-  bool in_list_ = false;  // inside VALUE ... END or STAT ... END
   bool data_ends_reply_ = false;
   bool binary_ends_reply_ = true;
   uint64_t reply_bytes_ = 0;  // bytes of the reply in progress
