@@ -703,9 +703,13 @@ class MemcachedRequestParser final : public RequestParser {
         EmitLine(c.kind == Kind::kMetaGet ? Access::kRead : Access::kWrite, !quiet_, data, sink,
                  counters);
         break;
-      case Kind::kKeyless:
-        EmitLine(Access::kRead, !noreply_, 0, sink, counters);
+      case Kind::kKeyless: {
+        // Of the keyless commands only these read a noreply (proto_text.c).
+        const bool takes_noreply =
+            c.word == "flush_all" || c.word == "verbosity" || c.word == "cache_memlimit";
+        EmitLine(Access::kRead, !(takes_noreply && noreply_), 0, sink, counters);
         break;
+      }
       case Kind::kQuit:
         EmitLine(Access::kRead, false, 0, sink, counters);
         break;

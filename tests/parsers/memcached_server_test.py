@@ -266,6 +266,8 @@ def main():
             b"mn\r\n",
             b"flush_all noreply\r\n",
             b"verbosity 1 noreply\r\n",
+            b"cache_memlimit 64 noreply\r\n",
+            b"version noreply\r\n",  # version reads no noreply: answered
             b"version\r\n",
         ]
         truth = [
@@ -285,6 +287,8 @@ def main():
             ([], True),
             ([], False),
             ([], False),
+            ([], False),
+            ([], True),
             ([], True),
         ]
         # The "n" of ma exists from the pymemcache session only if flushed later: create it.

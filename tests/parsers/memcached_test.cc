@@ -303,6 +303,17 @@ TEST_CASE("memcached: malformed lines are answered without a data block, as the 
   CHECK(p.counters.requests == 10);
 }
 
+TEST_CASE(
+    "memcached: only flush_all, verbosity and cache_memlimit of the keyless commands "
+    "take noreply",
+    "[parsers]") {
+  const Parsed p = Parse(
+      "flush_all 0 noreply\r\nverbosity 1 noreply\r\ncache_memlimit 64 noreply\r\n"
+      "version noreply\r\nstats noreply\r\n");
+  CHECK(p.lines == std::vector<std::string>{"|noreply|21", "|noreply|21", "|noreply|27",
+                                            "|reply|17", "|reply|15"});
+}
+
 TEST_CASE("memcached: a tab is part of a token and a lone \\r is data, as in memcached",
           "[parsers]") {
   const Parsed p = Parse("get\ta\r\nget a\rb  c \r\n");
