@@ -197,9 +197,11 @@ class LineScanner {
         if (c != '\n') Append("\r");  // not the line's end: the "\r" is token data
       }
       if (c == '\n') {
+        // The token first, as at a space: a piece sent from on_token counts the bytes
+        // up to the token's end, wherever the segment boundaries fell.
+        EndToken(on_token);
         ++pos;
         ++line_bytes_;
-        EndToken(on_token);
         *line_end = true;
         return pos;
       }

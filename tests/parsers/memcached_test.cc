@@ -345,6 +345,24 @@ TEST_CASE("memcached: a long multi-get goes out in pieces; only the last expects
 }
 
 TEST_CASE(
+    "memcached: a multi-get piece sent at the line's end has the same bytes however "
+    "the line is cut",
+    "[parsers]") {
+  // 129 keys: the 129th fills the piece of 64 twice over, so a piece goes out from the
+  // last token, at the bare "\n".
+  std::string line = "get";
+  for (int i = 0; i < 129; ++i) line += " k" + std::to_string(i);
+  line += "\n";
+  const Parsed whole = Parse(line);
+  REQUIRE(whole.lines.size() == 3);
+  CHECK(whole.bytes == line.size());
+  for (size_t cut = 1; cut < line.size(); ++cut) {
+    const Parsed p = ParseCut(line, {cut});
+    REQUIRE(p.lines == whole.lines);
+  }
+}
+
+TEST_CASE(
     "memcached: a command line over 2048 bytes is a protocol error, resynced at the "
     "next line",
     "[parsers]") {
