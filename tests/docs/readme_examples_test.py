@@ -23,6 +23,9 @@ cannot classify, so a new example cannot escape it silently:
   - go blocks that `net.Dial("udp", ...)`: wrapped in a main (the Dial line before a loop
     of 100,000 accesses, the rest inside it), compiled with Debian's golang (installed by
     tools/install-deps.sh) and checked as the Python sampler is;
+  - sh blocks that are a transcript (every command line starts with `$ `, the lines after
+    it are its output): each command runs in the repository's root with the hotkeyd under
+    test first in PATH, and its output (stdout and stderr) must be the lines shown;
   - yaml blocks must parse (python3-yaml);
   - untagged blocks are text (grammar, log lines, diagrams), unless a line starts with a
     command (`$ `, a program in PATH, or a path in the repository): then the block must
@@ -145,6 +148,8 @@ def classify(block, repo):
     if block.lang in SHELL_LANGS:
         if re.search(r"\bnc\s+(-\w+\s+)*-u", block.text) or "/dev/udp/" in block.text:
             return "udp-shell", None
+        if block.text.startswith("$ "):
+            return "transcript", None
     elif block.lang in PYTHON_LANGS:
         if re.search(r"^def on_access\(", block.text, re.M):
             return "sampler-python", None
@@ -450,6 +455,25 @@ def test_run(block, args):
         d.stop()
 
 
+def test_transcript(block, args):
+    """Runs each `$ command` and compares its output with the lines the README shows."""
+    repo = os.path.dirname(os.path.abspath(args.readme))
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(os.path.abspath(args.hotkeyd)) + os.pathsep + env["PATH"]
+    steps = []  # (command, expected output lines)
+    for line in block.text.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    for command, want in steps:
+        r = subprocess.run(["sh", "-c", command], cwd=repo, env=env, capture_output=True,
+                           text=True, timeout=60)
+        got = (r.stdout + r.stderr).splitlines()
+        if got != want:
+            raise Failure(f"{block.where()}: `{command}` printed {got!r}, the README shows {want!r}")
+
+
 def test_yaml(block, _args):
     import yaml  # python3-yaml
     try:
@@ -525,7 +549,8 @@ def main():
     with open(args.readme, encoding="utf-8") as f:
         blocks = parse_blocks(f.read())
     runners = {"udp-shell": test_udp_shell, "sampler-python": test_sampler_python,
-               "sampler-go": test_sampler_go, "run": test_run, "yaml": test_yaml}
+               "sampler-go": test_sampler_go, "run": test_run, "yaml": test_yaml,
+               "transcript": test_transcript}
     passed, failed, skipped = 0, 0, 0
     with open(args.readme, encoding="utf-8") as f:
         problems = check_first_screen(f.read(), repo)
