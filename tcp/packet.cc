@@ -3,8 +3,9 @@
 // frame claims.
 //
 // Layers, each a few fixed-offset loads:
-//   link   Ethernet (14 bytes, then up to kMaxVlanTags 4-byte 802.1Q/802.1ad tags), Linux
-//          cooked v1 (16 bytes, protocol at 14) and v2 (20 bytes, protocol at 0), BSD
+//   link   Ethernet (14 bytes), Linux cooked v1 (16 bytes, protocol at 14) and v2 (20
+//          bytes, protocol at 0), each then up to kMaxVlanTags 4-byte 802.1Q/802.1ad tags
+//          (libpcap puts back in a cooked header the tag the kernel took off), BSD
 //          loopback (4-byte address family, in the capturing host's byte order for DLT_NULL,
 //          big-endian for DLT_LOOP), raw IP (the version nibble picks IPv4 or IPv6).
 //   IPv4   RFC 791: IHL >= 5 and within the frame; the total length cuts the Ethernet
@@ -159,18 +160,22 @@ DecodeStatus DecodeIpv6(Bytes ip, Network& net) {
   return DecodeStatus::kMalformed;
 }
 
-// Dispatches on an EtherType, after up to kMaxVlanTags tags. `at` is where the EtherType is.
-DecodeStatus DecodeEtherType(Bytes frame, size_t at, Network& net) {
+// Dispatches on the EtherType at `type_at`, whose layer starts at `body_at`, after up to
+// kMaxVlanTags tags: a tag's TCI starts its layer and the inner EtherType follows it. In
+// Ethernet and Linux cooked v1 the EtherType is just before its layer; in cooked v2 it
+// opens the 20-byte header.
+DecodeStatus DecodeEtherType(Bytes frame, size_t type_at, size_t body_at, Network& net) {
   for (int tags = 0;; ++tags) {
-    if (frame.n < at + 2) return DecodeStatus::kTruncated;
-    const uint16_t type = frame.U16(at);
-    if (type == kEtherIpv4) return DecodeIpv4(frame.From(at + 2), net);
-    if (type == kEtherIpv6) return DecodeIpv6(frame.From(at + 2), net);
+    if (frame.n < type_at + 2 || frame.n < body_at) return DecodeStatus::kTruncated;
+    const uint16_t type = frame.U16(type_at);
+    if (type == kEtherIpv4) return DecodeIpv4(frame.From(body_at), net);
+    if (type == kEtherIpv6) return DecodeIpv6(frame.From(body_at), net);
     if (type != kEther8021Q && type != kEther8021Ad && type != kEtherQinQ) {
       return DecodeStatus::kNotTcp;  // ARP, LLC lengths, ...
     }
     if (tags == kMaxVlanTags) return DecodeStatus::kMalformed;
-    at += 4;  // the tag's TPID and TCI; its EtherType follows
+    type_at = body_at + 2;  // after the tag's TCI
+    body_at += 4;
   }
 }
 
@@ -201,16 +206,11 @@ DecodeStatus DecodeBsdLoopback(Bytes frame, bool big_endian_only, Network& net) 
 DecodeStatus DecodeNetwork(int link_type, Bytes frame, Network& net) {
   switch (link_type) {
     case kDltEn10Mb:
-      return DecodeEtherType(frame, 12, net);
+      return DecodeEtherType(frame, 12, 14, net);
     case kDltLinuxSll:
-      return DecodeEtherType(frame, 14, net);
-    case kDltLinuxSll2: {
-      if (frame.n < 20) return DecodeStatus::kTruncated;
-      const uint16_t type = frame.U16(0);
-      if (type == kEtherIpv4) return DecodeIpv4(frame.From(20), net);
-      if (type == kEtherIpv6) return DecodeIpv6(frame.From(20), net);
-      return DecodeStatus::kNotTcp;
-    }
+      return DecodeEtherType(frame, 14, 16, net);
+    case kDltLinuxSll2:
+      return DecodeEtherType(frame, 0, 20, net);
     case kDltNull:
       return DecodeBsdLoopback(frame, /*big_endian_only=*/false, net);
     case kDltLoop:

@@ -187,6 +187,12 @@ TEST_CASE("DecodeFrame: Linux cooked capture v1 and v2, IPv4 and IPv6", "[tcp][p
   REQUIRE(Decode(kDltLinuxSll2, LinuxSll2(kIpv6, Ipv6Tcp(Request())), s) == DecodeStatus::kOk);
   CheckRequest(s);
   CHECK(s.server.address == Ipv6Address(2));
+  // A VLAN tag libpcap put back: the TCI, then the inner protocol, after the cooked header.
+  std::string tagged_v4 = std::string("\x00\x64\x08\x00", 4) + Ipv4Tcp(Request());
+  REQUIRE(Decode(kDltLinuxSll, LinuxSll(0x8100, tagged_v4), s) == DecodeStatus::kOk);
+  CheckRequest(s);
+  REQUIRE(Decode(kDltLinuxSll2, LinuxSll2(0x8100, tagged_v4), s) == DecodeStatus::kOk);
+  CheckRequest(s);
   // ARP over a cooked header is another protocol.
   CHECK(Decode(kDltLinuxSll, LinuxSll(0x0806, std::string(28, '\0')), s) == DecodeStatus::kNotTcp);
   CHECK(Decode(kDltLinuxSll2, LinuxSll2(0x0806, std::string(28, '\0')), s) ==
@@ -399,6 +405,7 @@ TEST_CASE("DecodeFrame: every strict prefix of a frame is rejected without a rea
       {kDltEn10Mb, Ethernet(kIpv6, v6)},
       {kDltLinuxSll, LinuxSll(kIpv4, v4)},
       {kDltLinuxSll2, LinuxSll2(kIpv6, v6)},
+      {kDltLinuxSll2, LinuxSll2(0x88A8, std::string("\x00\x64\x81\x00\x00\x65\x86\xdd", 8) + v6)},
       {kDltNull, BsdLoopback(2, false, v4)},
       {kDltLoop, BsdLoopback(24, true, v6)},
       {kDltRaw, v4},

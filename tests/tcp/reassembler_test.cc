@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -324,6 +326,36 @@ TEST_CASE("Reassembler: a freed slot is the next one taken", "[tcp][reassembler]
   CHECK(h.events.back() == "data 1 > z");
   r.Add(MakeSegment(10, kUp, 0, "w"), kT0);  // slot 3 was never used
   CHECK(h.events.back() == "data 3 > w");
+  CHECK(h.errors == 0);
+}
+
+TEST_CASE("Reassembler: through churn, every tracked flow is found again under its id",
+          "[tcp][reassembler]") {
+  // Random opens, RSTs and evictions over 300 ports in a 16-flow table (a 32-bucket
+  // index, so probe runs wrap and deletions shift entries back); after each step a
+  // segment of every flow still open must reach that flow, never open another.
+  RecordingHandler h;
+  Reassembler r({.max_flows = 16}, h);
+  std::mt19937 rng(12345);
+  for (int step = 0; step < 5000; ++step) {
+    const uint16_t port = static_cast<uint16_t>(1 + rng() % 300);
+    const uint32_t what = rng() % 4;
+    r.Add(MakeSegment(port, kUp, rng(), "x", what == 0 ? kRst : kAck), kT0);
+    if (step % 50 != 0) continue;
+    const std::map<FlowId, size_t> open = h.open;
+    REQUIRE(open.size() == r.flows());
+    const uint64_t opened = r.counters().flows_opened;
+    for (const auto& [flow, at] : open) {
+      const uint16_t p = h.connections[at].first.client.port;
+      h.events.clear();
+      r.Add(MakeSegment(p, kDown, rng(), "y"), kT0);
+      REQUIRE(!h.events.empty());
+      CHECK(h.events.back() == "data " + std::to_string(flow) + " < y");
+    }
+    CHECK(r.counters().flows_opened == opened);
+  }
+  CHECK(r.counters().flows_evicted > 0);
+  CHECK(r.counters().flows_closed > 0);
   CHECK(h.errors == 0);
 }
 
