@@ -36,7 +36,6 @@
 #include "hotkey/tcp/reassembler.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdint>
 #include <limits>
 #include <string_view>
@@ -300,9 +299,7 @@ struct Reassembler::Impl {
 };
 
 Reassembler::Reassembler(const Limits& limits, StreamHandler& handler)
-    : impl_(std::make_unique<Impl>(limits, handler)) {
-  assert(limits.max_flows >= 1);
-}
+    : impl_(std::make_unique<Impl>(limits, handler)) {}
 
 Reassembler::~Reassembler() = default;
 

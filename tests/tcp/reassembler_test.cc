@@ -453,6 +453,11 @@ TEST_CASE("Reassembler: memory_bytes is fixed by max_flows alone", "[tcp][reasse
   one.Add(MakeSegment(2, kUp, 0, "b"), kT0);
   CHECK(one.flows() == 1);
   CHECK(one.counters().flows_evicted == 1);
+  Reassembler none({.max_flows = 0}, h);  // taken as 1
+  none.Add(MakeSegment(1, kUp, 0, "a"), kT0);
+  none.Add(MakeSegment(2, kUp, 0, "b"), kT0);
+  CHECK(none.flows() == 1);
+  CHECK(none.memory_bytes() == one.memory_bytes());
 }
 
 }  // namespace
