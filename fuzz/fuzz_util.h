@@ -64,6 +64,7 @@ int FuzzProtocol(const uint8_t* data, size_t size);
 int FuzzRulesFile(const uint8_t* data, size_t size);
 int FuzzDeserialize(const uint8_t* data, size_t size);
 int FuzzHttp(const uint8_t* data, size_t size);
+int FuzzReassembly(const uint8_t* data, size_t size);
 
 }  // namespace hotkey::fuzz
 
