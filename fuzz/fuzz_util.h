@@ -65,6 +65,7 @@ int FuzzRulesFile(const uint8_t* data, size_t size);
 int FuzzDeserialize(const uint8_t* data, size_t size);
 int FuzzHttp(const uint8_t* data, size_t size);
 int FuzzReassembly(const uint8_t* data, size_t size);
+int FuzzResp(const uint8_t* data, size_t size);
 
 }  // namespace hotkey::fuzz
 

@@ -64,7 +64,7 @@ configure() {  # configure BUILD_DIR ARGS...
 # then the install rules. The end-to-end tests run in the RelWithDebInfo and ASan builds.
 run_release_tests() {
   ctest --test-dir build-release --output-on-failure -j"$jobs" \
-    -R '^(version_test|sketch_test|model_test|config_test|daemon_test|tools_test|install_layout)$'
+    -R '^(version_test|sketch_test|model_test|parsers_test|config_test|daemon_test|tools_test|install_layout)$'
 }
 
 # ASan + UBSan over the whole suite. detect_leaks=1 works here (LeakSanitizer needs ptrace
@@ -85,7 +85,7 @@ run_tsan() {
   HOTKEY_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/daemon/daemon_test
 }
 
-fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_reassembly)
+fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_reassembly fuzz_resp)
 
 run_fuzz() {  # run_fuzz TARGET
   local t=$1

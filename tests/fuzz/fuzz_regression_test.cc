@@ -29,6 +29,7 @@ constexpr Entry kTargets[] = {
     {"fuzz_protocol", FuzzProtocol},       {"fuzz_rules_file", FuzzRulesFile},
     {"fuzz_deserialize", FuzzDeserialize}, {"fuzz_http", FuzzHttp},
     {"fuzz_reassembly", FuzzReassembly},
+    {"fuzz_resp", FuzzResp},
 };
 
 std::vector<std::filesystem::path> FilesUnder(const std::filesystem::path& dir) {
