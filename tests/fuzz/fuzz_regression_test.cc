@@ -30,6 +30,7 @@ constexpr Entry kTargets[] = {
     {"fuzz_deserialize", FuzzDeserialize}, {"fuzz_http", FuzzHttp},
     {"fuzz_reassembly", FuzzReassembly},
     {"fuzz_resp", FuzzResp},
+    {"fuzz_memcached", FuzzMemcached},
 };
 
 std::vector<std::filesystem::path> FilesUnder(const std::filesystem::path& dir) {
