@@ -45,6 +45,9 @@ struct TapPipeline::Session {
   uint32_t tail = 0;
   uint32_t end = 0;
   uint32_t pending = 0;  // records in the ring
+  // Requests charged at once after the ring filled up (not even a placeholder fitted):
+  // their replies follow those of the ring's records.
+  uint32_t charged_tail = 0;
   bool wrapped = false;
   bool matching = true;       // replies are matched to requests
   bool server_spoke = false;  // the server sent bytes since the client last did
@@ -53,7 +56,7 @@ struct TapPipeline::Session {
     request.reset();
     reply.reset();
     ring.reset();
-    head = tail = end = pending = 0;
+    head = tail = end = pending = charged_tail = 0;
     wrapped = false;
     matching = true;
     server_spoke = false;
@@ -198,6 +201,12 @@ void TapPipeline::OnRequest(const parsers::Request& request) {
     ++unanswered_gap_;
     return;
   }
+  if (s.charged_tail > 0) {  // behind requests already charged: keep the order
+    Charge(request, static_cast<double>(request.wire_bytes));
+    ++unanswered_queue_full_;
+    ++s.charged_tail;
+    return;
+  }
   const size_t cap = options_.flow_buffer_bytes;
   if (!s.ring) s.ring = std::make_unique<char[]>(cap);
   size_t need = kRecordHeaderBytes;
@@ -213,9 +222,8 @@ void TapPipeline::OnRequest(const parsers::Request& request) {
     keys = 0;
     request_bytes = 0;
     at = s.Reserve(need, cap);
-    if (at < 0) {  // not even that: the replies cannot be matched any more
-      Flush(s, unanswered_queue_full_);
-      s.matching = false;
+    if (at < 0) {  // not even that: counted, its reply comes after the ring's
+      ++s.charged_tail;
       return;
     }
   }
@@ -240,7 +248,12 @@ void TapPipeline::OnRequest(const parsers::Request& request) {
 void TapPipeline::OnReply(uint64_t wire_bytes) {
   Session& s = *current_;
   if (s.pending == 0) {
-    ++replies_unmatched_;
+    if (s.charged_tail > 0) {
+      --s.charged_tail;
+      ++replies_matched_;
+    } else {
+      ++replies_unmatched_;
+    }
     return;
   }
   ++replies_matched_;
@@ -288,6 +301,7 @@ void TapPipeline::Flush(Session& s, uint64_t& reason) {
     }
     s.Pop(record);
   }
+  s.charged_tail = 0;
 }
 
 void TapPipeline::Fill(TapCounters& out) const {

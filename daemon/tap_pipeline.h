@@ -19,16 +19,15 @@
 //          request order on a flow, so each reply is matched to the oldest request waiting.
 //          The waiting requests' keys are copied into the flow's queue, a ring of
 //          flow_buffer_bytes; a request that does not fit is charged at once with its
-//          request bytes (counted: queue_full) and leaves a placeholder so the replies stay
-//          in step. A request that expects no reply (memcached noreply, quiet meta
-//          commands) is charged at once. Keyless requests (PING, MULTI) wait too, since
-//          they have replies; they charge nothing.
-//          After a gap in either direction the flow stops matching (the replies of lost
-//          requests would be charged to later ones): its waiting requests and the next
-//          ones are charged request bytes only (counted: gap), replies with nothing
-//          waiting are counted unmatched, and matching resumes at the first request the
-//          client sends after the server last spoke (for a client that waits for its
-//          replies, as most do, every earlier reply has then come back).
+//          request bytes (counted: queue_full) and leaves a placeholder (or, the ring being
+//          full, a count of such requests behind it) so the replies stay in step. A request that
+//          expects no reply (memcached noreply, quiet meta commands) is charged at once. Keyless
+//          requests (PING, MULTI) wait too, since they have replies; they charge nothing. After a
+//          gap in either direction the flow stops matching (the replies of lost requests would be
+//          charged to later ones): its waiting requests and the next ones are charged request bytes
+//          only (counted: gap), replies with nothing waiting are counted unmatched, and matching
+//          resumes at the first request the client sends after the server last spoke (for a client
+//          that waits for its replies, as most do, every earlier reply has then come back).
 //
 // Memory: the flow table (fixed), max_flows sessions (fixed), and per active flow its
 // parsers (each at most about flow_buffer_bytes) and, with bytes, its queue
