@@ -69,7 +69,7 @@ std::string_view TapWeightName(TapWeight weight) {
 uint64_t TapOptions::MemoryBoundBytes() const {
   if (!enabled()) return 0;
   const uint64_t per_flow = uint64_t{flow_buffer_bytes} * BuffersPerFlow() + kFlowStateBytes;
-  return uint64_t{max_flows} * per_flow + (file.empty() ? uint64_t{buffer_bytes} : 0);
+  return uint64_t{max_flows} * per_flow + (file.empty() ? kRingFactor * uint64_t{buffer_bytes} : 0);
 }
 
 absl::Status TapOptions::Validate() const {

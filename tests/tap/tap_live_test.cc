@@ -64,9 +64,11 @@ TEST_CASE("Tap live: counts a real redis-server's traffic on lo", "[tap][live]")
   clock::RealClock clock;
   auto tap = TapSource::Create(o, t, absl::Milliseconds(50), clock);
   REQUIRE(tap.ok());
-  // The ring libpcap set up: TPACKET_V2 in immediate mode, mapped in full.
+  // The ring libpcap set up: TPACKET_V2 in immediate mode, mapped in full, within the
+  // bound's allowance (TapOptions::kRingFactor).
   CHECK((*tap)->ring_version() == 1);
   CHECK((*tap)->ring_bytes() >= o.buffer_bytes);
+  CHECK((*tap)->ring_bytes() <= config::TapOptions::kRingFactor * o.buffer_bytes);
   (*tap)->Start();
   ::usleep(300'000);  // the capture is open before Create returns; let the thread poll
 

@@ -86,6 +86,10 @@ struct TapOptions {
   // Upper bound of one flow's state besides its buffers (the reassembler's slot, the
   // parsers' objects, the reply queue's bookkeeping); tests/tap pins it.
   static constexpr size_t kFlowStateBytes = 1024;
+  // libpcap maps up to this many times buffer_bytes for the ring: in immediate mode
+  // (TPACKET_V2) it rounds the ring up to whole frames of the snap length or the MTU,
+  // e.g. 8 MiB for 4 MiB asked on lo; tests/tap/tap_live_test.cc pins it.
+  static constexpr uint64_t kRingFactor = 2;
   // Tap memory is refused above this (64 GiB).
   static constexpr uint64_t kMaxMemoryBytes = uint64_t{64} << 30;
 
@@ -94,8 +98,8 @@ struct TapOptions {
   // reply parser's and the reply queue's (bytes).
   int BuffersPerFlow() const { return weight == TapWeight::kBytes ? 3 : 1; }
   // The tap's worst-case memory besides its tracker: max_flows x (flow_buffer_bytes x
-  // BuffersPerFlow() + kFlowStateBytes) + buffer_bytes (the capture ring, live capture
-  // only). 0 when the tap is off.
+  // BuffersPerFlow() + kFlowStateBytes) + kRingFactor x buffer_bytes (the capture ring,
+  // live capture only). 0 when the tap is off.
   uint64_t MemoryBoundBytes() const;
 
   absl::Status Validate() const;
