@@ -59,8 +59,10 @@ int main(int argc, char** argv) {
   p.AddInteger("loops", "Replays of the file per repeat.", &loops);
   p.AddInteger("repeats", "Repeats (median, min, max are over these).", &repeats);
   if (auto parsed = p.Parse(argc, argv); !parsed.ok() || file.empty()) {
-    std::fprintf(stderr, "%s\n%s", parsed.ok() ? "--file is required" :
-                 std::string(parsed.status().message()).c_str(), p.Help().c_str());
+    std::fprintf(
+        stderr, "%s\n%s",
+        parsed.ok() ? "--file is required" : std::string(parsed.status().message()).c_str(),
+        p.Help().c_str());
     return 2;
   }
   char err[PCAP_ERRBUF_SIZE];
@@ -90,8 +92,8 @@ int main(int argc, char** argv) {
   o.ports = {static_cast<uint16_t>(port)};
   o.protocol = protocol == "memcached" ? hotkey::config::TapProtocol::kMemcached
                                        : hotkey::config::TapProtocol::kRedis;
-  o.weight = weight == "bytes" ? hotkey::config::TapWeight::kBytes
-                               : hotkey::config::TapWeight::kOps;
+  o.weight =
+      weight == "bytes" ? hotkey::config::TapWeight::kBytes : hotkey::config::TapWeight::kOps;
   hotkey::sketch::HeavyHittersOptions t;  // the daemon's defaults (--track.*)
   t.candidates = 128;
   t.sketch_bytes = 32 << 10;
@@ -118,11 +120,11 @@ int main(int argc, char** argv) {
     rates.push_back(commands / cpu);
   }
   std::sort(rates.begin(), rates.end());
-  std::printf("hotkey-bench-tap: %s (%zu frames, %zu bytes), protocol=%s weight=%s\n",
-              file.c_str(), frames.size(), bytes, protocol.c_str(), weight.c_str());
+  std::printf("hotkey-bench-tap: %s (%zu frames, %zu bytes), protocol=%s weight=%s\n", file.c_str(),
+              frames.size(), bytes, protocol.c_str(), weight.c_str());
   std::printf("cpu: %s\n", CpuModel().c_str());
-  std::printf("commands per repeat: %llu (%d replays)\n",
-              static_cast<unsigned long long>(commands), loops);
+  std::printf("commands per repeat: %llu (%d replays)\n", static_cast<unsigned long long>(commands),
+              loops);
   std::printf("commands per CPU-second: median %.3g, min %.3g, max %.3g (%d repeats)\n",
               rates[rates.size() / 2], rates.front(), rates.back(), repeats);
   std::printf("bytes per CPU-second (median): %.3g\n",

@@ -27,11 +27,20 @@ constexpr size_t kKeyHeaderBytes = 5;
 }  // namespace
 
 std::string TapFilter(const config::TapOptions& options) {
-  std::string ports;
+  std::string ports, dst, src;
   for (uint16_t p : options.ports) {
-    absl::StrAppend(&ports, ports.empty() ? "" : " or ", "port ", p);
+    const char* sep = ports.empty() ? "" : " or ";
+    absl::StrAppend(&ports, sep, "port ", p);
+    absl::StrAppend(&dst, sep, "dst port ", p);
+    absl::StrAppend(&src, sep, "src port ", p);
   }
-  return absl::StrCat("tcp and (", ports, ")");
+  if (options.weight == config::TapWeight::kBytes) return absl::StrCat("tcp and (", ports, ")");
+  // By ops only the requests matter: the kernel keeps the server's half of the traffic
+  // (replies and their ACKs) out of the ring, all but its FIN and RST, which end flows.
+  // (tcp[tcpflags] reads IPv4 headers only: over IPv6 a flow the server ends is
+  // forgotten at the client's FIN and RST, or at --tap.idle-timeout.)
+  return absl::StrCat("tcp and ((", dst, ") or ((", src,
+                      ") and tcp[tcpflags] & (tcp-fin|tcp-rst) != 0))");
 }
 
 // One flow's parsers and, with bytes weight, its queue of requests awaiting replies: a ring

@@ -57,7 +57,10 @@
 
 namespace hotkey::daemon {
 
-// The BPF filter the tap installs: "tcp and (port 6379 or port 6380)".
+// The BPF filter the tap installs: with bytes weight "tcp and (port 6379 or port 6380)";
+// by ops the client-to-server half and the server's FIN and RST only,
+// "tcp and ((dst port 6379) or ((src port 6379) and tcp[tcpflags] & (tcp-fin|tcp-rst) != 0))"
+// (the requests are all a count by ops needs; the FINs and RSTs end the flows).
 std::string TapFilter(const config::TapOptions& options);
 
 class TapPipeline final : private tcp::StreamHandler,

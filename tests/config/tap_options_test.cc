@@ -39,14 +39,14 @@ TEST_CASE("TapOptions: bad values are clear errors", "[config][tap]") {
              Contains("not redis or memcached"));
   CHECK_THAT(std::string(Parse({"--tap.weight=keys"}).status().message()),
              Contains("not ops or bytes"));
-  CHECK_THAT(std::string(Parse({"--tap.interface=lo", "--tap.file=x.pcap", "--tap.port=1"})
-                             .status()
-                             .message()),
-             Contains("not both"));
-  CHECK_THAT(std::string(Parse({"--tap.interface=lo", "--tap.port=1", "--tap.snaplen=64"})
-                             .status()
-                             .message()),
-             Contains("tap snaplen"));
+  CHECK_THAT(
+      std::string(
+          Parse({"--tap.interface=lo", "--tap.file=x.pcap", "--tap.port=1"}).status().message()),
+      Contains("not both"));
+  CHECK_THAT(
+      std::string(
+          Parse({"--tap.interface=lo", "--tap.port=1", "--tap.snaplen=64"}).status().message()),
+      Contains("tap snaplen"));
   CHECK_THAT(
       std::string(
           Parse({"--tap.interface=lo", "--tap.port=1", "--tap.max-flows=0"}).status().message()),
@@ -58,11 +58,11 @@ TEST_CASE("TapOptions: the memory bound is max-flows x (buffers + state) + 2 x r
   TapOptions o;
   o.interface = "lo";
   o.ports = {6379};
-  // The README's figure for the defaults: 174 MiB.
-  CHECK(o.MemoryBoundBytes() == 10'000ull * (16 * 1024 + 1024) + 2ull * (4 << 20));
-  CHECK(o.MemoryBoundBytes() / (1 << 20) == 174);
+  // The README's figure for the defaults: 198 MiB.
+  CHECK(o.MemoryBoundBytes() == 10'000ull * (16 * 1024 + 1024) + 2ull * (16 << 20));
+  CHECK(o.MemoryBoundBytes() / (1 << 20) == 198);
   o.weight = TapWeight::kBytes;
-  CHECK(o.MemoryBoundBytes() == 10'000ull * (3 * 16 * 1024 + 1024) + 2ull * (4 << 20));
+  CHECK(o.MemoryBoundBytes() == 10'000ull * (3 * 16 * 1024 + 1024) + 2ull * (16 << 20));
   o.file = "x.pcap";
   o.interface.clear();
   CHECK(o.MemoryBoundBytes() == 10'000ull * (3 * 16 * 1024 + 1024));  // no ring for a file

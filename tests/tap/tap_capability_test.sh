@@ -48,6 +48,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 kill "$pid" 2>/dev/null
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -9 "$pid" 2>/dev/null
 wait "$pid"
 [ -n "$started" ] || { cat "$work/err2"; fail "hotkeyd --tap.file did not start as nobody"; }
 echo "PASS"

@@ -36,7 +36,8 @@ TEST_CASE("Tap live: counts a real redis-server's traffic on lo", "[tap][live]")
     const int p = FreePort() + attempt * 13;
     if (Run(absl::StrCat(HOTKEY_REDIS_SERVER, " --port ", p,
                          " --bind 127.0.0.1 --save '' --appendonly no --daemonize yes "
-                         "--pidfile /tmp/hotkey-tap-live-", p, ".pid >/dev/null"))) {
+                         "--pidfile /tmp/hotkey-tap-live-",
+                         p, ".pid >/dev/null"))) {
       for (int i = 0; i < 50; ++i) {
         if (Run(absl::StrCat(HOTKEY_REDIS_CLI, " -p ", p, " ping >/dev/null 2>&1"))) {
           port = p;
@@ -50,8 +51,8 @@ TEST_CASE("Tap live: counts a real redis-server's traffic on lo", "[tap][live]")
   struct Stop {
     int port;
     ~Stop() {
-      std::system(absl::StrCat(HOTKEY_REDIS_CLI, " -p ", port, " shutdown nosave >/dev/null 2>&1")
-                      .c_str());
+      std::system(
+          absl::StrCat(HOTKEY_REDIS_CLI, " -p ", port, " shutdown nosave >/dev/null 2>&1").c_str());
     }
   } stop{port};
 
@@ -64,9 +65,9 @@ TEST_CASE("Tap live: counts a real redis-server's traffic on lo", "[tap][live]")
   clock::RealClock clock;
   auto tap = TapSource::Create(o, t, absl::Milliseconds(50), clock);
   REQUIRE(tap.ok());
-  // The ring libpcap set up: TPACKET_V2 in immediate mode, mapped in full, within the
-  // bound's allowance (TapOptions::kRingFactor).
-  CHECK((*tap)->ring_version() == 1);
+  // The ring libpcap set up: TPACKET_V3, mapped in full, within the bound's allowance
+  // (TapOptions::kRingFactor).
+  CHECK((*tap)->ring_version() == 2);
   CHECK((*tap)->ring_bytes() >= o.buffer_bytes);
   CHECK((*tap)->ring_bytes() <= config::TapOptions::kRingFactor * o.buffer_bytes);
   (*tap)->Start();

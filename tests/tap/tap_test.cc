@@ -77,6 +77,8 @@ void CheckKey(const std::map<std::string, Counts>& got, const std::string& key, 
   CHECK(it->second.writes == writes);
 }
 
+// By ops the tap's filter keeps only the client-to-server packets (TapFilter), in files as
+// live: these counts are made from the requests alone.
 TEST_CASE("Tap: a redis-py mix counts every key it touched, by read and write", "[tap]") {
   testing::FakeClock clock;
   std::unique_ptr<TapSource> s = ReadAll(Capture("redis_mix.pcap"), clock);
@@ -285,8 +287,14 @@ TEST_CASE("Tap: one flow's state fits TapOptions::kFlowStateBytes", "[tap]") {
 TEST_CASE("Tap: the filter names every port", "[tap]") {
   config::TapOptions o;
   o.ports = {6379};
-  CHECK(TapFilter(o) == "tcp and (port 6379)");
+  CHECK(TapFilter(o) ==
+        "tcp and ((dst port 6379) or ((src port 6379) and tcp[tcpflags] & (tcp-fin|tcp-rst) "
+        "!= 0))");
   o.ports = {6379, 6380};
+  CHECK(TapFilter(o) ==
+        "tcp and ((dst port 6379 or dst port 6380) or ((src port 6379 or src port 6380) and "
+        "tcp[tcpflags] & (tcp-fin|tcp-rst) != 0))");
+  o.weight = config::TapWeight::kBytes;  // the replies too
   CHECK(TapFilter(o) == "tcp and (port 6379 or port 6380)");
 }
 
