@@ -167,6 +167,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     snap->counters.Add(r->counters);
     if (snap->source_counts.empty()) snap->source_counts.reserve(reports.size());
     snap->source_counts.emplace_back(r->counters.datagrams, r->counters.events);
+    if (snap->source_taps.empty()) snap->source_taps.reserve(reports.size());
     snap->source_taps.push_back(r->counters.tap);
     snap->sketch_bytes += r->tracker.MemoryBytes();
     if (!tracker_) {
