@@ -18,9 +18,11 @@ trap 'rm -rf "$work"' EXIT
 # nobody may not reach the build tree: run a copy.
 cp "$hotkeyd" "$work/hotkeyd"
 chmod 755 "$work/hotkeyd"
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all -- "$@"; }
+# A command prefix, not a function: "$!" of a backgrounded function is its subshell's, and
+# killing that would leave hotkeyd running.
+as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --)
 
-as_nobody "$work/hotkeyd" --tap.interface=lo --tap.port=6379 \
+"${as_nobody[@]}" "$work/hotkeyd" --tap.interface=lo --tap.port=6379 \
   --web.listen-address=127.0.0.1:0 --udp.listen-address=127.0.0.1:0 >"$work/out" 2>"$work/err" &
 pid=$!
 for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -38,7 +40,7 @@ grep -qxF -- "$want" "$work/err" || fail "stderr does not say how to grant CAP_N
 # A capture file needs no privilege: hotkeyd starts and serves.
 cp "$testdata/redis_mix.pcap" "$work/"
 chmod 644 "$work/redis_mix.pcap"
-as_nobody "$work/hotkeyd" --tap.file="$work/redis_mix.pcap" --tap.port=1 \
+"${as_nobody[@]}" "$work/hotkeyd" --tap.file="$work/redis_mix.pcap" --tap.port=1 \
   --web.listen-address=127.0.0.1:0 --udp.listen-address=127.0.0.1:0 >"$work/out2" 2>"$work/err2" &
 pid=$!
 started=
