@@ -248,7 +248,9 @@ void Daemon::Impl::Run(bool handle_signals) {
           .Value("receivers", absl::StrCat(receivers_.size()))
           .Value("udp_read_buffer", absl::StrCat(receivers_[0]->receive_buffer_bytes())));
   for (size_t i = receivers_.size(); i < sources_.size(); ++i) {
-    Log(Line("info", "event source started").Value("kind", sources_[i]->kind()));
+    LogLine line = Line("info", "event source started").Value("kind", sources_[i]->kind());
+    for (const auto& [key, value] : sources_[i]->Describe()) line.Value(key, value);
+    Log(line);
   }
   if (store_) ArmStorageTimer();
   if (poll_web_config_) ArmWebConfigTimer();

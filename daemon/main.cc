@@ -13,6 +13,7 @@
 #include "hotkey/daemon/daemon.h"
 #include "hotkey/daemon/demo.h"
 #include "hotkey/daemon/systemd_socket.h"
+#include "hotkey/daemon/tap.h"
 #include "log.h"
 
 namespace {
@@ -135,6 +136,16 @@ int main(int argc, char** argv) {
         return 1;
       }
       sources.push_back(*std::move(demo));
+    }
+    if (options.tap.enabled()) {
+      // Opened before the daemon binds anything: a missing CAP_NET_RAW fails at once.
+      absl::StatusOr<std::unique_ptr<hotkey::daemon::EventSource>> tap =
+          hotkey::daemon::NewTapSource(options, clock);
+      if (!tap.ok()) {
+        std::fprintf(stderr, "hotkeyd: %s\n", std::string(tap.status().message()).c_str());
+        return 1;
+      }
+      sources.push_back(*std::move(tap));
     }
     absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d =
         hotkey::daemon::Daemon::Create(options, std::move(inputs), clock, log, std::move(sources));
