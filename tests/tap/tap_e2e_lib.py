@@ -292,6 +292,7 @@ TAP_METRICS = {
     "captured_bytes": ("hotkey_tap_captured_bytes_total", {}),
     "kernel_drops": ("hotkey_tap_capture_drops_total", {"where": "kernel"}),
     "interface_drops": ("hotkey_tap_capture_drops_total", {"where": "interface"}),
+    "truncated": ("hotkey_tap_frames_skipped_total", {"reason": "truncated"}),
     "flows": ("hotkey_tap_flows", {}),
     "flows_opened": ("hotkey_tap_flows_opened_total", {}),
     "flows_closed": ("hotkey_tap_flows_ended_total", {"reason": "closed"}),
