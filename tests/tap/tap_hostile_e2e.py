@@ -9,8 +9,8 @@ and /-/healthy, and that its RSS stays under a bound derived from its flags
 (hotkey_tap_memory_bound_bytes, which must equal --tap.max-flows x
 (--tap.flow-buffer-bytes + 1 KiB) + --tap.buffer-bytes, plus a fixed allowance):
   midstream  a connection that sent half a SET before the tap started: the rest (a value
-             holding CRLFs and bulk headers) resyncs with no misparsed key, and the GETs after
-             it on the same connection count
+             holding CRLFs, bulk headers and an inline GET) resyncs with no misparsed key, and
+             the GETs after it on the same connection count
   garbage    64 KiB of random bytes, then a malformed array header: protocol errors and
              unknown commands rise, no key is counted
   bulk       a bulk length of 2^62, as a key and as a value: counted, never waited for
@@ -172,7 +172,11 @@ def one_shot(r, data):
 def case_midstream(work):
     r = RedisServer(work)
     r.client().set(CELEBRITY, b"hello")
-    value = b"v" * 40 + b"\r\n$4\r\nfake\r\n$9\r\nmid:fake1\r\n" + b"w" * 40
+    # What follows the cut looks like protocol: bulk headers and an inline command. Only an
+    # array header at a request boundary may resync the stream (a value holding a whole
+    # RESP request cannot be told from one, and is not tried).
+    value = (b"v" * 40 + b"\r\n$4\r\nfake\r\n$9\r\nmid:fake1\r\n" + b"w" * 20 +
+             b"\r\nGET mid:fake2\r\n" + b"x" * 20)
     head = b"*3\r\n$3\r\nSET\r\n$8\r\nmid:half\r\n$%d\r\n" % len(value)
     cut = len(value) // 2
     mid = raw(r.port, head + value[:cut], nodelay=True)
