@@ -44,6 +44,36 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddCustom("udp.allowed-sources", "Comma-separated CIDRs allowed to send events (IPv4 or IPv6); empty allows all.",
       absl::StrJoin(o.udp.allowed_sources, ","),
       [&o](std::string_view v) { o.udp.allowed_sources = SplitList(v); return absl::OkStatus();});
+  p.AddString("tap.interface", "Capture the shard's own traffic on this interface (lo, eth0, any) with libpcap: no client change. Needs CAP_NET_RAW. With --tap.port.", &o.tap.interface);
+  p.AddString("tap.file", "Read this capture file (pcap, e.g. from tcpdump -w) through the tap instead of an interface; needs no privilege. With --tap.port.", &o.tap.file);
+  p.AddCustom("tap.port", "The shard's server port(s) to tap, 1 to 65535: repeat the flag or separate with commas (at most 64).",
+      absl::StrJoin(o.tap.ports, ","),
+      [&o](std::string_view v) {
+       for (const std::string& item : SplitList(v)) {
+         absl::StatusOr<int64_t> n = ParseInteger(item);
+         if (!n.ok() || *n < 1 || *n > 65535) {
+           return absl::InvalidArgumentError(absl::StrCat("\"", item, "\" is not a port (1 to 65535)"));
+         }
+         o.tap.ports.push_back(static_cast<uint16_t>(*n));
+       }
+       return absl::OkStatus();});
+  p.AddCustom("tap.protocol", "The tapped server's protocol: redis (RESP2 and RESP3) or memcached (text and meta; binary is counted and skipped).",
+      std::string(TapProtocolName(o.tap.protocol)),
+      [&o](std::string_view v) {
+       if (v == "redis") { o.tap.protocol = TapProtocol::kRedis; return absl::OkStatus(); }
+       if (v == "memcached") { o.tap.protocol = TapProtocol::kMemcached; return absl::OkStatus(); }
+       return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\" is not redis or memcached"));});
+  p.AddCustom("tap.weight", "What a tapped request weighs: ops (each key it touches counts 1) or bytes (its request bytes plus its reply's bytes, split evenly over its keys; captures the replies too).",
+      std::string(TapWeightName(o.tap.weight)),
+      [&o](std::string_view v) {
+       if (v == "ops") { o.tap.weight = TapWeight::kOps; return absl::OkStatus(); }
+       if (v == "bytes") { o.tap.weight = TapWeight::kBytes; return absl::OkStatus(); }
+       return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\" is not ops or bytes"));});
+  p.AddSize("tap.buffer-bytes", "The kernel's capture ring (pcap_set_buffer_size; libpcap may map up to twice this), 64KiB to 1GiB; packets past it are dropped and counted.", &o.tap.buffer_bytes);
+  p.AddInteger("tap.snaplen", "Bytes captured per frame, 128 to 262144; a frame cut short is counted and its flow resyncs.", &o.tap.snaplen);
+  p.AddInteger("tap.max-flows", "TCP connections tracked at once, 1 to 1048576; past it the least recently active is evicted (counted).", &o.tap.max_flows);
+  p.AddSize("tap.flow-buffer-bytes", "Bytes one connection direction may hold (a partial request and its keys; with bytes weight also the requests awaiting replies), 256B to 16MiB. Worst-case tap memory: max-flows x (this x 1, or 3 with bytes weight, + 1KiB) + 2 x buffer-bytes (hotkey_tap_memory_bound_bytes).", &o.tap.flow_buffer_bytes);
+  p.AddDuration("tap.idle-timeout", "A connection idle this long is forgotten (1s to 24h).", &o.tap.idle_timeout);
   p.AddSize("key.max-bytes", "Longest key accepted; longer events are rejected (key_too_long).", &o.udp.max_key_bytes)
       .Shown(absl::StrCat(o.udp.max_key_bytes));
   p.AddCustom("key.label", "How keys appear as label values: raw (made valid UTF-8), hash, or prefix (up to the last ':' plus a hash).",
@@ -139,8 +169,9 @@ std::string UsageText() {
       "usage: hotkeyd [<flags>]\n"
       "\n"
       "Finds the hot keys of a cache or database from key-access events sent over UDP\n"
-      "(\"r <key>\" / \"w <key>\" lines), exports their shares to Prometheus and advises a fix\n"
-      "for each hot key.\n"
+      "(\"r <key>\" / \"w <key>\" lines), or from the shard's own traffic tapped with libpcap\n"
+      "(--tap.interface=lo --tap.port=6379: Redis or memcached, no client change), exports\n"
+      "their shares to Prometheus and advises a fix for each hot key.\n"
       "\n"
       "Sizes take B, KiB, MiB, GiB (or KB, MB, GB); durations take ms, s, m, h (250ms, 1m30s).\n"
       "\n"

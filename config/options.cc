@@ -58,6 +58,66 @@ absl::Status UdpOptions::Validate() const {
   return absl::OkStatus();
 }
 
+std::string_view TapProtocolName(TapProtocol protocol) {
+  return protocol == TapProtocol::kMemcached ? "memcached" : "redis";
+}
+
+std::string_view TapWeightName(TapWeight weight) {
+  return weight == TapWeight::kBytes ? "bytes" : "ops";
+}
+
+uint64_t TapOptions::MemoryBoundBytes() const {
+  if (!enabled()) return 0;
+  const uint64_t per_flow = uint64_t{flow_buffer_bytes} * BuffersPerFlow() + kFlowStateBytes;
+  return uint64_t{max_flows} * per_flow + (file.empty() ? kRingFactor * uint64_t{buffer_bytes} : 0);
+}
+
+absl::Status TapOptions::Validate() const {
+  if (!interface.empty() && !file.empty()) {
+    return absl::InvalidArgumentError(
+        "tap: give --tap.interface or --tap.file, not both (a file replaces the capture)");
+  }
+  if (enabled() && ports.empty()) {
+    return absl::InvalidArgumentError(
+        "tap: --tap.port is required with --tap.interface or --tap.file (the shard's server "
+        "port, e.g. --tap.port=6379)");
+  }
+  if (ports.size() > kMaxPorts) {
+    return OutOfRange("tap ports (how many)", absl::StrCat("[1, ", kMaxPorts, "]"), ports.size());
+  }
+  for (uint16_t port : ports) {
+    if (port == 0) return OutOfRange("tap port", "[1, 65535]", port);
+  }
+  if (protocol != TapProtocol::kRedis && protocol != TapProtocol::kMemcached) {
+    return absl::InvalidArgumentError("tap protocol is not redis or memcached");
+  }
+  if (weight != TapWeight::kOps && weight != TapWeight::kBytes) {
+    return absl::InvalidArgumentError("tap weight is not ops or bytes");
+  }
+  if (!InRange<size_t>(buffer_bytes, size_t{64} << 10, size_t{1} << 30)) {
+    return OutOfRange("tap buffer bytes", "[64KiB, 1GiB]", FormatByteSize(buffer_bytes));
+  }
+  if (!InRange(snaplen, 128, 262144)) return OutOfRange("tap snaplen", "[128, 262144]", snaplen);
+  if (!InRange<uint32_t>(max_flows, 1, 1u << 20)) {
+    return OutOfRange("tap max flows", "[1, 1048576]", max_flows);
+  }
+  if (!InRange<size_t>(flow_buffer_bytes, 256, size_t{16} << 20)) {
+    return OutOfRange("tap flow buffer bytes", "[256B, 16MiB]", FormatByteSize(flow_buffer_bytes));
+  }
+  if (!InRange(idle_timeout, absl::Seconds(1), absl::Hours(24))) {
+    return OutOfRange("tap idle timeout", "[1s, 24h]", absl::FormatDuration(idle_timeout));
+  }
+  if (MemoryBoundBytes() > kMaxMemoryBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tap memory too large: ", max_flows, " --tap.max-flows x (",
+        FormatByteSize(flow_buffer_bytes), " --tap.flow-buffer-bytes x ", BuffersPerFlow(), " + ",
+        kFlowStateBytes, " B) + ", FormatByteSize(file.empty() ? buffer_bytes : 0),
+        " --tap.buffer-bytes = ", FormatByteSize(MemoryBoundBytes()), ", over the maximum of ",
+        FormatByteSize(kMaxMemoryBytes), "; track fewer flows or give each a smaller buffer"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WebOptions::Validate() const {
   if (auto a = ParseListenAddress(listen_address); !a.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("web: ", a.status().message()));
@@ -230,16 +290,18 @@ uint64_t DaemonOptions::RateHistoryKeys() const {
 }
 
 absl::Status DaemonOptions::Validate() const {
-  for (absl::Status s : {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(),
-                         alert.Validate(), ValidateCluster(cluster), storage.Validate()}) {
+  for (absl::Status s :
+       {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(), alert.Validate(),
+        ValidateCluster(cluster), storage.Validate(), tap.Validate()}) {
     if (!s.ok()) return s;
   }
   if (RateHistoryKeys() > kMaxRateHistoryKeys) {
     return absl::InvalidArgumentError(absl::StrCat(
         "rate history too large: ", track.MaxRatePoints(),
         " points (2 x --track.rate-window / --track.publish-interval + 4) x ", track.candidates,
-        " --track.candidates x ", Sources(), " sources (--udp.receivers, plus 1 with --demo) = ",
-        RateHistoryKeys(), " key entries, over the maximum of ", kMaxRateHistoryKeys,
+        " --track.candidates x ", Sources(),
+        " sources (--udp.receivers, plus 1 with --demo, plus 1 with the tap) = ", RateHistoryKeys(),
+        " key entries, over the maximum of ", kMaxRateHistoryKeys,
         " (2.5 GiB); shorten the window, lengthen the interval or track fewer candidates"));
   }
   if (!(demo_rate > 0) || demo_rate > 1e7) return OutOfRange("demo rate", "(0, 1e7]", demo_rate);

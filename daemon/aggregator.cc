@@ -167,6 +167,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     snap->counters.Add(r->counters);
     if (snap->source_counts.empty()) snap->source_counts.reserve(reports.size());
     snap->source_counts.emplace_back(r->counters.datagrams, r->counters.events);
+    snap->source_taps.push_back(r->counters.tap);
     snap->sketch_bytes += r->tracker.MemoryBytes();
     if (!tracker_) {
       single_ = r;
@@ -318,7 +319,8 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   const size_t tracker_bytes = tracker->MemoryBytes();
   snap->merged_tracker_bytes = merged_ ? merged_->MemoryBytes() : 0;
   snap->rate_history_bytes = RateHistoryBytes();
-  snap->memory_budget_bytes = MemoryBudget(track_, reports.size(), tracker_bytes);
+  snap->memory_budget_bytes = MemoryBudget(track_, reports.size(), tracker_bytes) +
+                              snap->counters.tap.memory_bound_bytes;
   return snap;
 }
 

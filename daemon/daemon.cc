@@ -222,7 +222,9 @@ void Daemon::Impl::Run(bool handle_signals) {
                       Endpoint(receivers_[0]->local_endpoint()), receivers_.size(),
                       receivers_[0]->receive_buffer_bytes()));
   for (size_t i = receivers_.size(); i < sources_.size(); ++i) {
-    Log("info", "event source started", absl::StrCat("kind=", std::string(sources_[i]->kind())));
+    const std::string more = sources_[i]->Describe();
+    Log("info", "event source started",
+        absl::StrCat("kind=", std::string(sources_[i]->kind()), more.empty() ? "" : " ", more));
   }
   if (store_) ArmStorageTimer();
   running_ = true;

@@ -12,6 +12,7 @@
 #include "hotkey/config/web_config.h"
 #include "hotkey/daemon/daemon.h"
 #include "hotkey/daemon/demo.h"
+#include "hotkey/daemon/tap.h"
 #include "log.h"
 
 int main(int argc, char** argv) {
@@ -65,6 +66,16 @@ int main(int argc, char** argv) {
         return 1;
       }
       sources.push_back(*std::move(demo));
+    }
+    if (options.tap.enabled()) {
+      // Opened before the daemon binds anything: a missing CAP_NET_RAW fails at once.
+      absl::StatusOr<std::unique_ptr<hotkey::daemon::EventSource>> tap =
+          hotkey::daemon::NewTapSource(options, clock);
+      if (!tap.ok()) {
+        std::fprintf(stderr, "hotkeyd: %s\n", std::string(tap.status().message()).c_str());
+        return 1;
+      }
+      sources.push_back(*std::move(tap));
     }
     absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d =
         hotkey::daemon::Daemon::Create(options, std::move(inputs), clock, log, std::move(sources));

@@ -52,13 +52,16 @@ struct Snapshot {
   // Each source's own datagram and event counts, in the daemon's order (UDP receivers
   // first): shows how the kernel spread senders over SO_REUSEPORT sockets.
   std::vector<std::pair<uint64_t, uint64_t>> source_counts;  // {datagrams, events}
-  uint64_t kernel_drops = 0;                                 // /proc/net/udp drops of our sockets
-  size_t tracked_keys = 0;                                   // keys in the trackers' tables
-  size_t sketch_bytes = 0;          // one tracker per source (HeavyHitters::MemoryBytes())
-  size_t merged_tracker_bytes = 0;  // the aggregator's merge target (0 with one source)
-  size_t rate_history_bytes = 0;    // the aggregator's rate history
-  size_t memory_budget_bytes = 0;   // bound of all the tracking state (Aggregator::MemoryBudget)
-  double epsilon = 0;               // count-min epsilon: share error bound for untracked keys
+  std::vector<TapCounters> source_taps;  // each source's tap counts, in the same order
+  uint64_t kernel_drops = 0;             // /proc/net/udp drops of our sockets
+  size_t tracked_keys = 0;               // keys in the trackers' tables
+  size_t sketch_bytes = 0;               // one tracker per source (HeavyHitters::MemoryBytes())
+  size_t merged_tracker_bytes = 0;       // the aggregator's merge target (0 with one source)
+  size_t rate_history_bytes = 0;         // the aggregator's rate history
+  // Bound of all the tracking state (Aggregator::MemoryBudget) plus the taps' bound
+  // (TapCounters::memory_bound_bytes).
+  size_t memory_budget_bytes = 0;
+  double epsilon = 0;  // count-min epsilon: share error bound for untracked keys
   size_t hot_keys = 0;
 };
 

@@ -65,8 +65,23 @@ std::string SnapshotJson(const Snapshot& s) {
   o["datagrams_received"] = s.counters.datagrams;
   o["events_received"] = s.counters.events;
   json::array sources;
-  for (const auto& [datagrams, events] : s.source_counts) {
-    sources.push_back(json::object{{"datagrams_received", datagrams}, {"events_received", events}});
+  for (size_t i = 0; i < s.source_counts.size(); ++i) {
+    const auto& [datagrams, events] = s.source_counts[i];
+    json::object src{{"datagrams_received", datagrams}, {"events_received", events}};
+    if (i < s.source_taps.size() && s.source_taps[i].taps > 0) {
+      const TapCounters& t = s.source_taps[i];
+      src["kind"] = "tap";
+      src["packets"] = t.packets;
+      src["kernel_drops"] = t.kernel_drops;
+      src["interface_drops"] = t.interface_drops;
+      src["flows"] = t.flows;
+      src["commands"] = t.commands[0] + t.commands[1];
+      src["read_keys"] = t.read_keys[0] + t.read_keys[1];
+      src["write_keys"] = t.write_keys[0] + t.write_keys[1];
+      src["gaps"] = t.gaps;
+      src["resyncs"] = t.resyncs;
+    }
+    sources.push_back(std::move(src));
   }
   o["sources"] = std::move(sources);
   json::object rejected;

@@ -64,6 +64,9 @@ int FuzzProtocol(const uint8_t* data, size_t size);
 int FuzzRulesFile(const uint8_t* data, size_t size);
 int FuzzDeserialize(const uint8_t* data, size_t size);
 int FuzzHttp(const uint8_t* data, size_t size);
+int FuzzReassembly(const uint8_t* data, size_t size);
+int FuzzResp(const uint8_t* data, size_t size);
+int FuzzMemcached(const uint8_t* data, size_t size);
 
 }  // namespace hotkey::fuzz
 

@@ -47,6 +47,65 @@ struct UdpOptions {
   friend bool operator==(const UdpOptions&, const UdpOptions&) = default;
 };
 
+// The tap (daemon/tap_source.h): the shard's own TCP traffic, captured with libpcap on
+// its port, reassembled and parsed into events, with no client change.
+enum class TapProtocol { kRedis, kMemcached };
+// ops: each key a request touches weighs 1. bytes: a request weighs its request bytes
+// plus its reply's bytes, split evenly over its keys.
+enum class TapWeight { kOps, kBytes };
+std::string_view TapProtocolName(TapProtocol protocol);  // "redis", "memcached"
+std::string_view TapWeightName(TapWeight weight);        // "ops", "bytes"
+
+struct TapOptions {
+  // The interface to capture on (lo, eth0, any); empty: no live capture.
+  std::string interface;
+  // A capture file (pcap or pcapng) read instead of an interface, through the same path;
+  // at its end the source keeps its counts. Empty: none. Not with `interface`.
+  std::string file;
+  // The shard's server ports; each in [1, 65535]; at least one when the tap is on, at
+  // most kMaxPorts.
+  std::vector<uint16_t> ports;
+  TapProtocol protocol = TapProtocol::kRedis;
+  TapWeight weight = TapWeight::kOps;
+  // The kernel's capture ring (pcap_set_buffer_size); in [64 KiB, 1 GiB].
+  size_t buffer_bytes = size_t{4} << 20;
+  // Bytes captured per frame (pcap_set_snaplen); in [128, 262144]. A frame cut short is
+  // counted (truncated) and its flow resyncs.
+  int snaplen = 262144;
+  // Flows (client to server connections) tracked at once; a new one when the table is
+  // full evicts the least recently active. In [1, 1048576].
+  uint32_t max_flows = 10'000;
+  // Bytes one flow direction's parser may hold (a partial request, its keys); with
+  // --tap.weight=bytes also the bytes of one flow's requests awaiting their replies.
+  // In [256 B, 16 MiB].
+  size_t flow_buffer_bytes = size_t{16} << 10;
+  // A flow idle this long is forgotten; in [1s, 24h].
+  absl::Duration idle_timeout = absl::Minutes(5);
+
+  static constexpr size_t kMaxPorts = 64;
+  // Upper bound of one flow's state besides its buffers (the reassembler's slot, the
+  // parsers' objects, the reply queue's bookkeeping); tests/tap pins it.
+  static constexpr size_t kFlowStateBytes = 1024;
+  // libpcap maps up to this many times buffer_bytes for the ring: in immediate mode
+  // (TPACKET_V2) it rounds the ring up to whole frames of the snap length or the MTU,
+  // e.g. 8 MiB for 4 MiB asked on lo; tests/tap/tap_live_test.cc pins it.
+  static constexpr uint64_t kRingFactor = 2;
+  // Tap memory is refused above this (64 GiB).
+  static constexpr uint64_t kMaxMemoryBytes = uint64_t{64} << 30;
+
+  bool enabled() const { return !interface.empty() || !file.empty(); }
+  // Buffers of flow_buffer_bytes one flow may hold: the request parser's (ops), plus the
+  // reply parser's and the reply queue's (bytes).
+  int BuffersPerFlow() const { return weight == TapWeight::kBytes ? 3 : 1; }
+  // The tap's worst-case memory besides its tracker: max_flows x (flow_buffer_bytes x
+  // BuffersPerFlow() + kFlowStateBytes) + kRingFactor x buffer_bytes (the capture ring,
+  // live capture only). 0 when the tap is off.
+  uint64_t MemoryBoundBytes() const;
+
+  absl::Status Validate() const;
+  friend bool operator==(const TapOptions&, const TapOptions&) = default;
+};
+
 // The HTTP server.
 struct WebOptions {
   std::string listen_address = ":10110";
@@ -226,6 +285,7 @@ struct DaemonOptions {
   AlertOptions alert;
   hotkey::model::Cluster cluster;
   StorageOptions storage;
+  TapOptions tap;
   // A file holding the secret that keys the hash of --key.label=hash|prefix labels, so
   // nobody can hash candidate keys to find which one a label stands for. Empty: a fixed,
   // public key (labels stay stable but are guessable).
@@ -239,15 +299,17 @@ struct DaemonOptions {
   double demo_rate = 9500;
   std::string log_level = "info";  // debug | info | warn | error
 
-  // Sources the daemon merges: the UDP receivers, and the demo source with --demo.
-  int Sources() const { return udp.receivers + (demo ? 1 : 0); }
+  // Sources the daemon merges: the UDP receivers, the demo source with --demo and the tap
+  // with --tap.interface or --tap.file.
+  int Sources() const { return udp.receivers + (demo ? 1 : 0) + (tap.enabled() ? 1 : 0); }
   // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
   // Sources(), each of 40 bytes (aggregator.h). Validate() rejects more than
   // kMaxRateHistoryKeys (2.5 GiB of entries): 5,632 by default.
   uint64_t RateHistoryKeys() const;
   static constexpr uint64_t kMaxRateHistoryKeys = uint64_t{1} << 26;
 
-  // Validates every part, and the rate history's size (RateHistoryKeys()).
+  // Validates every part, the rate history's size (RateHistoryKeys()) and the tap's memory
+  // (TapOptions::MemoryBoundBytes(), at most TapOptions::kMaxMemoryBytes).
   absl::Status Validate() const;
 };
 

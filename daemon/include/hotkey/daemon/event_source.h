@@ -2,8 +2,9 @@
 // them; each runs on its own thread, counts into its own tracker (single writer, no lock
 // and no allocation per event) and publishes an immutable SourceReport every tick.
 //
-// Implementations: UdpReceiver (receiver.h, clients send sampled events over UDP) and
-// DemoSource (demo_source.h, the --demo load generated in-process). A report's type,
+// Implementations: UdpReceiver (receiver.h, clients send sampled events over UDP),
+// DemoSource (demo_source.h, the --demo load generated in-process) and TapSource
+// (tap_source.h, the shard's own traffic captured with libpcap). A report's type,
 // SourceReport, is private to daemon/ (source_report.h): sources live in daemon/ and fill
 // it, and only the daemon reads it.
 //
@@ -17,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace hotkey::daemon {
@@ -30,8 +32,10 @@ class EventSource {
 
   virtual ~EventSource() = default;
 
-  // What kind of source this is, for logs ("udp", "demo").
+  // What kind of source this is, for logs ("udp", "demo", "tap").
   virtual std::string_view kind() const = 0;
+  // How it is set up, as log fields (key=value ...); empty when there is nothing to add.
+  virtual std::string Describe() const { return {}; }
 
   // Called before Start(), at most once: the daemon asks to be told of every publish.
   virtual void SetPublishCallback(PublishCallback on_publish) = 0;

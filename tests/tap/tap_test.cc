@@ -1,0 +1,303 @@
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "fake_clock.h"
+#include "tap_source.h"
+
+namespace hotkey::daemon {
+namespace {
+
+struct Counts {
+  double reads = 0;
+  double writes = 0;
+};
+
+config::TapOptions FileOptions(const std::string& name, std::vector<uint16_t> ports = {}) {
+  config::TapOptions o;
+  o.file = std::string(HOTKEY_TAP_TESTDATA) + "/" + name;
+  o.ports = std::move(ports);
+  return o;
+}
+
+sketch::HeavyHittersOptions ExactTracker() {
+  sketch::HeavyHittersOptions t;
+  t.candidates = 4096;  // more than the captures' keys: every key is tracked exactly
+  t.half_life = absl::InfiniteDuration();
+  t.max_key_bytes = 128;
+  return t;
+}
+
+// Reads the whole file; returns the source (for its counters) after the end.
+std::unique_ptr<TapSource> ReadAll(const config::TapOptions& o, testing::FakeClock& clock) {
+  auto s = TapSource::Create(o, ExactTracker(), absl::Milliseconds(250), clock);
+  REQUIRE(s.ok());
+  int steps = 0;
+  while ((*s)->Step(absl::ZeroDuration())) REQUIRE(++steps < 100000);
+  return *std::move(s);
+}
+
+std::map<std::string, Counts> KeyCounts(const TapSource& s) {
+  std::map<std::string, Counts> out;
+  for (const sketch::HeavyHitter& h : s.tracker().TopK(s.tracker().size())) {
+    out[h.key] = {h.raw_weight[0], h.raw_weight[1]};
+  }
+  return out;
+}
+
+// The port each capture's server listened on (testdata/record.sh picks a free one).
+uint16_t ServerPort(const std::string& file) {
+  // The first frame is the probe's SYN to the server: pcap header (24), record header
+  // (16), Ethernet (14), IPv4 (20), then TCP's source and destination ports.
+  FILE* fp = std::fopen(file.c_str(), "rb");
+  REQUIRE(fp != nullptr);
+  unsigned char buf[128] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf, fp);
+  std::fclose(fp);
+  REQUIRE(n >= 24 + 16 + 14 + 20 + 4);
+  const unsigned char* tcp = buf + 24 + 16 + 14 + 20;
+  return static_cast<uint16_t>(tcp[2] << 8 | tcp[3]);
+}
+
+config::TapOptions Capture(const std::string& name) {
+  config::TapOptions o = FileOptions(name);
+  o.ports = {ServerPort(o.file)};
+  return o;
+}
+
+void CheckKey(const std::map<std::string, Counts>& got, const std::string& key, double reads,
+              double writes) {
+  INFO("key " << key);
+  auto it = got.find(key);
+  REQUIRE(it != got.end());
+  CHECK(it->second.reads == reads);
+  CHECK(it->second.writes == writes);
+}
+
+TEST_CASE("Tap: a redis-py mix counts every key it touched, by read and write", "[tap]") {
+  testing::FakeClock clock;
+  std::unique_ptr<TapSource> s = ReadAll(Capture("redis_mix.pcap"), clock);
+  const std::map<std::string, Counts> got = KeyCounts(*s);
+  // record.sh's workload, key by key.
+  CheckKey(got, "hot", 30, 10);  // GET x30, SET x10
+  CheckKey(got, "a", 5, 0);      // MGET a b c x5: three reads each time
+  CheckKey(got, "b", 5, 0);
+  CheckKey(got, "c", 5, 0);
+  CheckKey(got, "x", 0, 2);  // MSET x 1 y 2 x2
+  CheckKey(got, "y", 0, 2);
+  CheckKey(got, "h", 4, 3);         // HSET x3, HGET x4
+  CheckKey(got, "counter", 0, 20);  // a pipeline of 20 INCR
+  CheckKey(got, "m1", 1, 1);        // inside MULTI/EXEC: SET m1, GET m1
+  CheckKey(got, "src", 0, 1);       // SMOVE: source and destination are writes
+  CheckKey(got, "dst", 0, 1);
+  CheckKey(got, "gd", 0, 1);  // GETDEL is a write
+  CHECK(got.size() == 12);
+  const TapCounters& t = s->counters().tap;
+  // 30 + 10 + 5 + 2 + 3 + 4 + 20 + MULTI, SET, GET, EXEC + SMOVE, GETDEL, the unknown, PING
+  CHECK(t.commands[0] == 82);
+  CHECK(t.commands[1] == 0);
+  CHECK(t.read_keys[0] == 50);
+  CHECK(t.write_keys[0] == 41);
+  CHECK(t.unknown_commands == 1);
+  CHECK(t.protocol_errors == 0);
+  CHECK(t.resyncs == 0);
+  CHECK(t.gaps == 0);
+  CHECK(t.joined_midstream == 0);
+  // The probe connection and the client's, both from their SYN, both closed.
+  CHECK(t.flows_opened == 2);
+  CHECK(t.flows == 0);
+  CHECK(t.file_done == 1);
+  CHECK(s->counters().events == 91);
+  CHECK(t.packets > 0);
+  CHECK(t.kernel_drops == 0);
+}
+
+TEST_CASE("Tap: the capture file's counts are kept and published after its end", "[tap]") {
+  testing::FakeClock clock;
+  std::unique_ptr<TapSource> s = ReadAll(Capture("redis_mix.pcap"), clock);
+  std::shared_ptr<const SourceReport> r = s->Latest();
+  REQUIRE(r != nullptr);
+  CHECK(r->counters.tap.file_done == 1);
+  CHECK(r->counters.tap.commands[0] == 82);
+  clock.Advance(absl::Seconds(1));
+  CHECK_FALSE(s->Step(absl::ZeroDuration()));
+  std::shared_ptr<const SourceReport> later = s->Latest();
+  CHECK(later->time > r->time);
+  CHECK(later->counters.tap.commands[0] == 82);
+  CHECK(later->counters.events == r->counters.events);
+}
+
+TEST_CASE("Tap: redis-benchmark -P 16 with random keys matches the server's commandstats",
+          "[tap]") {
+  testing::FakeClock clock;
+  std::unique_ptr<TapSource> s = ReadAll(Capture("redis_benchmark.pcap"), clock);
+  // testdata/redis_benchmark.txt: cmdstat_get:calls=2000 and cmdstat_set:calls=2000.
+  FILE* fp = std::fopen(HOTKEY_TAP_TESTDATA "/redis_benchmark.txt", "r");
+  REQUIRE(fp != nullptr);
+  std::map<std::string, uint64_t> calls;
+  char line[256];
+  while (std::fgets(line, sizeof line, fp)) {
+    char name[32];
+    unsigned long long n = 0;
+    if (std::sscanf(line, "cmdstat_%31[^:]:calls=%llu", name, &n) == 2) calls[name] = n;
+  }
+  std::fclose(fp);
+  REQUIRE(calls.count("get") == 1);
+  REQUIRE(calls.count("set") == 1);
+  const TapCounters& t = s->counters().tap;
+  CHECK(t.read_keys[0] == calls["get"]);
+  CHECK(t.write_keys[0] == calls["set"]);
+  // Its two CONFIG GETs at start carry no key.
+  CHECK(t.commands[0] == calls["get"] + calls["set"] + 2);
+  CHECK(t.protocol_errors == 0);
+  CHECK(t.gaps == 0);
+  double reads = 0, writes = 0;
+  for (const auto& [key, c] : KeyCounts(*s)) {
+    CHECK(key.rfind("key:", 0) == 0);
+    reads += c.reads;
+    writes += c.writes;
+  }
+  CHECK(reads == calls["get"]);
+  CHECK(writes == calls["set"]);
+}
+
+TEST_CASE("Tap: a connection open before the capture resyncs and counts what follows", "[tap]") {
+  testing::FakeClock clock;
+  std::unique_ptr<TapSource> s = ReadAll(Capture("redis_midstream.pcap"), clock);
+  const TapCounters& t = s->counters().tap;
+  CHECK(t.joined_midstream == 1);
+  CHECK(t.resyncs >= 1);
+  CHECK(t.protocol_errors == 0);
+  const std::map<std::string, Counts> got = KeyCounts(*s);
+  // 50 GETs of "after" were sent after the capture started, each at a request boundary
+  // since the client waits for each reply; nothing else is counted, nothing is misparsed.
+  CheckKey(got, "after", 50, 0);
+  CHECK(got.size() == 1);
+}
+
+TEST_CASE("Tap: memcached text and meta commands, multi-key gets included", "[tap]") {
+  testing::FakeClock clock;
+  config::TapOptions o = Capture("memcached.pcap");
+  o.protocol = config::TapProtocol::kMemcached;
+  std::unique_ptr<TapSource> s = ReadAll(o, clock);
+  const std::map<std::string, Counts> got = KeyCounts(*s);
+  // set a, b, c; get_many([a, b, c]) x4; get a; gets a; cas a; touch a; delete b.
+  CheckKey(got, "a", 6, 3);
+  CheckKey(got, "b", 4, 2);
+  CheckKey(got, "c", 4, 1);
+  CheckKey(got, "n", 0, 6);    // add, replace, append, prepend, incr, decr
+  CheckKey(got, "q", 0, 1);    // set noreply
+  CheckKey(got, "m", 1, 2);    // ms, mg, md
+  CheckKey(got, "cnt", 0, 1);  // ma
+  CHECK(got.size() == 7);
+  const TapCounters& t = s->counters().tap;
+  CHECK(t.commands[1] == 24);  // 19 text commands and ms, mg, ma, md, mn
+  CHECK(t.commands[0] == 0);
+  CHECK(t.protocol_errors == 0);
+}
+
+TEST_CASE("Tap: bytes weight charges request plus reply bytes, split over the keys", "[tap]") {
+  testing::FakeClock clock;
+  config::TapOptions o = Capture("redis_bytes.pcap");
+  o.weight = config::TapWeight::kBytes;
+  std::unique_ptr<TapSource> s = ReadAll(o, clock);
+  const std::map<std::string, Counts> got = KeyCounts(*s);
+  // SET big <100,000 bytes>: "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$100000\r\n" + value + "\r\n"
+  // is 4 + 9 + 9 + 9 + 100000 + 2 = 100033 bytes, its reply "+OK\r\n" 5.
+  // GET big: "*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n" 22 bytes, its reply "$100000\r\n" + value +
+  // "\r\n" 100011; twice. GET small: 24 bytes, reply "$-1\r\n" 5.
+  CheckKey(got, "big", 2 * (22 + 100011), 100033 + 5);
+  CheckKey(got, "small", 24 + 5, 0);
+  const TapCounters& t = s->counters().tap;
+  CHECK(t.replies == 4);
+  CHECK(t.replies_unmatched == 0);
+  CHECK(t.unanswered_queue_full + t.unanswered_gap + t.unanswered_closed == 0);
+  // The same capture by ops: the 100 KB value is one unit.
+  std::unique_ptr<TapSource> ops = ReadAll(Capture("redis_bytes.pcap"), clock);
+  CheckKey(KeyCounts(*ops), "big", 2, 1);
+}
+
+TEST_CASE("Tap: bytes weight on a pipeline and a transaction keeps replies in step", "[tap]") {
+  testing::FakeClock clock;
+  config::TapOptions o = Capture("redis_mix.pcap");
+  o.weight = config::TapWeight::kBytes;
+  std::unique_ptr<TapSource> s = ReadAll(o, clock);
+  const std::map<std::string, Counts> got = KeyCounts(*s);
+  // GET hot: "*2\r\n$3\r\nGET\r\n$3\r\nhot\r\n" 22 bytes, x30, all before the SETs, so
+  // each a miss, "$-1\r\n" 5 bytes: 30 x 27.
+  // SET hot <100 bytes>: 4 + 9 + 9 + 6 + 100 + 2 = 130 bytes, "+OK\r\n" 5: 10 x 135.
+  CheckKey(got, "hot", 30 * 27, 10 * 135);
+  // redis-py's incr is INCRBY counter 1, pipelined: "*3\r\n$6\r\nINCRBY\r\n$7\r\ncounter\r\n
+  // $1\r\n1\r\n" 36 bytes, reply ":n\r\n" 4 bytes for n < 10, 5 for n in 10..20.
+  CheckKey(got, "counter", 0, 20 * 36 + 9 * 4 + 11 * 5);
+  const TapCounters& t = s->counters().tap;
+  CHECK(t.replies == 82);
+  CHECK(t.replies_unmatched == 0);
+  CHECK(t.unanswered_queue_full + t.unanswered_gap + t.unanswered_closed == 0);
+}
+
+TEST_CASE("Tap: a reply queue too small charges request bytes at once and counts it", "[tap]") {
+  testing::FakeClock clock;
+  config::TapOptions o = Capture("redis_mix.pcap");
+  o.weight = config::TapWeight::kBytes;
+  // The 20 pipelined INCRBYs' records (16 + 5 + 7 bytes each): 9 fit.
+  o.flow_buffer_bytes = 256;
+  std::unique_ptr<TapSource> s = ReadAll(o, clock);
+  const TapCounters& t = s->counters().tap;
+  CHECK(t.unanswered_queue_full > 0);
+  CHECK(t.replies_unmatched == 0);  // placeholders kept the replies in step
+  const std::map<std::string, Counts> got = KeyCounts(*s);
+  CheckKey(got, "hot", 30 * 27, 10 * 135);  // not pipelined: unaffected
+  // The 9 queued get their replies (":1\r\n" .. ":9\r\n"), the other 11 request bytes only.
+  CHECK(t.unanswered_queue_full == 11);
+  CheckKey(got, "counter", 0, 20 * 36 + 9 * 4);
+}
+
+TEST_CASE("Tap: a full flow table evicts and counts, and memory stays within its bound", "[tap]") {
+  testing::FakeClock clock;
+  config::TapOptions o = Capture("redis_benchmark.pcap");
+  o.weight = config::TapWeight::kBytes;
+  o.max_flows = 2;  // redis-benchmark opens 4 connections at once, and 6 more
+  std::unique_ptr<TapSource> s = ReadAll(o, clock);
+  const TapCounters& t = s->counters().tap;
+  CHECK(t.flows_evicted > 0);
+  CHECK(t.flows <= 2);
+  CHECK(t.memory_bytes <= t.memory_bound_bytes);
+  CHECK(t.memory_bound_bytes == o.MemoryBoundBytes());
+}
+
+TEST_CASE("Tap: one flow's state fits TapOptions::kFlowStateBytes", "[tap]") {
+  config::TapOptions o = Capture("redis_mix.pcap");
+  for (uint32_t flows : {1u, 1000u, 100000u}) {
+    o.max_flows = flows;
+    sketch::HeavyHitters tracker = *sketch::HeavyHitters::Create(ExactTracker(), absl::Now());
+    TapPipeline p(o, tracker);
+    INFO("max_flows " << flows);
+    CHECK(p.FlowStateBytes() <= config::TapOptions::kFlowStateBytes);
+    // Empty, it holds the table and the sessions only.
+    CHECK(p.memory_bytes() <= flows * config::TapOptions::kFlowStateBytes);
+  }
+}
+
+TEST_CASE("Tap: the filter names every port", "[tap]") {
+  config::TapOptions o;
+  o.ports = {6379};
+  CHECK(TapFilter(o) == "tcp and (port 6379)");
+  o.ports = {6379, 6380};
+  CHECK(TapFilter(o) == "tcp and (port 6379 or port 6380)");
+}
+
+TEST_CASE("Tap: a missing file is a clear error", "[tap]") {
+  testing::FakeClock clock;
+  config::TapOptions o = FileOptions("no-such.pcap", {6379});
+  auto s = TapSource::Create(o, ExactTracker(), absl::Milliseconds(250), clock);
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(std::string(s.status().message()), Catch::Contains("--tap.file="));
+  CHECK_THAT(std::string(s.status().message()), Catch::Contains("no-such.pcap"));
+}
+
+}  // namespace
+}  // namespace hotkey::daemon
