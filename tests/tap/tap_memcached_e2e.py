@@ -28,6 +28,7 @@ import socket
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tap_e2e_lib import (Hotkeyd, Memcached, Truth, check, check_shares,  # noqa: E402
                          hotkeyd_has_tap, log, require_capture, require_programs, run_cases,

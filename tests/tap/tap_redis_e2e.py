@@ -33,10 +33,11 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tap_e2e_lib import (Hotkeyd, RedisServer, Truth, check, check_no_secret,  # noqa: E402
                          check_shares, hotkeyd_has_tap, log, require_capture,
-                         require_programs, run_cases, within)
+                         require_programs, run_cases, wait_until, within)
 
 HOTKEYD = sys.argv[1] if len(sys.argv) > 1 else sys.exit(__doc__)
 # A capture ring large enough that the traffic on loopback drops nothing.
@@ -314,7 +315,6 @@ def case_replication(work):
         p.mset({k: "y" for k in keys})
         truth.write(*keys)
     p.execute()
-    from tap_e2e_lib import wait_until
     wait_until(lambda: replica_in_sync(m, replica), 20, "the replica to catch up")
     check(replica.client().dbsize() == 500, "the replica holds the 500 keys written")
     mid = d.counts()
