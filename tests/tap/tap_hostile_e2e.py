@@ -338,6 +338,14 @@ def _steady_client(port, stop, out):
 
 
 def flood_plan():
+    # With CAP_SYS_RESOURCE the hard limit may rise (inherited by the servers and the
+    # workers); without it, it stays and more processes share the flows.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 20000:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, 20000))
+        except (ValueError, OSError):
+            pass
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     per = min(17000, hard - 200)  # per process, client and server side alike
     servers = min(12, -(-FLOOD_FLOWS // per))
