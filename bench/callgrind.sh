@@ -6,12 +6,18 @@
 #   bench/callgrind.sh [BENCH] [flags for hotkey-bench-sketch]
 #   bench/callgrind.sh build/bench/hotkey-bench-sketch --stream=zipf-1.0 --updates=8000000
 #
-# Prints one JSON object per loop. A few minutes for 8M updates: valgrind runs the whole
+# BENCH defaults to build/bench/hotkey-bench-sketch, the flags to the second line's. With
+# CALLGRIND_OUT=DIR the profiles are kept as DIR/callgrind.<loop>.out, for
+# `callgrind_annotate --inclusive=yes` (where the instructions go). Prints one JSON object
+# per loop. A few minutes for 8M updates: valgrind runs the whole
 # program (the stream's generation too) about 50 times slower than natively.
 set -euo pipefail
 
-bench=${1:-build/bench/hotkey-bench-sketch}
-shift || true
+bench=build/bench/hotkey-bench-sketch
+if (($#)) && [[ $1 != -* ]]; then
+  bench=$1
+  shift
+fi
 args=("$@")
 ((${#args[@]})) || args=(--stream=zipf-1.0 --updates=8000000)
 
@@ -28,7 +34,9 @@ for loop in TrackerUpdateLoop HashOnlyLoop; do
   extra=()
   [[ $loop == HashOnlyLoop ]] && extra=(--hash-only)
   log=$(mktemp)
-  out=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+  profile=/dev/null
+  [[ -n ${CALLGRIND_OUT:-} ]] && profile=$CALLGRIND_OUT/callgrind.$loop.out
+  out=$(valgrind --tool=callgrind --callgrind-out-file="$profile" \
     --toggle-collect="hotkey_bench::${loop}*" \
     "$bench" --callgrind "${extra[@]}" "${args[@]}" 2>"$log")
   collected=$(sed -n 's/^==[0-9]*== Collected : \([0-9]*\)$/\1/p' "$log")
