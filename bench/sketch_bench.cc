@@ -1,17 +1,31 @@
 // hotkey-bench-sketch: throughput and accuracy of hotkey::sketch::HeavyHitters.
 //
 // Generates every stream in memory before timing (Zipf s = 0.9, 1.0, 1.2 over 1,000,000
-// distinct 16-byte keys, 32M updates each, and a drifting hot set), then times the tracker
-// on one thread and scores its top-100 against exact decayed counts of the same stream,
-// kept by an absl::flat_hash_map on the same clock (printed as structure "exact").
-// One JSON object per line per (stream, structure). Rates are per CPU-second of this
-// thread (CLOCK_THREAD_CPUTIME_ID), so a busy neighbour on the machine does not skew them.
+// distinct 16-byte keys, 32M updates each, and a drifting hot set), then, in one process
+// and on one thread, runs `--repeats` rounds that alternate the tracker with an exact
+// baseline: an absl::flat_hash_map<std::string, double> that owns a copy of every key, as
+// a real exact counter must, and counts exact decayed weights on the tracker's clock.
+// Rates are per CPU-second of this thread (CLOCK_THREAD_CPUTIME_ID), so a busy neighbour
+// does not skew them as much as it skews wall time; each is printed as the median with the
+// min and max over the rounds, with the per-round ratio tracker / exact. The first line
+// names the machine (CPU model, logical CPUs, load average).
 //
-//   hotkey-bench-sketch                      the README's configuration on every stream
+// Accuracy, from the last round's exact counts (the tracker is deterministic, so every
+// round gives the same answers):
+//   * precision and recall at 100: a reported key is a hit when its true weight is at
+//     least the 100th true weight, so a key tied at rank 100 counts as correct;
+//   * ARE: the average of |Estimate(k) - true(k)| / true(k) over the TRUE top 100 (keys
+//     the tracker missed count with their sketch estimate);
+//   * under_top100: reported keys whose estimate is below their true weight (the tracker
+//     promises none);
+//   * table_hit_share: the share of events whose key was already in the candidate table,
+//     counted in a separate untimed pass that asks LowerBound() before each update.
+//
+//   hotkey-bench-sketch                      every stream, 5 rounds each
 //   hotkey-bench-sketch --trace FILE[.gz]    a trace of `<op> <key>` lines instead
-//   hotkey-bench-sketch --help               every flag (--updates, --half-life=2s, ...)
-// "under_top100" counts reported keys whose estimate is below their exact weight (the
-// tracker promises none).
+//   hotkey-bench-sketch --callgrind ...      a fixed number of updates, no timing, no
+//                                            baseline: for instructions per update
+//   hotkey-bench-sketch --help               every flag, and the callgrind command
 
 #include <time.h>
 #include <zlib.h>
@@ -22,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -51,6 +66,9 @@ struct Config {
   double rate = 1'000'000;  // simulated events per second: sets how many events a half-life holds
   uint64_t seed = 42;
   double max_weight = 1;
+  uint32_t repeats = 5;
+  bool callgrind = false;
+  bool hash_only = false;
   std::string only_stream;
   std::string trace;
 };
@@ -153,37 +171,65 @@ absl::Time SimTime(uint64_t i, const Config& c) {
   return absl::UnixEpoch() + absl::Seconds(static_cast<double>(i) / c.rate);
 }
 
-// Exact decayed counts on the same clock as the tracker: the ground truth.
-struct Exact {
-  absl::flat_hash_map<std::string_view, double> counts;
-  double cpu_s = 0;
-  size_t bytes = 0;
-};
-
-Exact RunExact(const Stream& st, const Config& c) {
-  Exact ex;
-  ex.counts.reserve(st.distinct);
-  const double h = c.half_life_s;
-  double factor = 1;
-  const double t0 = CpuSeconds();
-  for (uint64_t i = 0; i < st.size(); ++i) {
-    if (i % kAdvanceEvery == 0 && h > 0) factor = std::exp2(i / c.rate / h);
-    ex.counts[st.key(i)] += factor * st.weight(i);
+// The machine, as /proc/cpuinfo and /proc/loadavg describe it: a JSON object.
+std::string Machine() {
+  std::string model = "unknown", family = "?", model_no = "?";
+  int cpus = 0;
+  bool hypervisor = false;
+  if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, f)) {
+      std::string_view l(line);
+      while (!l.empty() && (l.back() == '\n' || l.back() == ' ')) l.remove_suffix(1);
+      const size_t colon = l.find(':');
+      if (colon == std::string_view::npos) continue;
+      std::string_view name = l.substr(0, colon);
+      while (!name.empty() && (name.back() == '\t' || name.back() == ' ')) name.remove_suffix(1);
+      std::string_view value = l.substr(colon + 1);
+      if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      if (name == "processor") ++cpus;
+      if (cpus > 1) continue;  // the first CPU describes them all
+      if (name == "model name") model = std::string(value);
+      if (name == "cpu family") family = std::string(value);
+      if (name == "model") model_no = std::string(value);
+      if (name == "flags") hypervisor = value.find("hypervisor") != std::string_view::npos;
+    }
+    std::fclose(f);
   }
-  ex.cpu_s = CpuSeconds() - t0;
-  ex.bytes = ex.counts.bucket_count() * (sizeof(std::pair<std::string_view, double>) + 1) +
-             ex.counts.size() * 16;
-  return ex;
+  std::string load = "?";
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    char line[256];
+    if (std::fgets(line, sizeof line, f)) {
+      load = std::string(line);
+      load = load.substr(0, load.find(' ', load.find(' ', load.find(' ') + 1) + 1));
+    }
+    std::fclose(f);
+  }
+  for (char& ch : model) {
+    if (ch == '"' || ch == '\\') ch = ' ';
+  }
+  return absl::StrFormat(
+      "{\"cpu\":\"%s\",\"cpu_family\":\"%s\",\"cpu_model\":\"%s\",\"logical_cpus\":%d,"
+      "\"hypervisor\":%s,\"loadavg_1_5_15\":\"%s\"}",
+      model, family, model_no, cpus, hypervisor ? "true" : "false", load);
 }
 
-struct Result {
-  double cpu_s;
-  size_t bytes;
-  double precision, recall, are;
-  size_t under;  // reported keys whose estimate is below the exact weight
+// Median, min and max of a sample, as a JSON object.
+struct Spread {
+  double median, min, max;
 };
+Spread SpreadOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {median, v.front(), v.back()};
+}
+std::string Json(const Spread& s, int digits) {
+  return absl::StrFormat("{\"median\":%.*g,\"min\":%.*g,\"max\":%.*g}", digits, s.median, digits,
+                         s.min, digits, s.max);
+}
 
-Result RunSketch(const Stream& st, const Config& c, const Exact& ex) {
+HeavyHitters MakeTracker(const Config& c) {
   HeavyHittersOptions o;
   o.candidates = c.candidates;
   o.sketch_bytes = c.sketch_bytes;
@@ -195,61 +241,180 @@ Result RunSketch(const Stream& st, const Config& c, const Exact& ex) {
     std::fprintf(stderr, "%s\n", std::string(hh.status().message()).c_str());
     std::exit(2);
   }
-  const double t0 = CpuSeconds();
-  for (uint64_t i = 0; i < st.size(); ++i) {
-    if (i % kAdvanceEvery == 0) hh->Advance(SimTime(i, c));
-    hh->Update(st.key(i), st.writes[i] ? Op::kWrite : Op::kRead, st.weight(i));
-  }
-  const double cpu = CpuSeconds() - t0;
+  return *std::move(hh);
+}
 
-  // Score the reported top-100 against the exact decayed top-100.
+// Exact decayed counts on the same clock as the tracker, in forward-decayed units at the
+// first landmark: the baseline and the ground truth. The map owns its keys (std::string):
+// a key is copied once, when first seen, and looked up by string_view after that.
+using ExactCounts = absl::flat_hash_map<std::string, double>;
+
+}  // namespace
+
+// The measured loops, out of line and outside the anonymous namespace so that callgrind's
+// --toggle-collect can name them: the timed rounds and --callgrind run exactly this code.
+namespace hotkey_bench {
+
+[[gnu::noinline]] void TrackerUpdateLoop(const Stream& st, const Config& c, HeavyHitters& hh) {
+  for (uint64_t i = 0; i < st.size(); ++i) {
+    if (i % kAdvanceEvery == 0) hh.Advance(SimTime(i, c));
+    hh.Update(st.key(i), st.writes[i] ? Op::kWrite : Op::kRead, st.weight(i));
+  }
+}
+
+// The floor: the same stream read the same way, only hashed (XXH3, as the tracker hashes).
+[[gnu::noinline]] uint64_t HashOnlyLoop(const Stream& st, const Config& c) {
+  uint64_t acc = 0;
+  for (uint64_t i = 0; i < st.size(); ++i) {
+    acc += hotkey::sketch::HashKey(st.key(i), hotkey::sketch::kDefaultSeed) ^ st.writes[i];
+  }
+  (void)c;
+  return acc;
+}
+
+[[gnu::noinline]] void ExactUpdateLoop(const Stream& st, const Config& c, ExactCounts& counts) {
+  const double h = c.half_life_s;
+  double factor = 1;
+  for (uint64_t i = 0; i < st.size(); ++i) {
+    if (i % kAdvanceEvery == 0 && h > 0) factor = std::exp2(i / c.rate / h);
+    const std::string_view key = st.key(i);
+    counts[absl::string_view(key.data(), key.size())] += factor * st.weight(i);
+  }
+}
+
+}  // namespace hotkey_bench
+
+namespace {
+
+using hotkey_bench::ExactUpdateLoop;
+using hotkey_bench::HashOnlyLoop;
+using hotkey_bench::TrackerUpdateLoop;
+
+size_t ExactBytes(const ExactCounts& counts) {
+  size_t bytes = counts.bucket_count() * (sizeof(ExactCounts::slot_type) + 1);
+  for (const auto& [k, v] : counts) {
+    if (k.capacity() > 15) bytes += k.capacity() + 1;  // beyond libstdc++'s inline buffer
+  }
+  return bytes;
+}
+
+struct Accuracy {
+  double precision, recall, are;
+  size_t under;  // reported keys whose estimate is below the exact weight
+};
+
+Accuracy Score(const Stream& st, const Config& c, const ExactCounts& ex, const HeavyHitters& hh) {
   std::vector<std::pair<double, std::string_view>> truth;
-  truth.reserve(ex.counts.size());
-  for (const auto& [k, v] : ex.counts) truth.emplace_back(v, k);
+  truth.reserve(ex.size());
+  for (const auto& [k, v] : ex) truth.emplace_back(v, k);
   const size_t n = std::min(kTop, truth.size());
   std::partial_sort(truth.begin(), truth.begin() + n, truth.end(),
                     [](const auto& a, const auto& b) { return a.first > b.first; });
-  absl::flat_hash_map<std::string_view, double> top_truth;
-  for (size_t i = 0; i < n; ++i) top_truth[truth[i].second] = truth[i].first;
-  // Exact counts are in forward-decayed units at the last landmark; the tracker reports
+  // Exact counts are in forward-decayed units at the first landmark; the tracker reports
   // weights decayed to its clock. Bring the exact ones to the same units.
   const double last_factor =
       c.half_life_s > 0
           ? std::exp2(((st.size() - 1) / kAdvanceEvery * kAdvanceEvery) / c.rate / c.half_life_s)
           : 1.0;
-  const auto top = hh->TopK(n);
+  // A key tied with the 100th is as correct as the 100th. Equal event histories give equal
+  // sums bit for bit; the 1e-12 only absorbs a different summation order.
+  const double threshold = truth[n - 1].first * (1 - 1e-12);
+  const auto top = hh.TopK(n);
   size_t hits = 0, under = 0;
-  double are = 0;
   for (const auto& h : top) {
-    if (top_truth.contains(h.key)) ++hits;
-    auto it = ex.counts.find(h.key);
-    const double exact = it == ex.counts.end() ? 0 : it->second / last_factor;
-    are += exact > 0 ? std::abs(h.estimate - exact) / exact : 1.0;
+    auto it = ex.find(absl::string_view(h.key));
+    const double exact = it == ex.end() ? 0 : it->second;
+    if (exact >= threshold) ++hits;
     // The exact sums round to nearest too: a relative 1e-9 is far above their error.
-    if (h.estimate < exact * (1 - 1e-9)) ++under;
+    if (h.estimate < exact / last_factor * (1 - 1e-9)) ++under;
   }
-  const double p = top.empty() ? 0 : static_cast<double>(hits) / top.size();
-  return {
-      cpu,  hh->MemoryBytes(), p, static_cast<double>(hits) / n, top.empty() ? 0 : are / top.size(),
-      under};
+  double are = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double exact = truth[i].first / last_factor;
+    are += std::abs(hh.Estimate(truth[i].second) - exact) / exact;
+  }
+  return {top.empty() ? 0 : static_cast<double>(hits) / top.size(), static_cast<double>(hits) / n,
+          are / n, under};
+}
+
+// The share of events whose key is in the table when the event arrives. A key in the
+// table has a positive lower bound (its admitting event's weight); a key outside has 0.
+double TableHitShare(const Stream& st, const Config& c) {
+  HeavyHitters hh = MakeTracker(c);
+  uint64_t hits = 0;
+  for (uint64_t i = 0; i < st.size(); ++i) {
+    if (i % kAdvanceEvery == 0) hh.Advance(SimTime(i, c));
+    const std::string_view key = st.key(i);
+    hits += hh.LowerBound(key) > 0;
+    hh.Update(key, st.writes[i] ? Op::kWrite : Op::kRead, st.weight(i));
+  }
+  return static_cast<double>(hits) / st.size();
 }
 
 void Report(const Stream& st, const Config& c) {
-  const Exact ex = RunExact(st, c);
-  const Result r = RunSketch(st, c, ex);
   const double n = static_cast<double>(st.size());
-  std::printf(
+  std::vector<double> hotkey_rate, exact_rate, ratio;
+  // The last round's tracker and exact counts, kept for scoring.
+  std::optional<HeavyHitters> last;
+  ExactCounts truth;
+  for (uint32_t r = 0; r < c.repeats; ++r) {
+    double hk = 0, ex = 0;
+    // Alternate which runs first, so a slow phase of the machine does not always fall on
+    // the same structure.
+    for (int which = 0; which < 2; ++which) {
+      if ((which == 0) == (r % 2 == 0)) {
+        HeavyHitters hh = MakeTracker(c);
+        const double t0 = CpuSeconds();
+        TrackerUpdateLoop(st, c, hh);
+        hk = n / (CpuSeconds() - t0);
+        last.emplace(std::move(hh));
+      } else {
+        ExactCounts counts;
+        const double t0 = CpuSeconds();
+        ExactUpdateLoop(st, c, counts);
+        ex = n / (CpuSeconds() - t0);
+        truth = std::move(counts);
+      }
+    }
+    hotkey_rate.push_back(hk);
+    exact_rate.push_back(ex);
+    ratio.push_back(hk / ex);
+  }
+  const Accuracy a = Score(st, c, truth, *last);
+  const double hit_share = TableHitShare(st, c);
+  absl::PrintF(
       "{\"stream\":\"%s\",\"structure\":\"heavy_hitters\",\"bytes\":%zu,\"updates\":%.0f,"
-      "\"updates_per_sec\":%.0f,\"precision_at_100\":%.4f,\"recall_at_100\":%.4f,"
-      "\"are_top100\":%.3g,\"under_top100\":%zu,\"candidates\":%u,\"sketch_bytes\":%zu,"
+      "\"repeats\":%u,\"updates_per_cpu_sec\":%s,\"ratio_to_exact\":%s,"
+      "\"precision_at_100\":%.4f,\"recall_at_100\":%.4f,\"are_true_top100\":%.3g,"
+      "\"under_top100\":%zu,\"table_hit_share\":%.4f,\"candidates\":%u,\"sketch_bytes\":%zu,"
       "\"depth\":%u,\"half_life_s\":%g,\"max_weight\":%g,\"distinct_keys\":%zu}\n",
-      st.name.c_str(), r.bytes, n, n / r.cpu_s, r.precision, r.recall, r.are, r.under, c.candidates,
+      st.name, last->MemoryBytes(), n, c.repeats, Json(SpreadOf(hotkey_rate), 4),
+      Json(SpreadOf(ratio), 3), a.precision, a.recall, a.are, a.under, hit_share, c.candidates,
       c.sketch_bytes, c.depth, c.half_life_s, c.max_weight, st.distinct);
-  std::printf(
+  absl::PrintF(
       "{\"stream\":\"%s\",\"structure\":\"exact\",\"bytes\":%zu,\"updates\":%.0f,"
-      "\"updates_per_sec\":%.0f,\"precision_at_100\":1,\"recall_at_100\":1,\"are_top100\":0,"
-      "\"distinct_keys\":%zu}\n",
-      st.name.c_str(), ex.bytes, n, n / ex.cpu_s, st.distinct);
+      "\"repeats\":%u,\"updates_per_cpu_sec\":%s,\"distinct_keys\":%zu}\n",
+      st.name, ExactBytes(truth), n, c.repeats, Json(SpreadOf(exact_rate), 4), st.distinct);
+  std::fflush(stdout);
+}
+
+// --callgrind: one pass of a fixed number of updates, no timing and no baseline.
+void Callgrind(const Stream& st, const Config& c) {
+  uint64_t checksum = 0;
+  size_t bytes = 0;
+  if (c.hash_only) {
+    checksum = HashOnlyLoop(st, c);
+  } else {
+    HeavyHitters hh = MakeTracker(c);
+    TrackerUpdateLoop(st, c, hh);
+    checksum = hh.size();
+    bytes = hh.MemoryBytes();
+  }
+  absl::PrintF(
+      "{\"stream\":\"%s\",\"mode\":\"callgrind\",\"loop\":\"%s\",\"updates\":%zu,"
+      "\"bytes\":%zu,\"candidates\":%u,\"sketch_bytes\":%zu,\"checksum\":%u}\n",
+      st.name, c.hash_only ? "hotkey_bench::HashOnlyLoop" : "hotkey_bench::TrackerUpdateLoop",
+      st.size(), bytes, c.candidates, c.sketch_bytes, static_cast<unsigned>(checksum & 0xffff));
   std::fflush(stdout);
 }
 
@@ -270,12 +435,29 @@ void RegisterFlags(hotkey::config::FlagParser& p, Config& c, absl::Duration* hal
   p.AddDuration("half-life", "decay half-life in simulated time (0: no decay)", half_life);
   p.AddNumber("rate", "simulated events per second: how many events a half-life holds", &c.rate);
   p.AddInteger("seed", "random seed of the generated streams", &c.seed);
+  p.AddInteger("repeats", "rounds per stream, tracker and exact baseline alternating", &c.repeats);
+  p.AddBool("callgrind",
+            "one pass of --updates updates of one stream (--stream, default zipf-1.0, or "
+            "--trace): no timing, no baseline, no scoring",
+            &c.callgrind);
+  p.AddBool("hash-only", "with --callgrind: only hash the keys (XXH3), the floor", &c.hash_only);
   p.AddNumber("max-weight", "each event's weight log-uniform in [1, W] (1: unit weights)",
               &c.max_weight)
       .Shown("W");
 }
 
 }  // namespace
+
+// Shown after the flags in --help.
+constexpr char kCallgrindHelp[] = R"(
+Instructions per update, counted by callgrind over the update loop only:
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    --toggle-collect='hotkey_bench::TrackerUpdateLoop*' \
+    hotkey-bench-sketch --callgrind --stream=zipf-1.0 --updates=8000000
+  then divide the "Collected" count valgrind prints by 8000000. The hash alone (the floor):
+  --toggle-collect='hotkey_bench::HashOnlyLoop*' and --callgrind --hash-only.
+  bench/callgrind.sh runs both and prints the quotients.
+)";
 
 int main(int argc, char** argv) {
   Config c;
@@ -284,16 +466,31 @@ int main(int argc, char** argv) {
   RegisterFlags(flags, c, &half_life);
   absl::StatusOr<hotkey::config::FlagParser::Parsed> parsed = flags.Parse(argc, argv);
   absl::Status bad = parsed.status();
-  if (bad.ok() && !(c.keys > 0 && c.updates > 0 && c.rate > 0 && c.max_weight >= 1)) {
+  if (bad.ok() &&
+      !(c.keys > 0 && c.updates > 0 && c.rate > 0 && c.max_weight >= 1 && c.repeats > 0)) {
     bad = absl::InvalidArgumentError(
-        "--keys, --updates and --rate must be positive, --max-weight at least 1");
+        "--keys, --updates, --rate and --repeats must be positive, --max-weight at least 1");
+  }
+  if (bad.ok() && !c.only_stream.empty() && c.only_stream != "zipf-0.9" &&
+      c.only_stream != "zipf-1.0" && c.only_stream != "zipf-1.2" && c.only_stream != "drift") {
+    bad = absl::InvalidArgumentError("--stream must be zipf-0.9, zipf-1.0, zipf-1.2 or drift");
+  }
+  if (bad.ok() && c.hash_only && !c.callgrind) {
+    bad = absl::InvalidArgumentError("--hash-only needs --callgrind");
+  }
+  if (bad.ok() && c.updates >= (uint64_t{1} << 32) / 16) {
+    bad = absl::InvalidArgumentError(
+        "--updates must be below 2^28 (32-bit offsets into 16-byte keys)");
   }
   if (!bad.ok() || parsed->help) {
-    std::fprintf(bad.ok() ? stdout : stderr, "%s%susage: hotkey-bench-sketch [flags]\n\n%s",
-                 std::string(bad.message()).c_str(), bad.ok() ? "" : "\n", flags.Help().c_str());
+    std::fprintf(bad.ok() ? stdout : stderr, "%s%susage: hotkey-bench-sketch [flags]\n\n%s%s",
+                 std::string(bad.message()).c_str(), bad.ok() ? "" : "\n", flags.Help().c_str(),
+                 bad.ok() ? kCallgrindHelp : "");
     return bad.ok() ? 0 : 2;
   }
   c.half_life_s = absl::ToDoubleSeconds(half_life);
+  if (!c.callgrind) std::printf("{\"machine\":%s}\n", Machine().c_str());
+  const auto run = [&c](const Stream& st) { c.callgrind ? Callgrind(st, c) : Report(st, c); };
   if (!c.trace.empty()) {
     Stream st;
     st.name = c.trace.substr(c.trace.find_last_of('/') + 1);
@@ -301,7 +498,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cannot read trace %s\n", c.trace.c_str());
       return 1;
     }
-    Report(st, c);
+    run(st);
     return 0;
   }
   struct Spec {
@@ -313,9 +510,10 @@ int main(int argc, char** argv) {
   // sixteenth of the stream: a quarter of the top 100 is new in each phase.
   const Spec specs[] = {
       {"zipf-0.9", 0.9, 0}, {"zipf-1.0", 1.0, 0}, {"zipf-1.2", 1.2, 0}, {"drift", 1.0, 25}};
+  if (c.callgrind && c.only_stream.empty()) c.only_stream = "zipf-1.0";
   for (const Spec& s : specs) {
     if (!c.only_stream.empty() && c.only_stream != s.name) continue;
-    Report(MakeZipf(s.name, s.s, c, s.drift), c);
+    run(MakeZipf(s.name, s.s, c, s.drift));
   }
   return 0;
 }
