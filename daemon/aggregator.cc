@@ -320,8 +320,8 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   const size_t tracker_bytes = tracker->MemoryBytes();
   snap->merged_tracker_bytes = merged_ ? merged_->MemoryBytes() : 0;
   snap->rate_history_bytes = RateHistoryBytes();
-  snap->memory_budget_bytes = MemoryBudget(track_, reports.size(), tracker_bytes) +
-                              snap->counters.tap.memory_bound_bytes;
+  snap->memory_budget_bytes =
+      MemoryBudget(track_, reports.size(), tracker_bytes) + snap->counters.tap.memory_bound_bytes;
   return snap;
 }
 

@@ -166,11 +166,12 @@ void AddTapFamilies(const TapCounters& t, std::vector<MetricFamily>& out) {
   AddSingle(out, "hotkey_tap_memory_bytes",
             "Memory the tap holds now besides its tracker: flow table, parsers, reply queues.",
             kGauge, d(t.memory_bytes));
-  AddSingle(out, "hotkey_tap_memory_bound_bytes",
-            "The most memory the tap can hold besides its tracker: --tap.max-flows x "
-            "(--tap.flow-buffer-bytes x 1, or 3 with bytes weight, + 1 KiB) + 2 x --tap.buffer-bytes "
-            "(the capture ring).",
-            kGauge, d(t.memory_bound_bytes));
+  AddSingle(
+      out, "hotkey_tap_memory_bound_bytes",
+      "The most memory the tap can hold besides its tracker: --tap.max-flows x "
+      "(--tap.flow-buffer-bytes x 1, or 3 with bytes weight, + 1 KiB) + 2 x --tap.buffer-bytes "
+      "(the capture ring).",
+      kGauge, d(t.memory_bound_bytes));
   AddSingle(out, "hotkey_tap_capture_file_done",
             "1 once --tap.file was read to its end (its counts stay).", kGauge, d(t.file_done));
 }

@@ -162,8 +162,9 @@ absl::Status TapSource::Open() {
     struct stat st;
     if (::fstat(fd_, &st) == 0) ring_bytes_ = MappedBytes(st.st_ino);
   }
-  description_ = {tap_.file.empty() ? std::pair<std::string, std::string>{"interface", tap_.interface}
-                                     : std::pair<std::string, std::string>{"file", tap_.file},
+  description_ = {tap_.file.empty()
+                      ? std::pair<std::string, std::string>{"interface", tap_.interface}
+                      : std::pair<std::string, std::string>{"file", tap_.file},
                   {"filter", filter},
                   {"protocol", std::string(config::TapProtocolName(tap_.protocol))},
                   {"weight", std::string(config::TapWeightName(tap_.weight))},

@@ -19,7 +19,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>

@@ -57,14 +57,14 @@ struct ParserLimits {
 
 // Counts over every flow a parser served; a parser adds to the caller's counters.
 struct ParserCounters {
-  uint64_t requests = 0;          // requests parsed, known commands or not
-  uint64_t read_keys = 0;         // keys reported as reads
-  uint64_t write_keys = 0;        // keys reported as writes
-  uint64_t unknown_commands = 0;  // well-framed requests whose command is not in the table
-  uint64_t protocol_errors = 0;   // bytes that did not frame as a request: a resync follows
-  uint64_t resyncs = 0;           // searches for the next request boundary (errors and gaps)
-  uint64_t keys_dropped = 0;      // keys past ParserLimits::max_buffer_bytes
-  uint64_t excluded_requests = 0; // not counted by design: replication links, binary memcached
+  uint64_t requests = 0;           // requests parsed, known commands or not
+  uint64_t read_keys = 0;          // keys reported as reads
+  uint64_t write_keys = 0;         // keys reported as writes
+  uint64_t unknown_commands = 0;   // well-framed requests whose command is not in the table
+  uint64_t protocol_errors = 0;    // bytes that did not frame as a request: a resync follows
+  uint64_t resyncs = 0;            // searches for the next request boundary (errors and gaps)
+  uint64_t keys_dropped = 0;       // keys past ParserLimits::max_buffer_bytes
+  uint64_t excluded_requests = 0;  // not counted by design: replication links, binary memcached
 
   void Add(const ParserCounters& o) {
     requests += o.requests;
