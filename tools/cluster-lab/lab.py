@@ -428,7 +428,7 @@ scrape_configs:
                                   f"--web.listen-address=127.0.0.1:{self.prom_port}"])
         wait_until("prometheus ready", lambda: http_text(self.prom + "/-/ready"), 30)
         wait_until("all hotkeyd targets up",
-                   lambda: self.prom_value(f'count(up{{job="hotkeyd"}} == 1)') == self.n, 20)
+                   lambda: self.prom_value('count(up{job="hotkeyd"} == 1)') == self.n, 20)
         self.log(f"tmp {self.tmp}; redis ports {self.ports}; hotkeyd web ports "
                  f"{self.web_ports}; prometheus {self.prom}")
 
@@ -663,8 +663,7 @@ scrape_configs:
                         check(busiest == home,
                               f"wrong fix {mode}: the busiest shard is {busiest}, the key's "
                               f"shard {home}, as the model says")
-                    # Back to no fix between phases? No: fixes are switched live, one to the
-                    # next, as an operator would try them.
+
         finally:
             stop.set()
             for p in workers:

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# cluster_lab_test.sh: the short version of the cluster lab (tools/cluster-lab/lab.py
+# --quick --check) against 8 real redis-server shards, 8 tapping hotkeyds and a real
+# Prometheus, all on loopback. Passes when, for each of the three mixes (hot key at 30%
+# of the cluster's ops with 5%, 95% and 50% writes):
+#   - the burnt shard's hotkeyd marks the key hot with the shard-local share (+-0.02), the
+#     write ratio (+-0.03) and the model's advice; the other shards mark nothing hot; the
+#     shipped recording rules give the key's share of the whole cluster (+-0.02);
+#   - under each fix, the busiest and least busy shard's load measured by INFO
+#     commandstats is within 10% (relative) of the model's projection;
+#   - the advised fix resolves HotkeydHotKeyCritical; caching the write-heavy key keeps it
+#     firing, with the key's own shard the busiest.
+# Usage: cluster_lab_test.sh HOTKEYD_BIN. Exits 77 (skipped) without root (the tap needs
+# CAP_NET_RAW), under a sanitizer build (HOTKEY_SANITIZER set), or without redis-server, prometheus, promtool or Debian's python3-redis.
+# Takes about 90 s; every wait in the lab is bounded and it stops everything it started.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+hotkeyd=${1:?usage: $0 HOTKEYD_BIN}
+if [ -n "${HOTKEY_SANITIZER:-}" ]; then
+  # The lab paces its load in real time and reads the alerts' timing: a sanitized build's
+  # slowdown on two cores would test the machine, not the model.
+  echo "SKIP: not under a sanitizer (HOTKEY_SANITIZER=$HOTKEY_SANITIZER)" >&2
+  exit 77
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: the tap needs CAP_NET_RAW (run as root)" >&2
+  exit 77
+fi
+for t in redis-server prometheus promtool; do
+  command -v "$t" >/dev/null || { echo "SKIP: $t is not installed" >&2; exit 77; }
+done
+/usr/bin/python3 -c 'import redis' 2>/dev/null || { echo "SKIP: python3-redis missing" >&2; exit 77; }
+exec /usr/bin/python3 "$root/tools/cluster-lab/lab.py" --hotkeyd "$hotkeyd" --quick --check
