@@ -728,7 +728,8 @@ def main():
     p.add_argument("--alert-for", default="3s", help="the rules' for: and keep_firing_for:")
     p.add_argument("--avg-window", default="5s", help="the page's avg_over_time window")
     p.add_argument("--tolerance", type=float, default=0.10)
-    p.add_argument("--quick", action="store_true", help="skip the phases the seed leaves blank")
+    p.add_argument("--quick", action="store_true",
+                   help="the short version: no replicate phase for the 95%% mix")
     p.add_argument("--check", action="store_true", help="exit 1 unless every check passes")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = p.parse_args()
