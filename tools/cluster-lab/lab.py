@@ -27,8 +27,8 @@ The copies and sub-keys get suffixes whose slots land on distinct shards (printe
 
 Load is measured from Redis itself: the deltas of INFO commandstats calls per second on
 each shard (the lab's own INFO calls excluded), over capacity C. The model's projection
-comes from hotkey::model's formulas (shard_model.h), recomputed here for the lab's figures
-and cross-checked against the advice and projections the daemon exports.
+comes from hotkey::model's formulas (shard_model.h), recomputed here for the lab's figures;
+the advice each mix gets from them must be the one the burnt shard's hotkeyd exports.
 
 Usage: tools/cluster-lab/lab.py --hotkeyd build/daemon/hotkeyd [--quick] [--check]
   --check exits 1 unless detection, the model-vs-measured table and the alert loop all
@@ -481,6 +481,17 @@ scrape_configs:
         loads = [(b - a) / dt / self.a.capacity for a, b in zip(c0, c1)]
         return loads, (o1 - o0) / dt
 
+    def daemon_projection(self, i, key):
+        """{strategy: busiest load} that shard i's hotkeyd projects for `key`."""
+        text = http_text(f"http://127.0.0.1:{self.web_ports[i]}/metrics")
+        out = {}
+        for labels, v in re.findall(r'^hotkey_key_projected_load_ratio\{(.*)\} (\S+)$',
+                                    text, re.M):
+            d = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels))
+            if d.get("key") == key:
+                out[d.get("strategy")] = float(v)
+        return out
+
     def shard_ops(self, i):
         """The shard's ops/s as hotkeyd's tap counts them (hotkey_ops_per_second)."""
         text = http_text(f"http://127.0.0.1:{self.web_ports[i]}/metrics")
@@ -614,6 +625,13 @@ scrape_configs:
                     sh = sum(r[0] for r in reads) / 4 if ok else float("nan")
                     wr = sum(r[1] for r in reads) / 4 if ok else float("nan")
                     ops = self.shard_ops(home)
+                    dp = self.daemon_projection(home, key)
+                    self.log("the daemon's projection from what it measures: " + ", ".join(
+                        f"{k} {v:.0%} (model {proj[k][0]:.0%})" for k, v in sorted(dp.items())))
+                    check(set(dp) == set(MODES) and all(
+                        abs(dp[k] - proj[k][0]) <= a.tolerance * proj[k][0] for k in MODES),
+                        f"the daemon's projected busiest shard per fix is within "
+                        f"±{a.tolerance:.0%} of the model's for the lab's figures")
                     check(ok and abs(sh - want_share) <= 0.02 and abs(wr - w) <= 0.03 and
                           all(r[2] == advice for r in reads),
                           f"detection on shard {home}: share {sh:.3f} (want {want_share:.3f}"
