@@ -12,7 +12,7 @@
 #     firing, with the key's own shard the busiest.
 # Usage: cluster_lab_test.sh HOTKEYD_BIN. Exits 77 (skipped) without root (the tap needs
 # CAP_NET_RAW), under a sanitizer build (HOTKEY_SANITIZER set), or without redis-server, prometheus, promtool or Debian's python3-redis.
-# Takes about 90 s; every wait in the lab is bounded and it stops everything it started.
+# Takes about 100 s; every wait in the lab is bounded and it stops everything it started.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
