@@ -104,9 +104,11 @@ p2=$(python3 -c 'import socket;s=socket.socket(socket.AF_INET6);s.bind(("::1",0)
 udp=$(free_port udp)
 e2e_start_hotkeyd "$hotkeyd_bin" "http://127.0.0.1:$p1" --web.listen-address="127.0.0.1:$p1" \
   --web.listen-address="[::1]:$p2" --udp.listen-address="127.0.0.1:$udp"
-curl -sf --max-time 5 "http://127.0.0.1:$p1/metrics" | grep -q '^hotkey_build_info' ||
+# grep without -q reads the whole body: grep -q can exit at the first match, and curl, cut
+# off mid-body, then fails the pipeline under pipefail.
+curl -sf --max-time 5 "http://127.0.0.1:$p1/metrics" | grep '^hotkey_build_info' >/dev/null ||
   fail "no /metrics on 127.0.0.1:$p1"
-curl -sf --max-time 5 "http://[::1]:$p2/metrics" | grep -q '^hotkey_build_info' ||
+curl -sf --max-time 5 "http://[::1]:$p2/metrics" | grep '^hotkey_build_info' >/dev/null ||
   fail "no /metrics on [::1]:$p2"
 grep -q "web=127.0.0.1:$p1,\[::1\]:$p2" "$tmp/hotkeyd.log" || fail "start line: $(head -1 "$tmp/hotkeyd.log")"
 kill "$hotkeyd_pid"

@@ -17,7 +17,7 @@ pid=$!
 web=
 for _ in $(seq 100); do
   web=$(sed -n 's/.*web=\([^ ]*\).*/\1/p' "$work/log" | head -1)
-  [ -n "$web" ] && curl -s "http://$web/metrics" | grep -q '^hotkey_tap_capture_file_done 1' && break
+  [ -n "$web" ] && curl -s "http://$web/metrics" | grep '^hotkey_tap_capture_file_done 1' >/dev/null && break
   sleep 0.1
 done
 curl -s "http://$web/metrics" >"$work/metrics" || fail "no /metrics"
@@ -25,5 +25,5 @@ promtool check metrics <"$work/metrics" || fail "promtool check metrics"
 grep -qx 'hotkey_tap_commands_total{protocol="redis"} 82' "$work/metrics" || fail "commands"
 grep -qx 'hotkey_tap_keys_total{protocol="redis",access="read"} 50' "$work/metrics" || fail "reads"
 grep -qx 'hotkey_tap_keys_total{protocol="redis",access="write"} 41' "$work/metrics" || fail "writes"
-curl -s "http://$web/api/v1/top" | grep -q '"kind":"tap"' || fail "/api/v1/top has no tap source"
+curl -s "http://$web/api/v1/top" | grep '"kind":"tap"' >/dev/null || fail "/api/v1/top has no tap source"
 echo PASS
