@@ -138,11 +138,12 @@ for s in $steps; do
 done
 printf 'ok   %-28s %4ds\n' "ci-hardening total" "$(($(date +%s) - script_start))"
 
-# Measured 2026-11-30 on the 2-core machine, empty build directories, other builds running
-# beside it: asan 396 s build + 74 s ctest; tsan 111 s build + 7 s test; fuzz 104 s build +
-# 4 x 46 s runs; about 14.5 minutes in all. FUZZ_SECONDS=20 saves 100 s; STEPS=fuzz alone
-# takes under 5 minutes. fuzz_reassembly, added since, is a fifth 46 s run (not yet timed
-# in a whole ci-hardening run).
+# Measured 2026-12-01 on the 2-core machine, empty build directories, other builds running
+# beside it, with the tap, its parsers and the cluster lab in the tree: release 294 s build +
+# 6 s tests; package 120 s; asan 1112 s build + 180 s ctest (the tap's real-server tests
+# included; the cluster lab skips under a sanitizer); tsan 263 s build + 18 s test; fuzz
+# 230 s build + 7 x 31 s runs (FUZZ_SECONDS=30, as .ci/run sets). tools/test.sh before it
+# took 747 s; the whole .ci/run comes to about 50 minutes on this loaded machine.
 # package (measured 2026-12-01, same machine): 146 s from an empty build-package without
 # ccache (the Release build of hotkeyd and hotkey-sim is nearly all of it; install, run and
 # purge take about 5 s), 12 s with a warm ccache.
