@@ -80,7 +80,7 @@
 //
 // Cost: one pass over the bytes; a key is copied once (into the arena); no allocation once
 // the arena and the key vectors have grown to what the traffic needs
-// (tests/parsers/memcached_alloc_check.cc), and memory_bytes() <= max_buffer_bytes whenever
+// (tests/parsers/memcached_alloc_test.cc), and memory_bytes() <= max_buffer_bytes whenever
 // the limit is at least kFixedBytes (tests/parsers/memcached_test.cc, fuzz_memcached).
 //
 // Thread-compatible: one parser per flow direction.

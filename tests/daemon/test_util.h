@@ -26,10 +26,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
 
+#include "alloc_count.h"
+
 namespace hotkey::daemon::testing {
 
-// Allocations made so far by this thread through operator new (alloc_count.cc).
-uint64_t AllocationsOnThisThread();
+using ::hotkey::testing::AllocationsOnThisThread;  // tests/lib/alloc_count.h
 
 // True if `s` is valid UTF-8 per RFC 3629: no overlong forms, no surrogates, nothing above
 // U+10FFFF, no truncated sequence.

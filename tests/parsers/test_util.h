@@ -11,10 +11,11 @@
 
 #include "hotkey/parsers/request.h"
 
+#include "alloc_count.h"
+
 namespace hotkey::parsers::testing {
 
-// Allocations made so far by this thread through operator new (alloc_count.cc).
-uint64_t AllocationsOnThisThread();
+using ::hotkey::testing::AllocationsOnThisThread;  // tests/lib/alloc_count.h
 
 struct SeenRequest {
   std::vector<std::pair<std::string, Access>> keys;

@@ -19,10 +19,11 @@
 #include "hotkey/tcp/packet.h"
 #include "hotkey/tcp/reassembler.h"
 
+#include "alloc_count.h"
+
 namespace hotkey::tcp::testing {
 
-// Allocations made so far by this thread through operator new (alloc_count.cc).
-uint64_t AllocationsOnThisThread();
+using ::hotkey::testing::AllocationsOnThisThread;  // tests/lib/alloc_count.h
 
 inline constexpr uint8_t kFin = 0x01;
 inline constexpr uint8_t kSyn = 0x02;

@@ -1,14 +1,15 @@
-// Replaces the global operator new/delete of the tcp_test executable with malloc/free
-// plus a per-thread count of allocations (AllocationsOnThisThread() in test_util.h), so a
+// Replaces the global operator new/delete of the test executable it is linked into with
+// malloc/free
+// plus a per-thread count of allocations (AllocationsOnThisThread() in alloc_count.h), so a
 // test can pin "no allocation" on the thread that runs the code under test. Every
 // unaligned form is replaced, as in tests/sketch/alloc_guard.cc, so sanitizers see
 // matching pairs.
 
+#include "alloc_count.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-
-#include "test_util.h"
 
 namespace {
 thread_local uint64_t t_allocations = 0;
@@ -38,8 +39,8 @@ void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operat
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
-namespace hotkey::tcp::testing {
+namespace hotkey::testing {
 
 uint64_t AllocationsOnThisThread() { return t_allocations; }
 
-}  // namespace hotkey::tcp::testing
+}  // namespace hotkey::testing

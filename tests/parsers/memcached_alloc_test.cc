@@ -1,39 +1,15 @@
-// Pins "no allocation per request once warm" for the memcached parsers: this executable
-// replaces the global operator new with one that counts, warms a request and a reply parser
-// with every request kind, then checks that parsing the same traffic again, in other
-// pieces, allocates nothing.
+// Pins "no allocation per request once warm" for the memcached parsers: warms a request and
+// a reply parser with every request kind, then checks that parsing the same traffic again,
+// in other pieces, allocates nothing (counted by tests/lib/alloc_count.cc).
 
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <memory>
-#include <new>
 #include <string>
 
 #include "../../parsers/factories.h"
 #include "hotkey/parsers/request.h"
-
-namespace {
-size_t g_allocations = 0;
-}  // namespace
-
-void* operator new(size_t n) {
-  ++g_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void* operator new(size_t n, const std::nothrow_t&) noexcept {
-  ++g_allocations;
-  return std::malloc(n == 0 ? 1 : n);
-}
-void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#include "test_util.h"
 
 namespace hotkey::parsers {
 namespace {
@@ -71,7 +47,7 @@ TEST_CASE("memcached: parsing allocates nothing once the parsers are warm", "[pa
   reply_parser->Feed(replies, sink, counters);
   const uint64_t keys_once = sink.keys;
 
-  const size_t before = g_allocations;
+  const uint64_t before = testing::AllocationsOnThisThread();
   for (size_t step : {1, 3, 7, 64, 1000}) {
     for (size_t at = 0; at < requests.size(); at += step) {
       request_parser->Feed(std::string_view(requests).substr(at, step), sink, counters);
@@ -80,7 +56,7 @@ TEST_CASE("memcached: parsing allocates nothing once the parsers are warm", "[pa
       reply_parser->Feed(std::string_view(replies).substr(at, step), sink, counters);
     }
   }
-  const size_t allocations = g_allocations - before;
+  const uint64_t allocations = testing::AllocationsOnThisThread() - before;
   CHECK(allocations == 0);
   CHECK(sink.keys == keys_once * 6);
   CHECK(sink.replies == 8 * 6);
