@@ -50,6 +50,19 @@ uint64_t MappedBytes(uint64_t inode) {
   return total;
 }
 
+// Whether `interface` is a loopback device, by libpcap's device list.
+bool IsLoopback(const std::string& interface) {
+  char err[PCAP_ERRBUF_SIZE] = {};
+  pcap_if_t* devs = nullptr;
+  if (pcap_findalldevs(&devs, err) != 0) return false;
+  bool loopback = false;
+  for (const pcap_if_t* d = devs; d != nullptr; d = d->next) {
+    if (interface == d->name) loopback = (d->flags & PCAP_IF_LOOPBACK) != 0;
+  }
+  pcap_freealldevs(devs);
+  return loopback;
+}
+
 const char* RingName(int version) {
   switch (version) {
     case 0:
@@ -161,6 +174,19 @@ absl::Status TapSource::Open() {
     }
     struct stat st;
     if (::fstat(fd_, &st) == 0) ring_bytes_ = MappedBytes(st.st_ino);
+    // On loopback every packet passes twice, leaving and arriving, and libpcap throws the
+    // leaving copy away after the kernel has cloned it, run the filter on it and copied it
+    // into the ring. PACKET_IGNORE_OUTGOING stops the kernel handing it over at all: less
+    // work in the sending process (the Redis being watched, for its replies), nothing lost.
+    // Not elsewhere: on a real interface the server's replies (and its FIN) leave.
+    if (IsLoopback(tap_.interface)) {
+      const int one = 1;
+      int got = 0;
+      socklen_t got_len = sizeof got;
+      ignores_outgoing_ =
+          ::setsockopt(fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) == 0 &&
+          ::getsockopt(fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &got, &got_len) == 0 && got == 1;
+    }
   }
   description_ = {tap_.file.empty()
                       ? std::pair<std::string, std::string>{"interface", tap_.interface}
@@ -173,6 +199,7 @@ absl::Status TapSource::Open() {
     description_.push_back({"ring", std::string(RingName(ring_version_))});
     description_.push_back({"ring_bytes", absl::StrCat(ring_bytes_)});
     description_.push_back({"snaplen", absl::StrCat(tap_.snaplen)});
+    if (ignores_outgoing_) description_.push_back({"outgoing", "ignored"});
   }
   description_.push_back({"max_flows", absl::StrCat(tap_.max_flows)});
   description_.push_back({"memory_bound", config::FormatByteSize(tap_.MemoryBoundBytes())});

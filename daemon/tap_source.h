@@ -14,7 +14,8 @@
 // beside redis-benchmark -P 1 on lo (bench/tap_cost.sh), that ring (128 slots in 8 MiB)
 // missed 37% of the commands and cost a core per 100k commands/s; this one missed none
 // and cost 7% of a core. Describe() reports the version the
-// socket got and the bytes mapped. Needs CAP_NET_RAW: without it Create fails with
+// socket got and the bytes mapped. On a loopback interface the kernel is told to skip the
+// leaving copy of each packet (see ignores_outgoing()). Needs CAP_NET_RAW: without it Create fails with
 // PermissionDenied and a message saying how to grant it.
 //
 // From a file (--tap.file): pcap_open_offline, the same filter and path, as fast as the
@@ -97,6 +98,9 @@ class TapSource final : public EventSource {
   // bytes of its mapped ring; -1 and 0 for a file or when unknown.
   int ring_version() const { return ring_version_; }
   uint64_t ring_bytes() const { return ring_bytes_; }
+  // On a loopback interface, the kernel hands over only arriving packets (each packet on lo
+  // also leaves, a copy libpcap would drop): PACKET_IGNORE_OUTGOING, read back once set.
+  bool ignores_outgoing() const { return ignores_outgoing_; }
 
  private:
   TapSource(const config::TapOptions& tap, sketch::HeavyHitters tracker,
@@ -116,6 +120,7 @@ class TapSource final : public EventSource {
   int link_type_ = 0;
   int ring_version_ = -1;
   uint64_t ring_bytes_ = 0;
+  bool ignores_outgoing_ = false;
   std::vector<std::pair<std::string, std::string>> description_;
 
   std::thread thread_;
