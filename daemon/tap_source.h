@@ -13,9 +13,9 @@
 // the snap length (or MTU, 64 KiB on lo) per packet and a wake-up per packet; measured
 // beside redis-benchmark -P 1 on lo (bench/tap_cost.sh), that ring (128 slots in 8 MiB)
 // missed 37% of the commands and cost a core per 100k commands/s; this one missed none
-// and cost 7% of a core. Describe() reports the version the
-// socket got and the bytes mapped. On a loopback interface the kernel is told to skip the
-// leaving copy of each packet (see ignores_outgoing()). Needs CAP_NET_RAW: without it Create fails with
+// and cost 7% of a core. Describe() reports the version the socket got and the bytes
+// mapped. On a loopback interface the kernel is told to skip the leaving copy of each
+// packet (see ignores_outgoing()). Needs CAP_NET_RAW: without it Create fails with
 // PermissionDenied and a message saying how to grant it.
 //
 // From a file (--tap.file): pcap_open_offline, the same filter and path, as fast as the
