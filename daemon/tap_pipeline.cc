@@ -37,10 +37,12 @@ std::string TapFilter(const config::TapOptions& options) {
   if (options.weight == config::TapWeight::kBytes) return absl::StrCat("tcp and (", ports, ")");
   // By ops only the requests matter: the kernel keeps the server's half of the traffic
   // (replies and their ACKs) out of the ring, all but its FIN and RST, which end flows.
-  // (tcp[tcpflags] reads IPv4 headers only: over IPv6 a flow the server ends is
-  // forgotten at the client's FIN and RST, or at --tap.idle-timeout.)
+  // tcp[tcpflags] implies IPv4; over IPv6 the flags are byte 13 of a TCP header right
+  // after the 40-byte fixed header (ip6[53], next header 6). That is also all libpcap's
+  // "tcp" matches over IPv6: a packet behind an extension header is not captured.
   return absl::StrCat("tcp and ((", dst, ") or ((", src,
-                      ") and tcp[tcpflags] & (tcp-fin|tcp-rst) != 0))");
+                      ") and (tcp[tcpflags] & (tcp-fin|tcp-rst) != 0 or "
+                      "(ip6 and ip6[6] == 6 and ip6[53] & 5 != 0))))");
 }
 
 // One flow's parsers and, with bytes weight, its queue of requests awaiting replies: a ring

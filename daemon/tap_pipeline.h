@@ -58,9 +58,11 @@
 namespace hotkey::daemon {
 
 // The BPF filter the tap installs: with bytes weight "tcp and (port 6379 or port 6380)";
-// by ops the client-to-server half and the server's FIN and RST only,
-// "tcp and ((dst port 6379) or ((src port 6379) and tcp[tcpflags] & (tcp-fin|tcp-rst) != 0))"
-// (the requests are all a count by ops needs; the FINs and RSTs end the flows).
+// by ops the client-to-server half and the server's FIN and RST only, over IPv4 and IPv6,
+// "tcp and ((dst port 6379) or ((src port 6379) and (tcp[tcpflags] & (tcp-fin|tcp-rst) != 0
+// or (ip6 and ip6[6] == 6 and ip6[53] & 5 != 0))))" (the requests are all a count by ops
+// needs; the FINs and RSTs end the flows). IPv6 packets behind extension headers do not
+// pass: libpcap's "tcp" looks at the fixed header's next header only.
 std::string TapFilter(const config::TapOptions& options);
 
 class TapPipeline final : private tcp::StreamHandler,
