@@ -67,6 +67,7 @@ int FuzzHttp(const uint8_t* data, size_t size);
 int FuzzResp(const uint8_t* data, size_t size);
 int FuzzMemcached(const uint8_t* data, size_t size);
 int FuzzReassembly(const uint8_t* data, size_t size);
+int FuzzTap(const uint8_t* data, size_t size);
 
 }  // namespace hotkey::fuzz
 

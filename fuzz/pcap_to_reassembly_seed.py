@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Turns a pcap capture into fuzz_reassembly inputs (the format is in fuzz_reassembly.cc).
+"""Turns a pcap capture into fuzz_reassembly inputs (the format is in fuzz_reassembly.cc),
+or, given a TAP_MODE byte, into fuzz_tap inputs (the same with that byte after the header).
 
 Writes one input per connection (a new one at each client SYN), so the seeds stay small:
-    fuzz/pcap_to_reassembly_seed.py CAPTURE.pcap SERVER_PORT OUT_PREFIX
-Only the classic pcap format is read (what tcpdump -w writes), in either byte order.
+    fuzz/pcap_to_reassembly_seed.py CAPTURE.pcap SERVER_PORT|auto OUT_PREFIX [TAP_MODE]
+"auto" takes the destination port of the capture's first SYN. Only the classic pcap
+format is read (what tcpdump -w writes), in either byte order.
 """
 
 import struct
@@ -34,29 +36,38 @@ def read_pcap(path):
     return linktype, frames
 
 
-def is_client_syn(linktype, frame, port):
+def syn_port(linktype, frame):
+    """The destination port of a SYN without ACK, or None."""
     # Enough decoding for the split: Ethernet, cooked v1/v2, raw; IPv4 or IPv6 without
     # extension headers (what a loopback capture holds).
     offsets = {1: 14, 113: 16, 276: 20, 12: 0, 101: 0, 228: 0, 229: 0, 0: 4, 108: 4}
     ip = frame[offsets.get(linktype, 0) :]
     if not ip:
-        return False
+        return None
     if ip[0] >> 4 == 4:
         tcp = ip[(ip[0] & 15) * 4 :]
     elif ip[0] >> 4 == 6:
         tcp = ip[40:]
     else:
-        return False
-    if len(tcp) < 14:
-        return False
-    dst = struct.unpack(">H", tcp[2:4])[0]
-    return dst == port and tcp[13] & 0x12 == 0x02
+        return None
+    if len(tcp) < 14 or tcp[13] & 0x12 != 0x02:
+        return None
+    return struct.unpack(">H", tcp[2:4])[0]
+
+
+def is_client_syn(linktype, frame, port):
+    return syn_port(linktype, frame) == port
 
 
 def main():
-    path, port, prefix = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    path, port, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
     linktype, frames = read_pcap(path)
+    if port == "auto":
+        port = next(p for p in (syn_port(linktype, f) for _, f in frames) if p is not None)
+    port = int(port)
     header = bytes([LINKS[linktype], 7]) + struct.pack(">H", port)  # 8 flows
+    if len(sys.argv) > 4:
+        header += bytes([int(sys.argv[4])])
     inputs, last = [], None
     for t, frame in frames:
         if is_client_syn(linktype, frame, port) or not inputs:

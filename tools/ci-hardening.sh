@@ -85,7 +85,8 @@ run_tsan() {
   HOTKEY_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/daemon/daemon_test
 }
 
-fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_resp fuzz_memcached fuzz_reassembly)
+fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_resp fuzz_memcached fuzz_reassembly
+  fuzz_tap)
 
 run_fuzz() {  # run_fuzz TARGET
   local t=$1

@@ -33,6 +33,7 @@ constexpr Entry kTargets[] = {
     {"fuzz_resp", FuzzResp},
     {"fuzz_memcached", FuzzMemcached},
     {"fuzz_reassembly", FuzzReassembly},
+    {"fuzz_tap", FuzzTap},
 };
 
 std::vector<std::filesystem::path> FilesUnder(const std::filesystem::path& dir) {
