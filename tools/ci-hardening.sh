@@ -3,7 +3,8 @@
 #   asan  every CTest test built with AddressSanitizer + UBSan (g++, -DHOTKEY_SANITIZE=ON),
 #         LeakSanitizer on                                               -> build-asan/
 #   tsan  daemon_test (receiver threads, the HTTP server and the aggregator, end to end on
-#         loopback sockets) built with ThreadSanitizer (g++, -DHOTKEY_TSAN=ON)  -> build-tsan/
+#         loopback sockets) and tap_test (the capture thread; live on lo as root) built
+#         with ThreadSanitizer (g++, -DHOTKEY_TSAN=ON)                     -> build-tsan/
 #   release  the tree as packagers build it: CMAKE_BUILD_TYPE=Release (-O3) with
 #         -march=native and -Werror, the unit tests in that build, and cmake --install
 #         into a throwaway prefix                                         -> build-release/
@@ -84,6 +85,10 @@ run_asan() {
 run_tsan() {
   HOTKEY_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/daemon/daemon_test
 }
+# The tap's capture thread and its report hand-off (the live test captures as root).
+run_tsan_tap() {
+  HOTKEY_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/tap/tap_test
+}
 
 fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_resp fuzz_memcached fuzz_reassembly
   fuzz_tap)
@@ -120,8 +125,9 @@ for s in $steps; do
       ;;
     tsan)
       step tsan-configure configure build-tsan -DHOTKEY_TSAN=ON
-      step tsan-build cmake --build build-tsan -j"$jobs" --target daemon_test
+      step tsan-build cmake --build build-tsan -j"$jobs" --target daemon_test tap_test
       step tsan-daemon_test run_tsan
+      step tsan-tap_test run_tsan_tap
       ;;
     fuzz)
       step fuzz-configure configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DHOTKEY_FUZZ=ON \
