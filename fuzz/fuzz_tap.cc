@@ -46,6 +46,7 @@ int FuzzTap(const uint8_t* data, size_t size) {
   config::TapOptions o;
   o.file = "fuzz";  // no capture ring in the bound
   o.ports = {static_cast<uint16_t>(data[2] << 8 | data[3])};
+  if (o.ports[0] == 0) return 0;  // refused by Validate(): no port 0 to capture
   o.max_flows = 1 + data[1] % kMaxFlows;
   o.protocol = (data[4] & 1) ? config::TapProtocol::kMemcached : config::TapProtocol::kRedis;
   o.weight = (data[4] & 2) ? config::TapWeight::kBytes : config::TapWeight::kOps;
