@@ -508,15 +508,14 @@ DrainResult Ceiling(const Corpus& c, size_t datagrams, int rcvbuf, int batch) {
   r.drops = DropsOn(port) - drops0;
   r.queued_bytes = QueuedBytes(port);
   auto cms = hotkey::sketch::CountMinSketch::FromBytes(32 * 1024, 4);
-  // The daemon's receive buffers (receiver.cc): 64 KiB each, 64 KiB + 23 lines apart.
+  // The daemon's receive buffers (receiver.cc): 64 KiB each, so no datagram is cut.
   constexpr size_t kMaxDatagram = 65536;
-  constexpr size_t kStride = kMaxDatagram + 23 * 64;
-  std::vector<char> buffers(static_cast<size_t>(batch) * kStride);
+  std::vector<char> buffers(static_cast<size_t>(batch) * kMaxDatagram);
   std::vector<mmsghdr> msgs(batch);
   std::vector<iovec> iov(batch);
   std::vector<sockaddr_storage> from(batch);
   for (int i = 0; i < batch; ++i) {
-    iov[i] = {&buffers[static_cast<size_t>(i) * kStride], kMaxDatagram};
+    iov[i] = {&buffers[static_cast<size_t>(i) * kMaxDatagram], kMaxDatagram};
     msgs[i] = {};
     msgs[i].msg_hdr.msg_iov = &iov[i];
     msgs[i].msg_hdr.msg_iovlen = 1;
