@@ -30,6 +30,9 @@
 //                after the first space hashed (sketch::HashKey) and counted in one bare
 //                CountMinSketch (32 KiB, 4 rows) with no tracker; lines per CPU-second of
 //                the draining thread (CLOCK_THREAD_CPUTIME_ID, user + system).
+//   scrape       --scrape-rate events/s (default 1M) offered for --seconds while /metrics is
+//                scraped every 20 ms: the median, 99th percentile and worst latency of a
+//                whole scrape, per round and over --repeats rounds.
 //
 // Datagrams for drain are recorded once from the loadgen Sender (the throughput phase's
 // stream) and replayed with sendmmsg, so every round and every contender gets the same
@@ -87,6 +90,7 @@ struct Config {
   int repeats = 5;
   size_t drain_datagrams = 100000;
   int ceiling_batch = 64;
+  double scrape_rate = 1e6;
   std::string baseline_hotkeyd;
   std::vector<std::string> extra;
 };
@@ -753,6 +757,58 @@ void Drain(const Config& c) {
   std::printf(",\"loadavg\":\"%s\"}\n", LoadAvg().c_str());
 }
 
+// Scrapes /metrics back to back (every 20 ms) while a sender offers --scrape-rate events/s
+// for --seconds; per round the median, 99th percentile and worst latency of a whole
+// scrape (connect, request, full body), in ms. Rounds alternate nothing: each is the same.
+void Scrape(const Config& c) {
+  Daemon d(c, {});
+  std::vector<double> medians, p99s, worsts, loss;
+  for (int round = 0; round < c.repeats; ++round) {
+    hotkey::loadgen::SendOptions o;
+    o.to = d.to();
+    o.rate = c.scrape_rate;
+    o.duration = absl::Seconds(c.seconds);
+    auto sender = hotkey::loadgen::Sender::Create(o);
+    if (!sender.ok()) std::exit(1);
+    std::atomic<bool> stop{false};
+    const double counted0 = d.Events();
+    std::thread t([&] { (void)(*sender)->Run(stop); });
+    std::vector<double> ms;
+    size_t bytes = 0;
+    const absl::Time end = absl::Now() + o.duration;
+    while (absl::Now() < end) {
+      const absl::Time t0 = absl::Now();
+      bytes = Get(d.web(), "/metrics").size();
+      ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    t.join();
+    const double sent = static_cast<double>((*sender)->stats().events);
+    const double counted = Settle(d) - counted0;
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    const double p99 = ms[std::min(ms.size() - 1, ms.size() * 99 / 100)];
+    std::printf(
+        "{\"phase\":\"scrape\",\"round\":%d,\"offered_per_second\":%.0f,"
+        "\"sent_per_second\":%.0f,\"loss_ratio\":%.6f,\"scrapes\":%zu,\"metrics_bytes\":%zu,"
+        "\"median_ms\":%.3f,\"p99_ms\":%.3f,\"worst_ms\":%.3f}\n",
+        round, c.scrape_rate, sent / c.seconds, sent > 0 ? 1 - counted / sent : 0, ms.size(), bytes,
+        median, p99, ms.back());
+    std::fflush(stdout);
+    medians.push_back(median);
+    p99s.push_back(p99);
+    worsts.push_back(ms.back());
+    loss.push_back(sent > 0 ? 1 - counted / sent : 0);
+  }
+  std::printf("{\"phase\":\"scrape_summary\",\"cpu\":\"%s\",\"rounds\":%d,", CpuModel().c_str(),
+              c.repeats);
+  PrintStat("median_ms", medians);
+  PrintStat("p99_ms", p99s);
+  PrintStat("worst_ms", worsts);
+  PrintStat("loss_ratio", loss);
+  std::printf("\"loadavg\":\"%s\"}\n", LoadAvg().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -763,7 +819,8 @@ int main(int argc, char** argv) {
   hotkey::config::FlagParser flags("hotkey-bench-daemon");
   flags.AddString("hotkeyd", "the hotkeyd binary to run", &c.hotkeyd).Shown("PATH");
   flags
-      .AddString("phase", "only this phase: throughput, no_loss, cardinality, detection or drain",
+      .AddString("phase",
+                 "only this phase: throughput, no_loss, cardinality, detection, drain or scrape",
                  &c.phase)
       .Shown("NAME");
   flags.AddNumber("seconds", "seconds each timed phase runs", &c.seconds);
@@ -776,6 +833,7 @@ int main(int argc, char** argv) {
                  "drain also runs this hotkeyd (one and two receivers) as the baseline",
                  &c.baseline_hotkeyd)
       .Shown("PATH");
+  flags.AddNumber("scrape-rate", "events per second offered while scrape measures", &c.scrape_rate);
   flags.AddInteger("ceiling-batch", "datagrams per recvmmsg in the ceiling", &c.ceiling_batch);
   flags.AddInteger("drain-datagrams", "datagrams queued per drain (split over the receivers)",
                    &c.drain_datagrams);
@@ -798,11 +856,8 @@ int main(int argc, char** argv) {
   const struct {
     const char* name;
     void (*run)(const Config&);
-  } phases[] = {{"throughput", Throughput},
-                {"no_loss", NoLoss},
-                {"cardinality", Cardinality},
-                {"detection", Detection},
-                {"drain", Drain}};
+  } phases[] = {{"throughput", Throughput}, {"no_loss", NoLoss}, {"cardinality", Cardinality},
+                {"detection", Detection},   {"drain", Drain},    {"scrape", Scrape}};
   for (const auto& p : phases) {
     if (c.phase.empty() || c.phase == p.name) p.run(c);
     std::fflush(stdout);
