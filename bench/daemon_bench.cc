@@ -26,10 +26,11 @@
 //                since a shared machine's other work takes cores from the two receivers.
 //                --baseline-hotkeyd PATH adds another build's daemon to every round.
 //   ceiling      (part of drain) the same socket loop without the daemon: recvmmsg of
-//                --udp.batch-sized batches into 64 KiB buffers, lines split at '\n', the key
-//                after the first space hashed (sketch::HashKey) and counted in one bare
-//                CountMinSketch (32 KiB, 4 rows) with no tracker; lines per CPU-second of
-//                the draining thread (CLOCK_THREAD_CPUTIME_ID, user + system).
+//                --ceiling-batch datagrams a call (default 64, the daemon's --udp.batch)
+//                into 64 KiB buffers, lines split at '\n', the key after the first space
+//                hashed (sketch::HashKey) and counted in one bare CountMinSketch (32 KiB,
+//                4 rows) with no tracker; lines per CPU-second of the draining thread
+//                (CLOCK_THREAD_CPUTIME_ID, user + system).
 //   scrape       --scrape-rate events/s (default 1M) offered for --seconds while /metrics is
 //                scraped every 20 ms: the median, 99th percentile and worst latency of a
 //                whole scrape, per round and over --repeats rounds.
@@ -511,6 +512,7 @@ DrainResult Ceiling(const Corpus& c, size_t datagrams, int rcvbuf, int batch) {
   DrainResult r;
   r.drops = DropsOn(port) - drops0;
   r.queued_bytes = QueuedBytes(port);
+  r.split = std::to_string(r.queued_bytes);
   auto cms = hotkey::sketch::CountMinSketch::FromBytes(32 * 1024, 4);
   // The daemon's receive buffers (receiver.cc): 64 KiB each, so no datagram is cut.
   constexpr size_t kMaxDatagram = 65536;
@@ -827,7 +829,8 @@ int main(int argc, char** argv) {
   flags.AddNumber("offered", "events per second offered in no_loss", &c.offered);
   flags.AddInteger("distinct", "distinct keys sent in cardinality", &c.distinct);
   flags.AddNumber("detect-rate", "sampled events per second in detection", &c.detect_rate);
-  flags.AddInteger("repeats", "rounds of drain (median, min and max are printed)", &c.repeats);
+  flags.AddInteger("repeats", "rounds of drain and of scrape (median, min and max are printed)",
+                   &c.repeats);
   flags
       .AddString("baseline-hotkeyd",
                  "drain also runs this hotkeyd (one and two receivers) as the baseline",
