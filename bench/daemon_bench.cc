@@ -50,6 +50,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -442,8 +443,14 @@ Corpus Record(size_t n) {
   std::thread t([&] { (void)(*sender)->Run(stop); });
   Corpus c;
   std::vector<char> buf(65536);
+  const timeval wait = {10, 0};  // a sender that sends nothing ends the benchmark
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
   while (c.datagrams.size() < n) {
     const ssize_t len = recv(fd, buf.data(), buf.size(), 0);
+    if (len < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      std::fprintf(stderr, "no datagrams from the sender\n");
+      std::exit(1);
+    }
     if (len <= 0) continue;
     c.datagrams.emplace_back(buf.data(), len);
     c.events.push_back(static_cast<uint32_t>(std::count(buf.data(), buf.data() + len, '\n') +
@@ -622,7 +629,8 @@ class DrainTarget {
     const double wall0 = WallSeconds();
     kill(daemon_.pid(), SIGCONT);
     // Waits for the queues to empty, then for the counts to be published.
-    while (QueuedBytes(daemon_.udp_port()) > 0) {
+    const absl::Time give_up = absl::Now() + absl::Minutes(2);  // a daemon that died
+    while (QueuedBytes(daemon_.udp_port()) > 0 && absl::Now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     const ThreadCpu cpu1 = ReadThreadCpu(daemon_.pid(), "hotkey-udp");
