@@ -1,6 +1,7 @@
 #include "receiver.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -118,6 +119,8 @@ void UdpReceiver::Start() {
   ArmRead();
   ArmTimer();
   thread_ = std::thread([this] { io_.run(); });
+  // Named, so top -H and the daemon benchmark tell the receivers from the other threads.
+  pthread_setname_np(thread_.native_handle(), "hotkey-udp");
 }
 
 void UdpReceiver::Stop() {

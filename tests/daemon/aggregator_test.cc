@@ -256,6 +256,32 @@ TEST_CASE("Aggregator: the exported set keeps at most top_k keys over min_share"
   }
 }
 
+TEST_CASE("Aggregator: past top_k, hot keys are exported first, then the largest shares",
+          "[daemon][aggregator]") {
+  // Key k<i> gets 100 - 4i events a second; only k15 (share 0.028) is hot, by its rule.
+  Stream s(absl::InfiniteDuration(), 64);
+  auto feed = [&s] {
+    for (int i = 0; i < 20; ++i) s.Feed(absl::StrCat("k", i), Op::kRead, 1, 100 - 4 * i);
+  };
+  config::ReloadableOptions r = Reloadable();
+  r.alert.default_threshold = 1.0;
+  r.alert.rules = {config::ThresholdRule{config::ThresholdRule::kPrefix, "k15", 0.01, false}};
+  r.exporter.top_k = 5;
+  r.exporter.min_share = 0.001;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  std::shared_ptr<const Snapshot> snap;
+  for (int t = 1; t <= 3; ++t) {  // past the alert's min_dwell
+    feed();
+    s.AdvanceTo(kT0 + absl::Seconds(t));
+    snap = BuildOne(agg, s, kT0 + absl::Seconds(t));
+  }
+  REQUIRE(snap->keys.size() == 5);
+  const char* want[] = {"k0", "k1", "k2", "k3", "k15"};  // by share, largest first
+  for (int i = 0; i < 5; ++i) CHECK(snap->keys[i].key == want[i]);
+  CHECK(snap->keys[4].hot);
+  for (int i = 0; i < 4; ++i) CHECK_FALSE(snap->keys[i].hot);
+}
+
 TEST_CASE(
     "Aggregator: export hysteresis keeps a key between min_share*(1-h) and min_share "
     "and drops it below",
