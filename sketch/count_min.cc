@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "byte_io.h"
+#include "count_min_inline.h"
 #include "rounding.h"
 
 namespace hotkey::sketch {
@@ -71,20 +72,7 @@ absl::StatusOr<CountMinSketch> CountMinSketch::FromBytes(size_t bytes, uint32_t 
   return Create(static_cast<uint32_t>(width), depth);
 }
 
-double CountMinSketch::Update(uint64_t hash, double weight) {
-  assert(weight > 0 && std::isfinite(weight));
-  // Conservative update: find the minimum, then lift only the counters below min + weight.
-  // The sum rounds up: rounded to nearest, 2^53 + 1 would stay 2^53 and the weight be lost.
-  Counter* c[kMaxDepth];
-  Counter est = std::numeric_limits<Counter>::infinity();
-  for (uint32_t r = 0; r < depth_; ++r) {
-    c[r] = &counters_[Column(hash, r)];
-    est = std::min(est, *c[r]);
-  }
-  const Counter target = internal::AddUp(est, weight);
-  for (uint32_t r = 0; r < depth_; ++r) *c[r] = std::max(*c[r], target);
-  return target;
-}
+double CountMinSketch::Update(uint64_t hash, double weight) { return UpdateInline(hash, weight); }
 
 void CountMinSketch::RaiseTo(uint64_t hash, double value) {
   for (uint32_t r = 0; r < depth_; ++r) {

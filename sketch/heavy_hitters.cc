@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "byte_io.h"
+#include "count_min_inline.h"
 #include "rounding.h"
 
 namespace hotkey::sketch {
@@ -24,6 +25,35 @@ constexpr uint16_t kVersion = 2;
 // The index's home bucket: the hash's middle bits, which neither the count-min columns
 // (low bits plus multiples of the high half) nor the truncation marker lean on alone.
 inline uint64_t Home(uint64_t hash, uint64_t mask) { return (hash ^ (hash >> 29)) & mask; }
+// The bucket's tag: the bits Home() leans on least.
+inline uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32); }
+
+// a[0, n) == b[0, n). Keys of 4 to 16 bytes (most keys) compare as two overlapping loads
+// from each side, never past either end; longer ones go to memcmp. An empty key's data()
+// may be null, so n == 0 reads nothing.
+inline bool SameBytes(const char* a, const char* b, size_t n) {
+  if (n >= 8) {
+    if (n > 16) return std::memcmp(a, b, n) == 0;
+    uint64_t a0, a1, b0, b1;
+    std::memcpy(&a0, a, 8);
+    std::memcpy(&b0, b, 8);
+    std::memcpy(&a1, a + n - 8, 8);
+    std::memcpy(&b1, b + n - 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  if (n >= 4) {
+    uint32_t a0, a1, b0, b1;
+    std::memcpy(&a0, a, 4);
+    std::memcpy(&b0, b, 4);
+    std::memcpy(&a1, a + n - 4, 4);
+    std::memcpy(&b1, b + n - 4, 4);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
 
 int64_t ToNanos(absl::Time t) { return absl::ToUnixNanos(t); }
 
@@ -74,8 +104,10 @@ HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cm
       entries_(options.candidates),
       keys_(static_cast<size_t>(options.candidates) * options.max_key_bytes),
       heap_(options.candidates) {
-  // Load factor at most 1/2 keeps linear probing at about 1.5 probes for a hit.
-  const uint64_t buckets = std::bit_ceil(uint64_t{2} * options.candidates);
+  // Load factor at most 1/4: a miss (most events) ends at an empty bucket after about 1.4
+  // probes on average (2.5 at load 1/2), and a hit needs about 1.2; 8-byte buckets keep the
+  // index the size a load of 1/2 had with 16-byte ones.
+  const uint64_t buckets = std::bit_ceil(uint64_t{4} * options.candidates);
   index_.assign(buckets, Bucket{0, kEmpty});
   index_mask_ = buckets - 1;
 }
@@ -89,6 +121,7 @@ void HeavyHitters::Advance(absl::Time now) {
     Rescale();
   } else {
     factor_ = std::exp2(exponent);
+    factor_step_ = factor_ != 1.0;
   }
 }
 
@@ -104,10 +137,12 @@ void HeavyHitters::Rescale() {
     Entry& e = entries_[heap_[i].slot];
     e.upper = internal::MulUp(e.upper, scale);
     for (double& w : e.weight) w = internal::MulDown(w, scale);
-    heap_[i].upper = e.upper;  // MulUp is monotone: the heap order holds
+    // MulUp is monotone: the heap order holds, and node <= entry still does.
+    heap_[i].upper = internal::MulUp(heap_[i].upper, scale);
   }
   landmark_ = now_;
   factor_ = 1.0;
+  factor_step_ = 0;
 }
 
 double HeavyHitters::DecayedWindowSeconds() const {
@@ -117,15 +152,16 @@ double HeavyHitters::DecayedWindowSeconds() const {
   return half_life_s_ / std::numbers::ln2 * -std::expm1(-age / half_life_s_ * std::numbers::ln2);
 }
 
-int32_t HeavyHitters::Find(uint64_t hash, std::string_view stored, bool truncated) const {
+inline int32_t HeavyHitters::Find(uint64_t hash, std::string_view stored, bool truncated) const {
+  const uint32_t tag = Tag(hash);
   for (uint64_t b = Home(hash, index_mask_);; b = (b + 1) & index_mask_) {
-    const Bucket& bucket = index_[b];
+    const Bucket bucket = index_[b];
     if (bucket.slot == kEmpty) return kEmpty;
-    if (bucket.hash == hash) {
+    if (bucket.tag == tag) {
       const Entry& e = entries_[bucket.slot];
-      // string_view ==, not memcmp: an empty key may come as a null data pointer, which
-      // memcmp must not be given even for 0 bytes.
-      if (e.truncated == truncated && StoredKey(bucket.slot) == stored) {
+      if (e.hash == hash && e.key_len == stored.size() && e.truncated == truncated &&
+          SameBytes(&keys_[static_cast<size_t>(bucket.slot) * options_.max_key_bytes],
+                    stored.data(), stored.size())) {
         return bucket.slot;
       }
     }
@@ -135,7 +171,7 @@ int32_t HeavyHitters::Find(uint64_t hash, std::string_view stored, bool truncate
 void HeavyHitters::IndexInsert(uint64_t hash, uint32_t slot) {
   uint64_t b = Home(hash, index_mask_);
   while (index_[b].slot != kEmpty) b = (b + 1) & index_mask_;
-  index_[b] = Bucket{hash, static_cast<int32_t>(slot)};
+  index_[b] = Bucket{Tag(hash), static_cast<int32_t>(slot)};
 }
 
 void HeavyHitters::IndexErase(uint64_t hash, uint32_t slot) {
@@ -144,7 +180,7 @@ void HeavyHitters::IndexErase(uint64_t hash, uint32_t slot) {
   // Backward-shift deletion: pull later members of the probe run into the hole, so lookups
   // never need tombstones.
   for (uint64_t j = (i + 1) & index_mask_; index_[j].slot != kEmpty; j = (j + 1) & index_mask_) {
-    const uint64_t home = Home(index_[j].hash, index_mask_);
+    const uint64_t home = Home(entries_[index_[j].slot].hash, index_mask_);
     // Bucket j may move to i only if its home is not cyclically inside (i, j].
     const bool home_in_range = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
     if (home_in_range) continue;
@@ -162,11 +198,9 @@ void HeavyHitters::SiftDown(uint32_t pos) {
     if (child + 1 < size_ && heap_[child + 1].upper < heap_[child].upper) ++child;
     if (heap_[child].upper >= node.upper) break;
     heap_[pos] = heap_[child];
-    entries_[heap_[pos].slot].heap_pos = pos;
     pos = child;
   }
   heap_[pos] = node;
-  entries_[node.slot].heap_pos = pos;
 }
 
 void HeavyHitters::SiftUp(uint32_t pos) {
@@ -175,11 +209,21 @@ void HeavyHitters::SiftUp(uint32_t pos) {
     const uint32_t parent = (pos - 1) / 2;
     if (heap_[parent].upper <= node.upper) break;
     heap_[pos] = heap_[parent];
-    entries_[heap_[pos].slot].heap_pos = pos;
     pos = parent;
   }
   heap_[pos] = node;
-  entries_[node.slot].heap_pos = pos;
+}
+
+void HeavyHitters::RefreshRoot() {
+  // Each pass makes one node current; a node goes stale only through hits, so the work is
+  // bounded by the hits since the last refresh (and is usually none: the weakest entries
+  // are the ones that get no hits).
+  for (;;) {
+    const double upper = entries_[heap_[0].slot].upper;
+    if (heap_[0].upper == upper) return;
+    heap_[0].upper = upper;
+    SiftDown(0);
+  }
 }
 
 void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated) {
@@ -203,7 +247,7 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
   // (the table's, the sketch's, the total) grow by w_up, lower bounds by w_lo, and every
   // sum rounds the same way, so no rounding ever crosses the truth.
   double w_lo, w_up;
-  internal::MulBracket(weight, factor_, &w_lo, &w_up);
+  internal::MulBracketStep(weight, factor_, factor_step_, &w_lo, &w_up);
   total_[o] = internal::AddUp(total_[o], w_up);
   raw_total_[o] += weight;
 
@@ -215,16 +259,25 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
     e.upper = internal::AddUp(e.upper, w_up);
     e.weight[o] = internal::AddDown(e.weight[o], w_lo);
     e.raw[o] += weight;
-    heap_[e.heap_pos].upper = e.upper;
-    SiftDown(e.heap_pos);
-    return;
+    return;  // the heap node lags; see HeapNode
   }
-  // Both sides of the comparison are upper bounds kept in doubles, neither rounded down: a
-  // key whose estimate passes the weakest entry's is admitted, however large both are.
-  const double estimate = cms_.Update(hash, w_up);
-  if (size_ < options_.candidates || estimate > heap_[0].upper) {
-    Admit(hash, stored, truncated, op, w_lo, w_up, weight, estimate);
+  const double estimate = cms_.UpdateInline(hash, w_up);
+  // The root's node value is <= the weakest entry's upper bound: an estimate at or below it
+  // cannot be admitted, and the common miss stops here.
+  if (size_ < options_.candidates || estimate > heap_[0].upper) [[unlikely]] {
+    MaybeAdmit(hash, stored, truncated, op, w_lo, w_up, weight, estimate);
   }
+}
+
+void HeavyHitters::MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op,
+                              double weight_lo, double weight_up, double raw, double estimate) {
+  if (size_ == options_.candidates) {
+    RefreshRoot();
+    // Both sides of the comparison are upper bounds kept in doubles, neither rounded down:
+    // a key whose estimate passes the weakest entry's is admitted, however large both are.
+    if (!(estimate > heap_[0].upper)) return;
+  }
+  Admit(hash, stored, truncated, op, weight_lo, weight_up, raw, estimate);
 }
 
 void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated, Op op,
@@ -255,8 +308,12 @@ void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated,
   SetKey(slot, stored, truncated);
   IndexInsert(hash, slot);
   heap_[pos] = HeapNode{e.upper, slot};
-  e.heap_pos = pos;
-  SiftDown(pos);
+  // A new leaf may be lighter than its parent; a replaced root heavier than its children.
+  if (pos == 0) {
+    SiftDown(0);
+  } else {
+    SiftUp(pos);
+  }
 }
 
 double HeavyHitters::UpperStored(uint64_t hash, std::string_view key, int32_t* slot) const {
@@ -304,7 +361,9 @@ HeavyHitter HeavyHitters::Report(uint32_t slot) const {
 }
 
 std::vector<HeavyHitter> HeavyHitters::TopK(size_t n) const {
-  std::vector<HeapNode> nodes(heap_.begin(), heap_.begin() + size_);
+  // Slots in use are 0..size_-1; heap nodes may lag, so read the entries' upper bounds.
+  std::vector<HeapNode> nodes(size_);
+  for (uint32_t slot = 0; slot < size_; ++slot) nodes[slot] = HeapNode{entries_[slot].upper, slot};
   n = std::min<size_t>(n, nodes.size());
   // Ties break by hash, not slot: slots are renumbered by Merge() and Deserialize(), and the
   // order of equal keys must not change when the tracker's content does not.
@@ -423,7 +482,6 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     SetKey(slot, m.key, m.truncated);
     IndexInsert(m.hash, slot);
     heap_[slot] = HeapNode{m.upper, slot};
-    e.heap_pos = slot;
   }
   for (uint32_t i = size_ / 2; i-- > 0;) SiftDown(i);
   return absl::OkStatus();
@@ -456,8 +514,9 @@ std::string HeavyHitters::Serialize() const {
   w.U32(cms_.width());
   for (CountMinSketch::Counter c : cms_.counters()) w.F64(c);
   w.U32(size_);
-  for (uint32_t i = 0; i < size_; ++i) {
-    const uint32_t slot = heap_[i].slot;
+  // In slot order (slots in use are 0..size_-1), which Deserialize() restores, so a
+  // restored tracker serialises to the same bytes.
+  for (uint32_t slot = 0; slot < size_; ++slot) {
     const Entry& e = entries_[slot];
     w.U64(e.hash);
     w.F64(e.upper);
@@ -553,7 +612,6 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
     hh->SetKey(slot, key, truncated != 0);
     hh->IndexInsert(hash, slot);
     hh->heap_[slot] = HeapNode{upper, slot};
-    e.heap_pos = slot;
   }
   if (r.remaining() != 0) return corrupt("trailing bytes");
   for (uint32_t i = hh->size_ / 2; i-- > 0;) hh->SiftDown(i);

@@ -75,11 +75,14 @@ inline double MulDown(double a, double b) {
 // otherwise is stepped one ulp each way, which always brackets a product rounded to
 // nearest (off by half an ulp at most). One ulp too wide when the product was exact: a
 // relative 2^-52, against an fma call per event.
-inline void MulBracket(double a, double b, double* lo, double* hi) {
+// The same with `step` = (b != 1.0) computed once for many products by the same b.
+inline void MulBracketStep(double a, double b, uint64_t step, double* lo, double* hi) {
   const double p = a * b;
-  const uint64_t step = b != 1.0;
   *lo = std::bit_cast<double>(std::bit_cast<uint64_t>(p) - step);
   *hi = std::bit_cast<double>(std::bit_cast<uint64_t>(p) + step);
+}
+inline void MulBracket(double a, double b, double* lo, double* hi) {
+  MulBracketStep(a, b, b != 1.0, lo, hi);
 }
 
 // q = RN(a / b) is below a / b exactly when q * b < a; the remainder a - q * b is a double,

@@ -100,6 +100,10 @@ class CountMinSketch {
   CountMinSketch(uint32_t width, uint32_t depth);
   friend class HeavyHitters;
 
+  // Update(), inlined into the tracker's per-event path (count_min_inline.h): the rows
+  // unrolled for the default depth of 4.
+  [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
+
   size_t Column(uint64_t hash, uint32_t row) const {
     const uint32_t lo = static_cast<uint32_t>(hash);
     const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // odd: rows never coincide

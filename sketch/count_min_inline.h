@@ -1,0 +1,54 @@
+// CountMinSketch::UpdateInline(): the conservative update, defined here so that the
+// tracker's per-event path (heavy_hitters.cc) inlines it. Internal to hotkey::sketch.
+//
+// The default depth of 4 has its rows unrolled: four columns, one minimum, one rounded-up
+// sum and four max-stores, with no loop and no pointer array. Other depths take the loop.
+// Both follow Column()'s mapping (pinned by heavy_hitters_eviction_test.cc).
+
+#ifndef HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
+#define HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "hotkey/sketch/count_min.h"
+#include "rounding.h"
+
+namespace hotkey::sketch {
+
+inline double CountMinSketch::UpdateInline(uint64_t hash, double weight) {
+  assert(weight > 0 && std::isfinite(weight));
+  // Conservative update: find the minimum, then lift only the counters below min + weight.
+  // The sum rounds up: rounded to nearest, 2^53 + 1 would stay 2^53 and the weight be lost.
+  if (depth_ == 4) {
+    const uint32_t lo = static_cast<uint32_t>(hash);
+    const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // as Column()
+    Counter* const row0 = counters_.data();
+    Counter* const c0 = row0 + (lo & mask_);
+    Counter* const c1 = row0 + width_ + ((lo + hi) & mask_);
+    Counter* const c2 = row0 + 2 * size_t{width_} + ((lo + 2 * hi) & mask_);
+    Counter* const c3 = row0 + 3 * size_t{width_} + ((lo + 3 * hi) & mask_);
+    const Counter v0 = *c0, v1 = *c1, v2 = *c2, v3 = *c3;
+    const Counter target = internal::AddUp(std::min(std::min(v0, v1), std::min(v2, v3)), weight);
+    *c0 = std::max(v0, target);
+    *c1 = std::max(v1, target);
+    *c2 = std::max(v2, target);
+    *c3 = std::max(v3, target);
+    return target;
+  }
+  Counter* c[kMaxDepth];
+  Counter est = std::numeric_limits<Counter>::infinity();
+  for (uint32_t r = 0; r < depth_; ++r) {
+    c[r] = &counters_[Column(hash, r)];
+    est = std::min(est, *c[r]);
+  }
+  const Counter target = internal::AddUp(est, weight);
+  for (uint32_t r = 0; r < depth_; ++r) *c[r] = std::max(*c[r], target);
+  return target;
+}
+
+}  // namespace hotkey::sketch
+
+#endif  // HOTKEY_SKETCH_COUNT_MIN_INLINE_H_

@@ -1,0 +1,153 @@
+// Tests for HeavyHitters' admission and eviction (sketch/heavy_hitters.cc): a full table
+// evicts its weakest entry by current upper bound, though hits leave the min-heap's nodes
+// behind their entries, and in whatever order the table was filled; an estimate that does
+// not beat the weakest entry is not admitted. Also pins the count-min sketch's unrolled
+// depth-4 update against the column mapping count_min.h documents.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "hotkey/sketch/count_min.h"
+#include "hotkey/sketch/hash.h"
+#include "hotkey/sketch/heavy_hitters.h"
+
+namespace hotkey::sketch {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+
+HeavyHitters MustCreate(uint32_t candidates) {
+  HeavyHittersOptions o;
+  o.half_life = absl::InfiniteDuration();
+  o.candidates = candidates;
+  // A wide sketch: estimates of unseen keys stay 0, so admission is decided by the table.
+  o.sketch_bytes = 1 << 20;
+  absl::StatusOr<HeavyHitters> hh = HeavyHitters::Create(o, kT0);
+  REQUIRE(hh.ok());
+  return *std::move(hh);
+}
+
+bool Tracked(const HeavyHitters& hh, const std::string& key) { return hh.LowerBound(key) > 0; }
+
+TEST_CASE("Eviction: a full table evicts the entry that is weakest now, not when it entered",
+          "[sketch][eviction]") {
+  HeavyHitters hh = MustCreate(4);
+  // Filled lightest first; then the first two get many hits, so the entries that were the
+  // weakest when placed are now the strongest.
+  hh.Update("a", Op::kRead, 1);
+  hh.Update("b", Op::kRead, 2);
+  hh.Update("c", Op::kRead, 3);
+  hh.Update("d", Op::kRead, 4);
+  for (int i = 0; i < 100; ++i) {
+    hh.Update("a", Op::kRead, 1);
+    hh.Update("b", Op::kRead, 1);
+  }
+  // "e" arrives with weight 3.5: above "c" (3), below "d" (4). "c" must go.
+  hh.Update("e", Op::kRead, 3.5);
+  CHECK(Tracked(hh, "a"));
+  CHECK(Tracked(hh, "b"));
+  CHECK(!Tracked(hh, "c"));
+  CHECK(Tracked(hh, "d"));
+  CHECK(Tracked(hh, "e"));
+  // The evicted key's weight went back to the sketch: its estimate still bounds it.
+  CHECK(hh.UpperBound("c") >= 3);
+  // Next weakest is "e" (3.5); "f" at 3.6 replaces it, "g" at 1 is refused.
+  hh.Update("f", Op::kRead, 3.6);
+  CHECK(!Tracked(hh, "e"));
+  CHECK(Tracked(hh, "f"));
+  hh.Update("g", Op::kRead, 1);
+  CHECK(!Tracked(hh, "g"));
+  CHECK(hh.size() == 4);
+}
+
+TEST_CASE("Eviction: a table filled heaviest first still evicts its lightest entry",
+          "[sketch][eviction]") {
+  HeavyHitters hh = MustCreate(3);
+  hh.Update("x", Op::kRead, 30);
+  hh.Update("y", Op::kRead, 20);
+  hh.Update("z", Op::kRead, 10);
+  hh.Update("w", Op::kRead, 15);
+  CHECK(!Tracked(hh, "z"));
+  CHECK(Tracked(hh, "x"));
+  CHECK(Tracked(hh, "y"));
+  CHECK(Tracked(hh, "w"));
+}
+
+TEST_CASE("Eviction: an estimate equal to the weakest entry's is not admitted",
+          "[sketch][eviction]") {
+  HeavyHitters hh = MustCreate(2);
+  hh.Update("p", Op::kRead, 5);
+  hh.Update("q", Op::kRead, 6);
+  hh.Update("r", Op::kRead, 5);  // estimate 5, weakest 5: stays outside
+  CHECK(!Tracked(hh, "r"));
+  CHECK(Tracked(hh, "p"));
+  hh.Update("r", Op::kRead, 1);  // estimate 6 > 5: in, "p" out
+  CHECK(Tracked(hh, "r"));
+  CHECK(!Tracked(hh, "p"));
+}
+
+TEST_CASE("Eviction: on a random stream every eviction takes a weakest entry",
+          "[sketch][eviction]") {
+  // The table against a model that knows each tracked key's upper bound: whenever a key
+  // leaves, no tracked key that stays may have had a smaller upper bound just before.
+  HeavyHitters hh = MustCreate(16);
+  std::mt19937_64 gen(7);
+  std::uniform_int_distribution<int> key(0, 63);
+  std::uniform_real_distribution<double> weight(0.5, 4);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string k = "k" + std::to_string(key(gen));
+    const std::vector<HeavyHitter> before = hh.TopK(hh.size());
+    hh.Update(k, Op::kRead, weight(gen));
+    const std::vector<HeavyHitter> after = hh.TopK(hh.size());
+    for (const HeavyHitter& gone : before) {
+      const bool kept = std::any_of(after.begin(), after.end(),
+                                    [&](const HeavyHitter& h) { return h.key == gone.key; });
+      if (kept) continue;
+      for (const HeavyHitter& stay : before) {
+        if (stay.key == gone.key) continue;
+        INFO("evicted " << gone.key << " at " << gone.estimate << ", kept " << stay.key << " at "
+                        << stay.estimate);
+        CHECK(stay.estimate >= gone.estimate);
+      }
+    }
+  }
+}
+
+TEST_CASE("CountMin: the depth-4 update follows the documented column of each row",
+          "[sketch][count_min]") {
+  // Row i, column (lo + i * (hi | 1)) mod width: the mapping count_min.h documents, which
+  // serialised sketches and merges rely on. The model applies conservative update to it.
+  absl::StatusOr<CountMinSketch> cms = CountMinSketch::Create(64, 4);
+  REQUIRE(cms.ok());
+  std::vector<double> model(64 * 4, 0.0);
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> weight(0.25, 8);
+  for (int i = 0; i < 5000; ++i) {
+    const uint64_t hash = HashKey("k" + std::to_string(gen() % 500), kDefaultSeed);
+    const double w = weight(gen);
+    const uint32_t lo = static_cast<uint32_t>(hash);
+    const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;
+    size_t cell[4];
+    double est = std::numeric_limits<double>::infinity();
+    for (uint32_t r = 0; r < 4; ++r) {
+      cell[r] = r * 64 + ((lo + r * hi) & 63u);
+      est = std::min(est, model[cell[r]]);
+    }
+    const double got = cms->Update(hash, w);
+    // The sketch rounds the sum up; the model's nearest sum may be one ulp below it.
+    REQUIRE(got >= est + w);
+    REQUIRE(got <= std::nextafter(est + w, std::numeric_limits<double>::infinity()));
+    for (size_t c : cell) model[c] = std::max(model[c], got);
+    REQUIRE(cms->counters() == model);
+  }
+}
+
+}  // namespace
+}  // namespace hotkey::sketch
