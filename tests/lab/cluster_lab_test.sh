@@ -5,7 +5,8 @@
 # of the cluster's ops with 5%, 95% and 50% writes):
 #   - the burnt shard's hotkeyd marks the key hot with the shard-local share (+-0.02), the
 #     write ratio (+-0.03) and the model's advice; the other shards mark nothing hot; the
-#     shipped recording rules give the key's share of the whole cluster (+-0.02);
+#     shipped recording rule cluster_key:hotkey_key_ops_per_cluster_ops:ratio gives the
+#     key's share of the whole cluster (+-0.02);
 #   - under each fix, the busiest and least busy shard's load measured by INFO
 #     commandstats is within 10% (relative) of the model's projection;
 #   - the advised fix resolves HotkeydHotKeyCritical; caching the write-heavy key keeps it

@@ -647,15 +647,17 @@ scrape_configs:
                 except TimeoutError:
                     check(False, "other shards mark nothing hot: " +
                           str({s: self.hot_keys(s) for s in others if self.hot_keys(s)}))
-                expr = (f'cluster_key:hotkey_key_ops_per_second:sum{{cluster="lab",key="{key}"}}'
-                        ' / on (cluster) group_left cluster:hotkey_ops_per_second:sum')
+                # The shipped recording rule itself, not a query rebuilt from its parts.
+                expr = (f'cluster_key:hotkey_key_ops_per_cluster_ops:ratio'
+                        f'{{cluster="lab",key="{key}"}}')
                 try:
                     v = wait_until("the cluster-wide share from the recording rules",
                                    lambda: (lambda x: x if x is not None and
                                             abs(x - a.share) <= 0.02 else None)(
                                        self.prom_value(expr)), 20)
-                    check(True, f"cluster-wide recording rules: {key} takes {v:.3f} of the "
-                          f"cluster's ops (want {a.share}±0.02)")
+                    check(True, f"cluster-wide recording rule "
+                          f"cluster_key:hotkey_key_ops_per_cluster_ops:ratio: {key} takes "
+                          f"{v:.3f} of the cluster's ops (want {a.share}±0.02)")
                 except TimeoutError:
                     check(False, f"cluster-wide share: {self.prom_value(expr)}")
                 measured(w, "none", proj)
