@@ -130,8 +130,8 @@ class Daemon::Impl {
   std::unique_ptr<LoadComparison> comparison_;                // with poll_measured_loads_
   std::unique_ptr<Collectables> all_metrics_;                 // collector_, comparison_
   std::unique_ptr<asio::steady_timer> measured_loads_timer_;  // io thread
-  bool measured_loads_failing_ =
-      true;                           // io thread: the last poll's news was an error (or none yet)
+  // io thread: the last news of the measured-loads file was an error (or there was none).
+  bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
   std::atomic<bool> running_{false};  // Run() is inside io_.run()
   std::mutex reload_mu_;              // one Reload() at a time, so its steps stay in order
