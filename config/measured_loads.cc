@@ -68,6 +68,14 @@ absl::StatusOr<MeasuredLoads> ParseMeasuredLoads(std::string_view text) {
   }
   m.time = absl::UnixEpoch() + absl::Seconds(*seconds);
 
+  if (const json::value* iv = o->if_contains("interval_seconds"); iv != nullptr) {
+    const std::optional<double> v = Number(*iv);
+    if (!v || !(*v >= 0 && *v <= 3600)) {
+      return Bad("\"interval_seconds\" must be a number in [0, 3600]");
+    }
+    m.interval = absl::Seconds(*v);
+  }
+
   const json::value* loads = o->if_contains("ops_per_second");
   if (loads == nullptr) return Bad("no \"ops_per_second\" (each shard's measured ops/s)");
   const json::array* a = loads->if_array();

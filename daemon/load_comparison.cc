@@ -62,6 +62,7 @@ MetricFamily Single(std::string name, std::string help, MetricType type, double 
 
 void LoadComparison::Observe(const Snapshot& snap, const model::Cluster& cluster) {
   std::lock_guard<std::mutex> l(mu_);
+  cluster_ = cluster;
   const std::string* named = latest_ && !latest_->key.empty() ? &latest_->key : nullptr;
   const KeySnapshot* key = nullptr;
   for (const KeySnapshot& k : snap.keys) {  // largest share first
@@ -97,11 +98,35 @@ void LoadComparison::Update(const absl::StatusOr<std::optional<config::MeasuredL
   if (m.strategy == model::Strategy::kNone) {
     // Unfixed traffic: the projection is re-made from the figures noted while it was
     // measured, and the fixes' rows start over.
-    for (auto it = noted_.rbegin(); it != noted_.rend(); ++it) {
+    const Noted* latest = nullptr;  // the latest noted at or before m.time, of the key
+    for (auto it = noted_.rbegin(); it != noted_.rend() && latest == nullptr; ++it) {
       if (it->time > m.time || m.time - it->time > options_.max_age) continue;
       if (!m.key.empty() && it->key != m.key) continue;
-      projection_ = *it;
-      break;
+      latest = &*it;
+    }
+    if (latest != nullptr) {
+      // Sums of rates: the model is linear in B, Hr and Hw, so the mean figures' projection
+      // is the mean projection.
+      double ops = 0, key_ops = 0, write_ops = 0;
+      int n = 0;
+      for (const Noted& x : noted_) {
+        if (x.time > m.time || x.time < m.time - m.interval || x.key != latest->key) continue;
+        ops += x.shard_ops;
+        key_ops += x.share * x.shard_ops;
+        write_ops += x.write_share * x.share * x.shard_ops;
+        ++n;
+      }
+      Noted p = *latest;
+      if (n > 1 && ops > 0) {
+        p.shard_ops = ops / n;
+        p.share = key_ops / ops;
+        p.write_share = key_ops > 0 ? write_ops / key_ops : 0;
+        p.samples = n;
+        absl::StatusOr<model::Projection> mean =
+            model::ProjectShare(cluster_, p.shard_ops, p.share, p.write_share);
+        if (mean.ok()) p.projection = *std::move(mean);
+      }
+      projection_ = std::move(p);
     }
     by_strategy_.clear();
   }
@@ -140,6 +165,7 @@ std::string LoadComparison::Json(const model::Cluster& cluster, absl::Time now) 
   if (projection_) {
     o["projection"] = json::object{{"key", projection_->key},
                                    {"time", Rfc3339(projection_->time)},
+                                   {"samples", projection_->samples},
                                    {"shard_ops", projection_->shard_ops},
                                    {"hot_share", projection_->share},
                                    {"write_share", projection_->write_share},

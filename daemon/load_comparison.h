@@ -9,9 +9,11 @@
 // (model::ProjectShare on the shard's decayed ops/s, the key's share and write ratio, as
 // the aggregator advises) from the last moment a measurement says no fix was in force
 // ("strategy": "none", the default): at each poll the figures of the key are noted with
-// their snapshot's time, and a measurement with no fix, taken at time t, adopts the latest
-// noted at or before t (so traffic after the measurement, when a fix may have begun, is
-// never in it). The key is the measurement's "key" (as its label on /metrics), or else the
+// their snapshot's time, and a measurement with no fix, taken over [t - interval, t],
+// adopts the mean of the figures noted in that interval (the shard's ops/s, the key's
+// ops/s and its writes/s, averaged; then projected), or, with none noted there (an
+// instant measurement), the latest noted before t; never one noted after t, when a fix
+// may have begun. The key is the measurement's "key" (as its label on /metrics), or else the
 // hottest hot key. A measurement with no fix also starts the comparison over: each fix's
 // row holds the last measurement taken under it since then.
 //
@@ -47,8 +49,9 @@ namespace hotkey::daemon {
 
 class LoadComparison : public prometheus::Collectable {
  public:
-  // Key figures noted, one per poll: at the default poll interval, the last 8 s.
-  static constexpr size_t kMaxNoted = 16;
+  // Key figures noted, one per poll: at the default poll interval, the last 64 s, so a
+  // measuring interval of up to a minute is averaged whole.
+  static constexpr size_t kMaxNoted = 128;
 
   explicit LoadComparison(config::MeasuredLoadsOptions options) : options_(std::move(options)) {}
 
@@ -65,7 +68,8 @@ class LoadComparison : public prometheus::Collectable {
   //    "measurement": null | {"time", "age_seconds", "stale", "strategy", "key", "source",
   //                           "shards", "ops_per_second": [...], "loads": [...], "busiest",
   //                           "busiest_shard", "least_busy", "cluster_shards"},
-  //    "projection": null | {"key", "time", "shard_ops", "hot_share", "write_share",
+  //    "projection": null | {"key", "time" (of the last figures in it), "samples" (how many
+  //                          were averaged), "shard_ops", "hot_share", "write_share",
   //                          "advice"},
   //    "fixes": [{"strategy", "in_force", "projected": null | {"busiest", "least_busy"},
   //               "measured": null | {"time", "age_seconds", "stale", "busiest",
@@ -86,6 +90,7 @@ class LoadComparison : public prometheus::Collectable {
     double share = 0;
     double write_share = 0;
     model::Projection projection;
+    int samples = 1;  // figures averaged into it
   };
 
   const config::MeasuredLoadsOptions options_;
@@ -94,9 +99,10 @@ class LoadComparison : public prometheus::Collectable {
   std::map<model::Strategy, config::MeasuredLoads> by_strategy_;  // guarded by mu_
   std::deque<Noted> noted_;                                       // guarded by mu_
   std::optional<Noted> projection_;                               // guarded by mu_
-  bool last_read_successful_ = true;                              // guarded by mu_
-  std::string last_error_;                                        // guarded by mu_
-  uint64_t read_errors_ = 0;                                      // guarded by mu_
+  model::Cluster cluster_;            // guarded by mu_: the last Observe()'s, to project means with
+  bool last_read_successful_ = true;  // guarded by mu_
+  std::string last_error_;            // guarded by mu_
+  uint64_t read_errors_ = 0;          // guarded by mu_
 };
 
 }  // namespace hotkey::daemon

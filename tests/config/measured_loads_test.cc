@@ -45,6 +45,7 @@ TEST_CASE("MeasuredLoads: a full file parses to its figures", "[config][measured
   absl::StatusOr<MeasuredLoads> m = ParseMeasuredLoads(R"({
     "timestamp": 1764604800.25, "ops_per_second": [1939.5, 437, 0],
     "strategy": "split_cache", "key": "user:42", "source": "INFO commandstats, 1 s",
+    "interval_seconds": 1.5,
     "a later member": {"is": "ignored"}})");
   INFO(Message(m));
   REQUIRE(m.ok());
@@ -53,6 +54,7 @@ TEST_CASE("MeasuredLoads: a full file parses to its figures", "[config][measured
   CHECK(m->strategy == model::Strategy::kSplitCache);
   CHECK(m->key == "user:42");
   CHECK(m->source == "INFO commandstats, 1 s");
+  CHECK(m->interval == absl::Milliseconds(1500));
 }
 
 TEST_CASE("MeasuredLoads: strategy, key and source are optional", "[config][measured_loads]") {
@@ -62,6 +64,7 @@ TEST_CASE("MeasuredLoads: strategy, key and source are optional", "[config][meas
   CHECK(m->strategy == model::Strategy::kNone);
   CHECK(m->key.empty());
   CHECK(m->source.empty());
+  CHECK(m->interval == absl::ZeroDuration());
   CHECK(m->time == absl::FromUnixSeconds(1));
 }
 
@@ -80,6 +83,10 @@ TEST_CASE("MeasuredLoads: bad content is an error naming what is wrong",
       {R"({"timestamp": -5, "ops_per_second": [1]})", "\"timestamp\" must be Unix seconds"},
       {R"({"timestamp": 1e300, "ops_per_second": [1]})", "\"timestamp\" must be Unix seconds"},
       {R"({"timestamp": 1})", "no \"ops_per_second\""},
+      {R"({"timestamp": 1, "ops_per_second": [1], "interval_seconds": -1})",
+       "\"interval_seconds\" must be a number in [0, 3600]"},
+      {R"({"timestamp": 1, "ops_per_second": [1], "interval_seconds": "2s"})",
+       "\"interval_seconds\" must be a number in [0, 3600]"},
       {R"({"timestamp": 1, "ops_per_second": 5})", "must be an array"},
       {R"({"timestamp": 1, "ops_per_second": []})", "must hold 1 to 10000 shards; it holds 0"},
       {absl::StrCat(R"({"timestamp": 1, "ops_per_second": )", too_many, "}"), "it holds 10001"},

@@ -146,6 +146,28 @@ TEST_CASE("LoadComparison: figures noted after the measurement are not in its pr
   CHECK(Fix(j, "none")["projected"]["busiest"].number == Approx(1.9375));
 }
 
+TEST_CASE("LoadComparison: over a measuring interval, the projection is of the mean figures",
+          "[daemon][load_comparison]") {
+  const model::Cluster c = LabCluster();
+  LoadComparison cmp(config::MeasuredLoadsOptions{"f", absl::Seconds(10)});
+  // Before the interval (not averaged), two in it, one after the measurement (not either).
+  cmp.Observe(ShardAt(kT0, 500, "user:42", 0.5, 0.5), c);
+  cmp.Observe(ShardAt(kT0 + absl::Seconds(3), 1800, "user:42", 1400 / 1800.0, 0.05), c);
+  cmp.Observe(ShardAt(kT0 + absl::Seconds(4), 2075, "user:42", 1600 / 2075.0, 0.05), c);
+  cmp.Observe(ShardAt(kT0 + absl::Seconds(6), 520, "user:42", 0.16, 0.9), c);
+  config::MeasuredLoads m = Measured(kT0 + absl::Seconds(5), Strategy::kNone, {1940, 437});
+  m.interval = absl::Seconds(2);
+  cmp.Update(News(m));
+  const Json j = MustParse(cmp.Json(c, kT0 + absl::Seconds(6)));
+  CHECK(j["projection"]["samples"].number == 2);
+  CHECK(j["projection"]["shard_ops"].number == Approx(1937.5));
+  CHECK(j["projection"]["hot_share"].number == Approx(kShare));
+  CHECK(j["projection"]["write_share"].number == Approx(0.05));
+  CHECK(j["projection"]["time"].string == "2025-12-01T16:00:04.000Z");
+  CHECK(Fix(j, "none")["projected"]["busiest"].number == Approx(1.9375));
+  CHECK(Fix(j, "cache")["projected"]["busiest"].number == Approx(0.5205).epsilon(1e-3));
+}
+
 TEST_CASE("LoadComparison: each fix's row holds its last measurement; no fix starts over",
           "[daemon][load_comparison]") {
   const model::Cluster c = LabCluster();

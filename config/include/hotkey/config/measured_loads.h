@@ -9,6 +9,8 @@
 //                                             the measuring interval), Unix seconds
 //     "ops_per_second": [1939.2, 437.5, ...], required: every shard's ops/s, shard 0 first,
 //                                             1 to model::Cluster::kMaxShards numbers >= 0
+//     "interval_seconds": 2,                  optional: how long it was measured over,
+//                                             in [0, 3600]; default 0 (an instant)
 //     "strategy": "cache",                    optional: the fix in force while it was
 //                                             measured (none, cache, replicate, split,
 //                                             split_cache, isolate); default none
@@ -49,6 +51,7 @@ struct MeasuredLoads {
   static constexpr size_t kMaxSourceBytes = 256;
 
   absl::Time time;                     // "timestamp"
+  absl::Duration interval;             // "interval_seconds"; 0 if not given
   std::vector<double> ops_per_second;  // one per shard, each finite and >= 0
   model::Strategy strategy = model::Strategy::kNone;
   std::string key;     // empty: not named
@@ -59,8 +62,8 @@ struct MeasuredLoads {
 
 // Parses the file's text. InvalidArgument, naming the member and what was wrong, for
 // anything but the format above: not JSON, not an object, a missing or non-numeric
-// timestamp (it must be finite and after 1970), an empty, too long or non-numeric
-// ops_per_second, a negative or non-finite load, an unknown strategy, a key or source
+// timestamp (it must be finite and after 1970), an interval out of range, an empty, too long or
+// non-numeric ops_per_second, a negative or non-finite load, an unknown strategy, a key or source
 // that is not a string or is too long.
 absl::StatusOr<MeasuredLoads> ParseMeasuredLoads(std::string_view text);
 
