@@ -25,14 +25,20 @@ Each fix is the client code a user would write (class HotKeyClient below), switc
   split_cache  split, with the read total cached per app worker for the TTL.
 The copies and sub-keys get suffixes whose slots land on distinct shards (printed at start).
 
+The lab also feeds the shards' measured loads back: twice a second it writes each shard's
+ops/s over the last 2 s, with the fix in force, to every hotkeyd's
+--model.measured-loads-file, so the burnt shard's landing page shows the measured loads
+beside the projected ones; at the end of each mix the check reads that page as headless
+Chromium draws it (or /api/v1/measured, what it draws, without Chromium).
+
 Load is measured from Redis itself: the deltas of INFO commandstats calls per second on
 each shard (the lab's own INFO calls excluded), over capacity C. The model's projection
 comes from hotkey::model's formulas (shard_model.h), recomputed here for the lab's figures;
 the advice each mix gets from them must be the one the burnt shard's hotkeyd exports.
 
 Usage: tools/cluster-lab/lab.py --hotkeyd build/daemon/hotkeyd [--quick] [--check]
-  --check exits 1 unless detection, the model-vs-measured table and the alert loop all
-  hold (what tests/lab/cluster_lab_test.sh runs). Needs root (CAP_NET_RAW) for the tap,
+  --check exits 1 unless detection, the model-vs-measured table, the alert loop and the
+  landing page's table all hold (what tests/lab/cluster_lab_test.sh runs). Needs root (CAP_NET_RAW) for the tap,
   redis-server, prometheus and promtool, and Debian's python3-redis.
 """
 
@@ -353,6 +359,9 @@ class Lab:
         self.ports = []
         self.web_ports = []
         self.log_lines = []
+        # The shards' measured loads, fed back to every hotkeyd's landing page.
+        self.loads_file = os.path.join(self.tmp, "measured-loads.json")
+        self.feed_hold = threading.Event()  # set: the feed writes nothing
 
     def log(self, msg):
         line = f"[lab {time.strftime('%H:%M:%S')}] {msg}"
@@ -391,7 +400,8 @@ class Lab:
                 f"--cluster.replicas={a.replicas}", f"--cluster.split={a.split}",
                 f"--cluster.target={a.target:g}",
                 "--track.half-life=1s", "--track.rate-window=2s", "--alert.min-dwell=0s",
-                "--log.level=warn"])
+                f"--model.measured-loads-file={self.loads_file}",
+                "--model.measured-loads-max-age=15s", "--log.level=warn"])
         for i, wp in enumerate(self.web_ports):
             wait_until(f"hotkeyd {i}", lambda: http_text(f"http://127.0.0.1:{wp}/-/ready"), 15)
         # Prometheus: the shipped rules, with the lab's time scale.
@@ -465,10 +475,10 @@ scrape_configs:
         return None, None
 
     # ------------------------------------------------------------ measurement
-    def calls(self):
+    def calls(self, conns=None):
         """Commands served per shard, from INFO commandstats (the lab's INFO excluded)."""
         out = []
-        for c in self.conns:
+        for c in conns or self.conns:
             st = c.info("commandstats")
             out.append(sum(v["calls"] for k, v in st.items() if k not in ("cmdstat_info",)))
         return out
@@ -480,6 +490,69 @@ scrape_configs:
         dt = t1 - t0
         loads = [(b - a) / dt / self.a.capacity for a, b in zip(c0, c1)]
         return loads, (o1 - o0) / dt
+
+    def feed_measured_loads(self, stop, key, window=2.0):
+        """Every half second, writes each shard's ops/s over the last `window` seconds
+        (INFO commandstats deltas) to the hotkeyds' --model.measured-loads-file, with the
+        fix in force, atomically (a temporary file renamed over it). A window in which the
+        fix or the mix changed is not written: it measured neither."""
+        conns = [redis.Redis(host="127.0.0.1", port=p) for p in self.ports]
+        hist = []  # (monotonic time, wall time, calls per shard, phase)
+        tmp = self.loads_file + ".tmp"
+        while not stop.wait(0.5):
+            if self.feed_hold.is_set():
+                hist.clear()
+                continue
+            try:
+                phase = (self.ctl["mode"].value, self.ctl["write"].value)
+                c, t, wall = self.calls(conns), time.monotonic(), time.time()
+                if phase != (self.ctl["mode"].value, self.ctl["write"].value):
+                    hist.clear()
+                    continue
+            except Exception:  # noqa: BLE001 - the shards are stopping
+                return
+            if hist and hist[-1][3] != phase:
+                hist.clear()
+            hist.append((t, wall, c, phase))
+            start = next((h for h in hist if t - h[0] <= window + 0.1), None)
+            hist = [h for h in hist if t - h[0] <= window + 0.1]
+            if start is None or t - start[0] < window - 0.1:
+                continue
+            dt = t - start[0]
+            doc = {"timestamp": wall, "interval_seconds": round(dt, 3),
+                   "strategy": MODES[phase[0]], "key": key,
+                   "source": f"INFO commandstats deltas over {dt:.1f} s (cluster lab)",
+                   "ops_per_second": [(b - a) / dt for a, b in zip(start[2], c)]}
+            with open(tmp, "w") as f:
+                json.dump(doc, f)
+            os.replace(tmp, self.loads_file)
+
+    def page_table(self, i):
+        """The landing page of shard i's hotkeyd as a browser draws it (headless Chromium's
+        DOM after the page's scripts ran): {strategy: [projected busiest, measured busiest,
+        projected least busy, measured least busy]} from its "Projected against measured"
+        table (None for an empty cell), and the measurement's line. Without Chromium, the
+        same figures from /api/v1/measured, which the page draws."""
+        url = f"http://127.0.0.1:{self.web_ports[i]}/"
+        if not self.a.chromium:
+            v = http_json(url + "api/v1/measured")
+            rows = {f["strategy"]: [(f["projected"] or {}).get("busiest"),
+                                    (f["measured"] or {}).get("busiest"),
+                                    (f["projected"] or {}).get("least_busy"),
+                                    (f["measured"] or {}).get("least_busy")]
+                    for f in v["fixes"]}
+            return rows, "(no chromium: /api/v1/measured)"
+        dom = subprocess.run(
+            [self.a.chromium, "--headless", "--no-sandbox", "--disable-gpu",
+             f"--user-data-dir={self.tmp}/chromium", "--virtual-time-budget=3000",
+             "--dump-dom", url], capture_output=True, text=True, timeout=60).stdout
+        rows = {}
+        for strategy, body in re.findall(r'<tr data-strategy="(\w+)"[^>]*>(.*?)</tr>', dom):
+            cells = re.findall(r'<td([^>]*)>', body)
+            vals = [re.search(r'data-value="([^"]*)"', c) for c in cells]
+            rows[strategy] = [float(v.group(1)) if v else None for v in vals[1:5]]
+        m = re.search(r'<div id="versus-measurement"[^>]*>(.*?)</div>', dom, re.S)
+        return rows, m.group(1) if m else ""
 
     def daemon_projection(self, i, key):
         """{strategy: busiest load} that shard i's hotkeyd projects for `key`."""
@@ -553,6 +626,8 @@ scrape_configs:
         for w in workers:
             w.start()
         load_started = time.monotonic()
+        feeder = threading.Thread(target=self.feed_measured_loads, args=(stop, key), daemon=True)
+        feeder.start()
         self.log(f"{a.app_servers} app workers x 2 threads, {a.ops:g} ops/s, hot share "
                  f"{a.share:g}")
         results = {}  # (w, strategy) -> (proj busiest, proj least, meas busiest, meas least)
@@ -697,6 +772,32 @@ scrape_configs:
                         check(busiest == home,
                               f"wrong fix {mode}: the busiest shard is {busiest}, the key's "
                               f"shard {home}, as the model says")
+                # The burnt shard's landing page: every fix of this mix, projected beside
+                # measured, and the model holding there too.
+                # The feed pauses while Chromium draws the page: on two cores, the browser
+                # would slow the driver, and the page would show that instead of the fix.
+                self.feed_hold.set()
+                try:
+                    rows, line = self.page_table(home)
+                    pj = http_json(f"http://127.0.0.1:{self.web_ports[home]}/api/v1/measured")
+                finally:
+                    self.feed_hold.clear()
+                self.log(f"shard {home}'s landing page: {line}")
+                if pj["projection"]:
+                    self.log("  its projection: " + json.dumps(pj["projection"]))
+                for mode in modes:
+                    r = rows.get(mode)
+                    self.log(f"  page row {mode}: " + ("missing" if r is None else
+                             ", ".join("–" if x is None else f"{x:.0%}" for x in r)))
+                pb = lambda r, i: r is not None and None not in r and (  # noqa: E731
+                    abs(r[i + 1] - r[i]) <= a.tolerance * r[i])
+                check(all(pb(rows.get(m), 0) and pb(rows.get(m), 2) for m in modes) and
+                      all(abs(rows[m][0] - proj[m][0]) <= a.tolerance * proj[m][0]
+                          for m in modes) and "STALE" not in line,
+                      f"w={w:.0%}: shard {home}'s landing page shows each fix's measured "
+                      f"busiest and least busy load within ±{a.tolerance:.0%} of its "
+                      f"projection, the projection within ±{a.tolerance:.0%} of the model's "
+                      f"({', '.join(modes)})")
 
         finally:
             stop.set()
@@ -733,6 +834,9 @@ def main():
     p.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
     p.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
     p.add_argument("--promtool", default=shutil.which("promtool") or "promtool")
+    p.add_argument("--chromium", default=shutil.which("chromium") or "",
+                   help="headless Chromium, to read the landing page as a browser draws it "
+                   "(empty: read /api/v1/measured, what the page draws, instead)")
     p.add_argument("--shards", type=int, default=8, help="N")
     p.add_argument("--capacity", type=float, default=1000, help="C, ops/s per shard")
     p.add_argument("--ops", type=float, default=5000, help="T, app ops/s in total")
