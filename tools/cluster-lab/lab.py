@@ -26,7 +26,7 @@ Each fix is the client code a user would write (class HotKeyClient below), switc
 The copies and sub-keys get suffixes whose slots land on distinct shards (printed at start).
 
 The lab also feeds the shards' measured loads back: twice a second it writes each shard's
-ops/s over the last 2 s, with the fix in force, to every hotkeyd's
+ops/s over the last 4 s, with the fix in force, to every hotkeyd's
 --model.measured-loads-file, so the burnt shard's landing page shows the measured loads
 beside the projected ones; at the end of each mix the check reads that page as headless
 Chromium draws it (or /api/v1/measured, what it draws, without Chromium).
@@ -491,7 +491,7 @@ scrape_configs:
         loads = [(b - a) / dt / self.a.capacity for a, b in zip(c0, c1)]
         return loads, (o1 - o0) / dt
 
-    def feed_measured_loads(self, stop, key, window=2.0):
+    def feed_measured_loads(self, stop, key, window=4.0):
         """Every half second, writes each shard's ops/s over the last `window` seconds
         (INFO commandstats deltas) to the hotkeyds' --model.measured-loads-file, with the
         fix in force, atomically (a temporary file renamed over it). A window in which the
