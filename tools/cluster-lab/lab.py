@@ -514,10 +514,12 @@ scrape_configs:
             if hist and hist[-1][3] != phase:
                 hist.clear()
             hist.append((t, wall, c, phase))
-            start = next((h for h in hist if t - h[0] <= window + 0.1), None)
-            hist = [h for h in hist if t - h[0] <= window + 0.1]
-            if start is None or t - start[0] < window - 0.1:
+            # The newest sample at least `window` old, whatever the samples' spacing.
+            old = [h for h in hist if t - h[0] >= window]
+            hist = hist[len(old) - 1:] if old else hist
+            if not old:
                 continue
+            start = old[-1]
             dt = t - start[0]
             doc = {"timestamp": wall, "interval_seconds": round(dt, 3),
                    "strategy": MODES[phase[0]], "key": key,
