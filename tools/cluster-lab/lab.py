@@ -529,21 +529,22 @@ scrape_configs:
                 json.dump(doc, f)
             os.replace(tmp, self.loads_file)
 
-    def page_table(self, i):
-        """The landing page of shard i's hotkeyd as a browser draws it (headless Chromium's
-        DOM after the page's scripts ran): {strategy: [projected busiest, measured busiest,
-        projected least busy, measured least busy]} from its "Projected against measured"
-        table (None for an empty cell), and the measurement's line. Without Chromium, the
-        same figures from /api/v1/measured, which the page draws."""
+    def page_table(self, i, browser):
+        """The landing page of shard i's hotkeyd: {strategy: [projected busiest, measured
+        busiest, projected least busy, measured least busy]} from its "Projected against
+        measured" table (None for an empty cell), and the measurement's line. With
+        `browser`, as headless Chromium draws it (its DOM after the page's scripts ran);
+        else from /api/v1/measured, the figures the page draws."""
         url = f"http://127.0.0.1:{self.web_ports[i]}/"
-        if not self.a.chromium:
+        if not browser:
             v = http_json(url + "api/v1/measured")
             rows = {f["strategy"]: [(f["projected"] or {}).get("busiest"),
                                     (f["measured"] or {}).get("busiest"),
                                     (f["projected"] or {}).get("least_busy"),
                                     (f["measured"] or {}).get("least_busy")]
                     for f in v["fixes"]}
-            return rows, "(no chromium: /api/v1/measured)"
+            m = v["measurement"]
+            return rows, "(/api/v1/measured)" + (" STALE" if m and m["stale"] else "")
         dom = subprocess.run(
             [self.a.chromium, "--headless", "--no-sandbox", "--disable-gpu",
              f"--user-data-dir={self.tmp}/chromium", "--virtual-time-budget=3000",
@@ -775,15 +776,24 @@ scrape_configs:
                               f"wrong fix {mode}: the busiest shard is {busiest}, the key's "
                               f"shard {home}, as the model says")
                 # The burnt shard's landing page: every fix of this mix, projected beside
-                # measured, and the model holding there too.
-                # The feed pauses while Chromium draws the page: on two cores, the browser
-                # would slow the driver, and the page would show that instead of the fix.
+                # measured, and the model holding there too. Read as the browser draws it
+                # after the last mix (Chromium is heavy on two cores: once, when nothing
+                # is measured after it), from /api/v1/measured, what it draws, before.
+                # The feed pauses meanwhile, so the page shows the fix, not the browser.
+                browser = bool(a.chromium) and w == mixes[-1][0]
                 self.feed_hold.set()
                 try:
-                    rows, line = self.page_table(home)
                     pj = http_json(f"http://127.0.0.1:{self.web_ports[home]}/api/v1/measured")
+                    rows, line = self.page_table(home, browser)
+                    api = self.page_table(home, False)[0] if browser else rows
                 finally:
                     self.feed_hold.clear()
+                if browser:
+                    check(all(rows.get(m) is not None and all(
+                        (x is None) == (y is None) and (x is None or abs(x - y) < 1e-9)
+                        for x, y in zip(rows[m], api[m])) for m in api),
+                        f"shard {home}'s landing page, drawn by headless Chromium, shows "
+                        f"/api/v1/measured's figures for every fix")
                 self.log(f"shard {home}'s landing page: {line}")
                 if pj["projection"]:
                     self.log("  its projection: " + json.dumps(pj["projection"]))
