@@ -11,11 +11,12 @@
 #     commandstats is within 10% (relative) of the model's projection;
 #   - the advised fix resolves HotkeydHotKeyCritical; caching the write-heavy key keeps it
 #     firing, with the key's own shard the busiest;
-#   - the burnt shard's landing page (read as headless Chromium draws it, when chromium is
-#     installed; else /api/v1/measured, what the page draws), fed the shards' measured loads
-#     by the lab (--model.measured-loads-file), shows for every fix of the mix its measured
-#     busiest and least busy load within 10% of its projection, the projection within 10%
-#     of the model's, and nothing stale.
+#   - the burnt shard's landing page, fed the shards' measured loads by the lab
+#     (--model.measured-loads-file), shows for every fix of the mix its measured busiest and
+#     least busy load within 10% of its projection, the projection within 10% of the
+#     model's, and nothing stale (from /api/v1/measured, the figures the page draws; after
+#     the last mix also as headless Chromium draws the page, checked equal, when chromium
+#     is installed).
 # Usage: cluster_lab_test.sh HOTKEYD_BIN. Exits 77 (skipped) without root (the tap needs
 # CAP_NET_RAW), under a sanitizer build (HOTKEY_SANITIZER set), or without redis-server, prometheus, promtool or Debian's python3-redis.
 # Takes about 100 s; every wait in the lab is bounded and it stops everything it started.

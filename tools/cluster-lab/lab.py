@@ -28,8 +28,8 @@ The copies and sub-keys get suffixes whose slots land on distinct shards (printe
 The lab also feeds the shards' measured loads back: twice a second it writes each shard's
 ops/s over the last 4 s, with the fix in force, to every hotkeyd's
 --model.measured-loads-file, so the burnt shard's landing page shows the measured loads
-beside the projected ones; at the end of each mix the check reads that page as headless
-Chromium draws it (or /api/v1/measured, what it draws, without Chromium).
+beside the projected ones; at the end of each mix the check reads the page's figures
+from /api/v1/measured, and after the last mix also as headless Chromium draws the page.
 
 Load is measured from Redis itself: the deltas of INFO commandstats calls per second on
 each shard (the lab's own INFO calls excluded), over capacity C. The model's projection
