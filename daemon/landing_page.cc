@@ -5,8 +5,8 @@
 // decayed ops/s, the key's share and write ratio, as /api/v1/top gives them), so the page
 // shows the fix the daemon advises. With --model.measured-loads-file, a table between the
 // two shows the shards' measured loads beside the model's projection for each fix
-// (/api/v1/measured, every second; load_comparison.h). Self-contained: no build step, no external script,
-// style or font, so it works on an air-gapped host.
+// (/api/v1/measured, every second; load_comparison.h). Self-contained: no build step, no external
+// script, style or font, so it works on an air-gapped host.
 
 #include <string>
 #include <string_view>
