@@ -134,6 +134,8 @@ void Register(FlagParser& p, DaemonOptions& o) {
        }
        o.cluster.order = std::move(order);
        return absl::OkStatus();});
+  p.AddString("model.measured-loads-file", "JSON file of each shard's measured ops/s (timestamp, ops_per_second, optional strategy in force, key, source; README: The measured loads), re-read when it changes; the landing page shows it beside the model's projection for each fix. Empty: none.", &o.measured_loads.file);
+  p.AddDuration("model.measured-loads-max-age", "A measurement older than this (by its timestamp) is shown as stale (1s to 24h).", &o.measured_loads.max_age);
   p.AddString("storage.path", "File the trackers' state is saved to (periodically and on shutdown) and restored from at start; empty: none.", &o.storage.path);
   p.AddDuration("storage.interval", "How often the trackers' state is saved to --storage.path.", &o.storage.interval);
   p.AddString("config.file", "YAML rules file (thresholds per key pattern, alert, export and cluster settings); re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle).", &o.config_file);

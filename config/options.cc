@@ -284,6 +284,13 @@ absl::Status StorageOptions::Validate() const {
   return absl::OkStatus();
 }
 
+absl::Status MeasuredLoadsOptions::Validate() const {
+  if (!InRange(max_age, absl::Seconds(1), absl::Hours(24))) {
+    return OutOfRange("measured loads max age", "[1s, 24h]", absl::FormatDuration(max_age));
+  }
+  return absl::OkStatus();
+}
+
 uint64_t TrackOptions::MaxRatePoints() const {
   absl::Duration rest;
   const int64_t ticks = absl::IDivDuration(rate_window, publish_interval, &rest);
@@ -297,7 +304,7 @@ uint64_t DaemonOptions::RateHistoryKeys() const {
 absl::Status DaemonOptions::Validate() const {
   for (absl::Status s :
        {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(), alert.Validate(),
-        ValidateCluster(cluster), storage.Validate(), tap.Validate()}) {
+        ValidateCluster(cluster), storage.Validate(), tap.Validate(), measured_loads.Validate()}) {
     if (!s.ok()) return s;
   }
   if (RateHistoryKeys() > kMaxRateHistoryKeys) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "aggregator.h"
 #include "http_server.h"
+#include "load_comparison.h"
 #include "log.h"
 #include "metrics.h"
 #include "proc_stats.h"
@@ -37,6 +38,24 @@ std::string Endpoint(const auto& ep) {
   return a.is_v6() ? absl::StrCat("[", a.to_string(), "]:", ep.port())
                    : absl::StrCat(a.to_string(), ":", ep.port());
 }
+
+// The metrics of several collectables, in their order: /metrics serves one.
+class Collectables : public prometheus::Collectable {
+ public:
+  explicit Collectables(std::vector<const prometheus::Collectable*> parts)
+      : parts_(std::move(parts)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out;
+    for (const prometheus::Collectable* p : parts_) {
+      std::vector<prometheus::MetricFamily> f = p->Collect();
+      out.insert(out.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<const prometheus::Collectable*> parts_;
+};
 
 }  // namespace
 
@@ -83,6 +102,9 @@ class Daemon::Impl {
   // Re-reads the web config (Inputs::poll_web_config) and swaps a changed one in.
   void PollWebConfig();
   void ArmWebConfigTimer();
+  // Polls the measured-loads file (Inputs::poll_measured_loads) into comparison_.
+  void PollMeasuredLoads();
+  void ArmMeasuredLoadsTimer();
 
   const config::DaemonOptions options_;
   const clock::Clock& clock_;
@@ -102,13 +124,19 @@ class Daemon::Impl {
   std::unique_ptr<StateStore> store_;    // null without --storage.path
   std::unique_ptr<StateWriter> writer_;  // with store_: its writes, off the io thread
   std::unique_ptr<asio::steady_timer> storage_timer_;
-  WebConfigPoller poll_web_config_;                       // null: not re-read
-  std::unique_ptr<asio::steady_timer> web_config_timer_;  // io thread
-  bool shut_down_ = false;                                // io thread
-  std::atomic<bool> running_{false};                      // Run() is inside io_.run()
-  std::mutex reload_mu_;             // one Reload() at a time, so its steps stay in order
-  uint64_t reload_seq_ = 0;          // guarded by reload_mu_
-  uint64_t applied_reload_seq_ = 0;  // io thread
+  WebConfigPoller poll_web_config_;                           // null: not re-read
+  std::unique_ptr<asio::steady_timer> web_config_timer_;      // io thread
+  MeasuredLoadsPoller poll_measured_loads_;                   // null: no measured loads
+  std::unique_ptr<LoadComparison> comparison_;                // with poll_measured_loads_
+  std::unique_ptr<Collectables> all_metrics_;                 // collector_, comparison_
+  std::unique_ptr<asio::steady_timer> measured_loads_timer_;  // io thread
+  // io thread: the last news of the measured-loads file was an error (or there was none).
+  bool measured_loads_failing_ = true;
+  bool shut_down_ = false;            // io thread
+  std::atomic<bool> running_{false};  // Run() is inside io_.run()
+  std::mutex reload_mu_;              // one Reload() at a time, so its steps stay in order
+  uint64_t reload_seq_ = 0;           // guarded by reload_mu_
+  uint64_t applied_reload_seq_ = 0;   // io thread
 
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_
@@ -207,6 +235,21 @@ absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<Event
     return cluster_;
   };
   hooks.metrics = collector_.get();
+  if (inputs.poll_measured_loads) {
+    poll_measured_loads_ = std::move(inputs.poll_measured_loads);
+    comparison_ = std::make_unique<LoadComparison>(options_.measured_loads);
+    all_metrics_ = std::make_unique<Collectables>(
+        std::vector<const prometheus::Collectable*>{collector_.get(), comparison_.get()});
+    hooks.metrics = all_metrics_.get();
+    hooks.measured = [this] {
+      model::Cluster cluster;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        cluster = cluster_;
+      }
+      return comparison_->Json(cluster, clock_.Now());
+    };
+  }
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(
       io_, options_.web, inputs.web_config, HttpLimits{},
@@ -254,6 +297,10 @@ void Daemon::Impl::Run(bool handle_signals) {
   }
   if (store_) ArmStorageTimer();
   if (poll_web_config_) ArmWebConfigTimer();
+  if (poll_measured_loads_) {
+    PollMeasuredLoads();
+    ArmMeasuredLoadsTimer();
+  }
   running_ = true;
   io_.run();
   running_ = false;
@@ -291,6 +338,7 @@ void Daemon::Impl::DoShutdown() {
   if (aggregator_) Build();
   if (storage_timer_) storage_timer_->cancel();
   if (web_config_timer_) web_config_timer_->cancel();
+  if (measured_loads_timer_) measured_loads_timer_->cancel();
   if (store_) {
     SaveState();        // after the receivers' last reports: nothing counted is lost
     writer_->Finish();  // and written before the daemon goes
@@ -350,6 +398,43 @@ void Daemon::Impl::PollWebConfig() {
     Log(Line("error", "web config reload failed; the previous one stays in force")
             .Quoted("file", options_.web.config_file)
             .Quoted("err", std::string(s.message())));
+  }
+}
+
+void Daemon::Impl::ArmMeasuredLoadsTimer() {
+  if (!measured_loads_timer_) measured_loads_timer_ = std::make_unique<asio::steady_timer>(io_);
+  measured_loads_timer_->expires_after(absl::ToChronoNanoseconds(kMeasuredLoadsPollInterval));
+  measured_loads_timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec || shut_down_) return;
+    PollMeasuredLoads();
+    ArmMeasuredLoadsTimer();
+  });
+}
+
+void Daemon::Impl::PollMeasuredLoads() {
+  // The key's figures first, so that a measurement read now can adopt them (its timestamp
+  // permitting: load_comparison.h).
+  if (std::shared_ptr<const Snapshot> snap = snapshot()) {
+    model::Cluster cluster;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      cluster = cluster_;
+    }
+    comparison_->Observe(*snap, cluster);
+  }
+  const absl::StatusOr<std::optional<config::MeasuredLoads>> polled = poll_measured_loads_();
+  comparison_->Update(polled);
+  if (!polled.ok()) {
+    measured_loads_failing_ = true;
+    Log(Line("error", "measured loads file unusable; the last measurement stays, and goes stale")
+            .Quoted("file", options_.measured_loads.file)
+            .Quoted("err", std::string(polled.status().message())));
+  } else if (polled->has_value() && measured_loads_failing_) {
+    // Once, not at every change: a feed rewrites the file every second or so.
+    measured_loads_failing_ = false;
+    Log(Line("info", "measured loads file read")
+            .Quoted("file", options_.measured_loads.file)
+            .Value("shards", absl::StrCat((*polled)->ops_per_second.size())));
   }
 }
 

@@ -3,8 +3,10 @@
 // daemon's configured cluster (/api/v1/model's default inputs); a clicked key is modelled on
 // the figures the daemon's advice for it uses (/api/v1/model's measured mode: the shard's
 // decayed ops/s, the key's share and write ratio, as /api/v1/top gives them), so the page
-// shows the fix the daemon advises. Self-contained: no build step, no external script,
-// style or font, so it works on an air-gapped host.
+// shows the fix the daemon advises. With --model.measured-loads-file, a table between the
+// two shows the shards' measured loads beside the model's projection for each fix
+// (/api/v1/measured, every second; load_comparison.h). Self-contained: no build step, no external
+// script, style or font, so it works on an air-gapped host.
 
 #include <string>
 #include <string_view>
@@ -74,6 +76,7 @@ label{display:flex;justify-content:space-between} input[type=range]{width:100%}
 .bar{flex:1;background:#4a90d9;min-height:1px} .bar.over{background:#d9534f}
 .cap{position:absolute;left:0;right:0;border-top:2px dashed #333} .tgt{position:absolute;left:0;right:0;border-top:1px dotted #c80}
 .advice{font-size:1.1em;margin:.6em 0;font-weight:600}
+tr.inforce td{background:#e8f1fd} .stale{color:#b35900;font-weight:600} .error{color:#c62828}
 </style></head><body>
 <h1>hotkeyd</h1>
 <div class="muted">Hot-key detection for one shard. <span id="summary"></span></div>
@@ -83,6 +86,20 @@ label{display:flex;justify-content:space-between} input[type=range]{width:100%}
 <table id="top"><thead><tr><th>key</th><th>share</th><th>± error</th><th>reads/s</th><th>writes/s</th>
 <th>write ratio</th><th>threshold</th><th>state</th><th>advice</th></tr></thead><tbody></tbody></table>
 <div id="empty" class="muted">No key above the minimum share yet.</div>
+
+<section id="versus" hidden>
+<h2>Projected against measured shard loads</h2>
+<div class="muted">Each shard's load as measured outside hotkeyd (--model.measured-loads-file), beside the
+model's projection for each fix, as fractions of a shard's capacity. The projection is the daemon's advice
+for the key on the traffic of the last measurement with no fix in force; each fix's measured figures are
+the last taken under it since then.</div>
+<div id="versus-measurement"></div>
+<div id="versus-projection" class="muted"></div>
+<div id="versus-error" class="error"></div>
+<table id="versus-table"><thead><tr><th>fix</th><th>projected busiest</th><th>measured busiest</th>
+<th>projected least busy</th><th>measured least busy</th><th>measured</th></tr></thead><tbody></tbody></table>
+<div class="bars" id="versus-bars" title="each shard's measured load"></div>
+</section>
 
 <h2>Playground: what would each fix do to the shards?</h2>
 <div class="muted">The daemon's shard load model (the one it uses to advise each hot key), for the inputs below;
@@ -225,7 +242,59 @@ async function refresh() {
     document.getElementById("empty").style.display = s.keys.length ? "none" : "";
   } catch (e) {}
 }
-refresh(); setInterval(refresh, 1000); start();
+// The measured loads beside the projection (/api/v1/measured); hidden without a file.
+function cell(tr, text, value, cls) {
+  const td = document.createElement("td"); td.textContent = text;
+  if (value != null) td.dataset.value = String(value);
+  if (cls) td.className = cls;
+  tr.append(td);
+}
+async function versus() {
+  try {
+    const res = await fetch("api/v1/measured");
+    const box = document.getElementById("versus");
+    if (!res.ok) { box.hidden = true; return; }
+    const v = await res.json(), m = v.measurement, p = v.projection;
+    box.hidden = false;
+    const mt = document.getElementById("versus-measurement");
+    mt.className = m && m.stale ? "stale" : "";
+    mt.textContent = !m ? "No measurement read yet." :
+      `Measured at ${m.time} (${m.age_seconds.toFixed(1)} s ago${m.stale ? `: STALE, older than ${v.max_age_seconds} s` : ""})` +
+      ` under fix ${names[m.strategy] || m.strategy}${m.key ? ` for key ${m.key}` : ""}${m.source ? ` (${m.source})` : ""}:` +
+      ` busiest shard ${m.busiest_shard} at ${fmt(m.busiest, 0)}, least busy ${fmt(m.least_busy, 0)}.` +
+      (m.shards !== m.cluster_shards ? ` The file has ${m.shards} shards, --cluster.shards ${m.cluster_shards}.` : "");
+    document.getElementById("versus-projection").textContent = !p ?
+      "No projection yet: one is made while a measurement with no fix in force is read and a key is hot." :
+      `Projection for key ${p.key}, from the daemon's figures at ${p.time} with no fix in force: this shard's ` +
+      `${num(p.shard_ops)} ops/s, ${fmt(p.hot_share)} of them for the key, ${fmt(p.write_share, 0)} of those writes; advice ${names[p.advice]}.`;
+    document.getElementById("versus-error").textContent = v.last_read_successful ? "" :
+      `The file's last change could not be used (${v.read_errors_total} so far): ${v.last_error}`;
+    document.querySelector("#versus-table tbody").replaceChildren(...v.fixes.map(f => {
+      const tr = document.createElement("tr"); tr.dataset.strategy = f.strategy;
+      if (f.in_force) tr.className = "inforce";
+      const pr = f.projected, me = f.measured, st = me && me.stale ? "stale" : "";
+      cell(tr, names[f.strategy] + (f.in_force ? " (in force)" : ""));
+      cell(tr, pr ? fmt(pr.busiest, 0) : "–", pr && pr.busiest);
+      cell(tr, me ? fmt(me.busiest, 0) : "–", me && me.busiest, st);
+      cell(tr, pr ? fmt(pr.least_busy, 0) : "–", pr && pr.least_busy);
+      cell(tr, me ? fmt(me.least_busy, 0) : "–", me && me.least_busy, st);
+      cell(tr, me ? `${me.age_seconds.toFixed(0)} s ago${me.stale ? " (stale)" : ""}` : "not measured", null, st);
+      return tr;
+    }));
+    const bars = document.getElementById("versus-bars");
+    const loads = m ? m.loads : [];
+    const top = Math.max(1.2, ...loads) * 1.05;
+    bars.replaceChildren(...loads.map((x, i) => {
+      const b = document.createElement("div"); b.className = "bar" + (x > 1 ? " over" : "");
+      b.style.height = (100 * x / top) + "%"; b.title = `shard ${i}: ${fmt(x, 0)}`; return b;
+    }));
+    if (loads.length) {
+      const cap = document.createElement("div"); cap.className = "cap"; cap.style.bottom = (100 / top) + "%";
+      bars.append(cap);
+    }
+  } catch (e) {}
+}
+refresh(); setInterval(refresh, 1000); start(); versus(); setInterval(versus, 1000);
 </script></body></html>
 )HTML";
   // Relative, like the page's other links, so the page also works behind a reverse proxy

@@ -117,6 +117,13 @@ int main(int argc, char** argv) {
       inputs.poll_web_config = [watcher] { return watcher->Poll(); };
     }
     inputs.load_rules = [options] { return hotkey::config::LoadReloadable(options); };
+    if (!options.measured_loads.file.empty()) {
+      // Not read now: the feed may start after the daemon; a missing file is logged and
+      // counted until it appears.
+      auto watcher =
+          std::make_shared<hotkey::config::MeasuredLoadsWatcher>(options.measured_loads.file);
+      inputs.poll_measured_loads = [watcher] { return watcher->Poll(); };
+    }
     if (options.web.systemd_socket) {
       absl::StatusOr<std::vector<int>> fds = hotkey::daemon::TakeSystemdListenFds();
       if (!fds.ok()) {

@@ -146,7 +146,7 @@ HttpResponse WebRoutes::Handle(const HttpRequest& req) const {
   }
   const bool known = req.path == "/" || req.path == telemetry_path_ || req.path == "/-/healthy" ||
                      req.path == "/-/ready" || req.path == "/api/v1/top" ||
-                     req.path == "/api/v1/model";
+                     req.path == "/api/v1/model" || req.path == "/api/v1/measured";
   if (!known) return Text(404, "not found\n");
   if (!get) return MethodNotAllowed("method not allowed\n", "GET, HEAD");
 
@@ -157,6 +157,13 @@ HttpResponse WebRoutes::Handle(const HttpRequest& req) const {
   }
   if (req.path == "/api/v1/top") return Top();
   if (req.path == "/api/v1/model") return Model(req.query);
+  if (req.path == "/api/v1/measured") {
+    if (!hooks_.measured) {
+      return Json(404, JsonError("no measured loads: hotkeyd runs without "
+                                 "--model.measured-loads-file"));
+    }
+    return Json(200, hooks_.measured());
+  }
   return HttpResponse{200, "text/html; charset=utf-8", landing_page_, {}};
 }
 

@@ -10,6 +10,9 @@
 //                          403 "Lifecycle API is not enabled." without a reload hook (the
 //                          daemon gives one with --web.enable-lifecycle only)
 //   GET  /api/v1/top       the snapshot as JSON
+//   GET  /api/v1/measured  the shards' measured loads beside the model's projection for
+//                          each fix (load_comparison.h); 404 without
+//                          --model.measured-loads-file
 //   GET  /api/v1/model     the shard load model for query parameters (the playground's);
 //                          unset ones are the configured cluster's, and the answer's
 //                          "inputs" lists every figure used. With shard_ops (this shard's
@@ -41,6 +44,8 @@ struct WebHooks {
   std::function<absl::Status()> reload;     // null: /-/reload answers 403
   std::function<model::Cluster()> cluster;  // the configured cluster, for model defaults
   const prometheus::Collectable* metrics = nullptr;
+  // The answer of /api/v1/measured (LoadComparison::Json now); null: not configured (404).
+  std::function<std::string()> measured;
 };
 
 // The landing page's HTML (self-contained: no external scripts, styles or fonts). Its

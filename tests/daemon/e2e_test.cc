@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "fake_clock.h"
 #include "hotkey/clock/clock.h"
+#include "hotkey/config/measured_loads.h"
 #include "hotkey/config/rules_file.h"
 #include "hotkey/daemon/daemon.h"
 #include "test_util.h"
@@ -51,11 +52,15 @@ config::DaemonOptions Options() {
   return o;
 }
 
-// What main gives the daemon for `options`: here only the rules file loader (no test sets a
-// hash secret or a web config file).
+// What main gives the daemon for `options`: here the rules file loader and the
+// measured-loads watcher (no test sets a hash secret or a web config file).
 Daemon::Inputs InputsFor(const config::DaemonOptions& options) {
   Daemon::Inputs inputs;
   inputs.load_rules = [options] { return config::LoadReloadable(options); };
+  if (!options.measured_loads.file.empty()) {
+    auto watcher = std::make_shared<config::MeasuredLoadsWatcher>(options.measured_loads.file);
+    inputs.poll_measured_loads = [watcher] { return watcher->Poll(); };
+  }
   return inputs;
 }
 
@@ -177,6 +182,71 @@ TEST_CASE("E2E: the daemon is ready, serves its landing page, and /api/v1/top pa
   CHECK(top["keys"].kind == Json::kArray);
   CHECK(d.Get("/nope").status == 404);
   CHECK(d.CountLogs("hotkeyd started", "udp=127.0.0.1:") == 1);
+}
+
+TEST_CASE(
+    "E2E: the measured-loads file is followed as it changes; a bad one is logged and "
+    "counted",
+    "[daemon][e2e][load_comparison]") {
+  char tmpl[] = "/tmp/hotkey-e2e-loads-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string path = dir + "/loads.json";
+  auto write = [&](const std::string& text) {
+    std::ofstream(path + ".tmp") << text;
+    std::filesystem::rename(path + ".tmp", path);
+  };
+  config::DaemonOptions o = Options();
+  o.measured_loads.file = path;
+  o.cluster.capacity = 1000;
+  {
+    TestDaemon d(o);
+    auto measured = [&] {
+      const HttpReply r = d.Get("/api/v1/measured");
+      REQUIRE(r.status == 200);
+      std::string error;
+      std::optional<Json> j = testing::ParseJson(r.body, &error);
+      INFO(error);
+      REQUIRE(j.has_value());
+      return *j;
+    };
+    // Missing at start: one error (the feed may start later), not one per poll.
+    REQUIRE(WaitFor([&] { return d.CountLogs("measured loads file unusable", "No such file"); }));
+    CHECK(measured()["measurement"].kind == Json::kNull);
+    const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+    write(absl::StrCat(R"({"timestamp": )", std::to_string(now),
+                       R"(, "strategy": "cache", "ops_per_second": [520, 437]})"));
+    REQUIRE(WaitFor([&] { return measured()["measurement"].kind == Json::kObject; }));
+    Json j = measured();
+    CHECK(j["measurement"]["busiest"].number == Approx(0.52));
+    CHECK(j["measurement"]["strategy"].string == "cache");
+    CHECK_FALSE(j["measurement"]["stale"].boolean);
+    CHECK(j["last_read_successful"].boolean);
+    CHECK(d.CountLogs("measured loads file read", "shards=2") == 1);
+    // Broken: logged once, counted, shown; the last measurement stays.
+    write("{\"timestamp\": ");
+    REQUIRE(WaitFor([&] { return !measured()["last_read_successful"].boolean; }));
+    j = measured();
+    CHECK_THAT(j["last_error"].string, Catch::Matchers::Contains("not JSON"));
+    CHECK(j["measurement"]["busiest"].number == Approx(0.52));
+    const Exposition e = d.Metrics();
+    CHECK(e.Value("hotkey_measured_loads_last_read_successful") == 0);
+    CHECK(e.Value("hotkey_measured_loads_read_errors_total") == 2);  // missing, then broken
+    std::this_thread::sleep_for(1200ms);  // two more polls of the same broken file
+    CHECK(d.CountLogs("measured loads file unusable", "not JSON") == 1);
+    write(absl::StrCat(R"({"timestamp": )", std::to_string(now + 1),
+                       R"(, "ops_per_second": [1940, 437]})"));
+    REQUIRE(WaitFor([&] { return measured()["last_read_successful"].boolean; }));
+    CHECK(measured()["measurement"]["busiest"].number == Approx(1.94));
+    CHECK(d.Metrics().Value("hotkey_measured_loads_timestamp_seconds") == Approx(now + 1));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("E2E: without --model.measured-loads-file, /api/v1/measured is 404 and no such metric",
+          "[daemon][e2e][load_comparison]") {
+  TestDaemon d(Options());
+  CHECK(d.Get("/api/v1/measured").status == 404);
+  CHECK(d.Metrics().Find("hotkey_measured_loads_read_errors_total").empty());
 }
 
 TEST_CASE("E2E: shares and write ratio of known streams are exported within 0.02",

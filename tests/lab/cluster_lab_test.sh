@@ -5,11 +5,18 @@
 # of the cluster's ops with 5%, 95% and 50% writes):
 #   - the burnt shard's hotkeyd marks the key hot with the shard-local share (+-0.02), the
 #     write ratio (+-0.03) and the model's advice; the other shards mark nothing hot; the
-#     shipped recording rules give the key's share of the whole cluster (+-0.02);
+#     shipped recording rule cluster_key:hotkey_key_ops_per_cluster_ops:ratio gives the
+#     key's share of the whole cluster (+-0.02);
 #   - under each fix, the busiest and least busy shard's load measured by INFO
 #     commandstats is within 10% (relative) of the model's projection;
 #   - the advised fix resolves HotkeydHotKeyCritical; caching the write-heavy key keeps it
-#     firing, with the key's own shard the busiest.
+#     firing, with the key's own shard the busiest;
+#   - the burnt shard's landing page, fed the shards' measured loads by the lab
+#     (--model.measured-loads-file), shows for every fix of the mix its measured busiest and
+#     least busy load within 10% of its projection, the projection within 10% of the
+#     model's, and nothing stale (from /api/v1/measured, the figures the page draws; after
+#     the last mix also as headless Chromium draws the page, checked equal, when chromium
+#     is installed).
 # Usage: cluster_lab_test.sh HOTKEYD_BIN. Exits 77 (skipped) without root (the tap needs
 # CAP_NET_RAW), under a sanitizer build (HOTKEY_SANITIZER set), or without redis-server, prometheus, promtool or Debian's python3-redis.
 # Takes about 100 s; every wait in the lab is bounded and it stops everything it started.

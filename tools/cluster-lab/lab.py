@@ -25,14 +25,20 @@ Each fix is the client code a user would write (class HotKeyClient below), switc
   split_cache  split, with the read total cached per app worker for the TTL.
 The copies and sub-keys get suffixes whose slots land on distinct shards (printed at start).
 
+The lab also feeds the shards' measured loads back: twice a second it writes each shard's
+ops/s over the last 4 s, with the fix in force, to every hotkeyd's
+--model.measured-loads-file, so the burnt shard's landing page shows the measured loads
+beside the projected ones; at the end of each mix the check reads the page's figures
+from /api/v1/measured, and after the last mix also as headless Chromium draws the page.
+
 Load is measured from Redis itself: the deltas of INFO commandstats calls per second on
 each shard (the lab's own INFO calls excluded), over capacity C. The model's projection
 comes from hotkey::model's formulas (shard_model.h), recomputed here for the lab's figures;
 the advice each mix gets from them must be the one the burnt shard's hotkeyd exports.
 
 Usage: tools/cluster-lab/lab.py --hotkeyd build/daemon/hotkeyd [--quick] [--check]
-  --check exits 1 unless detection, the model-vs-measured table and the alert loop all
-  hold (what tests/lab/cluster_lab_test.sh runs). Needs root (CAP_NET_RAW) for the tap,
+  --check exits 1 unless detection, the model-vs-measured table, the alert loop and the
+  landing page's table all hold (what tests/lab/cluster_lab_test.sh runs). Needs root (CAP_NET_RAW) for the tap,
   redis-server, prometheus and promtool, and Debian's python3-redis.
 """
 
@@ -353,6 +359,9 @@ class Lab:
         self.ports = []
         self.web_ports = []
         self.log_lines = []
+        # The shards' measured loads, fed back to every hotkeyd's landing page.
+        self.loads_file = os.path.join(self.tmp, "measured-loads.json")
+        self.feed_hold = threading.Event()  # set: the feed writes nothing
 
     def log(self, msg):
         line = f"[lab {time.strftime('%H:%M:%S')}] {msg}"
@@ -391,7 +400,8 @@ class Lab:
                 f"--cluster.replicas={a.replicas}", f"--cluster.split={a.split}",
                 f"--cluster.target={a.target:g}",
                 "--track.half-life=1s", "--track.rate-window=2s", "--alert.min-dwell=0s",
-                "--log.level=warn"])
+                f"--model.measured-loads-file={self.loads_file}",
+                "--model.measured-loads-max-age=15s", "--log.level=warn"])
         for i, wp in enumerate(self.web_ports):
             wait_until(f"hotkeyd {i}", lambda: http_text(f"http://127.0.0.1:{wp}/-/ready"), 15)
         # Prometheus: the shipped rules, with the lab's time scale.
@@ -465,10 +475,10 @@ scrape_configs:
         return None, None
 
     # ------------------------------------------------------------ measurement
-    def calls(self):
+    def calls(self, conns=None):
         """Commands served per shard, from INFO commandstats (the lab's INFO excluded)."""
         out = []
-        for c in self.conns:
+        for c in conns or self.conns:
             st = c.info("commandstats")
             out.append(sum(v["calls"] for k, v in st.items() if k not in ("cmdstat_info",)))
         return out
@@ -480,6 +490,72 @@ scrape_configs:
         dt = t1 - t0
         loads = [(b - a) / dt / self.a.capacity for a, b in zip(c0, c1)]
         return loads, (o1 - o0) / dt
+
+    def feed_measured_loads(self, stop, key, window=4.0):
+        """Every half second, writes each shard's ops/s over the last `window` seconds
+        (INFO commandstats deltas) to the hotkeyds' --model.measured-loads-file, with the
+        fix in force, atomically (a temporary file renamed over it). A window in which the
+        fix or the mix changed is not written: it measured neither."""
+        conns = [redis.Redis(host="127.0.0.1", port=p) for p in self.ports]
+        hist = []  # (monotonic time, wall time, calls per shard, phase)
+        tmp = self.loads_file + ".tmp"
+        while not stop.wait(0.5):
+            if self.feed_hold.is_set():
+                hist.clear()
+                continue
+            try:
+                phase = (self.ctl["mode"].value, self.ctl["write"].value)
+                c, t, wall = self.calls(conns), time.monotonic(), time.time()
+                if phase != (self.ctl["mode"].value, self.ctl["write"].value):
+                    hist.clear()
+                    continue
+            except Exception:  # noqa: BLE001 - the shards are stopping
+                return
+            if hist and hist[-1][3] != phase:
+                hist.clear()
+            hist.append((t, wall, c, phase))
+            # The newest sample at least `window` old, whatever the samples' spacing.
+            old = [h for h in hist if t - h[0] >= window]
+            hist = hist[len(old) - 1:] if old else hist
+            if not old:
+                continue
+            start = old[-1]
+            dt = t - start[0]
+            doc = {"timestamp": wall, "interval_seconds": round(dt, 3),
+                   "strategy": MODES[phase[0]], "key": key,
+                   "source": f"INFO commandstats deltas over {dt:.1f} s (cluster lab)",
+                   "ops_per_second": [(b - a) / dt for a, b in zip(start[2], c)]}
+            with open(tmp, "w") as f:
+                json.dump(doc, f)
+            os.replace(tmp, self.loads_file)
+
+    def page_table(self, i, browser):
+        """The landing page of shard i's hotkeyd: {strategy: [projected busiest, measured
+        busiest, projected least busy, measured least busy]} from its "Projected against
+        measured" table (None for an empty cell), and the measurement's line. With
+        `browser`, as headless Chromium draws it (its DOM after the page's scripts ran);
+        else from /api/v1/measured, the figures the page draws."""
+        url = f"http://127.0.0.1:{self.web_ports[i]}/"
+        if not browser:
+            v = http_json(url + "api/v1/measured")
+            rows = {f["strategy"]: [(f["projected"] or {}).get("busiest"),
+                                    (f["measured"] or {}).get("busiest"),
+                                    (f["projected"] or {}).get("least_busy"),
+                                    (f["measured"] or {}).get("least_busy")]
+                    for f in v["fixes"]}
+            m = v["measurement"]
+            return rows, "(/api/v1/measured)" + (" STALE" if m and m["stale"] else "")
+        dom = subprocess.run(
+            [self.a.chromium, "--headless", "--no-sandbox", "--disable-gpu",
+             f"--user-data-dir={self.tmp}/chromium", "--virtual-time-budget=3000",
+             "--dump-dom", url], capture_output=True, text=True, timeout=60).stdout
+        rows = {}
+        for strategy, body in re.findall(r'<tr data-strategy="(\w+)"[^>]*>(.*?)</tr>', dom):
+            cells = re.findall(r'<td([^>]*)>', body)
+            vals = [re.search(r'data-value="([^"]*)"', c) for c in cells]
+            rows[strategy] = [float(v.group(1)) if v else None for v in vals[1:5]]
+        m = re.search(r'<div id="versus-measurement"[^>]*>(.*?)</div>', dom, re.S)
+        return rows, m.group(1) if m else ""
 
     def daemon_projection(self, i, key):
         """{strategy: busiest load} that shard i's hotkeyd projects for `key`."""
@@ -553,6 +629,8 @@ scrape_configs:
         for w in workers:
             w.start()
         load_started = time.monotonic()
+        feeder = threading.Thread(target=self.feed_measured_loads, args=(stop, key), daemon=True)
+        feeder.start()
         self.log(f"{a.app_servers} app workers x 2 threads, {a.ops:g} ops/s, hot share "
                  f"{a.share:g}")
         results = {}  # (w, strategy) -> (proj busiest, proj least, meas busiest, meas least)
@@ -647,15 +725,17 @@ scrape_configs:
                 except TimeoutError:
                     check(False, "other shards mark nothing hot: " +
                           str({s: self.hot_keys(s) for s in others if self.hot_keys(s)}))
-                expr = (f'cluster_key:hotkey_key_ops_per_second:sum{{cluster="lab",key="{key}"}}'
-                        ' / on (cluster) group_left cluster:hotkey_ops_per_second:sum')
+                # The shipped recording rule itself, not a query rebuilt from its parts.
+                expr = (f'cluster_key:hotkey_key_ops_per_cluster_ops:ratio'
+                        f'{{cluster="lab",key="{key}"}}')
                 try:
                     v = wait_until("the cluster-wide share from the recording rules",
                                    lambda: (lambda x: x if x is not None and
                                             abs(x - a.share) <= 0.02 else None)(
                                        self.prom_value(expr)), 20)
-                    check(True, f"cluster-wide recording rules: {key} takes {v:.3f} of the "
-                          f"cluster's ops (want {a.share}±0.02)")
+                    check(True, f"cluster-wide recording rule "
+                          f"cluster_key:hotkey_key_ops_per_cluster_ops:ratio: {key} takes "
+                          f"{v:.3f} of the cluster's ops (want {a.share}±0.02)")
                 except TimeoutError:
                     check(False, f"cluster-wide share: {self.prom_value(expr)}")
                 measured(w, "none", proj)
@@ -695,6 +775,41 @@ scrape_configs:
                         check(busiest == home,
                               f"wrong fix {mode}: the busiest shard is {busiest}, the key's "
                               f"shard {home}, as the model says")
+                # The burnt shard's landing page: every fix of this mix, projected beside
+                # measured, and the model holding there too. Read as the browser draws it
+                # after the last mix (Chromium is heavy on two cores: once, when nothing
+                # is measured after it), from /api/v1/measured, what it draws, before.
+                # The feed pauses meanwhile, so the page shows the fix, not the browser.
+                browser = bool(a.chromium) and w == mixes[-1][0]
+                self.feed_hold.set()
+                try:
+                    pj = http_json(f"http://127.0.0.1:{self.web_ports[home]}/api/v1/measured")
+                    rows, line = self.page_table(home, browser)
+                    api = self.page_table(home, False)[0] if browser else rows
+                finally:
+                    self.feed_hold.clear()
+                if browser:
+                    check(all(rows.get(m) is not None and all(
+                        (x is None) == (y is None) and (x is None or abs(x - y) < 1e-9)
+                        for x, y in zip(rows[m], api[m])) for m in api),
+                        f"shard {home}'s landing page, drawn by headless Chromium, shows "
+                        f"/api/v1/measured's figures for every fix")
+                self.log(f"shard {home}'s landing page: {line}")
+                if pj["projection"]:
+                    self.log("  its projection: " + json.dumps(pj["projection"]))
+                for mode in modes:
+                    r = rows.get(mode)
+                    self.log(f"  page row {mode}: " + ("missing" if r is None else
+                             ", ".join("–" if x is None else f"{x:.0%}" for x in r)))
+                pb = lambda r, i: r is not None and None not in r and (  # noqa: E731
+                    abs(r[i + 1] - r[i]) <= a.tolerance * r[i])
+                check(all(pb(rows.get(m), 0) and pb(rows.get(m), 2) for m in modes) and
+                      all(abs(rows[m][0] - proj[m][0]) <= a.tolerance * proj[m][0]
+                          for m in modes) and "STALE" not in line,
+                      f"w={w:.0%}: shard {home}'s landing page shows each fix's measured "
+                      f"busiest and least busy load within ±{a.tolerance:.0%} of its "
+                      f"projection, the projection within ±{a.tolerance:.0%} of the model's "
+                      f"({', '.join(modes)})")
 
         finally:
             stop.set()
@@ -731,6 +846,9 @@ def main():
     p.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
     p.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
     p.add_argument("--promtool", default=shutil.which("promtool") or "promtool")
+    p.add_argument("--chromium", default=shutil.which("chromium") or "",
+                   help="headless Chromium, to read the landing page as a browser draws it "
+                   "(empty: read /api/v1/measured, what the page draws, instead)")
     p.add_argument("--shards", type=int, default=8, help="N")
     p.add_argument("--capacity", type=float, default=1000, help="C, ops/s per shard")
     p.add_argument("--ops", type=float, default=5000, help="T, app ops/s in total")

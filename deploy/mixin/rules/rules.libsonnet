@@ -32,6 +32,15 @@
             record: 'cluster:hotkey_hot_keys:sum',
             expr: 'sum by (cluster) (hotkey_hot_keys)',
           },
+          // Each key's share of the whole cluster's ops/s (0..1): the key's ops summed over
+          // shards over the cluster's total. Where hotkey_key_share_ratio is a key's share of
+          // one shard, this is the figure the shard load model takes as h. Clusters with no
+          // traffic are left out (no division by zero). After the two rules it divides, which
+          // the group evaluates first.
+          {
+            record: 'cluster_key:hotkey_key_ops_per_cluster_ops:ratio',
+            expr: 'cluster_key:hotkey_key_ops_per_second:sum / on (cluster) group_left () (cluster:hotkey_ops_per_second:sum > 0)',
+          },
         ],
       },
     ],

@@ -287,6 +287,19 @@ struct StorageOptions {
   friend bool operator==(const StorageOptions&, const StorageOptions&) = default;
 };
 
+// Per-shard loads measured outside hotkeyd (measured_loads.h), shown on the landing page
+// beside the shard load model's projection for each fix.
+struct MeasuredLoadsOptions {
+  // The measured-loads file (measured_loads.h), re-read when it changes; empty: none.
+  std::string file;
+  // A measurement older than this (by its timestamp) is shown as stale; in [1s, 24h].
+  // 30 s: two missed writes of a feed that measures every 10 s, or every 15 s scrape.
+  absl::Duration max_age = absl::Seconds(30);
+
+  absl::Status Validate() const;
+  friend bool operator==(const MeasuredLoadsOptions&, const MeasuredLoadsOptions&) = default;
+};
+
 struct DaemonOptions {
   UdpOptions udp;
   WebOptions web;
@@ -296,6 +309,7 @@ struct DaemonOptions {
   hotkey::model::Cluster cluster;
   StorageOptions storage;
   TapOptions tap;
+  MeasuredLoadsOptions measured_loads;
   // A file holding the secret that keys the hash of --key.label=hash|prefix labels, so
   // nobody can hash candidate keys to find which one a label stands for. Empty: a fixed,
   // public key (labels stay stable but are guessable).

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/config/hash_secret.h"
+#include "hotkey/config/measured_loads.h"
 #include "hotkey/config/options.h"
 #include "hotkey/config/web_config.h"
 #include "hotkey/daemon/event_source.h"
@@ -49,6 +50,9 @@ class Daemon {
   // A new web config when the file changed (config::WebConfigWatcher::Poll), nullopt when
   // it did not, or the error loading the changed file gave.
   using WebConfigPoller = std::function<absl::StatusOr<std::optional<config::WebConfig>>()>;
+  // A new measurement when the file changed (config::MeasuredLoadsWatcher::Poll), nullopt
+  // when it did not, or the error reading the changed file.
+  using MeasuredLoadsPoller = std::function<absl::StatusOr<std::optional<config::MeasuredLoads>>()>;
 
   // What the daemon is given from files, read by the caller with config/'s loaders: the
   // daemon itself reads no configuration file.
@@ -71,8 +75,16 @@ class Daemon {
     // broken one keeps the old, and is logged and exported
     // (hotkey_web_config_last_reload_successful). Null: never re-read.
     WebConfigPoller poll_web_config;
+    // With options.measured_loads.file: polled every kMeasuredLoadsPollInterval; each new
+    // measurement is shown on the landing page and /api/v1/measured beside the model's
+    // projection (load_comparison.h); a file that cannot be used is logged and counted
+    // (hotkey_measured_loads_read_errors_total), and the last good measurement stays, going
+    // stale. Null: no measured loads.
+    MeasuredLoadsPoller poll_measured_loads;
   };
   static constexpr absl::Duration kWebConfigPollInterval = absl::Seconds(2);
+  // Twice a second: a feed that writes every second is shown within half a second of it.
+  static constexpr absl::Duration kMeasuredLoadsPollInterval = absl::Milliseconds(500);
 
   // Binds every socket; errors (a port in use, a bad rules file) are returned, not thrown.
   // `sources` are started, stopped and merged with the UDP receivers (e.g. the demo load,
