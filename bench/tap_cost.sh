@@ -14,6 +14,9 @@
 # Then the peer, redis-cli --hotkeys (needs maxmemory-policy allkeys-lfu), on the same
 # keyspace with one hot key added: what it finds, how long it takes, and Redis's GET rate
 # while it runs, beside hotkeyd's top.
+# PIN=1 gives Redis a core of its own (taskset: redis-server on CPU 0; redis-benchmark, the
+# tap and the MONITOR client on the others), as on a shard host where the sidecar does not
+# share Redis's core; then Redis CPU per command is the cost that falls on Redis itself.
 #   bench/tap_cost.sh <hotkeyd> [requests per run, default 1000000] [rounds, default 5]
 # Needs root (the tap), redis-server, redis-benchmark, redis-cli, curl.
 set -euo pipefail
@@ -21,12 +24,18 @@ hotkeyd=$1
 n=${2:-1000000}
 rounds=${3:-5}
 baseline=${BASELINE:-}
+on_redis=() on_rest=()
+if [[ ${PIN:-0} == 1 ]]; then
+  on_redis=(taskset -c 0)
+  on_rest=(taskset -c "1-$(($(nproc) - 1))")
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/redis.log" 2>&1 &
+"${on_redis[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+  >"$work/redis.log" 2>&1 &
 redis_pid=$!
 pids+=("$redis_pid")
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -36,7 +45,7 @@ cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END{printf "%.0f\n",
 bench() {
   local c0 c1 s0 s1
   c0=$(cpu_ns "$redis_pid"); s0=$(date +%s.%N)
-  redis-benchmark -p "$port" -c 50 -n "$n" -r 100000 -t get,set -P "$1" --csv 2>/dev/null |
+  "${on_rest[@]}" redis-benchmark -p "$port" -c 50 -n "$n" -r 100000 -t get,set -P "$1" --csv 2>/dev/null |
     tr -d '"' | awk -F, '$1=="GET"{g=$2} $1=="SET"{s=$2} END{print g, s}' >"$work/rps"
   c1=$(cpu_ns "$redis_pid"); s1=$(date +%s.%N)
   read -r g s <"$work/rps"
@@ -45,7 +54,7 @@ bench() {
     'BEGIN{printf "%.1f %.2f\n", 2 / (1 / g + 1 / s), (c1 - c0) / (2 * n + 2)}'
 }
 start_tap() {  # start_tap BINARY
-  "$1" --tap.interface=lo --tap.port="$port" --web.listen-address=127.0.0.1:0 \
+  "${on_rest[@]}" "$1" --tap.interface=lo --tap.port="$port" --web.listen-address=127.0.0.1:0 \
     --udp.listen-address=127.0.0.1:0 --log.level=info 2>"$work/hotkeyd.log" &
   tap_pid=$!
   for _ in $(seq 50); do grep -q 'kind=tap' "$work/hotkeyd.log" && break; sleep 0.1; done
@@ -75,7 +84,7 @@ measure() {
       stop_tap
       ;;
     monitor)
-      redis-cli -p "$port" monitor >/dev/null &
+      "${on_rest[@]}" redis-cli -p "$port" monitor >/dev/null &
       local mon=$!
       sleep 0.3
       echo "monitor $(bench "$p")" >>"$work/rows"
@@ -87,7 +96,7 @@ measure() {
 conds=(off tap monitor)
 [[ -n $baseline ]] && conds+=(baseline)
 echo "redis-server $(redis-server --version | awk '{print $3}'), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-echo "redis-benchmark -c 50 -n $n -r 100000 -t get,set -P <p>; $rounds rounds, conditions rotated"
+echo "redis-benchmark -c 50 -n $n -r 100000 -t get,set -P <p>; $rounds rounds, conditions rotated${on_redis:+; Redis pinned to CPU 0, the rest to the other CPUs}"
 echo "costs relative to the same round's off: median [min, max]"
 for p in 1 16; do
   : >"$work/rows"
