@@ -145,12 +145,12 @@ for s in $steps; do
 done
 printf 'ok   %-28s %4ds\n' "ci-hardening total" "$(($(date +%s) - script_start))"
 
-# Measured 2026-12-01 on the 2-core machine, empty build directories, other builds running
-# beside it, with the tap, its parsers and the cluster lab in the tree: release 294 s build +
-# 6 s tests; package 120 s; asan 1112 s build + 180 s ctest (the tap's real-server tests
-# included; the cluster lab skips under a sanitizer); tsan 263 s build + 18 s test; fuzz
-# 230 s build + 7 x 31 s runs (FUZZ_SECONDS=30, as .ci/run sets). tools/test.sh before it
-# took 747 s; the whole .ci/run comes to about 50 minutes on this loaded machine.
+# Measured 2026-12-01 on the 2-core machine, empty build directories, with other builds
+# beside it at times: release 291 s build + 7 s tests; package 116 s; asan 461 s build (at
+# -O1 -g1; 1112 s at -O2 -g the run before) + 166 s ctest (the tap's real-server tests
+# included; the cluster lab skips under a sanitizer); tsan 167 s build + 21 s daemon_test +
+# 2 s tap_test; fuzz 246 s build + 8 x 31 s runs (FUZZ_SECONDS=30, as .ci/run sets).
+# tools/test.sh before it took 652 s; the whole .ci/run comes to about 40 minutes here.
 # package (measured 2026-12-01, same machine): 146 s from an empty build-package without
 # ccache (the Release build of hotkeyd and hotkey-sim is nearly all of it; install, run and
 # purge take about 5 s), 12 s with a warm ccache.
