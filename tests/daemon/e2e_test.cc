@@ -425,6 +425,11 @@ TEST_CASE(
   o.alert.default_threshold = 0.1;
   o.alert.hysteresis = 0.2;  // a hot key cools below 0.08
   o.alert.min_dwell = absl::Milliseconds(300);
+  // The clock jumps 2 s at a time, and the test waits for a tick between each jump and the
+  // datagrams after it (else whether one comes between is a race). With a rate window
+  // shorter than the jump, that tick sees a window with no traffic and rightly ends the
+  // episode as a stopped feed; this test is about hysteresis, so the window spans the jumps.
+  o.track.rate_window = absl::Seconds(10);
   FakeClock clock;
   TestDaemon d(o, clock);
   UdpClient c(d.udp());
@@ -474,6 +479,7 @@ TEST_CASE(
   // Ten half-lives later the old traffic weighs 1/1024: now 9%, under the threshold but
   // over 0.08, so the key stays hot.
   clock.Advance(absl::Seconds(2));
+  REQUIRE(wait_tick());
   send(1000, 90);
   REQUIRE(d.WaitEvents(1100));
   REQUIRE(wait_tick());
@@ -485,6 +491,7 @@ TEST_CASE(
 
   // Then 5%: it cools.
   clock.Advance(absl::Seconds(2));
+  REQUIRE(wait_tick());
   send(1000, 50);
   REQUIRE(d.WaitEvents(2100));
   REQUIRE(wait_tick());
