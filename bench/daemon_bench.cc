@@ -72,6 +72,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "bench_util.h"
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/loadgen/sender.h"
 #include "hotkey/sketch/count_min.h"
@@ -81,6 +82,10 @@ namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
+using hotkey::bench::CpuModel;
+using hotkey::bench::LoadAvg;
+using hotkey::bench::SpreadJson;
+using hotkey::bench::ThreadCpuSeconds;
 
 struct Config {
   std::string hotkeyd;
@@ -318,23 +323,6 @@ void Detection(const Config& c) {
 
 // ---- drain: the daemon against the socket's ceiling, with no spare core for a sender ----
 
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
-
-// The 1, 5 and 15 minute load averages: how busy the shared machine was.
-std::string LoadAvg() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return absl::StrCat(a, " ", b, " ", c);
-}
-
 // One row of /proc/net/udp: a socket bound to a port.
 struct UdpRow {
   uint64_t inode = 0;
@@ -399,12 +387,6 @@ ThreadCpu ReadThreadCpu(pid_t pid, const std::string& prefix) {
     if (name.rfind(prefix, 0) == 0) c.named_s += ns / 1e9;
   }
   return c;
-}
-
-double ThreadCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 double WallSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
@@ -664,21 +646,8 @@ class DrainTarget {
   uint64_t probe_events_ = 0;
 };
 
-struct Stat {
-  double median, min, max;
-};
-
-Stat Summarise(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  return {median, v.front(), v.back()};
-}
-
 void PrintStat(const char* name, const std::vector<double>& v, bool last = false) {
-  const Stat s = Summarise(v);
-  std::printf("\"%s\":{\"median\":%.4g,\"min\":%.4g,\"max\":%.4g}%s", name, s.median, s.min, s.max,
-              last ? "" : ",");
+  std::printf("\"%s\":%s%s", name, SpreadJson(v).c_str(), last ? "" : ",");
 }
 
 void Drain(const Config& c) {

@@ -41,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "aggregator.h"
+#include "bench_util.h"
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/config/options.h"
 #include "hotkey/loadgen/sender.h"
@@ -58,36 +59,10 @@ using namespace hotkey;  // NOLINT: a benchmark's main file
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
 
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
-
-double ThreadCpu() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-struct Stat {
-  double median, min, max;
-};
-Stat Summarise(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
-}
-std::string Json(const std::vector<double>& v) {
-  const Stat s = Summarise(v);
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "{\"median\":%.4g,\"min\":%.4g,\"max\":%.4g}", s.median, s.min,
-                s.max);
-  return buf;
-}
+using bench::CpuModel;
+using bench::SpreadOf;
+using bench::ThreadCpuSeconds;
+std::string Json(const std::vector<double>& v) { return bench::SpreadJson(v); }
 
 // Datagrams from the loadgen Sender, recorded over loopback once.
 std::vector<std::string> Record(size_t n) {
@@ -129,11 +104,11 @@ sketch::HeavyHitters DefaultTracker(uint32_t candidates = 128) {
 // Events per CPU-second of one pass over the corpus.
 template <class PerBatch>
 double Pass(const std::vector<std::string>& corpus, size_t events, PerBatch&& per_batch) {
-  const double cpu0 = ThreadCpu();
+  const double cpu0 = ThreadCpuSeconds();
   for (size_t b = 0; b < corpus.size(); b += kBatch) {
     per_batch(b, std::min(corpus.size(), b + kBatch));
   }
-  return events / (ThreadCpu() - cpu0);
+  return events / (ThreadCpuSeconds() - cpu0);
 }
 
 void Ingest(int repeats) {
@@ -228,14 +203,14 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
       daemon::ParseDatagram(corpus[next++ % corpus.size()], 1 << 16,
                             [&](const daemon::Event& e) { tracker.Update(e.key, e.op, e.weight); });
     }
-    double c0 = ThreadCpu();
+    double c0 = ThreadCpuSeconds();
     buffer.Publish(now, tracker, counters);
-    double c1 = ThreadCpu();
+    double c1 = ThreadCpuSeconds();
     std::shared_ptr<const daemon::ReceiverReport> r = buffer.Latest();
     snap = agg.Build(std::span(&r, 1), now, 0);
-    double c2 = ThreadCpu();
+    double c2 = ThreadCpuSeconds();
     *bytes = daemon::RenderText(collector).size();
-    double c3 = ThreadCpu();
+    double c3 = ThreadCpuSeconds();
     *publish += c1 - c0;
     *build += c2 - c1;
     *render += c3 - c2;
@@ -254,7 +229,7 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
     build_us.push_back(b / iters * 1e6);
     render_us.push_back(re / iters * 1e6);
   }
-  const double tick_us = Summarise(publish_us).median + Summarise(build_us).median;
+  const double tick_us = SpreadOf(publish_us).median + SpreadOf(build_us).median;
   std::printf(
       "{\"mode\":\"tick\",\"defaults\":%s,\"candidates\":%u,\"tracked\":%zu,\"top_k\":%u,"
       "\"exported\":%zu,\"publish_us\":%s,\"build_us\":%s,\"render_us\":%s,"

@@ -5,13 +5,11 @@
 // it (get, 10-key get_many, set with 100-byte values, incr, delete), the same through meta
 // commands (mg, ms, md), and binary Get/Set; and the replies memcached 1.6 sends to the text
 // stream. Feeds each in 1448-byte pieces (a loopback TCP segment with timestamps) to one
-// parser, on one thread, and prints one JSON object per stream: requests (or replies) and
-// bytes per CPU-second of this thread (CLOCK_THREAD_CPUTIME_ID, so a busy neighbour does
-// not skew them).
+// parser, on one thread, and prints the machine, then one JSON object per stream: requests
+// (or replies) and bytes per CPU-second of this thread (CLOCK_THREAD_CPUTIME_ID, so a busy
+// neighbour does not skew them), as the median [min, max] of --repeats rounds.
 //
-//   hotkey-bench-memcached-parser [MEGABYTES]   each stream's size (default 256)
-
-#include <time.h>
+//   hotkey-bench-memcached-parser [--megabytes=64] [--repeats=5]   each stream's size
 
 #include <cstdint>
 #include <cstdio>
@@ -19,19 +17,16 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../parsers/factories.h"
+#include "bench_util.h"
+#include "hotkey/config/flag_parser.h"
 #include "hotkey/parsers/request.h"
 
 namespace {
 
 using namespace hotkey::parsers;
-
-double CpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 class Counter : public RequestSink, public ReplySink {
  public:
@@ -95,40 +90,61 @@ std::string Build(size_t bytes, Mix mix) {
   return s;
 }
 
-void Run(const char* name, const std::string& stream, bool replies) {
+void Run(const char* name, const std::string& stream, bool replies, int repeats) {
   constexpr size_t kSegment = 1448;
-  Counter sink;
-  ParserCounters counters;
-  std::unique_ptr<RequestParser> request = NewMemcachedRequestParser(ParserLimits{});
-  std::unique_ptr<ReplyParser> reply = NewMemcachedReplyParser(ParserLimits{});
-  const std::string_view all(stream);
-  const double t0 = CpuSeconds();
-  for (size_t at = 0; at < all.size(); at += kSegment) {
-    if (replies) {
-      reply->Feed(all.substr(at, kSegment), sink, counters);
-    } else {
-      request->Feed(all.substr(at, kSegment), sink, counters);
+  std::vector<double> per_cpu_s, mb_per_cpu_s;
+  double items = 0;
+  uint64_t keys = 0, errors = 0;
+  for (int r = 0; r < repeats; ++r) {
+    // A fresh parser each round, so every round starts from the same state.
+    Counter sink;
+    ParserCounters counters;
+    std::unique_ptr<RequestParser> request = NewMemcachedRequestParser(ParserLimits{});
+    std::unique_ptr<ReplyParser> reply = NewMemcachedReplyParser(ParserLimits{});
+    const std::string_view all(stream);
+    const double t0 = hotkey::bench::ThreadCpuSeconds();
+    for (size_t at = 0; at < all.size(); at += kSegment) {
+      if (replies) {
+        reply->Feed(all.substr(at, kSegment), sink, counters);
+      } else {
+        request->Feed(all.substr(at, kSegment), sink, counters);
+      }
     }
+    const double cpu = hotkey::bench::ThreadCpuSeconds() - t0;
+    items = static_cast<double>(replies ? sink.replies : sink.requests);
+    keys = sink.keys;
+    errors = counters.protocol_errors + counters.unknown_commands;
+    per_cpu_s.push_back(items / cpu);
+    mb_per_cpu_s.push_back(static_cast<double>(stream.size()) / cpu / 1e6);
   }
-  const double cpu = CpuSeconds() - t0;
-  const double items = static_cast<double>(replies ? sink.replies : sink.requests);
   std::printf(
-      "{\"stream\":\"%s\",\"bytes\":%zu,\"%s\":%.0f,\"keys\":%llu,\"cpu_s\":%.3f,"
-      "\"per_cpu_s\":%.0f,\"mb_per_cpu_s\":%.1f,\"errors\":%llu}\n",
+      "{\"stream\":\"%s\",\"bytes\":%zu,\"%s\":%.0f,\"keys\":%llu,\"repeats\":%d,"
+      "\"per_cpu_s\":%s,\"mb_per_cpu_s\":%s,\"errors\":%llu}\n",
       name, stream.size(), replies ? "replies" : "requests", items,
-      static_cast<unsigned long long>(sink.keys), cpu, items / cpu,
-      static_cast<double>(stream.size()) / cpu / 1e6,
-      static_cast<unsigned long long>(counters.protocol_errors + counters.unknown_commands));
+      static_cast<unsigned long long>(keys), repeats, hotkey::bench::SpreadJson(per_cpu_s).c_str(),
+      hotkey::bench::SpreadJson(mb_per_cpu_s).c_str(), static_cast<unsigned long long>(errors));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const size_t megabytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256;
-  const size_t bytes = megabytes << 20;
-  Run("text", Build(bytes, Text), false);
-  Run("meta", Build(bytes, Meta), false);
-  Run("binary", Build(bytes, BinaryMix), false);
-  Run("text_replies", Build(bytes, Replies), true);
+  int megabytes = 64, repeats = 5;
+  hotkey::config::FlagParser p("hotkey-bench-memcached-parser");
+  p.AddInteger("megabytes", "Each stream's size in MiB.", &megabytes);
+  p.AddInteger("repeats", "Rounds per stream (median, min and max are over these).", &repeats);
+  if (auto parsed = p.Parse(argc, argv); !parsed.ok() || megabytes <= 0 || repeats <= 0) {
+    std::fprintf(stderr, "%s\n%s",
+                 parsed.ok() ? "--megabytes and --repeats must be positive"
+                             : std::string(parsed.status().message()).c_str(),
+                 p.Help().c_str());
+    return 2;
+  }
+  const size_t bytes = static_cast<size_t>(megabytes) << 20;
+  std::printf("{\"machine\":{\"cpu\":\"%s\",\"loadavg_1_5_15\":\"%s\"}}\n",
+              hotkey::bench::CpuModel().c_str(), hotkey::bench::LoadAvg().c_str());
+  Run("text", Build(bytes, Text), false, repeats);
+  Run("meta", Build(bytes, Meta), false, repeats);
+  Run("binary", Build(bytes, BinaryMix), false, repeats);
+  Run("text_replies", Build(bytes, Replies), true, repeats);
   return 0;
 }

@@ -2,15 +2,14 @@
 //
 // Builds each stream in memory first, then feeds it in 1448-byte pieces (a TCP segment on
 // loopback with timestamps), as the reassembler does, to one parser on one thread. Prints
-// one JSON object per line per stream: requests (or replies) and bytes per CPU-second of
-// this thread (CLOCK_THREAD_CPUTIME_ID, so a busy neighbour does not skew them), and the
-// keys reported per request. Run on demand: hotkey-bench-parsers [--rounds N].
+// the machine, then one JSON object per line per stream: requests (or replies) and bytes per
+// CPU-second of this thread (CLOCK_THREAD_CPUTIME_ID, so a busy neighbour does not skew
+// them) as the median [min, max] of --repeats rounds of --passes passes each, and the keys
+// reported per request. Run on demand: hotkey-bench-parsers [--repeats=5] [--passes=20].
 //   get_set       redis-benchmark's GET/SET mix (16-byte keys, 3-byte values), 50/50
 //   mixed         MGET of 10 keys, EVAL with 2 keys, XREAD STREAMS of 2, HSET, MULTI/EXEC
 //   set_400k      SET with 400 KB values: the values stream past unbuffered
 //   replies       the replies of get_set and mixed (bulk strings, arrays, +OK, integers)
-
-#include <time.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -21,7 +20,9 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_util.h"
 #include "factories.h"  // the RESP constructors (private to parsers/)
+#include "hotkey/config/flag_parser.h"
 #include "hotkey/parsers/request.h"
 
 namespace {
@@ -30,12 +31,6 @@ using hotkey::parsers::ParserCounters;
 using hotkey::parsers::ParserLimits;
 
 constexpr size_t kSegment = 1448;
-
-double CpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 std::string Cmd(const std::vector<std::string>& argv) {
   std::string s = "*" + std::to_string(argv.size()) + "\r\n";
@@ -55,50 +50,69 @@ class Sink : public hotkey::parsers::RequestSink {
   uint64_t keys = 0;
 };
 
-void Report(const char* name, const std::string& stream, int rounds, bool replies) {
+void Report(const char* name, const std::string& stream, int repeats, int passes, bool replies) {
   ParserLimits limits;
-  Sink sink;
-  ParserCounters c;
-  auto request = hotkey::parsers::NewRespRequestParser(limits);
-  auto reply = hotkey::parsers::NewRespReplyParser(limits);
-  uint64_t replies_seen = 0;
   struct Count : hotkey::parsers::ReplySink {
-    uint64_t* n;
-    void OnReply(uint64_t) override { ++*n; }
-  } count;
-  count.n = &replies_seen;
-  const double t0 = CpuSeconds();
-  for (int r = 0; r < rounds; ++r) {
-    for (size_t i = 0; i < stream.size(); i += kSegment) {
-      const std::string_view piece = std::string_view(stream).substr(i, kSegment);
-      if (replies) {
-        reply->Feed(piece, count, c);
-      } else {
-        request->Feed(piece, sink, c);
+    uint64_t n = 0;
+    void OnReply(uint64_t) override { ++n; }
+  };
+  std::vector<double> per_cpu_s, mb_per_cpu_s;
+  double n = 0, keys_per_request = 0;
+  uint64_t protocol_errors = 0;
+  size_t memory_bytes = 0;
+  for (int r = 0; r < repeats; ++r) {
+    // A fresh parser each round, so every round starts from the same state.
+    Sink sink;
+    Count count;
+    ParserCounters c;
+    auto request = hotkey::parsers::NewRespRequestParser(limits);
+    auto reply = hotkey::parsers::NewRespReplyParser(limits);
+    const double t0 = hotkey::bench::ThreadCpuSeconds();
+    for (int pass = 0; pass < passes; ++pass) {
+      for (size_t i = 0; i < stream.size(); i += kSegment) {
+        const std::string_view piece = std::string_view(stream).substr(i, kSegment);
+        if (replies) {
+          reply->Feed(piece, count, c);
+        } else {
+          request->Feed(piece, sink, c);
+        }
       }
     }
+    const double cpu = hotkey::bench::ThreadCpuSeconds() - t0;
+    n = replies ? count.n : c.requests;
+    const double bytes = static_cast<double>(stream.size()) * passes;
+    per_cpu_s.push_back(n / cpu);
+    mb_per_cpu_s.push_back(bytes / cpu / 1e6);
+    keys_per_request = replies ? 0.0 : sink.keys / n;
+    protocol_errors = c.protocol_errors;
+    memory_bytes = replies ? reply->memory_bytes() : request->memory_bytes();
   }
-  const double cpu = CpuSeconds() - t0;
-  const double n = replies ? replies_seen : c.requests;
-  const double bytes = static_cast<double>(stream.size()) * rounds;
   std::printf(
-      "{\"stream\":\"%s\",\"%s\":%.0f,\"bytes\":%.0f,\"cpu_s\":%.3f,\"per_cpu_s\":%.0f,"
-      "\"mb_per_cpu_s\":%.1f,\"keys_per_request\":%.2f,\"protocol_errors\":%llu,"
+      "{\"stream\":\"%s\",\"%s\":%.0f,\"bytes\":%.0f,\"repeats\":%d,\"per_cpu_s\":%s,"
+      "\"mb_per_cpu_s\":%s,\"keys_per_request\":%.2f,\"protocol_errors\":%llu,"
       "\"memory_bytes\":%zu}\n",
-      name, replies ? "replies" : "requests", n, bytes, cpu, n / cpu, bytes / cpu / 1e6,
-      replies ? 0.0 : sink.keys / n, static_cast<unsigned long long>(c.protocol_errors),
-      replies ? reply->memory_bytes() : request->memory_bytes());
+      name, replies ? "replies" : "requests", n, static_cast<double>(stream.size()) * passes,
+      repeats, hotkey::bench::SpreadJson(per_cpu_s).c_str(),
+      hotkey::bench::SpreadJson(mb_per_cpu_s).c_str(), keys_per_request,
+      static_cast<unsigned long long>(protocol_errors), memory_bytes);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 20;
-  if (argc == 3 && std::strcmp(argv[1], "--rounds") == 0) rounds = std::atoi(argv[2]);
-  if (rounds <= 0) {
-    std::fprintf(stderr, "usage: hotkey-bench-parsers [--rounds N]\n");
+  int repeats = 5, passes = 20;
+  hotkey::config::FlagParser p("hotkey-bench-parsers");
+  p.AddInteger("repeats", "Rounds per stream (median, min and max are over these).", &repeats);
+  p.AddInteger("passes", "Passes over the stream per round.", &passes);
+  if (auto parsed = p.Parse(argc, argv); !parsed.ok() || repeats <= 0 || passes <= 0) {
+    std::fprintf(stderr, "%s\n%s",
+                 parsed.ok() ? "--repeats and --passes must be positive"
+                             : std::string(parsed.status().message()).c_str(),
+                 p.Help().c_str());
     return 2;
   }
+  std::printf("{\"machine\":{\"cpu\":\"%s\",\"loadavg_1_5_15\":\"%s\"}}\n",
+              hotkey::bench::CpuModel().c_str(), hotkey::bench::LoadAvg().c_str());
   std::string get_set, mixed, big, replies;
   for (uint64_t i = 0; i < 100000; ++i) {
     get_set += i % 2 ? Cmd({"GET", Key(i * 7919)}) : Cmd({"SET", Key(i * 7919), "xxx"});
@@ -118,9 +132,9 @@ int main(int argc, char** argv) {
   }
   const std::string value(400 * 1024, 'v');
   for (int i = 0; i < 250; ++i) big += Cmd({"SET", Key(i), value});
-  Report("get_set", get_set, rounds, false);
-  Report("mixed", mixed, rounds, false);
-  Report("set_400k", big, rounds, false);
-  Report("replies", replies, rounds, true);
+  Report("get_set", get_set, repeats, passes, false);
+  Report("mixed", mixed, repeats, passes, false);
+  Report("set_400k", big, repeats, passes, false);
+  Report("replies", replies, repeats, passes, true);
   return 0;
 }

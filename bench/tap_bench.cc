@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "bench_util.h"
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/config/options.h"
 #include "hotkey/sketch/heavy_hitters.h"
@@ -32,19 +33,6 @@ struct Frame {
   absl::Time time;
 };
 
-double CpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
 
 }  // namespace
 
@@ -106,7 +94,7 @@ int main(int argc, char** argv) {
     auto tracker = hotkey::sketch::HeavyHitters::Create(t, frames[0].time);
     hotkey::daemon::TapPipeline pipe(o, *tracker);
     hotkey::daemon::TapCounters c;
-    const double start = CpuSeconds();
+    const double start = hotkey::bench::ProcessCpuSeconds();
     absl::Duration shift;
     const absl::Duration span = frames.back().time - frames[0].time + absl::Milliseconds(1);
     for (int l = 0; l < loops; ++l) {
@@ -114,20 +102,21 @@ int main(int argc, char** argv) {
       tracker->Advance(frames.back().time + shift);  // once per replay, as once per batch
       shift += span;
     }
-    const double cpu = CpuSeconds() - start;
+    const double cpu = hotkey::bench::ProcessCpuSeconds() - start;
     pipe.Fill(c);
     commands = c.commands[0] + c.commands[1];
     rates.push_back(commands / cpu);
   }
-  std::sort(rates.begin(), rates.end());
+  const hotkey::bench::Spread spread = hotkey::bench::SpreadOf(rates);
   std::printf("hotkey-bench-tap: %s (%zu frames, %zu bytes), protocol=%s weight=%s\n", file.c_str(),
               frames.size(), bytes, protocol.c_str(), weight.c_str());
-  std::printf("cpu: %s\n", CpuModel().c_str());
+  std::printf("cpu: %s, load average %s\n", hotkey::bench::CpuModel().c_str(),
+              hotkey::bench::LoadAvg().c_str());
   std::printf("commands per repeat: %llu (%d replays)\n", static_cast<unsigned long long>(commands),
               loops);
   std::printf("commands per CPU-second: median %.3g, min %.3g, max %.3g (%d repeats)\n",
-              rates[rates.size() / 2], rates.front(), rates.back(), repeats);
+              spread.median, spread.min, spread.max, repeats);
   std::printf("bytes per CPU-second (median): %.3g\n",
-              rates[rates.size() / 2] / commands * loops * static_cast<double>(bytes));
+              spread.median / commands * loops * static_cast<double>(bytes));
   return 0;
 }
