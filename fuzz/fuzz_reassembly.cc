@@ -1,12 +1,10 @@
 // libFuzzer target: the tap's packet path, DecodeFrame (tcp/packet.h) feeding a small
 // Reassembler (tcp/reassembler.h) frame after frame, as the tap does with a capture.
 //
-// Input: byte 0 picks the link type (kLinks below, the last one unsupported); byte 1 the
+// Input: byte 0 picks the link type (kFuzzLinks, the last one unsupported); byte 1 the
 // table size (1..8 flows, so eviction happens on short inputs); bytes 2-3 the server port
-// (big-endian). Then frames, each a 2-byte big-endian length, one byte of clock advance
-// (in 10 ms steps against a 1 s idle timeout, so idle expiry happens too) and the frame's
-// bytes; a record cut short ends the input. fuzz/pcap_to_reassembly_seed.py turns a
-// capture into this form.
+// (big-endian). Then frame records (frame_records.h), the clock against a 1 s idle timeout,
+// so idle expiry happens too.
 //
 // Checked beyond "no crash, no sanitizer report, no read past a frame": a decoded
 // segment's payload lies inside its frame and one of its ports is the server port; every
@@ -20,6 +18,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "frame_records.h"
 #include "fuzz_util.h"
 #include "hotkey/tcp/packet.h"
 #include "hotkey/tcp/reassembler.h"
@@ -27,10 +26,6 @@
 namespace hotkey::fuzz {
 namespace {
 
-constexpr int kLinks[] = {tcp::kDltEn10Mb,    tcp::kDltLinuxSll, tcp::kDltLinuxSll2,
-                          tcp::kDltNull,      tcp::kDltLoop,     tcp::kDltRaw,
-                          tcp::kLinktypeRaw,  tcp::kDltIpv4,     tcp::kDltIpv6,
-                          /*unsupported=*/147};
 constexpr size_t kMaxFlows = 8;
 
 class CheckingHandler final : public tcp::StreamHandler {
@@ -74,27 +69,20 @@ class CheckingHandler final : public tcp::StreamHandler {
 
 int FuzzReassembly(const uint8_t* data, size_t size) {
   if (size < 4) return 0;
-  const int link = kLinks[data[0] % std::size(kLinks)];
+  const int link = FuzzLink(data[0]);
   const size_t max_flows = 1 + data[1] % kMaxFlows;
   const std::array<uint16_t, 1> ports = {static_cast<uint16_t>(data[2] << 8 | data[3])};
   CheckingHandler handler(max_flows);
   tcp::Reassembler reassembler({.max_flows = max_flows, .idle_timeout = absl::Seconds(1)}, handler);
   const size_t memory = reassembler.memory_bytes();
-  absl::Time now = absl::FromUnixSeconds(1'700'000'000);
-
-  size_t at = 4;
-  while (size - at >= 3) {
-    const size_t len = size_t{data[at]} << 8 | data[at + 1];
-    now += absl::Milliseconds(10 * data[at + 2]);
-    at += 3;
-    if (len > size - at) break;
-    const std::string_view frame(reinterpret_cast<const char*>(data) + at, len);
-    at += len;
-
+  FrameRecords records(data, size, 4, absl::FromUnixSeconds(1'700'000'000));
+  std::string_view frame;
+  absl::Time now;
+  while (records.Next(&frame, &now)) {
     tcp::Segment s;
     const tcp::DecodeStatus status = tcp::DecodeFrame(link, frame, ports, s);
     FUZZ_CHECK(!tcp::DecodeStatusName(status).empty());
-    if (link == kLinks[std::size(kLinks) - 1]) {
+    if (IsUnsupportedFuzzLink(link)) {
       FUZZ_CHECK(status == tcp::DecodeStatus::kUnsupportedLink);
     }
     if (status == tcp::DecodeStatus::kOk) {

@@ -6,8 +6,7 @@
 // byte 1 the flow table size (1..8 flows), bytes 2-3 the server port (big-endian), byte 4
 // the mode: bit 0 the protocol (Redis, memcached), bit 1 the weight (ops, bytes), bit 2 a
 // small per-flow buffer (256 bytes instead of 4 KiB, so requests and reply queues overflow
-// it). Then frames, each a 2-byte big-endian length, one byte of clock advance (10 ms
-// steps against a 1 s idle timeout) and the frame's bytes.
+// it). Then frame records (frame_records.h), the clock against a 1 s idle timeout.
 //
 // Checked beyond "no crash, no sanitizer report": the memory held never exceeds what
 // TapOptions::MemoryBoundBytes() allows for the flows and buffers; keys counted never go
@@ -22,6 +21,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "frame_records.h"
 #include "fuzz_util.h"
 #include "hotkey/config/options.h"
 #include "hotkey/sketch/heavy_hitters.h"
@@ -32,11 +32,6 @@
 namespace hotkey::fuzz {
 namespace {
 
-// fuzz_reassembly.cc's link types, in its order (so its seeds keep their meaning).
-constexpr int kLinks[] = {tcp::kDltEn10Mb,    tcp::kDltLinuxSll, tcp::kDltLinuxSll2,
-                          tcp::kDltNull,      tcp::kDltLoop,     tcp::kDltRaw,
-                          tcp::kLinktypeRaw,  tcp::kDltIpv4,     tcp::kDltIpv6,
-                          /*unsupported=*/147};
 constexpr uint32_t kMaxFlows = 8;
 
 }  // namespace
@@ -53,28 +48,23 @@ int FuzzTap(const uint8_t* data, size_t size) {
   o.flow_buffer_bytes = (data[4] & 4) ? 256 : 4096;
   o.idle_timeout = absl::Seconds(1);
   FUZZ_CHECK_OK(o.Validate());
-  const int link = kLinks[data[0] % std::size(kLinks)];
+  const int link = FuzzLink(data[0]);
 
-  absl::Time now = absl::FromUnixSeconds(1'700'000'000);
+  const absl::Time start = absl::FromUnixSeconds(1'700'000'000);
   sketch::HeavyHittersOptions t;
   t.candidates = 16;
   t.max_key_bytes = 64;
-  absl::StatusOr<sketch::HeavyHitters> tracker = sketch::HeavyHitters::Create(t, now);
+  absl::StatusOr<sketch::HeavyHitters> tracker = sketch::HeavyHitters::Create(t, start);
   FUZZ_CHECK_OK(tracker);
   daemon::TapPipeline pipeline(o, *tracker);
   // The bound without the per-process parts: flows x (buffers + state).
   const uint64_t bound = o.MemoryBoundBytes();
 
   uint64_t events = 0;
-  size_t at = 5;
-  while (size - at >= 3) {
-    const size_t len = size_t{data[at]} << 8 | data[at + 1];
-    now += absl::Milliseconds(10 * data[at + 2]);
-    at += 3;
-    if (len > size - at) break;
-    const std::string_view frame(reinterpret_cast<const char*>(data) + at, len);
-    at += len;
-
+  FrameRecords records(data, size, 5, start);
+  std::string_view frame;
+  absl::Time now;
+  while (records.Next(&frame, &now)) {
     tracker->Advance(now);
     pipeline.Frame(link, frame, now);
     pipeline.ExpireIdle(now);
