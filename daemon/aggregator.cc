@@ -151,6 +151,18 @@ void Aggregator::SetReloadable(const config::ReloadableOptions& reloadable) {
 std::shared_ptr<const Snapshot> Aggregator::Build(
     std::span<const std::shared_ptr<const ReceiverReport>> reports, absl::Time now,
     uint64_t kernel_drops) {
+  // The wall clock stepped back (NTP, an operator): every time kept here moves by the step,
+  // as if the clock had always read so and the last tick had been one publish interval
+  // ago. Else the rate window's bases lie in the future, so rates read 0 and the shard
+  // idle, and dwell times are negative, until the clock catches up: no hot key for as long
+  // as the step.
+  if (now < last_now_) {
+    const absl::Duration shift = now - last_now_ - track_.publish_interval;
+    for (HistoryPoint& h : history_) h.time += shift;
+    start_ += shift;
+    alerter_.Shift(shift);
+  }
+  last_now_ = now;
   auto snap = std::make_shared<Snapshot>();
   snap->time = now;
   snap->start_time = start_;

@@ -64,6 +64,14 @@ void Alerter::Finish() {
   }
 }
 
+void Alerter::Shift(absl::Duration d) {
+  now_ += d;
+  for (auto& [id, e] : keys_) {
+    e.state.over_since += d;  // InfiniteFuture stays so
+    e.state.hot_since += d;
+  }
+}
+
 const Alerter::KeyState* Alerter::Find(uint64_t id) const {
   auto it = keys_.find(id);
   return it == keys_.end() ? nullptr : &it->second.state;

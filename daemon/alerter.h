@@ -62,6 +62,9 @@ class Alerter {
   // Keys not observed this tick are treated as share 0: hot ones cool, pending ones reset.
   void Finish();
 
+  // Moves every time kept (when keys went over, and hot) by `d`: the caller's clock stepped.
+  void Shift(absl::Duration d);
+
   // The state of a key, or null if it is neither hot nor pending.
   const KeyState* Find(uint64_t id) const;
   size_t hot_count() const;

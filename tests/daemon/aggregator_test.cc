@@ -511,6 +511,49 @@ TEST_CASE("Aggregator: when traffic stops, hot keys end and the shares stop bein
   CHECK(snap->hot_keys == 1);
 }
 
+TEST_CASE("Aggregator: a wall clock stepped back keeps hot keys and rates",
+          "[daemon][aggregator]") {
+  // The daemon stamps ticks with wall time, which NTP or an operator may step back. The
+  // traffic goes on as before: the hot key must stay hot and exported, and the rates come
+  // back within a window, not once the clock has caught up an hour later.
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), "secret", kT0,
+                 [&](std::string_view l) { logs.emplace_back(l); });
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  auto tick = [&](absl::Time t) {
+    s.AdvanceTo(t);  // the tracker ignores a clock that went back
+    for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
+    return BuildOne(agg, s, t);
+  };
+  absl::Time t = kT0;
+  for (int step = 1; step <= 30; ++step) snap = tick(t = kT0 + absl::Milliseconds(100 * step));
+  REQUIRE(snap->hot_keys == 1);
+  REQUIRE(snap->ops_per_second[0] == Approx(4000));
+  const absl::Time back = t - absl::Hours(1);
+  for (int step = 1; step <= 30; ++step) {
+    snap = tick(back + absl::Milliseconds(100 * step));
+    INFO("step " << step);
+    const KeySnapshot* hot = FindKey(*snap, "hot:1");
+    REQUIRE(hot);
+    CHECK(hot->hot);
+    CHECK(hot->share == Approx(0.4).margin(0.02));
+    CHECK(snap->hot_keys == 1);
+    // A window after the step the rates are those of the traffic again.
+    if (step > 20) {
+      CHECK(snap->ops_per_second[0] == Approx(4000));
+      CHECK(hot->ops_per_second[0] == Approx(1600));
+    }
+  }
+  // One episode throughout: started once, never ended, and hot since the fourth tick (the
+  // first at 100 ms, then min_dwell) of the 60, the step counting as one tick's 100 ms.
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].find("episode started") != std::string::npos);
+  const KeySnapshot* hot = FindKey(*snap, "hot:1");
+  REQUIRE(hot);
+  CHECK(snap->time - hot->hot_since == absl::Milliseconds(5600));
+}
+
 TEST_CASE("Aggregator: a shard under --alert.min-ops has no hot keys", "[daemon][aggregator]") {
   config::ReloadableOptions r = Reloadable();
   r.alert.min_ops_per_second = 100;

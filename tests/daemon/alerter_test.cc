@@ -63,6 +63,26 @@ TEST_CASE("Alerter: a key is not hot before min_dwell and is hot once it has pas
   CHECK(h.Count("hot key episode started") == 1);
 }
 
+TEST_CASE("Alerter: Shift moves the dwell and the episode with a clock that stepped",
+          "[daemon][alerter]") {
+  Harness h;
+  CHECK_FALSE(h.Tick(0, 0.4));  // pending since 0
+  // The clock steps back an hour between ticks.
+  h.alerter.Shift(-absl::Hours(1));
+  const int back = -3'600'000;
+  CHECK_FALSE(h.Tick(back + 200, 0.4));
+  CHECK(h.Tick(back + 300, 0.4));  // the dwell counted across the step
+  REQUIRE(h.alerter.Find(1) != nullptr);
+  CHECK(h.alerter.Find(1)->hot_since == kT0 + absl::Milliseconds(back + 300));
+  h.alerter.Shift(-absl::Minutes(1));
+  CHECK(h.Tick(back - 60'000 + 400, 0.4));
+  CHECK(h.alerter.Find(1)->hot_since == kT0 + absl::Milliseconds(back - 60'000 + 300));
+  CHECK(h.Count("episode started") == 1);
+  CHECK(h.Count("episode ended") == 0);
+  CHECK_FALSE(h.Tick(back - 60'000 + 500, 0.01));
+  CHECK(h.Count("duration=200ms") == 1);
+}
+
 TEST_CASE("Alerter: a dip below the threshold before the dwell passes restarts the dwell",
           "[daemon][alerter]") {
   Harness h;
