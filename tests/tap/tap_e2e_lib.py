@@ -430,6 +430,18 @@ class Hotkeyd:
         """The counts once they stop moving (the traffic sent so far is all counted)."""
         return settle(self.counts, timeout=timeout, quiet=quiet)
 
+    def wait_counted(self, base, commands, timeout=60):
+        """Waits until the tap has counted `commands` more commands than in `base`, or
+        reported a drop, for at most `timeout` seconds; the caller's checks then compare.
+        A quiet spell alone (settled()) does not show that a tap slowed down (a sanitized
+        build on a loaded machine) has drained its ring: a client sends faster than that."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            delta = self.counts() - base
+            if delta.commands >= commands or delta.drops():
+                return
+            time.sleep(0.05)
+
     def wait_capturing(self, poke, timeout=15):
         """Calls poke() (which sends one request on the tapped port) until the tap counts a
         command: /-/ready may answer before the capture sees its first packet."""

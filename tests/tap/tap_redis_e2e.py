@@ -84,6 +84,7 @@ def case_benchmark(work):
                               "set,get", "-n", str(n), "-r", "100000", "-P", str(pipeline), "-c",
                               "20", "-q"], capture_output=True, text=True, timeout=120)
         check(out.returncode == 0, f"redis-benchmark -P {pipeline} ran: {out.stderr.strip()}")
+        d.wait_counted(before, 2 * n)  # its SETs and GETs
         after, cs1 = snapshot(d, r, c)
         delta = after - before
         sets, gets = cs1.get("set", 0) - cs0.get("set", 0), cs1.get("get", 0) - cs0.get("get", 0)
