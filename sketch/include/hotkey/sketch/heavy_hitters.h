@@ -80,6 +80,9 @@ struct HeavyHittersOptions {
   uint32_t max_key_bytes = 64;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
   absl::Duration half_life = absl::Seconds(10);
+  // Keyless lobby entries between the sketch and the table (see above), 16 bytes each;
+  // rounded up to a whole number of 4-way buckets. 0: no lobby.
+  uint32_t lobby = 0;
   // Hash seed: sketches merge only with the same seed.
   uint64_t seed = kDefaultSeed;
 
@@ -107,6 +110,10 @@ class HeavyHitters {
   // Bound on candidates * max_key_bytes, the key table's size: each factor alone is
   // bounded, but their product would otherwise reach 64 GiB.
   static constexpr uint64_t kMaxTableBytes = uint64_t{256} << 20;
+  // Bound on the lobby's entries (64 MiB of them): protects Deserialize like kMaxCandidates.
+  static constexpr uint32_t kMaxLobby = 1u << 22;
+  // Ways of a lobby bucket: 4 x 16 bytes, one 64-byte cache line.
+  static constexpr uint32_t kLobbyWays = 4;
   // Largest weight of one event; larger ones count as this. 1e15 is the daemon's largest
   // (a weight of 1e6 at a sampling rate of 1e-9). With the decay factor's 2^40 on top an
   // event adds at most ~1.1e27, so a double counter (max 1.8e308) cannot overflow.
@@ -137,8 +144,18 @@ class HeavyHitters {
 
   // Decayed weight of `key`: Estimate = UpperBound >= true >= LowerBound (see above).
   double Estimate(std::string_view key) const { return UpperBound(key); }
-  double UpperBound(std::string_view key) const;
-  double LowerBound(std::string_view key) const;
+  double UpperBound(std::string_view key) const {
+    return UpperBoundHashed(HashKey(key, options_.seed), key);
+  }
+  double LowerBound(std::string_view key) const {
+    return LowerBoundHashed(HashKey(key, options_.seed), key);
+  }
+  // The same for a key whose events were given to UpdateHashed() with `hash`.
+  double UpperBoundHashed(uint64_t hash, std::string_view key) const;
+  double LowerBoundHashed(uint64_t hash, std::string_view key) const;
+  // Whether `key` is outside the table and a lobby way holds its hash (then the way, not
+  // the sketch, gives its UpperBound). For tests and benchmarks.
+  bool InLobby(std::string_view key) const;
 
   // Decayed weight of all events, and by op: upper bounds on the true totals (see above).
   double Total() const;
@@ -170,6 +187,11 @@ class HeavyHitters {
   std::string Serialize() const;
   static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes);
 
+  // Replaces the lobby by an empty one of `lobby` entries (options().lobby becomes that),
+  // handing every entry's bound to the sketch first, so every bound still holds. For a
+  // tracker restored with another lobby size (a version-2 file has none). Allocates.
+  absl::Status ResizeLobby(uint32_t lobby);
+
   // Bytes of memory held, fixed at Create().
   size_t MemoryBytes() const;
   const HeavyHittersOptions& options() const { return options_; }
@@ -197,7 +219,49 @@ class HeavyHitters {
   };
   static constexpr int32_t kEmpty = -1;
 
+  // A lobby bucket: 4 ways, each the 64-bit hash of the key it counts and an upper bound on
+  // that key's weight (forward-decayed units, rounded up); upper == 0 marks a free way
+  // (a stored upper bound is never 0: weights are positive and MulUp never rounds a
+  // positive product to 0). Struct of arrays, so a probe compares four hashes in one line:
+  //   +---------+---------+---------+---------+---------+---------+---------+---------+
+  //   | hash[0] | hash[1] | hash[2] | hash[3] | upper[0]| upper[1]| upper[2]| upper[3]|
+  //   +---------+---------+---------+---------+---------+---------+---------+---------+
+  //   0         8        16        24        32        40        48        56        64
+  // Invariant: for every key k outside the table, if a way of k's bucket holds HashKey(k)
+  // its upper >= true(k), else the sketch's Estimate >= true(k). Keys sharing a 64-bit
+  // hash share a way, whose bound then covers each of them (never their lower bounds).
+  struct alignas(64) LobbyBucket {
+    uint64_t hash[kLobbyWays];
+    double upper[kLobbyWays];
+  };
+  static_assert(sizeof(LobbyBucket) == 64);
+
   HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cms, absl::Time now);
+
+  // The key's lobby bucket: a multiplicative remix of the hash (whose low bits choose the
+  // sketch's columns), reduced to the bucket count by the high half of a 128-bit product.
+  LobbyBucket& LobbyHome(uint64_t hash) {
+    return lobby_[static_cast<uint64_t>((static_cast<unsigned __int128>(hash * kLobbyMix) *
+                                         lobby_.size()) >> 64)];
+  }
+  const LobbyBucket& LobbyHome(uint64_t hash) const {
+    return const_cast<HeavyHitters*>(this)->LobbyHome(hash);
+  }
+  static constexpr uint64_t kLobbyMix = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio, odd
+  // The bound for a key of `hash` outside the table: its lobby way, else the sketch.
+  double OutsideUpper(uint64_t hash) const;
+  // A key's lobby way reached `upper`, past the weakest entry's node: admits it if it beats
+  // the weakest entry once that is current. Out of line.
+  void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored,
+               bool truncated, Op op, double weight_lo, double weight_up, double raw);
+  // A miss whose sketch estimate beat the weakest way of its bucket: that way's bound goes
+  // to the sketch, and the key takes the way. Out of line.
+  void EnterLobby(LobbyBucket& b, uint64_t hash, double estimate);
+  // Hands the bound `upper` of a key of `hash` leaving the table to the lobby (its way, or
+  // the weakest one if `upper` beats it), else to the sketch.
+  void Demote(uint64_t hash, double upper);
+  // Writes every lobby way's bound into the sketch and frees the ways.
+  void FlushLobby();
 
   // Index of the slot holding the key, or kEmpty. `stored` is the key cut to max_key_bytes.
   [[gnu::always_inline]] inline int32_t Find(uint64_t hash, std::string_view stored,
@@ -210,8 +274,9 @@ class HeavyHitters {
   // then heap_[0] is the weakest entry.
   void RefreshRoot();
   // The miss path past the sketch: admits the key if the table has room or `estimate`
-  // beats the weakest entry. Out of line, so the common miss stays short.
-  void MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight_lo,
+  // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
+  // short.
+  bool MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight_lo,
                   double weight_up, double raw, double estimate);
   void SetKey(uint32_t slot, std::string_view stored, bool truncated);
   std::string_view StoredKey(uint32_t slot) const {
@@ -250,6 +315,7 @@ class HeavyHitters {
   };
   std::vector<Bucket> index_;  // open addressing, linear probing, load <= 1/4
   uint64_t index_mask_;
+  std::vector<LobbyBucket> lobby_;  // options_.lobby / kLobbyWays buckets (rounded up)
 };
 
 }  // namespace hotkey::sketch
