@@ -1,36 +1,65 @@
 // HeavyHitters: the top keys by share of recent traffic, in fixed memory.
 //
-// Two levels, filter first (the Augmented Sketch of Roy, Khan & Alonso, SIGMOD 2016):
+// Three tiers, filter first: the Augmented Sketch (Roy, Khan & Alonso, SIGMOD 2016), with a
+// keyless "lobby" after the Cuckoo Heavy Keeper's (the design Redis 8.6's HOTKEYS uses).
+// Unlike that lobby, whose counts start at zero and decay by chance, a way here starts at
+// its key's sketch estimate, so it is an upper bound like everything else:
 //   * a table of `candidates` keys (about 2K for a top-K) holding each key's bytes, an upper
 //     bound on its weight, and the weight seen since it was admitted (a lower bound), split
 //     by op (read/write); an open-addressing index by hash (8-byte buckets holding 32 bits
 //     of the hash, load at most 1/4) finds a key, and a min-heap by upper bound finds the
-//     weakest entry;
+//     weakest entry. About 176 bytes a key at max_key_bytes = 64;
+//   * a lobby of `lobby` keyless entries, 16 bytes each: a set-associative array of 4-way
+//     buckets (one 64-byte cache line, chosen by the hash), each way a key's 64-bit hash
+//     and an upper bound on its weight. It counts the keys just below the table exactly
+//     (from their entry on), for an eleventh of a keyed entry's memory;
 //   * a count-min sketch (count_min.h) for every other key.
-// A hit updates the entry and skips the sketch. Most events are not hits unless the
-// traffic is steep: at 200 candidates, 25%, 41% and 73% of events hit on Zipf streams of
-// s = 0.9, 1.0 and 1.2, and 17% to 18% on the real traces we measured (hotkey-bench-sketch
-// prints this table_hit_share), so both paths are kept short. A hit is the probe and three adds to
-// its entry; the heap is not touched (its nodes lag behind their entries, and the root is brought
-// up to date only when an estimate passes it). A miss is the probe, the sketch's update and one
-// comparison with the heap root's node, which is at most the weakest entry's bound, so the common
-// miss stops there. A key is admitted when its estimate beats the weakest entry's current upper
-// bound; the evicted entry's upper bound is written back to the sketch (RaiseTo), so for every key
+// A table hit updates the entry and skips the rest. A miss probes the key's lobby bucket: a
+// lobby hit adds the weight to its way and skips the sketch; a lobby miss updates the
+// sketch. Most events are not table hits unless the traffic is steep: at 200 candidates and
+// no lobby, 25%, 41% and 73% of events hit the table on Zipf streams of s = 0.9, 1.0 and
+// 1.2, and 17% to 18% on the real traces we measured; at 100 candidates and a lobby of 860
+// (the 64 KiB configuration of the README), the table takes 11% and the lobby 30% of
+// cache2k_orm_busy, 14% and 19% of arc_oltp (hotkey-bench-sketch prints table_hit_share and
+// lobby_hit_share), so every path is kept short. A hit is the probe and three adds to its
+// entry; the heap is not touched (its nodes lag behind their entries, and the root is
+// brought up to date only when an estimate passes it). A miss is the probe, the lobby probe
+// (four hash compares in one line), then an add to the way or the sketch's update, and one
+// comparison with the heap root's node, which is at most the weakest entry's bound, so the
+// common miss stops there; a lobby miss also compares its estimate with the bucket's
+// weakest way.
+//
+// Moves between tiers, each keeping every bound: a key is admitted to the table when its
+// estimate (its way's bound, or the sketch's) beats the weakest entry's current upper bound,
+// both compared as stored (never rounded down); the evicted entry is demoted to its lobby
+// bucket (into its way, or the weakest way if it beats it), else written back to the sketch
+// (RaiseTo). A lobby miss whose sketch estimate beats its bucket's weakest way takes that
+// way; the old way's bound is written back to the sketch. A way is keyless: keys that share
+// a 64-bit hash share it (and their sketch cells), so its bound covers each of them, and a
+// way leaving for the table raises the sketch to its bound for the others. No lower bound
+// ever comes from a way: a key promoted from the lobby starts with the promoting event's
+// weight as its lower bound, like a fresh admission. So for every key
 //   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),   and
 //   true total <= Total(),
 // exactly, for any stream of weights up to kMaxWeight, with decay on or off: true(k) is the
 // exact (real-number) sum of the key's decayed event weights, each being the event's
 // weight times the tracker's decay factors (below). Every stored bound is a double rounded
-// toward its side (rounding.h): upper bounds, the total and the sketch's counters up, lower
-// bounds down, so no sum loses an event however large it has grown (float counters, used
-// before, stopped at 2^24 and dropped any event below 2^-24 of a cell). Rounding costs at
-// most one ulp, a relative 2^-52, per operation on a value. For a key outside the table,
+// toward its side (rounding.h): upper bounds, the total, the lobby's and the sketch's
+// counters up, lower bounds down, so no sum loses an event however large it has grown
+// (float counters, used before, stopped at 2^24 and dropped any event below 2^-24 of a
+// cell). Rounding costs at most one ulp, a relative 2^-52, per operation on a value. For a
+// key outside the table and the lobby,
 //   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
 // (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
-// one of the same sketch_bytes). A key in the table has UpperBound - LowerBound = its
+// one of the same sketch_bytes); a key in the lobby has at most the error its sketch
+// estimate had when it took its way. A key in the table has UpperBound - LowerBound = its
 // estimate when it was admitted, which is small for keys that were heavy from the start.
-// A key is admitted when its sketch estimate exceeds the weakest entry's upper bound,
-// both compared as stored (never rounded down).
+//
+// Why a lobby: on flat real traces the keys around rank 100 differ by a few percent, and a
+// key's admission estimate is what ranks it wrong. Exact counts for more keys fix that, and
+// a keyless way is 16 bytes against a keyed entry's 176: at 64 KiB, 150 candidates and no
+// lobby reach a precision@100 of 0.95 on cache2k_orm_busy, 100 candidates and 860 ways
+// 0.99 to 1.00 (README, Benchmarks).
 //
 // Time decay: exponential, with half-life h, by forward decay (Cormode, Shkapenyuk,
 // Srivastava & Xu, "Forward Decay", ICDE 2009). An event at time t adds w * 2^((t - L)/h)
@@ -43,7 +72,8 @@
 // and its share is weight / Total(). Time only moves through Advance(): the caller's clock,
 // read once per batch, never a global.
 //
-// Memory: fixed at Create(), whatever the number of distinct keys: MemoryBytes().
+// Memory: fixed at Create(), whatever the number of distinct keys: MemoryBytes(), about
+// 176 bytes a candidate (64-byte keys), 16 a lobby entry (64 a bucket), plus the sketch.
 // Keys are arbitrary bytes. A key longer than `max_key_bytes` is stored as its first
 // max_key_bytes bytes plus its 64-bit hash (HeavyHitter::truncated), not rejected.
 //
