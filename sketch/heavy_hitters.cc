@@ -117,6 +117,7 @@ HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cm
   index_.assign(buckets, Bucket{0, kEmpty});
   index_mask_ = buckets - 1;
   lobby_.assign((uint64_t{options.lobby} + kLobbyWays - 1) / kLobbyWays, LobbyBucket{});
+  lobby_buckets_ = lobby_.size();
 }
 
 absl::Status HeavyHitters::ResizeLobby(uint32_t lobby) {
@@ -127,6 +128,7 @@ absl::Status HeavyHitters::ResizeLobby(uint32_t lobby) {
   options_.lobby = lobby;
   lobby_.assign((uint64_t{lobby} + kLobbyWays - 1) / kLobbyWays, LobbyBucket{});
   lobby_.shrink_to_fit();
+  lobby_buckets_ = lobby_.size();
   return absl::OkStatus();
 }
 
@@ -293,7 +295,7 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
     e.raw[o] += weight;
     return;  // the heap node lags; see HeapNode
   }
-  if (lobby_.empty()) {
+  if (lobby_buckets_ == 0) {
     const double estimate = cms_.UpdateInline(hash, w_up);
     // The root's node value is <= the weakest entry's upper bound: an estimate at or below
     // it cannot be admitted, and the common miss stops here.
@@ -303,13 +305,14 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
     return;
   }
   LobbyBucket& b = LobbyHome(hash);
-  // At most one way holds a hash; a free way (upper 0) may hold hash 0, so a match counts
-  // only with a positive upper.
+  // At most one used way holds a hash. Free ways (upper 0) hold hash 0, so a match counts
+  // only with a positive upper (the upper is read only on a hash match, which is rare
+  // but for lobby hits).
   uint32_t way = kLobbyWays;
   for (uint32_t i = 0; i < kLobbyWays; ++i) {
-    if (b.hash[i] == hash) way = i;
+    if (b.hash[i] == hash && b.upper[i] > 0) way = i;
   }
-  if (way < kLobbyWays && b.upper[way] > 0) {
+  if (way < kLobbyWays) {
     // A lobby hit: the way bounds the key, the sketch is not touched.
     const double upper = internal::AddUp(b.upper[way], w_up);
     b.upper[way] = upper;

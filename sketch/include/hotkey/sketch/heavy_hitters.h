@@ -271,8 +271,8 @@ class HeavyHitters {
   // The key's lobby bucket: a multiplicative remix of the hash (whose low bits choose the
   // sketch's columns), reduced to the bucket count by the high half of a 128-bit product.
   LobbyBucket& LobbyHome(uint64_t hash) {
-    return lobby_[static_cast<uint64_t>((static_cast<unsigned __int128>(hash * kLobbyMix) *
-                                         lobby_.size()) >> 64)];
+    return lobby_[static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(hash * kLobbyMix) * lobby_buckets_) >> 64)];
   }
   const LobbyBucket& LobbyHome(uint64_t hash) const {
     return const_cast<HeavyHitters*>(this)->LobbyHome(hash);
@@ -346,6 +346,7 @@ class HeavyHitters {
   std::vector<Bucket> index_;  // open addressing, linear probing, load <= 1/4
   uint64_t index_mask_;
   std::vector<LobbyBucket> lobby_;  // options_.lobby / kLobbyWays buckets (rounded up)
+  uint64_t lobby_buckets_ = 0;      // lobby_.size(), kept beside it for the per-event path
 };
 
 }  // namespace hotkey::sketch
