@@ -367,7 +367,7 @@ void HeavyHitters::EnterLobby(LobbyBucket& b, uint64_t hash, double estimate) {
   }
   // The sketch bounds the replaced key again. `estimate` is the sketch's bound for every
   // key of `hash` outside the table, so the new way bounds them all.
-  if (b.upper[weakest] > 0) cms_.RaiseTo(b.hash[weakest], b.upper[weakest]);
+  if (b.upper[weakest] > 0) cms_.RaiseToInline(b.hash[weakest], b.upper[weakest]);
   b.hash[weakest] = hash;
   b.upper[weakest] = estimate;
 }

@@ -51,8 +51,9 @@
 // key outside the table and the lobby,
 //   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
 // (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
-// one of the same sketch_bytes); a key in the lobby has at most the error its sketch
-// estimate had when it took its way. A key in the table has UpperBound - LowerBound = its
+// one of the same sketch_bytes); a key in the lobby is over by no more than its bound was
+// when it took its way (its sketch estimate, or its table entry's bound when demoted, and
+// the sketch's when that was higher), plus any weight of other keys of its 64-bit hash. A key in the table has UpperBound - LowerBound = its
 // estimate when it was admitted, which is small for keys that were heavy from the start.
 //
 // Why a lobby: on flat real traces the keys around rank 100 differ by a few percent, and a
@@ -209,7 +210,9 @@ class HeavyHitters {
   size_t size() const { return size_; }
 
   // Adds `other` (same options, else an error) into this tracker. The result tracks the
-  // union of both tables' keys, keeping the heaviest, and its bounds still hold.
+  // union of both tables' keys, keeping the heaviest, and its bounds still hold. Both
+  // lobbies are handed to the sketch (RaiseTo); the merged lobby holds the table entries
+  // the merge left out. Allocates a list of both tables' keys, nothing per lobby entry.
   absl::Status Merge(const HeavyHitters& other);
 
   // A versioned, checksummed byte string; Deserialize() returns an error for any buffer
