@@ -397,7 +397,8 @@ void Report(const Stream& st, const Config& c) {
       "\"depth\":%u,\"half_life_s\":%g,\"max_weight\":%g,\"distinct_keys\":%zu}\n",
       st.name, last->MemoryBytes(), n, c.repeats, Json(SpreadOf(hotkey_rate), 4),
       Json(SpreadOf(ratio), 3), a.precision, a.recall, a.are, a.under, hit_share.table,
-      hit_share.lobby, c.candidates, c.lobby, c.sketch_bytes, c.depth, c.half_life_s, c.max_weight, st.distinct);
+      hit_share.lobby, c.candidates, c.lobby, c.sketch_bytes, c.depth, c.half_life_s, c.max_weight,
+      st.distinct);
   absl::PrintF(
       "{\"stream\":\"%s\",\"structure\":\"exact\",\"bytes\":%zu,\"updates\":%.0f,"
       "\"repeats\":%u,\"updates_per_cpu_sec\":%s,\"distinct_keys\":%zu}\n",
@@ -421,7 +422,8 @@ void Callgrind(const Stream& st, const Config& c) {
       "{\"stream\":\"%s\",\"mode\":\"callgrind\",\"loop\":\"%s\",\"updates\":%zu,"
       "\"bytes\":%zu,\"candidates\":%u,\"lobby\":%u,\"sketch_bytes\":%zu,\"checksum\":%u}\n",
       st.name, c.hash_only ? "hotkey_bench::HashOnlyLoop" : "hotkey_bench::TrackerUpdateLoop",
-      st.size(), bytes, c.candidates, c.lobby, c.sketch_bytes, static_cast<unsigned>(checksum & 0xffff));
+      st.size(), bytes, c.candidates, c.lobby, c.sketch_bytes,
+      static_cast<unsigned>(checksum & 0xffff));
   std::fflush(stdout);
 }
 

@@ -327,7 +327,9 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
   }
   const double weakest =
       std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
-  if (estimate > weakest) [[unlikely]] EnterLobby(b, hash, estimate);
+  if (estimate > weakest) [[unlikely]] {
+    EnterLobby(b, hash, estimate);
+  }
 }
 
 bool HeavyHitters::MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op,
@@ -343,8 +345,7 @@ bool HeavyHitters::MaybeAdmit(uint64_t hash, std::string_view stored, bool trunc
 }
 
 void HeavyHitters::Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored,
-                           bool truncated, Op op, double weight_lo, double weight_up,
-                           double raw) {
+                           bool truncated, Op op, double weight_lo, double weight_up, double raw) {
   const double upper = b.upper[way];
   if (size_ == options_.candidates) {
     RefreshRoot();
@@ -531,8 +532,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
   const HeavyHittersOptions& b = other.options_;
   if (a.candidates != b.candidates || a.max_key_bytes != b.max_key_bytes ||
       a.half_life != b.half_life || a.seed != b.seed || a.lobby != b.lobby ||
-      cms_.width() != other.cms_.width() ||
-      cms_.depth() != other.cms_.depth()) {
+      cms_.width() != other.cms_.width() || cms_.depth() != other.cms_.depth()) {
     return absl::InvalidArgumentError(
         "cannot merge heavy-hitter trackers of different options or seeds");
   }
@@ -600,8 +600,8 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
   for (const LobbyBucket& ob : other.lobby_) {
     for (uint32_t w = 0; w < kLobbyWays; ++w) {
       if (!(ob.upper[w] > 0)) continue;
-      cms_.RaiseTo(ob.hash[w], internal::AddUp(cms_.Estimate(ob.hash[w]),
-                                               internal::MulUp(ob.upper[w], scale)));
+      cms_.RaiseTo(ob.hash[w],
+                   internal::AddUp(cms_.Estimate(ob.hash[w]), internal::MulUp(ob.upper[w], scale)));
     }
   }
   if (other.counted_) {

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -416,10 +416,7 @@ TEST_CASE("Lobby: checksummed buffers with a corrupt lobby are rejected",
       {"way bound negative", [&](std::string* b) { Patch<double>(b, used + 8, -1.0); }},
       {"way bound -0", [&](std::string* b) { Patch<double>(b, used + 8, -0.0); }},
       {"way bound infinite", [&](std::string* b) { Patch<double>(b, used + 8, INFINITY); }},
-      {"free way with a hash",
-       [&](std::string* b) {
-         Patch<double>(b, used + 8, 0.0);
-       }},
+      {"free way with a hash", [&](std::string* b) { Patch<double>(b, used + 8, 0.0); }},
       {"way in another bucket",
        [&](std::string* b) { Patch<uint64_t>(b, used, Peek<uint64_t>(good, other)); }},
       {"duplicate way",

@@ -58,8 +58,9 @@
 // (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
 // one of the same sketch_bytes); a key in the lobby is over by no more than its bound was
 // when it took its way (its sketch estimate, or its table entry's bound when demoted, and
-// the sketch's when that was higher), plus any weight of other keys of its 64-bit hash. A key in the table has UpperBound - LowerBound = its
-// estimate when it was admitted, which is small for keys that were heavy from the start.
+// the sketch's when that was higher), plus any weight of other keys of its 64-bit hash.
+// A key in the table has UpperBound - LowerBound = its estimate when it was admitted, which
+// is small for keys that were heavy from the start.
 //
 // Why a lobby: on flat real traces the keys around rank 100 differ by a few percent, and a
 // key's admission estimate is what ranks it wrong. Exact counts for more keys fix that, and
@@ -290,8 +291,8 @@ class HeavyHitters {
   double OutsideUpper(uint64_t hash) const;
   // A key's lobby way reached `upper`, past the weakest entry's node: admits it if it beats
   // the weakest entry once that is current. Out of line.
-  void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored,
-               bool truncated, Op op, double weight_lo, double weight_up, double raw);
+  void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored, bool truncated,
+               Op op, double weight_lo, double weight_up, double raw);
   // A miss whose sketch estimate beat the weakest way of its bucket: that way's bound goes
   // to the sketch, and the key takes the way. Out of line.
   void EnterLobby(LobbyBucket& b, uint64_t hash, double estimate);
