@@ -34,8 +34,8 @@ bool ByteReader::Bytes(size_t n, std::string_view* v) {
   return true;
 }
 
-absl::Status ByteReader::Open(std::string_view buf, std::string_view magic, uint16_t version,
-                              ByteReader* reader) {
+absl::Status ByteReader::Open(std::string_view buf, std::string_view magic, uint16_t oldest,
+                              uint16_t newest, ByteReader* reader, uint16_t* version) {
   if (buf.size() < kMagicBytes + sizeof(uint16_t) + kChecksumBytes) {
     return absl::InvalidArgumentError(absl::StrCat("buffer too short: ", buf.size(), " bytes"));
   }
@@ -53,11 +53,12 @@ absl::Status ByteReader::Open(std::string_view buf, std::string_view magic, uint
   // The length check above guarantees the two version bytes; the initialiser and the
   // check keep GCC's -Wmaybe-uninitialized (an error in the sanitizer build) quiet.
   uint16_t got = 0;
-  if (!reader->U16(&got) || got != version) {
-    return absl::FailedPreconditionError(absl::StrCat("unsupported ", std::string(magic),
-                                                      " format version ", got,
-                                                      " (this build reads ", version, ")"));
+  if (!reader->U16(&got) || got < oldest || got > newest) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "unsupported ", std::string(magic), " format version ", got, " (this build reads ",
+        oldest == newest ? absl::StrCat(newest) : absl::StrCat(oldest, " to ", newest), ")"));
   }
+  *version = got;
   return absl::OkStatus();
 }
 

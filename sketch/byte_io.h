@@ -42,7 +42,13 @@ class ByteReader {
   // Checks length, magic, checksum and version (which must be `version`).
   // On success the reader is positioned at the payload.
   static absl::Status Open(std::string_view buf, std::string_view magic, uint16_t version,
-                           ByteReader* reader);
+                           ByteReader* reader) {
+    uint16_t got;
+    return Open(buf, magic, version, version, reader, &got);
+  }
+  // The same for any version in [oldest, newest], stored in *version.
+  static absl::Status Open(std::string_view buf, std::string_view magic, uint16_t oldest,
+                           uint16_t newest, ByteReader* reader, uint16_t* version);
 
   bool U8(uint8_t* v) { return Raw(v, sizeof *v); }
   bool U16(uint16_t* v) { return Raw(v, sizeof *v); }

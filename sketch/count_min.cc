@@ -74,12 +74,7 @@ absl::StatusOr<CountMinSketch> CountMinSketch::FromBytes(size_t bytes, uint32_t 
 
 double CountMinSketch::Update(uint64_t hash, double weight) { return UpdateInline(hash, weight); }
 
-void CountMinSketch::RaiseTo(uint64_t hash, double value) {
-  for (uint32_t r = 0; r < depth_; ++r) {
-    Counter& c = counters_[Column(hash, r)];
-    c = std::max(c, value);
-  }
-}
+void CountMinSketch::RaiseTo(uint64_t hash, double value) { RaiseToInline(hash, value); }
 
 double CountMinSketch::Estimate(uint64_t hash) const {
   Counter est = std::numeric_limits<Counter>::infinity();

@@ -3,7 +3,8 @@
 //
 // The default depth of 4 has its rows unrolled: four columns, one minimum, one rounded-up
 // sum and four max-stores, with no loop and no pointer array. Other depths take the loop.
-// Both follow Column()'s mapping (pinned by heavy_hitters_eviction_test.cc).
+// RaiseToInline() likewise. Both follow Column()'s mapping (pinned by
+// heavy_hitters_eviction_test.cc).
 
 #ifndef HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
 #define HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
@@ -47,6 +48,29 @@ inline double CountMinSketch::UpdateInline(uint64_t hash, double weight) {
   const Counter target = internal::AddUp(est, weight);
   for (uint32_t r = 0; r < depth_; ++r) *c[r] = std::max(*c[r], target);
   return target;
+}
+
+inline void CountMinSketch::RaiseToInline(uint64_t hash, double value) {
+  // The tracker's lobby writes a replaced way back on about a third of the events of a flat
+  // stream: the default depth is unrolled as in UpdateInline.
+  if (depth_ == 4) {
+    const uint32_t lo = static_cast<uint32_t>(hash);
+    const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // as Column()
+    Counter* const row0 = counters_.data();
+    Counter* const c0 = row0 + (lo & mask_);
+    Counter* const c1 = row0 + width_ + ((lo + hi) & mask_);
+    Counter* const c2 = row0 + 2 * size_t{width_} + ((lo + 2 * hi) & mask_);
+    Counter* const c3 = row0 + 3 * size_t{width_} + ((lo + 3 * hi) & mask_);
+    *c0 = std::max(*c0, value);
+    *c1 = std::max(*c1, value);
+    *c2 = std::max(*c2, value);
+    *c3 = std::max(*c3, value);
+    return;
+  }
+  for (uint32_t r = 0; r < depth_; ++r) {
+    Counter& c = counters_[Column(hash, r)];
+    c = std::max(c, value);
+  }
 }
 
 }  // namespace hotkey::sketch

@@ -19,8 +19,10 @@ namespace hotkey::sketch {
 namespace {
 
 constexpr char kMagic[] = "HKHH";
-// Version 2: f64 sketch counters (version 1 had f32 ones, which saturate).
-constexpr uint16_t kVersion = 2;
+// Version 2: f64 sketch counters (version 1 had f32 ones, which saturate). Version 3: the
+// lobby, after the entries. Version 2 is still read, as a tracker with no lobby.
+constexpr uint16_t kVersion = 3;
+constexpr uint16_t kOldestVersion = 2;
 
 // The index's home bucket: the hash's middle bits, which neither the count-min columns
 // (low bits plus multiples of the high half) nor the truncation marker lean on alone.
@@ -76,6 +78,10 @@ absl::Status HeavyHittersOptions::Validate() const {
                                                    HeavyHitters::kMaxTableBytes, " bytes, got ",
                                                    uint64_t{candidates} * max_key_bytes));
   }
+  if (lobby > HeavyHitters::kMaxLobby) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lobby must be in [0, ", HeavyHitters::kMaxLobby, "], got ", lobby));
+  }
   if (half_life <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("half_life must be positive, got ", absl::FormatDuration(half_life)));
@@ -110,6 +116,30 @@ HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cm
   const uint64_t buckets = std::bit_ceil(uint64_t{4} * options.candidates);
   index_.assign(buckets, Bucket{0, kEmpty});
   index_mask_ = buckets - 1;
+  lobby_.assign((uint64_t{options.lobby} + kLobbyWays - 1) / kLobbyWays, LobbyBucket{});
+  lobby_buckets_ = lobby_.size();
+}
+
+absl::Status HeavyHitters::ResizeLobby(uint32_t lobby) {
+  HeavyHittersOptions o = options_;
+  o.lobby = lobby;
+  if (absl::Status s = o.Validate(); !s.ok()) return s;
+  FlushLobby();
+  options_.lobby = lobby;
+  lobby_.assign((uint64_t{lobby} + kLobbyWays - 1) / kLobbyWays, LobbyBucket{});
+  lobby_.shrink_to_fit();
+  lobby_buckets_ = lobby_.size();
+  return absl::OkStatus();
+}
+
+void HeavyHitters::FlushLobby() {
+  for (LobbyBucket& b : lobby_) {
+    for (uint32_t w = 0; w < kLobbyWays; ++w) {
+      if (b.upper[w] > 0) cms_.RaiseTo(b.hash[w], b.upper[w]);
+      b.hash[w] = 0;
+      b.upper[w] = 0;
+    }
+  }
 }
 
 void HeavyHitters::Advance(absl::Time now) {
@@ -139,6 +169,10 @@ void HeavyHitters::Rescale() {
     for (double& w : e.weight) w = internal::MulDown(w, scale);
     // MulUp is monotone: the heap order holds, and node <= entry still does.
     heap_[i].upper = internal::MulUp(heap_[i].upper, scale);
+  }
+  // A positive upper stays positive (MulUp), so a used way stays used and a free one free.
+  for (LobbyBucket& b : lobby_) {
+    for (double& u : b.upper) u = internal::MulUp(u, scale);
   }
   landmark_ = now_;
   factor_ = 1.0;
@@ -261,23 +295,107 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
     e.raw[o] += weight;
     return;  // the heap node lags; see HeapNode
   }
+  if (lobby_buckets_ == 0) {
+    const double estimate = cms_.UpdateInline(hash, w_up);
+    // The root's node value is <= the weakest entry's upper bound: an estimate at or below
+    // it cannot be admitted, and the common miss stops here.
+    if (size_ < options_.candidates || estimate > heap_[0].upper) [[unlikely]] {
+      MaybeAdmit(hash, stored, truncated, op, w_lo, w_up, weight, estimate);
+    }
+    return;
+  }
+  LobbyBucket& b = LobbyHome(hash);
+  // At most one used way holds a hash. Free ways (upper 0) hold hash 0, so a match counts
+  // only with a positive upper (the upper is read only on a hash match, which is rare
+  // but for lobby hits).
+  uint32_t way = kLobbyWays;
+  for (uint32_t i = 0; i < kLobbyWays; ++i) {
+    if (b.hash[i] == hash && b.upper[i] > 0) way = i;
+  }
+  if (way < kLobbyWays) {
+    // A lobby hit: the way bounds the key, the sketch is not touched.
+    const double upper = internal::AddUp(b.upper[way], w_up);
+    b.upper[way] = upper;
+    if (size_ < options_.candidates || upper > heap_[0].upper) [[unlikely]] {
+      Promote(b, way, hash, stored, truncated, op, w_lo, w_up, weight);
+    }
+    return;
+  }
   const double estimate = cms_.UpdateInline(hash, w_up);
-  // The root's node value is <= the weakest entry's upper bound: an estimate at or below it
-  // cannot be admitted, and the common miss stops here.
   if (size_ < options_.candidates || estimate > heap_[0].upper) [[unlikely]] {
-    MaybeAdmit(hash, stored, truncated, op, w_lo, w_up, weight, estimate);
+    if (MaybeAdmit(hash, stored, truncated, op, w_lo, w_up, weight, estimate)) return;
+  }
+  const double weakest =
+      std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
+  if (estimate > weakest) [[unlikely]] {
+    EnterLobby(b, hash, estimate);
   }
 }
 
-void HeavyHitters::MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op,
+bool HeavyHitters::MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op,
                               double weight_lo, double weight_up, double raw, double estimate) {
   if (size_ == options_.candidates) {
     RefreshRoot();
     // Both sides of the comparison are upper bounds kept in doubles, neither rounded down:
     // a key whose estimate passes the weakest entry's is admitted, however large both are.
-    if (!(estimate > heap_[0].upper)) return;
+    if (!(estimate > heap_[0].upper)) return false;
   }
   Admit(hash, stored, truncated, op, weight_lo, weight_up, raw, estimate);
+  return true;
+}
+
+void HeavyHitters::Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored,
+                           bool truncated, Op op, double weight_lo, double weight_up, double raw) {
+  const double upper = b.upper[way];
+  if (size_ == options_.candidates) {
+    RefreshRoot();
+    if (!(upper > heap_[0].upper)) return;
+  }
+  // The way leaves the lobby. It may also bound other keys of the same 64-bit hash (a
+  // collision): they fall back to the sketch, which is raised to the way's bound first.
+  // The key itself starts in the table like a fresh admission: its upper bound is the
+  // way's, its lower bound this event's weight (a keyless way proves no weight of its own).
+  cms_.RaiseTo(hash, upper);
+  b.hash[way] = 0;
+  b.upper[way] = 0;
+  Admit(hash, stored, truncated, op, weight_lo, weight_up, raw, upper);
+}
+
+void HeavyHitters::EnterLobby(LobbyBucket& b, uint64_t hash, double estimate) {
+  uint32_t weakest = 0;
+  for (uint32_t i = 1; i < kLobbyWays; ++i) {
+    if (b.upper[i] < b.upper[weakest]) weakest = i;
+  }
+  // The sketch bounds the replaced key again. `estimate` is the sketch's bound for every
+  // key of `hash` outside the table, so the new way bounds them all.
+  if (b.upper[weakest] > 0) cms_.RaiseToInline(b.hash[weakest], b.upper[weakest]);
+  b.hash[weakest] = hash;
+  b.upper[weakest] = estimate;
+}
+
+void HeavyHitters::Demote(uint64_t hash, double upper) {
+  if (lobby_.empty()) {
+    cms_.RaiseTo(hash, upper);
+    return;
+  }
+  LobbyBucket& b = LobbyHome(hash);
+  uint32_t weakest = 0;
+  for (uint32_t i = 0; i < kLobbyWays; ++i) {
+    if (b.upper[i] > 0 && b.hash[i] == hash) {
+      // Another key of this hash is in the lobby: one way bounds both.
+      b.upper[i] = std::max(b.upper[i], upper);
+      return;
+    }
+    if (b.upper[i] < b.upper[weakest]) weakest = i;
+  }
+  if (!(upper > b.upper[weakest])) {
+    cms_.RaiseTo(hash, upper);
+    return;
+  }
+  if (b.upper[weakest] > 0) cms_.RaiseTo(b.hash[weakest], b.upper[weakest]);
+  b.hash[weakest] = hash;
+  // Other keys of this hash outside the table are bounded by the sketch until now.
+  b.upper[weakest] = std::max(upper, cms_.Estimate(hash));
 }
 
 void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated, Op op,
@@ -288,12 +406,12 @@ void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated,
     slot = size_;
     pos = size_++;
   } else {
-    // Evict the weakest entry; its upper bound goes back into the sketch so that the
-    // sketch's estimate for it stays >= its true weight.
+    // Evict the weakest entry; its upper bound goes to the lobby or the sketch, so that
+    // the key's bound outside the table stays >= its true weight.
     slot = heap_[0].slot;
     pos = 0;
     const Entry& old = entries_[slot];
-    cms_.RaiseTo(old.hash, old.upper);
+    Demote(old.hash, old.upper);
     IndexErase(old.hash, slot);
   }
   Entry& e = entries_[slot];
@@ -320,17 +438,41 @@ double HeavyHitters::UpperStored(uint64_t hash, std::string_view key, int32_t* s
   const bool truncated = key.size() > options_.max_key_bytes;
   *slot = Find(hash, truncated ? key.substr(0, options_.max_key_bytes) : key, truncated);
   if (*slot != kEmpty) return entries_[*slot].upper;
+  return OutsideUpper(hash);
+}
+
+double HeavyHitters::OutsideUpper(uint64_t hash) const {
+  if (!lobby_.empty()) {
+    const LobbyBucket& b = LobbyHome(hash);
+    for (uint32_t i = 0; i < kLobbyWays; ++i) {
+      if (b.upper[i] > 0 && b.hash[i] == hash) return b.upper[i];
+    }
+  }
   return cms_.Estimate(hash);
 }
 
-double HeavyHitters::UpperBound(std::string_view key) const {
+double HeavyHitters::UpperBoundHashed(uint64_t hash, std::string_view key) const {
   int32_t slot;
-  return internal::DivUp(UpperStored(HashKey(key, options_.seed), key, &slot), factor_);
+  return internal::DivUp(UpperStored(hash, key, &slot), factor_);
 }
 
-double HeavyHitters::LowerBound(std::string_view key) const {
+bool HeavyHitters::InLobby(std::string_view key) const {
+  const uint64_t hash = HashKey(key, options_.seed);
   int32_t slot;
-  UpperStored(HashKey(key, options_.seed), key, &slot);
+  UpperStored(hash, key, &slot);
+  if (slot != kEmpty || lobby_.empty()) return false;
+  const LobbyBucket& b = LobbyHome(hash);
+  for (uint32_t i = 0; i < kLobbyWays; ++i) {
+    if (b.upper[i] > 0 && b.hash[i] == hash) return true;
+  }
+  return false;
+}
+
+double HeavyHitters::LowerBoundHashed(uint64_t hash, std::string_view key) const {
+  // A key outside the table has no lower bound but 0: a lobby way is keyless, and may
+  // count other keys of its hash.
+  int32_t slot;
+  UpperStored(hash, key, &slot);
   if (slot == kEmpty) return 0;
   const Entry& e = entries_[slot];
   return internal::DivDown(internal::AddDown(e.weight[0], e.weight[1]), factor_);
@@ -381,15 +523,16 @@ std::vector<HeavyHitter> HeavyHitters::TopK(size_t n) const {
 
 size_t HeavyHitters::MemoryBytes() const {
   return sizeof(*this) + cms_.bytes() + entries_.capacity() * sizeof(Entry) + keys_.capacity() +
-         heap_.capacity() * sizeof(HeapNode) + index_.capacity() * sizeof(Bucket);
+         heap_.capacity() * sizeof(HeapNode) + index_.capacity() * sizeof(Bucket) +
+         lobby_.capacity() * sizeof(LobbyBucket);
 }
 
 absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
   const HeavyHittersOptions& a = options_;
   const HeavyHittersOptions& b = other.options_;
   if (a.candidates != b.candidates || a.max_key_bytes != b.max_key_bytes ||
-      a.half_life != b.half_life || a.seed != b.seed || cms_.width() != other.cms_.width() ||
-      cms_.depth() != other.cms_.depth()) {
+      a.half_life != b.half_life || a.seed != b.seed || a.lobby != b.lobby ||
+      cms_.width() != other.cms_.width() || cms_.depth() != other.cms_.depth()) {
     return absl::InvalidArgumentError(
         "cannot merge heavy-hitter trackers of different options or seeds");
   }
@@ -427,7 +570,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
       }
       m.admitted_ns = std::min(e.admitted_ns, o.admitted_ns);
     } else {
-      m.upper = internal::AddUp(m.upper, internal::MulUp(other.cms_.Estimate(e.hash), scale));
+      m.upper = internal::AddUp(m.upper, internal::MulUp(other.OutsideUpper(e.hash), scale));
       for (int k = 0; k < kNumOps; ++k) {
         m.weight[k] = e.weight[k];
         m.raw[k] = e.raw[k];
@@ -440,7 +583,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     const Entry& o = other.entries_[slot];
     const std::string_view key = other.StoredKey(slot);
     if (Find(o.hash, key, o.truncated) != kEmpty) continue;  // merged above
-    const double upper = internal::AddUp(internal::MulUp(o.upper, scale), cms_.Estimate(o.hash));
+    const double upper = internal::AddUp(internal::MulUp(o.upper, scale), OutsideUpper(o.hash));
     Merged m{o.hash, std::string(key), o.truncated, upper, {}, {}, o.admitted_ns};
     for (int k = 0; k < kNumOps; ++k) {
       m.weight[k] = internal::MulDown(o.weight[k], scale);
@@ -449,7 +592,18 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     merged.push_back(std::move(m));
   }
 
+  // The lobbies go through the sketch: ours is written into our sketch before the sketches
+  // add, and each of the other's ways raises its key's merged estimate by the way's bound
+  // (the merged estimate already covers our share). The merged lobby starts empty.
+  FlushLobby();
   if (absl::Status s = cms_.Merge(other.cms_, scale); !s.ok()) return s;
+  for (const LobbyBucket& ob : other.lobby_) {
+    for (uint32_t w = 0; w < kLobbyWays; ++w) {
+      if (!(ob.upper[w] > 0)) continue;
+      cms_.RaiseTo(ob.hash[w],
+                   internal::AddUp(cms_.Estimate(ob.hash[w]), internal::MulUp(ob.upper[w], scale)));
+    }
+  }
   if (other.counted_) {
     start_ = counted_ ? std::min(start_, other.start_) : other.start_;
     counted_ = true;
@@ -463,9 +617,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
   std::sort(merged.begin(), merged.end(),
             [](const Merged& x, const Merged& y) { return x.upper > y.upper; });
   const size_t keep = std::min<size_t>(merged.size(), options_.candidates);
-  for (size_t i = keep; i < merged.size(); ++i) {
-    cms_.RaiseTo(merged[i].hash, merged[i].upper);
-  }
+  for (size_t i = keep; i < merged.size(); ++i) Demote(merged[i].hash, merged[i].upper);
   std::fill(index_.begin(), index_.end(), Bucket{0, kEmpty});
   size_ = 0;
   for (size_t i = 0; i < keep; ++i) {
@@ -495,6 +647,8 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
 //   u32 entries, then per entry:
 //     u64 hash | f64 upper | f64 weight[2] | f64 raw[2] | i64 admitted_ns | u8 truncated
 //     | u32 key_len | key bytes
+//   version 3 only: u32 lobby, then for each way of the ceil(lobby / 4) buckets in order:
+//     u64 hash | f64 upper  (a free way: both 0)
 //   u64 checksum
 std::string HeavyHitters::Serialize() const {
   internal::ByteWriter w(kMagic, kVersion);
@@ -527,12 +681,22 @@ std::string HeavyHitters::Serialize() const {
     w.U32(e.key_len);
     w.Bytes(StoredKey(slot));
   }
+  w.U32(options_.lobby);
+  for (const LobbyBucket& b : lobby_) {
+    for (uint32_t i = 0; i < kLobbyWays; ++i) {
+      w.U64(b.hash[i]);
+      w.F64(b.upper[i]);
+    }
+  }
   return std::move(w).Finish();
 }
 
 absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   internal::ByteReader r;
-  if (absl::Status s = internal::ByteReader::Open(bytes, kMagic, kVersion, &r); !s.ok()) {
+  uint16_t version;
+  if (absl::Status s =
+          internal::ByteReader::Open(bytes, kMagic, kOldestVersion, kVersion, &r, &version);
+      !s.ok()) {
     return s;
   }
   auto corrupt = [](absl::string_view what) {
@@ -612,6 +776,34 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
     hh->SetKey(slot, key, truncated != 0);
     hh->IndexInsert(hash, slot);
     hh->heap_[slot] = HeapNode{upper, slot};
+  }
+  if (version >= 3) {
+    uint32_t lobby;
+    if (!r.U32(&lobby)) return corrupt("short lobby");
+    o.lobby = lobby;
+    if (absl::Status s = o.Validate(); !s.ok()) return corrupt(s.message());
+    const uint64_t ways = (uint64_t{lobby} + kLobbyWays - 1) / kLobbyWays * kLobbyWays;
+    // Exactly the ways must follow, before anything is allocated for them.
+    if (r.remaining() != ways * (sizeof(uint64_t) + sizeof(double))) {
+      return corrupt("lobby of the wrong length");
+    }
+    if (absl::Status s = hh->ResizeLobby(lobby); !s.ok()) return corrupt(s.message());
+    for (size_t bi = 0; bi < hh->lobby_.size(); ++bi) {
+      LobbyBucket& b = hh->lobby_[bi];
+      for (uint32_t i = 0; i < kLobbyWays; ++i) {
+        r.U64(&b.hash[i]);
+        r.F64(&b.upper[i]);
+        if (!Finite(b.upper[i])) return corrupt("lobby bound out of range");
+        if (b.upper[i] == 0) {
+          if (b.hash[i] != 0) return corrupt("free lobby way with a hash");
+          continue;
+        }
+        if (&hh->LobbyHome(b.hash[i]) != &b) return corrupt("lobby way in the wrong bucket");
+        for (uint32_t j = 0; j < i; ++j) {
+          if (b.upper[j] > 0 && b.hash[j] == b.hash[i]) return corrupt("duplicate lobby way");
+        }
+      }
+    }
   }
   if (r.remaining() != 0) return corrupt("trailing bytes");
   for (uint32_t i = hh->size_ / 2; i-- > 0;) hh->SiftDown(i);

@@ -7,6 +7,7 @@
 // std::bad_alloc (which the test turns into a failure) instead of being attempted.
 // The limit is off unless a test arms it; tests run on one thread.
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -45,6 +46,24 @@ void* operator new(size_t n, const std::nothrow_t&) noexcept {
 void* operator new[](size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+// The aligned forms (the tracker's lobby buckets are cache-line aligned), under the same limit.
+void* operator new(size_t n, std::align_val_t a) {
+  if (g_limit != 0 && n > g_limit) {
+    if (n > g_largest_refused) g_largest_refused = n;
+    throw std::bad_alloc();
+  }
+  const size_t align = static_cast<size_t>(a);
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  if (void* p = std::aligned_alloc(align, (std::max<size_t>(n, 1) + align - 1) / align * align)) {
+    return p;
+  }
+  throw std::bad_alloc();
+}
+void* operator new[](size_t n, std::align_val_t a) { return operator new(n, a); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace hotkey::sketch::testing {
 

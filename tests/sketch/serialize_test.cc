@@ -316,8 +316,9 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
   Rechecksum(&magic);
   CHECK(HeavyHitters::Deserialize(magic).status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_FALSE(HeavyHitters::Deserialize(SmallCountMin().Serialize()).ok());
-  // Version 1 (float counters) and unknown versions are refused, naming the version.
-  for (uint16_t v : {0, 1, 3, 0xffff}) {
+  // Version 1 (float counters) and unknown versions are refused, naming the version (2,
+  // without a lobby, and 3 are read).
+  for (uint16_t v : {0, 1, 4, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);

@@ -103,6 +103,8 @@ class CountMinSketch {
   // Update(), inlined into the tracker's per-event path (count_min_inline.h): the rows
   // unrolled for the default depth of 4.
   [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
+  // RaiseTo(), the same way, for the tracker's lobby write-backs.
+  [[gnu::always_inline]] inline void RaiseToInline(uint64_t hash, double value);
 
   size_t Column(uint64_t hash, uint32_t row) const {
     const uint32_t lo = static_cast<uint32_t>(hash);

@@ -1,36 +1,72 @@
 // HeavyHitters: the top keys by share of recent traffic, in fixed memory.
 //
-// Two levels, filter first (the Augmented Sketch of Roy, Khan & Alonso, SIGMOD 2016):
+// Three tiers, filter first: the Augmented Sketch (Roy, Khan & Alonso, SIGMOD 2016), with a
+// keyless "lobby" after the Cuckoo Heavy Keeper's (the design Redis 8.6's HOTKEYS uses).
+// Unlike that lobby, whose counts start at zero and decay by chance, a way here starts at
+// its key's sketch estimate, so it is an upper bound like everything else:
 //   * a table of `candidates` keys (about 2K for a top-K) holding each key's bytes, an upper
 //     bound on its weight, and the weight seen since it was admitted (a lower bound), split
 //     by op (read/write); an open-addressing index by hash (8-byte buckets holding 32 bits
 //     of the hash, load at most 1/4) finds a key, and a min-heap by upper bound finds the
-//     weakest entry;
+//     weakest entry. About 176 bytes a key at max_key_bytes = 64;
+//   * a lobby of `lobby` keyless entries, 16 bytes each: a set-associative array of 4-way
+//     buckets (one 64-byte cache line, chosen by the hash), each way a key's 64-bit hash
+//     and an upper bound on its weight. It counts the keys just below the table exactly
+//     (from their entry on), for an eleventh of a keyed entry's memory;
 //   * a count-min sketch (count_min.h) for every other key.
-// A hit updates the entry and skips the sketch. Most events are not hits unless the
-// traffic is steep: at 200 candidates, 25%, 41% and 73% of events hit on Zipf streams of
-// s = 0.9, 1.0 and 1.2, and 17% to 18% on the real traces we measured (hotkey-bench-sketch
-// prints this table_hit_share), so both paths are kept short. A hit is the probe and three adds to
-// its entry; the heap is not touched (its nodes lag behind their entries, and the root is brought
-// up to date only when an estimate passes it). A miss is the probe, the sketch's update and one
-// comparison with the heap root's node, which is at most the weakest entry's bound, so the common
-// miss stops there. A key is admitted when its estimate beats the weakest entry's current upper
-// bound; the evicted entry's upper bound is written back to the sketch (RaiseTo), so for every key
+// A table hit updates the entry and skips the rest. A miss probes the key's lobby bucket: a
+// lobby hit adds the weight to its way and skips the sketch; a lobby miss updates the
+// sketch. Most events are not table hits unless the traffic is steep: at 200 candidates and
+// no lobby, 25%, 41% and 73% of events hit the table on Zipf streams of s = 0.9, 1.0 and
+// 1.2, and 17% to 18% on the real traces we measured; at 100 candidates and a lobby of 860
+// (the 64 KiB configuration of the README), the table takes 11% and the lobby 30% of
+// cache2k_orm_busy, 14% and 19% of arc_oltp (hotkey-bench-sketch prints table_hit_share and
+// lobby_hit_share), so every path is kept short. A hit is the probe and three adds to its
+// entry; the heap is not touched (its nodes lag behind their entries, and the root is
+// brought up to date only when an estimate passes it). A miss is the probe, the lobby probe
+// (four hash compares in one line), then an add to the way or the sketch's update, and one
+// comparison with the heap root's node, which is at most the weakest entry's bound, so the
+// common miss stops there; a lobby miss also compares its estimate with the bucket's
+// weakest way. Counted with callgrind (README, Benchmarks), the lobby costs 27.6
+// instructions an update on Zipf 1.0 at 100 candidates (43 a table miss, net of the sketch
+// updates it saves: 262.9 against 235.3); it runs slower by more than that (a cache line
+// more per miss), 40% on Zipf 1.0 and 25% on cache2k_orm_busy against 150 candidates. A
+// tracker without a lobby runs 2.4 to 3.7 instructions an update more than before the lobby
+// was added (the branch that skips it).
+//
+// Moves between tiers, each keeping every bound: a key is admitted to the table when its
+// estimate (its way's bound, or the sketch's) beats the weakest entry's current upper bound,
+// both compared as stored (never rounded down); the evicted entry is demoted to its lobby
+// bucket (into its way, or the weakest way if it beats it), else written back to the sketch
+// (RaiseTo). A lobby miss whose sketch estimate beats its bucket's weakest way takes that
+// way; the old way's bound is written back to the sketch. A way is keyless: keys that share
+// a 64-bit hash share it (and their sketch cells), so its bound covers each of them, and a
+// way leaving for the table raises the sketch to its bound for the others. No lower bound
+// ever comes from a way: a key promoted from the lobby starts with the promoting event's
+// weight as its lower bound, like a fresh admission. So for every key
 //   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),   and
 //   true total <= Total(),
 // exactly, for any stream of weights up to kMaxWeight, with decay on or off: true(k) is the
 // exact (real-number) sum of the key's decayed event weights, each being the event's
 // weight times the tracker's decay factors (below). Every stored bound is a double rounded
-// toward its side (rounding.h): upper bounds, the total and the sketch's counters up, lower
-// bounds down, so no sum loses an event however large it has grown (float counters, used
-// before, stopped at 2^24 and dropped any event below 2^-24 of a cell). Rounding costs at
-// most one ulp, a relative 2^-52, per operation on a value. For a key outside the table,
+// toward its side (rounding.h): upper bounds, the total, the lobby's and the sketch's
+// counters up, lower bounds down, so no sum loses an event however large it has grown
+// (float counters, used before, stopped at 2^24 and dropped any event below 2^-24 of a
+// cell). Rounding costs at most one ulp, a relative 2^-52, per operation on a value. For a
+// key outside the table and the lobby,
 //   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
 // (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
-// one of the same sketch_bytes). A key in the table has UpperBound - LowerBound = its
-// estimate when it was admitted, which is small for keys that were heavy from the start.
-// A key is admitted when its sketch estimate exceeds the weakest entry's upper bound,
-// both compared as stored (never rounded down).
+// one of the same sketch_bytes); a key in the lobby is over by no more than its bound was
+// when it took its way (its sketch estimate, or its table entry's bound when demoted, and
+// the sketch's when that was higher), plus any weight of other keys of its 64-bit hash.
+// A key in the table has UpperBound - LowerBound = its estimate when it was admitted, which
+// is small for keys that were heavy from the start.
+//
+// Why a lobby: on flat real traces the keys around rank 100 differ by a few percent, and a
+// key's admission estimate is what ranks it wrong. Exact counts for more keys fix that, and
+// a keyless way is 16 bytes against a keyed entry's 176: at 64 KiB, 150 candidates and no
+// lobby reach a precision@100 of 0.95 on cache2k_orm_busy, 100 candidates and 860 ways
+// 0.99 to 1.00 (README, Benchmarks).
 //
 // Time decay: exponential, with half-life h, by forward decay (Cormode, Shkapenyuk,
 // Srivastava & Xu, "Forward Decay", ICDE 2009). An event at time t adds w * 2^((t - L)/h)
@@ -43,7 +79,8 @@
 // and its share is weight / Total(). Time only moves through Advance(): the caller's clock,
 // read once per batch, never a global.
 //
-// Memory: fixed at Create(), whatever the number of distinct keys: MemoryBytes().
+// Memory: fixed at Create(), whatever the number of distinct keys: MemoryBytes(), about
+// 176 bytes a candidate (64-byte keys), 16 a lobby entry (64 a bucket), plus the sketch.
 // Keys are arbitrary bytes. A key longer than `max_key_bytes` is stored as its first
 // max_key_bytes bytes plus its 64-bit hash (HeavyHitter::truncated), not rejected.
 //
@@ -80,6 +117,9 @@ struct HeavyHittersOptions {
   uint32_t max_key_bytes = 64;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
   absl::Duration half_life = absl::Seconds(10);
+  // Keyless lobby entries between the sketch and the table (see above), 16 bytes each;
+  // rounded up to a whole number of 4-way buckets. 0: no lobby.
+  uint32_t lobby = 0;
   // Hash seed: sketches merge only with the same seed.
   uint64_t seed = kDefaultSeed;
 
@@ -107,6 +147,10 @@ class HeavyHitters {
   // Bound on candidates * max_key_bytes, the key table's size: each factor alone is
   // bounded, but their product would otherwise reach 64 GiB.
   static constexpr uint64_t kMaxTableBytes = uint64_t{256} << 20;
+  // Bound on the lobby's entries (64 MiB of them): protects Deserialize like kMaxCandidates.
+  static constexpr uint32_t kMaxLobby = 1u << 22;
+  // Ways of a lobby bucket: 4 x 16 bytes, one 64-byte cache line.
+  static constexpr uint32_t kLobbyWays = 4;
   // Largest weight of one event; larger ones count as this. 1e15 is the daemon's largest
   // (a weight of 1e6 at a sampling rate of 1e-9). With the decay factor's 2^40 on top an
   // event adds at most ~1.1e27, so a double counter (max 1.8e308) cannot overflow.
@@ -137,8 +181,18 @@ class HeavyHitters {
 
   // Decayed weight of `key`: Estimate = UpperBound >= true >= LowerBound (see above).
   double Estimate(std::string_view key) const { return UpperBound(key); }
-  double UpperBound(std::string_view key) const;
-  double LowerBound(std::string_view key) const;
+  double UpperBound(std::string_view key) const {
+    return UpperBoundHashed(HashKey(key, options_.seed), key);
+  }
+  double LowerBound(std::string_view key) const {
+    return LowerBoundHashed(HashKey(key, options_.seed), key);
+  }
+  // The same for a key whose events were given to UpdateHashed() with `hash`.
+  double UpperBoundHashed(uint64_t hash, std::string_view key) const;
+  double LowerBoundHashed(uint64_t hash, std::string_view key) const;
+  // Whether `key` is outside the table and a lobby way holds its hash (then the way, not
+  // the sketch, gives its UpperBound). For tests and benchmarks.
+  bool InLobby(std::string_view key) const;
 
   // Decayed weight of all events, and by op: upper bounds on the true totals (see above).
   double Total() const;
@@ -162,13 +216,20 @@ class HeavyHitters {
   size_t size() const { return size_; }
 
   // Adds `other` (same options, else an error) into this tracker. The result tracks the
-  // union of both tables' keys, keeping the heaviest, and its bounds still hold.
+  // union of both tables' keys, keeping the heaviest, and its bounds still hold. Both
+  // lobbies are handed to the sketch (RaiseTo); the merged lobby holds the table entries
+  // the merge left out. Allocates a list of both tables' keys, nothing per lobby entry.
   absl::Status Merge(const HeavyHitters& other);
 
   // A versioned, checksummed byte string; Deserialize() returns an error for any buffer
   // that is truncated, corrupt, or of another version, never undefined behaviour.
   std::string Serialize() const;
   static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes);
+
+  // Replaces the lobby by an empty one of `lobby` entries (options().lobby becomes that),
+  // handing every entry's bound to the sketch first, so every bound still holds. For a
+  // tracker restored with another lobby size (a version-2 file has none). Allocates.
+  absl::Status ResizeLobby(uint32_t lobby);
 
   // Bytes of memory held, fixed at Create().
   size_t MemoryBytes() const;
@@ -197,7 +258,49 @@ class HeavyHitters {
   };
   static constexpr int32_t kEmpty = -1;
 
+  // A lobby bucket: 4 ways, each the 64-bit hash of the key it counts and an upper bound on
+  // that key's weight (forward-decayed units, rounded up); upper == 0 marks a free way
+  // (a stored upper bound is never 0: weights are positive and MulUp never rounds a
+  // positive product to 0). Struct of arrays, so a probe compares four hashes in one line:
+  //   +---------+---------+---------+---------+---------+---------+---------+---------+
+  //   | hash[0] | hash[1] | hash[2] | hash[3] | upper[0]| upper[1]| upper[2]| upper[3]|
+  //   +---------+---------+---------+---------+---------+---------+---------+---------+
+  //   0         8        16        24        32        40        48        56        64
+  // Invariant: for every key k outside the table, if a way of k's bucket holds HashKey(k)
+  // its upper >= true(k), else the sketch's Estimate >= true(k). Keys sharing a 64-bit
+  // hash share a way, whose bound then covers each of them (never their lower bounds).
+  struct alignas(64) LobbyBucket {
+    uint64_t hash[kLobbyWays];
+    double upper[kLobbyWays];
+  };
+  static_assert(sizeof(LobbyBucket) == 64);
+
   HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cms, absl::Time now);
+
+  // The key's lobby bucket: a multiplicative remix of the hash (whose low bits choose the
+  // sketch's columns), reduced to the bucket count by the high half of a 128-bit product.
+  LobbyBucket& LobbyHome(uint64_t hash) {
+    return lobby_[static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(hash * kLobbyMix) * lobby_buckets_) >> 64)];
+  }
+  const LobbyBucket& LobbyHome(uint64_t hash) const {
+    return const_cast<HeavyHitters*>(this)->LobbyHome(hash);
+  }
+  static constexpr uint64_t kLobbyMix = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio, odd
+  // The bound for a key of `hash` outside the table: its lobby way, else the sketch.
+  double OutsideUpper(uint64_t hash) const;
+  // A key's lobby way reached `upper`, past the weakest entry's node: admits it if it beats
+  // the weakest entry once that is current. Out of line.
+  void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored, bool truncated,
+               Op op, double weight_lo, double weight_up, double raw);
+  // A miss whose sketch estimate beat the weakest way of its bucket: that way's bound goes
+  // to the sketch, and the key takes the way. Out of line.
+  void EnterLobby(LobbyBucket& b, uint64_t hash, double estimate);
+  // Hands the bound `upper` of a key of `hash` leaving the table to the lobby (its way, or
+  // the weakest one if `upper` beats it), else to the sketch.
+  void Demote(uint64_t hash, double upper);
+  // Writes every lobby way's bound into the sketch and frees the ways.
+  void FlushLobby();
 
   // Index of the slot holding the key, or kEmpty. `stored` is the key cut to max_key_bytes.
   [[gnu::always_inline]] inline int32_t Find(uint64_t hash, std::string_view stored,
@@ -210,8 +313,9 @@ class HeavyHitters {
   // then heap_[0] is the weakest entry.
   void RefreshRoot();
   // The miss path past the sketch: admits the key if the table has room or `estimate`
-  // beats the weakest entry. Out of line, so the common miss stays short.
-  void MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight_lo,
+  // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
+  // short.
+  bool MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight_lo,
                   double weight_up, double raw, double estimate);
   void SetKey(uint32_t slot, std::string_view stored, bool truncated);
   std::string_view StoredKey(uint32_t slot) const {
@@ -250,6 +354,8 @@ class HeavyHitters {
   };
   std::vector<Bucket> index_;  // open addressing, linear probing, load <= 1/4
   uint64_t index_mask_;
+  std::vector<LobbyBucket> lobby_;  // options_.lobby / kLobbyWays buckets (rounded up)
+  uint64_t lobby_buckets_ = 0;      // lobby_.size(), kept beside it for the per-event path
 };
 
 }  // namespace hotkey::sketch
