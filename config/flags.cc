@@ -100,6 +100,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddDuration("track.rate-window", "Window of the exported ops/s rates (at least the publish interval).", &o.track.rate_window);
   p.AddInteger("track.candidates", "Keys tracked exactly per receiver (top-K table slots).", &o.track.candidates);
   p.AddSize("track.sketch-bytes", "Memory of the count-min sketch per receiver.", &o.track.sketch_bytes);
+  p.AddInteger("track.lobby", "Keyless entries (16 bytes each) per receiver that track more keys than the table holds, for flat traffic; 0: none.", &o.track.lobby);
   p.AddSize("track.stored-key-bytes", "Key bytes stored per candidate; longer keys are kept truncated plus a hash.", &o.track.stored_key_bytes)
       .Shown(absl::StrCat(o.track.stored_key_bytes));
   p.AddInteger("export.top-k", "Most keys exported per metric (1 to 1000).", &o.exporter.top_k);

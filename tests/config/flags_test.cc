@@ -54,6 +54,7 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.track.candidates == 128);
   CHECK(o.track.sketch_bytes == 32u << 10);
   CHECK(o.track.stored_key_bytes == 128);
+  CHECK(o.track.lobby == 0);
   CHECK(o.exporter.top_k == 10);
   CHECK(o.exporter.min_share == 0.01);
   CHECK(o.exporter.hysteresis == 0.2);
@@ -88,6 +89,7 @@ TEST_CASE("Flags: every kind of value is parsed", "[config][flags]") {
       "--track.sketch-bytes=1MB",
       "--key.max-bytes=2048",
       "--track.stored-key-bytes=1KiB",
+      "--track.lobby=860",
       "--track.half-life=1m30s",
       "--alert.min-dwell=0",
       "--export.min-share=0.05",
@@ -103,6 +105,7 @@ TEST_CASE("Flags: every kind of value is parsed", "[config][flags]") {
   CHECK(o.track.sketch_bytes == 1000000);
   CHECK(o.udp.max_key_bytes == 2048);
   CHECK(o.track.stored_key_bytes == 1024);
+  CHECK(o.track.lobby == 860);
   CHECK(o.track.half_life == absl::Seconds(90));
   CHECK(o.alert.min_dwell == absl::ZeroDuration());
   CHECK(o.exporter.min_share == 0.05);
@@ -170,6 +173,7 @@ TEST_CASE("Flags: out-of-range options are rejected with the allowed range", "[c
   CHECK_THAT(ParseError({"--track.publish-interval=1ms"}), Contains("track publish interval"));
   CHECK_THAT(ParseError({"--track.rate-window=100ms"}), Contains("track rate window"));
   CHECK_THAT(ParseError({"--track.stored-key-bytes=8"}), Contains("track stored key bytes"));
+  CHECK_THAT(ParseError({"--track.lobby=4194305"}), Contains("track lobby"));
   CHECK_THAT(ParseError({"--key.label-max-bytes=4"}), Contains("key label max bytes"));
   CHECK_THAT(ParseError({"--udp.allowed-sources=10.0.0.0/8,10.0.0.0/33"}),
              Contains("udp allowed sources") && Contains("10.0.0.0/33"));

@@ -25,7 +25,9 @@
 #include "hotkey/config/measured_loads.h"
 #include "hotkey/config/rules_file.h"
 #include "hotkey/daemon/daemon.h"
+#include "hotkey/sketch/heavy_hitters.h"
 #include "test_util.h"
+#include "tracker_options.h"
 
 namespace hotkey::daemon {
 namespace {
@@ -391,6 +393,31 @@ TEST_CASE(
   // The same labels in the JSON API.
   CHECK(d.TopKey("quo\"te").has_value());
   CHECK(d.TopKey("bad\\xff\\xfe utf8 \\xc3").has_value());
+}
+
+TEST_CASE("E2E: --track.lobby gives each receiver's tracker a lobby, counted in its memory",
+          "[daemon][e2e]") {
+  config::DaemonOptions o = Options();
+  o.track.lobby = 860;
+  TestDaemon d(o);
+  absl::StatusOr<sketch::HeavyHitters> with = sketch::HeavyHitters::Create(
+      TrackerOptions(o.track), absl::UnixEpoch());
+  o.track.lobby = 0;
+  absl::StatusOr<sketch::HeavyHitters> without = sketch::HeavyHitters::Create(
+      TrackerOptions(o.track), absl::UnixEpoch());
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  CHECK(with->options().lobby == 860);
+  CHECK(with->MemoryBytes() >= without->MemoryBytes() + 860 * 16);
+  // The daemon's tracker is that one: its memory is the lobby's tracker's.
+  CHECK(d.Top()["sketch_bytes"].number == static_cast<double>(with->MemoryBytes()));
+  UdpClient c(d.udp());
+  std::string dg;
+  for (int i = 0; i < 100; ++i) dg += i % 2 ? "r k\n" : absl::StrCat("r other:", i, "\n");
+  c.Send(dg);
+  REQUIRE(d.WaitEvents(100));
+  REQUIRE(WaitFor([&] { return d.TopKey("k").has_value(); }));
+  CHECK((*d.TopKey("k"))["share"].number == Approx(0.5));
 }
 
 TEST_CASE("E2E: hotkey_last_event_timestamp_seconds is when the last event was counted",

@@ -30,9 +30,7 @@
 // weakest way. Counted with callgrind (README, Benchmarks), the lobby costs 27.6
 // instructions an update on Zipf 1.0 at 100 candidates (43 a table miss, net of the sketch
 // updates it saves: 262.9 against 235.3); it runs slower by more than that (a cache line
-// more per miss), 40% on Zipf 1.0 and 25% on cache2k_orm_busy against 150 candidates. A
-// tracker without a lobby runs 2.4 to 3.7 instructions an update more than before the lobby
-// was added (the branch that skips it).
+// more per miss), 40% on Zipf 1.0 and 25% on cache2k_orm_busy against 150 candidates.
 //
 // Moves between tiers, each keeping every bound: a key is admitted to the table when its
 // estimate (its way's bound, or the sketch's) beats the weakest entry's current upper bound,
