@@ -170,9 +170,14 @@ void HeavyHitters::Rescale() {
     // MulUp is monotone: the heap order holds, and node <= entry still does.
     heap_[i].upper = internal::MulUp(heap_[i].upper, scale);
   }
-  // A positive upper stays positive (MulUp), so a used way stays used and a free one free.
+  // A positive upper stays positive (MulUp) unless the scale itself is 0: after a clock
+  // jump of more than about 1075 half-lives every weight decays to nothing, and a way whose
+  // bound is 0 is free, so it gives up its hash too (a free way holds hash 0).
   for (LobbyBucket& b : lobby_) {
-    for (double& u : b.upper) u = internal::MulUp(u, scale);
+    for (uint32_t i = 0; i < kLobbyWays; ++i) {
+      b.upper[i] = internal::MulUp(b.upper[i], scale);
+      if (b.upper[i] == 0) b.hash[i] = 0;
+    }
   }
   landmark_ = now_;
   factor_ = 1.0;
