@@ -21,7 +21,8 @@ inline std::string CpuModel() {
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("model name", 0) == 0) {
       const size_t colon = line.find(':');
-      return colon == std::string::npos ? "unknown" : line.substr(line.find_first_not_of(' ', colon + 1));
+      return colon == std::string::npos ? "unknown"
+                                        : line.substr(line.find_first_not_of(' ', colon + 1));
     }
   }
   return "unknown";

@@ -33,7 +33,6 @@ struct Frame {
   absl::Time time;
 };
 
-
 }  // namespace
 
 int main(int argc, char** argv) {

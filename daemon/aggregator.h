@@ -135,7 +135,7 @@ class Aggregator {
   absl::flat_hash_map<uint64_t, CachedThreshold> thresholds_;
   uint64_t tick_ = 0;
   uint64_t threshold_lookups_ = 0;
-  absl::Time start_;                          // moved with a wall clock stepped back
+  absl::Time start_;                            // moved with a wall clock stepped back
   absl::Time last_now_ = absl::InfinitePast();  // the last Build()'s time
   Alerter alerter_;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same

@@ -18,9 +18,9 @@ namespace hotkey::fuzz {
 
 // The link types a header byte picks from (byte % size), in this order so that the seeds
 // keep their meaning; the last one is a type the decoder does not support.
-inline constexpr int kFuzzLinks[] = {tcp::kDltEn10Mb,   tcp::kDltLinuxSll, tcp::kDltLinuxSll2,
-                                     tcp::kDltNull,     tcp::kDltLoop,     tcp::kDltRaw,
-                                     tcp::kLinktypeRaw, tcp::kDltIpv4,     tcp::kDltIpv6,
+inline constexpr int kFuzzLinks[] = {tcp::kDltEn10Mb,    tcp::kDltLinuxSll, tcp::kDltLinuxSll2,
+                                     tcp::kDltNull,      tcp::kDltLoop,     tcp::kDltRaw,
+                                     tcp::kLinktypeRaw,  tcp::kDltIpv4,     tcp::kDltIpv6,
                                      /*unsupported=*/147};
 inline int FuzzLink(uint8_t byte) { return kFuzzLinks[byte % std::size(kFuzzLinks)]; }
 inline bool IsUnsupportedFuzzLink(int link) {

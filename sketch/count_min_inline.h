@@ -19,18 +19,27 @@
 
 namespace hotkey::sketch {
 
+inline void CountMinSketch::Cells4(uint64_t hash, Counter* c[4]) {
+  const uint32_t lo = static_cast<uint32_t>(hash);
+  const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // as Column()
+  Counter* const row0 = counters_.data();
+  c[0] = row0 + (lo & mask_);
+  c[1] = row0 + width_ + ((lo + hi) & mask_);
+  c[2] = row0 + 2 * size_t{width_} + ((lo + 2 * hi) & mask_);
+  c[3] = row0 + 3 * size_t{width_} + ((lo + 3 * hi) & mask_);
+}
+
 inline double CountMinSketch::UpdateInline(uint64_t hash, double weight) {
   assert(weight > 0 && std::isfinite(weight));
   // Conservative update: find the minimum, then lift only the counters below min + weight.
   // The sum rounds up: rounded to nearest, 2^53 + 1 would stay 2^53 and the weight be lost.
   if (depth_ == 4) {
-    const uint32_t lo = static_cast<uint32_t>(hash);
-    const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // as Column()
-    Counter* const row0 = counters_.data();
-    Counter* const c0 = row0 + (lo & mask_);
-    Counter* const c1 = row0 + width_ + ((lo + hi) & mask_);
-    Counter* const c2 = row0 + 2 * size_t{width_} + ((lo + 2 * hi) & mask_);
-    Counter* const c3 = row0 + 3 * size_t{width_} + ((lo + 3 * hi) & mask_);
+    Counter* c[4];
+    Cells4(hash, c);
+    Counter* const c0 = c[0];
+    Counter* const c1 = c[1];
+    Counter* const c2 = c[2];
+    Counter* const c3 = c[3];
     const Counter v0 = *c0, v1 = *c1, v2 = *c2, v3 = *c3;
     const Counter target = internal::AddUp(std::min(std::min(v0, v1), std::min(v2, v3)), weight);
     *c0 = std::max(v0, target);
@@ -51,16 +60,15 @@ inline double CountMinSketch::UpdateInline(uint64_t hash, double weight) {
 }
 
 inline void CountMinSketch::RaiseToInline(uint64_t hash, double value) {
-  // The tracker's lobby writes a replaced way back on about a third of the events of a flat
-  // stream: the default depth is unrolled as in UpdateInline.
+  // The tracker's lobby writes replaced ways back on its per-event path: the default depth
+  // is unrolled as in UpdateInline.
   if (depth_ == 4) {
-    const uint32_t lo = static_cast<uint32_t>(hash);
-    const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // as Column()
-    Counter* const row0 = counters_.data();
-    Counter* const c0 = row0 + (lo & mask_);
-    Counter* const c1 = row0 + width_ + ((lo + hi) & mask_);
-    Counter* const c2 = row0 + 2 * size_t{width_} + ((lo + 2 * hi) & mask_);
-    Counter* const c3 = row0 + 3 * size_t{width_} + ((lo + 3 * hi) & mask_);
+    Counter* c[4];
+    Cells4(hash, c);
+    Counter* const c0 = c[0];
+    Counter* const c1 = c[1];
+    Counter* const c2 = c[2];
+    Counter* const c3 = c[3];
     *c0 = std::max(*c0, value);
     *c1 = std::max(*c1, value);
     *c2 = std::max(*c2, value);

@@ -400,11 +400,11 @@ TEST_CASE("E2E: --track.lobby gives each receiver's tracker a lobby, counted in 
   config::DaemonOptions o = Options();
   o.track.lobby = 860;
   TestDaemon d(o);
-  absl::StatusOr<sketch::HeavyHitters> with = sketch::HeavyHitters::Create(
-      TrackerOptions(o.track), absl::UnixEpoch());
+  absl::StatusOr<sketch::HeavyHitters> with =
+      sketch::HeavyHitters::Create(TrackerOptions(o.track), absl::UnixEpoch());
   o.track.lobby = 0;
-  absl::StatusOr<sketch::HeavyHitters> without = sketch::HeavyHitters::Create(
-      TrackerOptions(o.track), absl::UnixEpoch());
+  absl::StatusOr<sketch::HeavyHitters> without =
+      sketch::HeavyHitters::Create(TrackerOptions(o.track), absl::UnixEpoch());
   REQUIRE(with.ok());
   REQUIRE(without.ok());
   CHECK(with->options().lobby == 860);
