@@ -51,6 +51,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -698,19 +699,28 @@ scrape_configs:
                     check(True, f"detection: shard {home}'s hotkeyd marks {key} hot "
                           f"{time.monotonic() - t0:.1f}s into the mix, advising {advice}")
                     # The estimates, once the previous phase has decayed away (5 half-lives
-                    # and a rate window): the mean of four readings half a second apart.
+                    # and a rate window): the mean of five readings half a second apart.
                     time.sleep(5)
+                    # The projection too: it scales with the decayed ops/s, which a
+                    # stall of the tap's thread on a loaded machine would dip for a moment
+                    # (a 0.2 s stall, by 13% at the lab's 1 s half-life), so each strategy's
+                    # figure is the median of the readings.
                     reads = []
-                    for _ in range(4):
+                    projections = []
+                    for _ in range(5):
                         reads.append(self.hot_keys(home).get(key))
+                        projections.append(self.daemon_projection(home, key))
                         time.sleep(0.5)
                     ok = all(r is not None for r in reads)
-                    sh = sum(r[0] for r in reads) / 4 if ok else float("nan")
-                    wr = sum(r[1] for r in reads) / 4 if ok else float("nan")
+                    sh = statistics.mean(r[0] for r in reads) if ok else float("nan")
+                    wr = statistics.mean(r[1] for r in reads) if ok else float("nan")
                     ops = self.shard_ops(home)
-                    dp = self.daemon_projection(home, key)
+                    dp = {k: statistics.median(p[k] for p in projections)
+                          for k in set.intersection(*(set(p) for p in projections))}
                     self.log("the daemon's projection from what it measures: " + ", ".join(
-                        f"{k} {v:.0%} (model {proj[k][0]:.0%})" for k, v in sorted(dp.items())))
+                        f"{k} {v:.0%} (model {proj[k][0]:.0%})" for k, v in sorted(dp.items())) +
+                        "; none's readings " + " ".join(
+                            f"{p['none']:.0%}" for p in projections if "none" in p))
                     check(set(dp) == set(MODES) and all(
                         abs(dp[k] - proj[k][0]) <= a.tolerance * proj[k][0] for k in MODES),
                         f"the daemon's projected busiest shard per fix is within "
