@@ -2,6 +2,7 @@
 
 #include "hotkey/config/options.h"
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -229,11 +230,12 @@ struct ThresholdMatcher::Rule {
 };
 
 ThresholdMatcher::ThresholdMatcher(const AlertOptions& alert)
-    : default_threshold_(alert.default_threshold) {
+    : default_threshold_(alert.default_threshold), min_threshold_(alert.default_threshold) {
   rules_.reserve(alert.rules.size());
   for (const ThresholdRule& r : alert.rules) {
     Rule rule{
         r.kind, {}, std::nullopt, r.ignore ? std::numeric_limits<double>::infinity() : r.share};
+    min_threshold_ = std::min(min_threshold_, rule.threshold);
     if (r.kind == ThresholdRule::kPrefix) {
       rule.prefix = r.pattern;
     } else {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "report_buffer.h"
 
@@ -38,8 +39,7 @@ const Aggregator::KeyRaw* FindKeyRaw(const std::vector<Aggregator::KeyRaw>& keys
 
 }  // namespace
 
-void Aggregator::FillSource(const sketch::HeavyHitters& tracker,
-                            const std::vector<sketch::HeavyHitter>& table, SourcePoint* out) {
+void Aggregator::FillSource(const sketch::HeavyHitters& tracker, SourcePoint* out) {
   out->present = true;
   out->fresh = true;
   for (int o = 0; o < kNumOps; ++o)
@@ -47,10 +47,10 @@ void Aggregator::FillSource(const sketch::HeavyHitters& tracker,
   out->keys.clear();
   // Exactly the table's size at most, so a point never holds more than `candidates` keys.
   out->keys.reserve(tracker.options().candidates);
-  for (const sketch::HeavyHitter& h : table) {
+  tracker.ForEach([&](const sketch::HeavyHitter& h) {
     out->keys.push_back(KeyRaw{h.hash, {h.raw_weight[0], h.raw_weight[1]}, h.admitted});
     if (h.admitted < start_) out->fresh = false;
-  }
+  });
   std::sort(out->keys.begin(), out->keys.end(),
             [](const KeyRaw& a, const KeyRaw& b) { return a.hash < b.hash; });
 }
@@ -211,20 +211,14 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   }
   const double shard_ops = snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1];
 
-  std::vector<sketch::HeavyHitter> all = tracker->TopK(tracker->size());
-  snap->tracked_keys = all.size();
+  snap->tracked_keys = tracker->size();
 
   // Fixed-window figures, per source (see aggregator.h): this tick's point, then each
   // source's base.
   HistoryPoint point = TakePoint(now, reports.size());
   for (size_t i = 0; i < reports.size(); ++i) {
     if (!reports[i]) continue;
-    const sketch::HeavyHitters& t = reports[i]->tracker;
-    if (snap->receivers == 1) {
-      FillSource(t, all, &point.sources[i]);  // `all` is this tracker's table
-    } else {
-      FillSource(t, t.TopK(t.size()), &point.sources[i]);
-    }
+    FillSource(reports[i]->tracker, &point.sources[i]);
   }
   const std::vector<Base>& bases = FindBases(point, now);
   for (size_t i = 0; i < bases.size(); ++i) {
@@ -241,18 +235,25 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   const config::ExportOptions& exp = reloadable_.exporter;
   const KeyLabeler& labeler = *labeler_;
   std::vector<KeySnapshot> keys;
-  keys.reserve(all.size());
   // The idle guard reads the fixed-window rate: the decayed rate of a stopped feed only
   // halves every half-life and never reaches 0, and shares (decayed weight over decayed
   // total) stay where they were, so only the window says that the traffic stopped.
   const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
   alerter_.Begin(now, window_ops);
-  for (sketch::HeavyHitter& h : all) {
+  // A key at or under every threshold and under min_share * (1 - hysteresis), and unknown
+  // to the alerter, can be neither hot, nor pending, nor exported: it is passed over with
+  // no KeySnapshot, no threshold lookup and no copy of its bytes. At 100,000 candidates
+  // that is nearly every key (hotkey-bench-daemon-cost --mode tick).
+  const double min_threshold = matcher_->MinThreshold();
+  const double stay = exp.min_share * (1 - exp.hysteresis);
+  tracker->ForEach([&](const sketch::HeavyHitter& h) {
+    const double share = total > 0 ? h.estimate / total : 0;
+    if (share <= min_threshold && share < stay && !alerter_.Find(h.hash)) return;
     KeySnapshot k;
-    k.key = std::move(h.key);
+    k.key = h.key;
     k.truncated = h.truncated;
     k.hash = h.hash;
-    k.share = total > 0 ? h.estimate / total : 0;
+    k.share = share;
     k.share_error = total > 0 ? std::max(0.0, h.estimate - h.lower_bound) / total : 0;
     const double seen = h.weight[0] + h.weight[1];
     k.write_ratio = seen > 0 ? h.weight[1] / seen : 0;
@@ -277,7 +278,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
       k.peak_share = s->peak_share;
     }
     keys.push_back(std::move(k));
-  }
+  });
   alerter_.Finish();
   for (auto it = thresholds_.begin(); it != thresholds_.end();) {
     auto cur = it++;
@@ -293,7 +294,6 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // The exported set: hot keys; keys already exported while over min_share * (1 -
   // hysteresis); and keys over min_share with the evidence of min_key_ops_per_second in the
   // rate window. At most top_k, largest share first.
-  const double stay = exp.min_share * (1 - exp.hysteresis);
   std::erase_if(keys, [&](KeySnapshot& k) {
     if (k.hot) return false;
     if (exported_.contains(k.hash)) return k.share < stay;
@@ -305,19 +305,26 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     const double ops = (k.ops_per_second[0] + k.ops_per_second[1]) * snap->rate_window_seconds;
     return ops < exp.min_key_ops_per_second * absl::ToDoubleSeconds(track_.rate_window);
   });
-  // The top_k by (hot first, then share), ties in table order: selected by index, so that
-  // only the kept keys move. Sorting every tracked key's KeySnapshot took about 40% of a
-  // tick at 100,000 candidates (hotkey-bench-daemon-cost --mode tick).
+  // Ties in share break by hash, then by the bytes, not by the table's order: slots are
+  // renumbered by Merge() and Deserialize(), and the order of the exported keys must not
+  // change when their figures do not.
+  auto before = [](const KeySnapshot& x, const KeySnapshot& y) {
+    if (x.share != y.share) return x.share > y.share;
+    if (x.hot != y.hot) return x.hot;
+    if (x.hash != y.hash) return x.hash < y.hash;
+    return std::tie(x.key, x.truncated) < std::tie(y.key, y.truncated);
+  };
+  // The top_k by (hot first, then share): selected by index, so that only the kept keys
+  // move.
   if (keys.size() > exp.top_k) {
     std::vector<uint32_t> order(keys.size());
     for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::partial_sort(order.begin(), order.begin() + exp.top_k, order.end(),
-                      [&keys](uint32_t a, uint32_t b) {
+                      [&keys, &before](uint32_t a, uint32_t b) {
                         const KeySnapshot& x = keys[a];
                         const KeySnapshot& y = keys[b];
                         if (x.hot != y.hot) return x.hot;
-                        if (x.share != y.share) return x.share > y.share;
-                        return a < b;
+                        return before(x, y);
                       });
     order.resize(exp.top_k);
     std::vector<KeySnapshot> kept;
@@ -325,8 +332,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     for (uint32_t i : order) kept.push_back(std::move(keys[i]));
     keys = std::move(kept);
   }
-  std::stable_sort(keys.begin(), keys.end(),
-                   [](const KeySnapshot& a, const KeySnapshot& b) { return a.share > b.share; });
+  std::sort(keys.begin(), keys.end(), before);
   exported_.clear();
   for (KeySnapshot& k : keys) {
     exported_.insert(k.hash);

@@ -7,9 +7,10 @@
 // (top_k keys over min_share and seen at min_key_ops_per_second, with hysteresis so labels
 // do not churn); the hot state of
 // every tracked key (alerter.h), with each key's threshold worked out once while it stays
-// tracked; and the shard model's projection and advice for every exported key
-// (hotkey::model). Labels (key_label.h, an HMAC in the hash modes) are made for the
-// exported keys and for the few keys the alerter holds, not for every tracked key.
+// tracked over the lowest threshold or the export floor (keys under both, and unknown to
+// the alerter, are passed over uncopied); and the shard model's projection and advice for
+// every exported key (hotkey::model). Labels (key_label.h, an HMAC in the hash modes) are made for
+// the exported keys and for the few keys the alerter holds, not for every tracked key.
 //
 // Fixed-window rates are computed per source (receiver) before anything is merged, since
 // each source's "since admission" counts only make sense against that source's own past:
@@ -79,8 +80,8 @@ class Aggregator {
   const sketch::HeavyHitters* merged_tracker() const { return tracker_; }
 
   // How many times a key's threshold has been worked out from the rules: once per tracked
-  // key and configuration (a key keeps its threshold while it stays tracked; a reload
-  // forgets them all), not once per key per tick.
+  // key and configuration (a key keeps its threshold while it stays tracked and is not
+  // passed over, see above; a reload forgets them all), not once per key per tick.
   uint64_t threshold_lookups() const { return threshold_lookups_; }
 
   // Bytes the rate history holds now (its points, spares included, and their vectors).
@@ -114,8 +115,7 @@ class Aggregator {
     absl::Time time;
   };
 
-  void FillSource(const sketch::HeavyHitters& tracker,
-                  const std::vector<sketch::HeavyHitter>& table, SourcePoint* out);
+  void FillSource(const sketch::HeavyHitters& tracker, SourcePoint* out);
   HistoryPoint TakePoint(absl::Time now, size_t sources);
   const std::vector<Base>& FindBases(const HistoryPoint& point, absl::Time now);
   void KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,

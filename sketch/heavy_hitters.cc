@@ -492,9 +492,15 @@ double HeavyHitters::Total(Op op) const {
 }
 
 HeavyHitter HeavyHitters::Report(uint32_t slot) const {
-  const Entry& e = entries_[slot];
   HeavyHitter h;
-  h.key = std::string(StoredKey(slot));
+  Report(slot, &h);
+  return h;
+}
+
+void HeavyHitters::Report(uint32_t slot, HeavyHitter* out) const {
+  const Entry& e = entries_[slot];
+  HeavyHitter& h = *out;
+  h.key.assign(StoredKey(slot));
   h.truncated = e.truncated;
   h.hash = e.hash;
   h.estimate = internal::DivUp(e.upper, factor_);
@@ -504,7 +510,15 @@ HeavyHitter HeavyHitters::Report(uint32_t slot) const {
   }
   h.lower_bound = internal::AddDown(h.weight[0], h.weight[1]);
   h.admitted = absl::FromUnixNanos(e.admitted_ns);
-  return h;
+}
+
+void HeavyHitters::ForEach(absl::FunctionRef<void(const HeavyHitter&)> fn) const {
+  HeavyHitter h;
+  h.key.reserve(options_.max_key_bytes);
+  for (uint32_t slot = 0; slot < size_; ++slot) {
+    Report(slot, &h);
+    fn(h);
+  }
 }
 
 std::vector<HeavyHitter> HeavyHitters::TopK(size_t n) const {

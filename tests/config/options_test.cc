@@ -257,7 +257,16 @@ TEST_CASE("ThresholdMatcher: gives what AlertOptions::ThresholdFor gives", "[con
     const double got = matcher.ThresholdFor(key);
     INFO("key \"" << key << "\"");
     REQUIRE((got == want || (std::isinf(got) && std::isinf(want))));
+    REQUIRE(got >= matcher.MinThreshold());
   }
+  // The lowest any key can get: the 0.05 rule's, under the default.
+  CHECK(matcher.MinThreshold() == 0.05);
+  AlertOptions only_ignore;
+  only_ignore.rules = {IgnoreGlob("health*")};
+  CHECK(ThresholdMatcher(only_ignore).MinThreshold() == only_ignore.default_threshold);
+  AlertOptions higher;
+  higher.rules = {Prefix("big:", 0.9)};
+  CHECK(ThresholdMatcher(higher).MinThreshold() == higher.default_threshold);
   CHECK(std::isinf(matcher.ThresholdFor("healthz")));
   CHECK(matcher.ThresholdFor("user:a:7") == 0.05);
   CHECK(matcher.ThresholdFor("user:a") == 0.3);

@@ -604,6 +604,84 @@ TEST_CASE("Aggregator: a key's threshold is worked out once per key and configur
   CHECK(k->threshold == 0.25);
 }
 
+TEST_CASE("HeavyHitters::ForEach, as the aggregator reads the table, allocates once",
+          "[daemon][aggregator]") {
+  // Here, not in sketch_test, because this binary counts allocations (alloc_count.cc).
+  for (uint32_t candidates : {16u, 1024u}) {
+    sketch::HeavyHittersOptions o;
+    o.candidates = candidates;
+    o.max_key_bytes = 64;
+    absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(o, kT0);
+    REQUIRE(hh.ok());
+    for (uint32_t i = 0; i < 4 * candidates; ++i) {
+      hh->Update(absl::StrCat("key:", i % candidates), Op::kRead);
+    }
+    REQUIRE(hh->size() == candidates);
+    size_t bytes = 0;
+    AllocationCounter allocations;
+    hh->ForEach([&](const sketch::HeavyHitter& h) { bytes += h.key.size(); });
+    INFO(candidates << " candidates");
+    CHECK(allocations.count() == 1);  // the key buffer, reserved once
+    CHECK(bytes > 4 * candidates);
+  }
+}
+
+TEST_CASE("Aggregator: keys under every threshold and the export floor are passed over",
+          "[daemon][aggregator]") {
+  // Threshold 0.1, min_share 0.01 with hysteresis 0.2: keys at or under 0.008 of the
+  // traffic, and unknown to the alerter, get no threshold lookup and no snapshot.
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), "secret", kT0,
+                 [&](std::string_view l) { logs.emplace_back(l); });
+  Stream s(absl::Seconds(1), 256);
+  std::shared_ptr<const Snapshot> snap;
+  int step = 0;
+  // 1000 events a tick: "hot" takes `hot` of them, "rise" `rise`, and 200 background keys
+  // share the rest (under 0.5% each).
+  auto tick = [&](int hot, int rise) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * ++step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 1000; ++i) {
+      if (i < hot) {
+        s.Feed("hot");
+      } else if (i < hot + rise) {
+        s.Feed("rise");
+      } else {
+        s.Feed(absl::StrCat("bg:", i % 200));
+      }
+    }
+    snap = BuildOne(agg, s, t);
+  };
+  for (int i = 0; i < 10; ++i) tick(300, 0);
+  CHECK(snap->tracked_keys == 201);
+  CHECK(agg.threshold_lookups() == 1);  // "hot" only, not the 200 background keys
+  REQUIRE(snap->keys.size() == 1);
+  CHECK(snap->keys[0].key == "hot");
+  CHECK(snap->keys[0].hot);
+  // A background key that rises over the export floor is looked at again, and exported.
+  for (int i = 0; i < 30; ++i) tick(300, 50);  // 3 half-lives: the share nears 0.05
+  CHECK(agg.threshold_lookups() == 2);
+  const KeySnapshot* r = FindKey(*snap, "rise");
+  REQUIRE(r);
+  CHECK(r->share == Approx(0.05).margin(0.01));
+  CHECK_FALSE(r->hot);
+  // A hot key that a reload puts under everything (threshold 0.5, floor 0.4) is still
+  // observed while the alerter holds it: its episode ends with its share and threshold,
+  // not as a key that left the tracker (share 0, no threshold).
+  REQUIRE(logs.size() == 1);
+  config::ReloadableOptions raised = Reloadable();
+  raised.alert.default_threshold = 0.5;
+  raised.exporter.min_share = 0.5;
+  agg.SetReloadable(raised);
+  tick(300, 50);
+  CHECK(snap->hot_keys == 0);
+  CHECK(snap->keys.empty());
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[1].find("episode ended") != std::string::npos);
+  CHECK(logs[1].find("threshold=0.5000") != std::string::npos);
+  CHECK(logs[1].find("share=0.0000") == std::string::npos);
+}
+
 TEST_CASE("Aggregator: after a restore the restored lifetime counts are a baseline, not traffic",
           "[daemon][aggregator]") {
   // A day of traffic before the restart: 1e9 events, a third of them on "big".

@@ -6,10 +6,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -337,6 +339,53 @@ TEST_CASE("HeavyHitters: TopK is heaviest first and never longer than asked or t
   CHECK(top3[2].key == KeyFor(3));
   CHECK(hh.TopK(50).size() == 5);
   CHECK(top3[0].admitted == kT0);
+}
+
+TEST_CASE("HeavyHitters: ForEach visits every tracked key once, as TopK reports it",
+          "[sketch][heavy_hitters]") {
+  HeavyHittersOptions o = NoDecay();
+  o.candidates = 16;
+  o.max_key_bytes = 12;
+  HeavyHitters hh = MustCreate(o);
+  int calls = 0;
+  hh.ForEach([&](const HeavyHitter&) { ++calls; });
+  CHECK(calls == 0);
+  // Keys of falling length after long ones, one truncated: the reused key buffer must not
+  // keep a longer key's tail.
+  const std::vector<std::string> keys = {"a-long-key-of-20-byte", "mid-key", "k", "",
+                                         std::string("n\0l", 3)};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t n = 0; n <= i; ++n) hh.Update(keys[i], n % 2 ? Op::kWrite : Op::kRead);
+  }
+  for (int i = 0; i < 40; ++i) hh.Update(KeyFor(i % 8), Op::kRead, 1 + i % 3);
+  const std::vector<HeavyHitter> top = hh.TopK(hh.size());
+  std::vector<HeavyHitter> seen;
+  hh.ForEach([&](const HeavyHitter& h) { seen.push_back(h); });
+  REQUIRE(seen.size() == hh.size());
+  REQUIRE(top.size() == hh.size());
+  auto by_key = [](const HeavyHitter& a, const HeavyHitter& b) {
+    return std::tie(a.key, a.truncated) < std::tie(b.key, b.truncated);
+  };
+  std::sort(seen.begin(), seen.end(), by_key);
+  std::vector<HeavyHitter> want = top;
+  std::sort(want.begin(), want.end(), by_key);
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO(want[i].key);
+    CHECK(seen[i].key == want[i].key);
+    CHECK(seen[i].truncated == want[i].truncated);
+    CHECK(seen[i].hash == want[i].hash);
+    CHECK(seen[i].estimate == want[i].estimate);
+    CHECK(seen[i].lower_bound == want[i].lower_bound);
+    CHECK(seen[i].weight[0] == want[i].weight[0]);
+    CHECK(seen[i].weight[1] == want[i].weight[1]);
+    CHECK(seen[i].raw_weight[0] == want[i].raw_weight[0]);
+    CHECK(seen[i].raw_weight[1] == want[i].raw_weight[1]);
+    CHECK(seen[i].admitted == want[i].admitted);
+  }
+  // The truncated key is its 12-byte prefix, as TopK gives it.
+  CHECK(std::count_if(seen.begin(), seen.end(), [](const HeavyHitter& h) {
+          return h.truncated && h.key == "a-long-key-o";
+        }) == 1);
 }
 
 }  // namespace

@@ -270,11 +270,15 @@ class ThresholdMatcher {
   ThresholdMatcher& operator=(ThresholdMatcher&&) noexcept;
 
   double ThresholdFor(std::string_view key) const;
+  // The lowest threshold ThresholdFor() can give: a share at or under it is over no key's
+  // threshold. min(default, every rule's share).
+  double MinThreshold() const { return min_threshold_; }
 
  private:
   struct Rule;  // options.cc: the rule and its compiled glob
   std::vector<Rule> rules_;
   double default_threshold_;
+  double min_threshold_;
 };
 
 // Everything main needs. Built by ParseFlags (flags.h).

@@ -94,6 +94,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -124,7 +125,7 @@ struct HeavyHittersOptions {
   absl::Status Validate() const;
 };
 
-// One tracked key, as reported by TopK(). Weights are decayed to the time of the last
+// One tracked key, as reported by TopK() and ForEach(). Weights are decayed to the time of the last
 // Advance() unless named raw.
 struct HeavyHitter {
   std::string key;         // the stored bytes: the whole key, or its prefix if truncated
@@ -211,6 +212,11 @@ class HeavyHitters {
   // The `n` heaviest tracked keys by Estimate(), heaviest first. Allocates; not for the
   // per-event path.
   std::vector<HeavyHitter> TopK(size_t n) const;
+  // Calls `fn` once for every tracked key, in no particular order, with what TopK() would
+  // report for it: for a reader that needs every key but not their order (TopK sorts).
+  // One HeavyHitter is reused for every call, its key's buffer too (max_key_bytes at most),
+  // so the visit allocates once, not per key: copy what outlives the call.
+  void ForEach(absl::FunctionRef<void(const HeavyHitter&)> fn) const;
   size_t size() const { return size_; }
 
   // Adds `other` (same options, else an error) into this tracker. The result tracks the
@@ -325,6 +331,7 @@ class HeavyHitters {
              double weight_up, double raw, double estimate);
   void Rescale();
   HeavyHitter Report(uint32_t slot) const;
+  void Report(uint32_t slot, HeavyHitter* out) const;  // reuses out's key buffer
   // The stored weight of `key` in forward-decayed units, and whether it is in the table.
   double UpperStored(uint64_t hash, std::string_view key, int32_t* slot) const;
 
