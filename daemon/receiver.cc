@@ -164,7 +164,7 @@ void UdpReceiver::Drain(int max_rounds) {
       return;
     }
     batch_time_ = clock_.Now();  // one clock read per batch, not per event
-    tracker_.Advance(batch_time_);
+    tracker_.FollowClock(batch_time_);
     for (int i = 0; i < n; ++i) {
       Process(static_cast<const char*>(iovecs_[i].iov_base), msgs_[i].msg_len, sources_[i]);
     }
@@ -202,7 +202,7 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
 
 void UdpReceiver::Publish() {
   const absl::Time now = clock_.Now();
-  tracker_.Advance(now);
+  tracker_.FollowClock(now);
   reports_.Publish(now, tracker_, counters_);
   if (on_publish_) on_publish_();
 }

@@ -243,7 +243,7 @@ void TapSource::OnFrame(unsigned char* user, const pcap_pkthdr* header,
 bool TapSource::Dispatch(int rounds) {
   for (int i = 0; i < rounds; ++i) {
     batch_time_ = clock_.Now();  // one clock read per batch, not per frame
-    tracker_.Advance(batch_time_);
+    tracker_.FollowClock(batch_time_);
     if (tap_.file.empty()) capture_time_ = batch_time_;
     const int n =
         pcap_dispatch(pcap_, kBatch, &TapSource::OnFrame, reinterpret_cast<unsigned char*>(this));
@@ -298,7 +298,7 @@ void TapSource::Publish(absl::Time now) {
   }
   counters_.events = pipeline_.events();
   pipeline_.Fill(counters_.tap);
-  tracker_.Advance(now);
+  tracker_.FollowClock(now);
   reports_.Publish(now, tracker_, counters_);
   if (on_publish_) on_publish_();
 }

@@ -92,6 +92,10 @@ void FuzzHeavyHitters(std::string_view buf) {
   const absl::Duration step = std::min(hh->options().half_life * 41, absl::Hours(1));
   if (hh->now() < absl::FromUnixSeconds(int64_t{1} << 32)) hh->Advance(hh->now() + step);
   CheckTopK(*hh);
+  // Then the wall clock steps back by half that: the whole time line moves.
+  hh->FollowClock(hh->now() - step / 2);
+  CheckTopK(*hh);
+  CheckRoundTrip(*hh);
   FUZZ_CHECK_OK(hh->Merge(*other));
   CheckTopK(*hh);
   CheckRoundTrip(*hh);

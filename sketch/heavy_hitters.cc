@@ -155,6 +155,24 @@ void HeavyHitters::Advance(absl::Time now) {
   }
 }
 
+void HeavyHitters::FollowClock(absl::Time now) {
+  if (now >= now_) {
+    Advance(now);
+    return;
+  }
+  // Infinite times are no clock's readings.
+  if (now == absl::InfinitePast() || now_ == absl::InfiniteFuture()) return;
+  // now_ - landmark_ is kept, so the decay factor stays as it is.
+  const absl::Duration step = now - now_;
+  now_ = now;
+  landmark_ += step;
+  start_ += step;
+  for (uint32_t slot = 0; slot < size_; ++slot) {
+    int64_t& ns = entries_[slot].admitted_ns;
+    ns = absl::ToUnixNanos(absl::FromUnixNanos(ns) + step);  // saturates, never wraps
+  }
+}
+
 void HeavyHitters::Rescale() {
   // Move the landmark to now: every stored value is divided by 2^((now - L)/h). Values that
   // underflow to zero are weights that have decayed below 2^-1000 of a fresh event.

@@ -522,7 +522,7 @@ TEST_CASE("Aggregator: a wall clock stepped back keeps hot keys and rates",
   Stream s(absl::Seconds(1));
   std::shared_ptr<const Snapshot> snap;
   auto tick = [&](absl::Time t) {
-    s.AdvanceTo(t);  // the tracker ignores a clock that went back
+    s.AdvanceTo(t);  // Advance: this tracker ignores a clock that went back (receivers follow it)
     for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
     return BuildOne(agg, s, t);
   };

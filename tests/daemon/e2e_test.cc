@@ -135,6 +135,12 @@ class TestDaemon {
   bool WaitEvents(double n) const {
     return WaitFor([&] { return Top()["events_received"].number >= n; });
   }
+  // Waits for a snapshot built at `clock`'s present time (a daemon on a FakeClock).
+  bool WaitTick(const Clock& clock) const {
+    const std::string now =
+        absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock.Now(), absl::UTCTimeZone());
+    return WaitFor([&] { return Top()["time"].string == now; });
+  }
 
   std::vector<std::string> Logs() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -460,14 +466,7 @@ TEST_CASE(
   FakeClock clock;
   TestDaemon d(o, clock);
   UdpClient c(d.udp());
-  const auto rfc3339 = [](absl::Time t) {
-    return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
-  };
-  // Waits for a snapshot built at the fake clock's present time.
-  const auto wait_tick = [&] {
-    const std::string now = rfc3339(clock.Now());
-    return WaitFor([&] { return d.Top()["time"].string == now; });
-  };
+  const auto wait_tick = [&] { return d.WaitTick(clock); };
   // `n` events of which `hot` are of the key "hot", the rest over `n / 10` other keys.
   const auto send = [&](int n, int hot) {
     std::string dg;
@@ -533,6 +532,46 @@ TEST_CASE(
   CHECK(d.CountLogs("episode started", "key=\"hot\"") == 1);
   CHECK(d.CountLogs("episode ended", "key=\"hot\"") == 1);
   CHECK(d.CountLogs("episode ended", "duration=4s") == 1);  // hot from 400 ms to 4.4 s
+}
+
+TEST_CASE("E2E: after the wall clock steps back an hour, old traffic goes on decaying",
+          "[daemon][e2e]") {
+  config::DaemonOptions o = Options();  // half-life 200 ms
+  o.track.rate_window = absl::Seconds(10);
+  FakeClock clock;
+  TestDaemon d(o, clock);
+  UdpClient c(d.udp());
+  const auto send = [&](const std::string& key, int n) {
+    std::string dg;
+    for (int i = 0; i < n; ++i) absl::StrAppend(&dg, "r ", key, "\n");
+    c.Send(dg);
+  };
+  send("old", 100);
+  REQUIRE(d.WaitEvents(100));
+  clock.Advance(absl::Milliseconds(100));
+  REQUIRE(d.WaitTick(clock));
+  // The step, then two more ticks, so that every receiver has read the stepped clock before
+  // the clock moves on (a receiver that first read it a second later would take that
+  // second as part of the step).
+  clock.Set(clock.Now() - absl::Hours(1));
+  REQUIRE(d.WaitTick(clock));
+  for (int i = 0; i < 2; ++i) {
+    clock.Advance(absl::Milliseconds(1));
+    REQUIRE(d.WaitTick(clock));
+  }
+  // Five half-lives on the stepped clock: "old" weighs 100 / 32 against 100 new events. A
+  // tracker that paused its decay until the clock caught up would give each half.
+  clock.Advance(absl::Seconds(1));
+  REQUIRE(d.WaitTick(clock));
+  send("new", 100);
+  REQUIRE(d.WaitEvents(200));
+  REQUIRE(d.WaitTick(clock));
+  const std::optional<Json> fresh = d.TopKey("new");
+  REQUIRE(fresh);
+  CHECK((*fresh)["share"].number == Approx(32.0 / 33).margin(0.01));
+  const std::optional<Json> stale = d.TopKey("old");
+  REQUIRE(stale);
+  CHECK((*stale)["share"].number == Approx(1.0 / 33).margin(0.01));
 }
 
 TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one on a bad file",

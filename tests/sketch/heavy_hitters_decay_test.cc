@@ -209,6 +209,49 @@ TEST_CASE("Decay: Advance backwards is ignored", "[sketch][decay]") {
   CHECK(hh.Estimate("k") == Approx(1.0).epsilon(kRel));
 }
 
+TEST_CASE("Decay: after FollowClock steps back, decay goes on from the new clock",
+          "[sketch][decay]") {
+  HeavyHitters hh = MustCreate(absl::Seconds(10));
+  const absl::Time t1 = kT0 + absl::Hours(2);
+  hh.FollowClock(t1);
+  for (int i = 0; i < 100; ++i) hh.Update("old", Op::kRead);
+  const absl::Time admitted = hh.TopK(1).at(0).admitted;
+  CHECK(admitted == t1);
+  const double window = hh.DecayedWindowSeconds();
+  const double landmark_to_now = absl::ToDoubleSeconds(hh.now() - Landmark(hh));
+  // The wall clock steps back an hour: nothing changes but the time line.
+  const absl::Time back = t1 - absl::Hours(1);
+  hh.FollowClock(back);
+  CHECK(hh.now() == back);
+  CHECK(hh.Estimate("old") == Approx(100).epsilon(kRel));
+  CHECK(hh.DecayedWindowSeconds() == window);
+  CHECK(absl::ToDoubleSeconds(hh.now() - Landmark(hh)) == landmark_to_now);
+  CHECK(hh.TopK(1).at(0).admitted == admitted - absl::Hours(1));
+  // Two half-lives on the new clock decay the old traffic by 4, as they would have without
+  // the step (Advance alone would hold it at 100 until the clock passed t1).
+  hh.FollowClock(back + absl::Seconds(20));
+  CHECK(hh.Estimate("old") == Approx(25).epsilon(kRel));
+  CHECK(hh.LowerBound("old") == Approx(25).epsilon(kRel));
+  for (int i = 0; i < 100; ++i) hh.Update("new", Op::kRead);
+  CHECK(hh.Estimate("new") == Approx(100).epsilon(kRel));
+  CHECK(hh.Total() == Approx(125).epsilon(kRel));
+  CHECK(hh.TopK(2).at(0).key == "new");
+  // A reading at or after the clock is Advance.
+  hh.FollowClock(back + absl::Seconds(30));
+  CHECK(hh.Estimate("new") == Approx(50).epsilon(kRel));
+  // The time line survives a round trip, and the shifted tracker merges with another on
+  // the same clock.
+  absl::StatusOr<HeavyHitters> copy = HeavyHitters::Deserialize(hh.Serialize());
+  REQUIRE(copy.ok());
+  CHECK(copy->now() == hh.now());
+  CHECK(copy->Estimate("old") == Approx(hh.Estimate("old")).epsilon(kRel));
+  HeavyHitters other = MustCreate(absl::Seconds(10));
+  other.FollowClock(back + absl::Seconds(30));
+  for (int i = 0; i < 10; ++i) other.Update("new", Op::kRead);
+  REQUIRE(other.Merge(hh).ok());
+  CHECK(other.Estimate("new") == Approx(60).epsilon(kRel));
+}
+
 TEST_CASE("Decay: the top-K follows a drifting hot set within a few half-lives",
           "[sketch][decay]") {
   // Hot set A (10 keys, half the traffic) for 10 half-lives, then hot set B; background is

@@ -169,6 +169,13 @@ class HeavyHitters {
   // Moves the clock to `now`: later updates count as happening then. A `now` earlier than
   // the clock is ignored (time never runs backwards inside the tracker).
   void Advance(absl::Time now);
+  // Follows a wall clock's reading: a `now` at or after the clock is Advance(now). An
+  // earlier one means the wall clock stepped back (NTP, an operator): the tracker's whole
+  // time line (its clock, decay landmark, start and admission times) moves back by the
+  // step, so that decay goes on from `now` as it went on before, where Advance() alone
+  // would pause it until the wall clock caught up. Weights and bounds do not change.
+  // O(size()) on a step, O(1) otherwise.
+  void FollowClock(absl::Time now);
 
   // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
   // and a weight that is not positive (or NaN) is ignored. No allocation, no exceptions.
