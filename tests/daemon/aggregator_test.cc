@@ -604,28 +604,6 @@ TEST_CASE("Aggregator: a key's threshold is worked out once per key and configur
   CHECK(k->threshold == 0.25);
 }
 
-TEST_CASE("HeavyHitters::ForEach, as the aggregator reads the table, allocates once",
-          "[daemon][aggregator]") {
-  // Here, not in sketch_test, because this binary counts allocations (alloc_count.cc).
-  for (uint32_t candidates : {16u, 1024u}) {
-    sketch::HeavyHittersOptions o;
-    o.candidates = candidates;
-    o.max_key_bytes = 64;
-    absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(o, kT0);
-    REQUIRE(hh.ok());
-    for (uint32_t i = 0; i < 4 * candidates; ++i) {
-      hh->Update(absl::StrCat("key:", i % candidates), Op::kRead);
-    }
-    REQUIRE(hh->size() == candidates);
-    size_t bytes = 0;
-    AllocationCounter allocations;
-    hh->ForEach([&](const sketch::HeavyHitter& h) { bytes += h.key.size(); });
-    INFO(candidates << " candidates");
-    CHECK(allocations.count() == 1);  // the key buffer, reserved once
-    CHECK(bytes > 4 * candidates);
-  }
-}
-
 TEST_CASE("Aggregator: keys under every threshold and the export floor are passed over",
           "[daemon][aggregator]") {
   // Threshold 0.1, min_share 0.01 with hysteresis 0.2: keys at or under 0.008 of the

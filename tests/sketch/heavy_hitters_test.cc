@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "alloc_count.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "test_util.h"
 
@@ -386,6 +387,26 @@ TEST_CASE("HeavyHitters: ForEach visits every tracked key once, as TopK reports 
   CHECK(std::count_if(seen.begin(), seen.end(), [](const HeavyHitter& h) {
           return h.truncated && h.key == "a-long-key-o";
         }) == 1);
+}
+
+TEST_CASE("HeavyHitters: ForEach allocates once, however many keys it visits",
+          "[sketch][heavy_hitters]") {
+  for (uint32_t candidates : {16u, 1024u}) {
+    HeavyHittersOptions o = NoDecay();
+    o.candidates = candidates;
+    o.max_key_bytes = 64;
+    HeavyHitters hh = MustCreate(o);
+    for (uint32_t i = 0; i < 4 * candidates; ++i) {
+      hh.Update("key:" + std::to_string(i % candidates), Op::kRead);
+    }
+    REQUIRE(hh.size() == candidates);
+    size_t bytes = 0;
+    const uint64_t before = hotkey::testing::AllocationsOnThisThread();
+    hh.ForEach([&](const HeavyHitter& h) { bytes += h.key.size(); });
+    INFO(candidates << " candidates");
+    CHECK(hotkey::testing::AllocationsOnThisThread() - before == 1);  // the key buffer
+    CHECK(bytes > 4 * candidates);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "alloc_count.h"
 #include "hotkey/sketch/hash.h"
 
 namespace hotkey::sketch::testing {
@@ -77,6 +78,16 @@ size_t FoundOfTopK(const std::vector<HeavyHitter>& top, const ExactStream& exact
 void Rechecksum(std::string* buf) {
   const size_t body = buf->size() - sizeof(uint64_t);
   Patch<uint64_t>(buf, body, HashKey(std::string_view(buf->data(), body), kChecksumSeed));
+}
+
+ScopedAllocationLimit::ScopedAllocationLimit(size_t max_bytes) {
+  hotkey::testing::SetAllocationLimitOnThisThread(max_bytes);
+}
+ScopedAllocationLimit::~ScopedAllocationLimit() {
+  hotkey::testing::SetAllocationLimitOnThisThread(0);
+}
+size_t ScopedAllocationLimit::largest_refused() const {
+  return hotkey::testing::LargestRefusedOnThisThread();
 }
 
 }  // namespace hotkey::sketch::testing

@@ -83,10 +83,11 @@ T Peek(const std::string& buf, size_t offset) {
   return v;
 }
 
-// Allocation guard (alloc_guard.cc replaces the global operator new): while a
-// ScopedAllocationLimit lives, any single allocation larger than `max_bytes` throws
-// std::bad_alloc instead of being attempted, and is recorded. Lets a test prove that a
-// hostile buffer is rejected without the code first allocating what the buffer claims.
+// Allocation guard (tests/lib/alloc_count.h, whose alloc_count.cc replaces the global
+// operator new): while a ScopedAllocationLimit lives, any single allocation on this thread
+// larger than `max_bytes` throws std::bad_alloc instead of being attempted, and is
+// recorded. Lets a test prove that a hostile buffer is rejected without the code first
+// allocating what the buffer claims.
 class ScopedAllocationLimit {
  public:
   explicit ScopedAllocationLimit(size_t max_bytes);
