@@ -36,6 +36,38 @@ inline std::string LoadAvg() {
   return a + " " + b + " " + c;
 }
 
+// The machine as a JSON object: the first CPU's model name, family and model number, the
+// logical CPUs, whether it is a guest (the "hypervisor" flag), and LoadAvg().
+inline std::string MachineJson() {
+  std::string model = "unknown", family = "?", model_no = "?";
+  int cpus = 0;
+  bool hypervisor = false;
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    const size_t start = line.find_first_not_of(' ', colon + 1);
+    const std::string value = start == std::string::npos ? "" : line.substr(start);
+    if (name == "processor") ++cpus;
+    if (cpus > 1) continue;  // the first CPU describes them all
+    if (name == "model name") model = value;
+    if (name == "cpu family") family = value;
+    if (name == "model") model_no = value;
+    if (name == "flags") hypervisor = value.find("hypervisor") != std::string::npos;
+  }
+  for (std::string* field : {&model, &family, &model_no}) {
+    for (char& ch : *field) {
+      if (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+    }
+  }
+  return "{\"cpu\":\"" + model + "\",\"cpu_family\":\"" + family + "\",\"cpu_model\":\"" +
+         model_no + "\",\"logical_cpus\":" + std::to_string(cpus) +
+         ",\"hypervisor\":" + (hypervisor ? "true" : "false") + ",\"loadavg_1_5_15\":\"" +
+         LoadAvg() + "\"}";
+}
+
 // CPU seconds of the calling thread, and of the whole process.
 inline double ThreadCpuSeconds() {
   timespec ts;

@@ -44,12 +44,16 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "bench_util.h"
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/loadgen/zipf.h"
 #include "hotkey/sketch/heavy_hitters.h"
 
 namespace {
 
+using hotkey::bench::MachineJson;
+using hotkey::bench::SpreadJson;
+using hotkey::bench::ThreadCpuSeconds;
 using hotkey::loadgen::ZipfDistribution;
 using hotkey::sketch::HeavyHitters;
 using hotkey::sketch::HeavyHittersOptions;
@@ -100,12 +104,6 @@ struct Stream {
     writes.push_back(write);
   }
 };
-
-double CpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 std::vector<std::string> RandomKeys(uint64_t n, std::mt19937_64& gen) {
   std::vector<std::string> keys(n);
@@ -170,64 +168,6 @@ bool LoadTrace(const std::string& path, Stream* st) {
 
 absl::Time SimTime(uint64_t i, const Config& c) {
   return absl::UnixEpoch() + absl::Seconds(static_cast<double>(i) / c.rate);
-}
-
-// The machine, as /proc/cpuinfo and /proc/loadavg describe it: a JSON object.
-std::string Machine() {
-  std::string model = "unknown", family = "?", model_no = "?";
-  int cpus = 0;
-  bool hypervisor = false;
-  if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
-    char line[4096];
-    while (std::fgets(line, sizeof line, f)) {
-      std::string_view l(line);
-      while (!l.empty() && (l.back() == '\n' || l.back() == ' ')) l.remove_suffix(1);
-      const size_t colon = l.find(':');
-      if (colon == std::string_view::npos) continue;
-      std::string_view name = l.substr(0, colon);
-      while (!name.empty() && (name.back() == '\t' || name.back() == ' ')) name.remove_suffix(1);
-      std::string_view value = l.substr(colon + 1);
-      if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-      if (name == "processor") ++cpus;
-      if (cpus > 1) continue;  // the first CPU describes them all
-      if (name == "model name") model = std::string(value);
-      if (name == "cpu family") family = std::string(value);
-      if (name == "model") model_no = std::string(value);
-      if (name == "flags") hypervisor = value.find("hypervisor") != std::string_view::npos;
-    }
-    std::fclose(f);
-  }
-  std::string load = "?";
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    char line[256];
-    if (std::fgets(line, sizeof line, f)) {
-      load = std::string(line);
-      load = load.substr(0, load.find(' ', load.find(' ', load.find(' ') + 1) + 1));
-    }
-    std::fclose(f);
-  }
-  for (char& ch : model) {
-    if (ch == '"' || ch == '\\') ch = ' ';
-  }
-  return absl::StrFormat(
-      "{\"cpu\":\"%s\",\"cpu_family\":\"%s\",\"cpu_model\":\"%s\",\"logical_cpus\":%d,"
-      "\"hypervisor\":%s,\"loadavg_1_5_15\":\"%s\"}",
-      model, family, model_no, cpus, hypervisor ? "true" : "false", load);
-}
-
-// Median, min and max of a sample, as a JSON object.
-struct Spread {
-  double median, min, max;
-};
-Spread SpreadOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  return {median, v.front(), v.back()};
-}
-std::string Json(const Spread& s, int digits) {
-  return absl::StrFormat("{\"median\":%.*g,\"min\":%.*g,\"max\":%.*g}", digits, s.median, digits,
-                         s.min, digits, s.max);
 }
 
 HeavyHitters MakeTracker(const Config& c) {
@@ -370,15 +310,15 @@ void Report(const Stream& st, const Config& c) {
     for (int which = 0; which < 2; ++which) {
       if ((which == 0) == (r % 2 == 0)) {
         HeavyHitters hh = MakeTracker(c);
-        const double t0 = CpuSeconds();
+        const double t0 = ThreadCpuSeconds();
         TrackerUpdateLoop(st, c, hh);
-        hk = n / (CpuSeconds() - t0);
+        hk = n / (ThreadCpuSeconds() - t0);
         last.emplace(std::move(hh));
       } else {
         ExactCounts counts;
-        const double t0 = CpuSeconds();
+        const double t0 = ThreadCpuSeconds();
         ExactUpdateLoop(st, c, counts);
-        ex = n / (CpuSeconds() - t0);
+        ex = n / (ThreadCpuSeconds() - t0);
         truth = std::move(counts);
       }
     }
@@ -395,14 +335,13 @@ void Report(const Stream& st, const Config& c) {
       "\"under_top100\":%zu,\"table_hit_share\":%.4f,\"lobby_hit_share\":%.4f,"
       "\"candidates\":%u,\"lobby\":%u,\"sketch_bytes\":%zu,"
       "\"depth\":%u,\"half_life_s\":%g,\"max_weight\":%g,\"distinct_keys\":%zu}\n",
-      st.name, last->MemoryBytes(), n, c.repeats, Json(SpreadOf(hotkey_rate), 4),
-      Json(SpreadOf(ratio), 3), a.precision, a.recall, a.are, a.under, hit_share.table,
-      hit_share.lobby, c.candidates, c.lobby, c.sketch_bytes, c.depth, c.half_life_s, c.max_weight,
-      st.distinct);
+      st.name, last->MemoryBytes(), n, c.repeats, SpreadJson(hotkey_rate, 4), SpreadJson(ratio, 3),
+      a.precision, a.recall, a.are, a.under, hit_share.table, hit_share.lobby, c.candidates,
+      c.lobby, c.sketch_bytes, c.depth, c.half_life_s, c.max_weight, st.distinct);
   absl::PrintF(
       "{\"stream\":\"%s\",\"structure\":\"exact\",\"bytes\":%zu,\"updates\":%.0f,"
       "\"repeats\":%u,\"updates_per_cpu_sec\":%s,\"distinct_keys\":%zu}\n",
-      st.name, ExactBytes(truth), n, c.repeats, Json(SpreadOf(exact_rate), 4), st.distinct);
+      st.name, ExactBytes(truth), n, c.repeats, SpreadJson(exact_rate, 4), st.distinct);
   std::fflush(stdout);
 }
 
@@ -499,7 +438,7 @@ int main(int argc, char** argv) {
     return bad.ok() ? 0 : 2;
   }
   c.half_life_s = absl::ToDoubleSeconds(half_life);
-  if (!c.callgrind) std::printf("{\"machine\":%s}\n", Machine().c_str());
+  if (!c.callgrind) std::printf("{\"machine\":%s}\n", MachineJson().c_str());
   const auto run = [&c](const Stream& st) { c.callgrind ? Callgrind(st, c) : Report(st, c); };
   if (!c.trace.empty()) {
     Stream st;
