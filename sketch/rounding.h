@@ -3,9 +3,10 @@
 //
 // IEEE arithmetic rounds to nearest, so a bound kept in a double can drift to the wrong side
 // of the truth: 2e16 + 1 is 2e16 in a double, and a counter that absorbs many such adds
-// ends far below the weight it was given. These helpers compute the exact rounding error
-// (TwoSum, Knuth TAOCP vol. 2 4.2.2; the FMA residual of a product or quotient, Boldo &
-// Muller 2011) and step one ulp outward when it is not zero, so that for a, b >= 0
+// ends far below the weight it was given. These helpers find the sign of the exact rounding
+// error (Fast2Sum on the ordered pair, Dekker 1971, for a sum; the FMA residual of a product
+// or quotient, Boldo & Muller 2011) and step one ulp outward when it is not zero, so that
+// for a, b >= 0
 //   AddDown(a, b) <= a + b <= AddUp(a, b),   MulDown(a, b) <= a * b <= MulUp(a, b),
 //   DivDown(a, b) <= a / b <= DivUp(a, b)    (b > 0),
 // with equality whenever the exact result is a double. The cost is a few flops and one
@@ -16,6 +17,7 @@
 #ifndef HOTKEY_SKETCH_ROUNDING_H_
 #define HOTKEY_SKETCH_ROUNDING_H_
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -34,23 +36,29 @@ inline double NextDown(double x) {
   return std::bit_cast<double>(bits - (x > 0));
 }
 
-// The error of s = RN(a + b): a + b - s exactly (TwoSum, six flops, no branch). NaN when the
-// sum overflows, which rounds neither way below.
-inline double SumError(double a, double b, double s) {
-  const double bb = s - a;
-  return (a - (s - bb)) + (b - bb);
+// Whether s = RN(a + b) is below or above a + b, for a, b >= 0: Fast2Sum (Dekker 1971) on
+// the ordered pair. With hi = max(a, b) and lo = min(a, b), s - hi is exact, so the exact
+// error a + b - s is lo - (s - hi), and its sign is a comparison. Three flops and a
+// comparison, where TwoSum (which needs no order) takes six flops. When the sum overflows
+// (s = +inf), s - hi is +inf: the sum is above every double, so it is never below s's
+// predecessor, DBL_MAX, and never above +inf.
+inline bool SumBelowExact(double a, double b, double s) {
+  return s - std::max(a, b) < std::min(a, b);
+}
+inline bool SumAboveExact(double a, double b, double s) {
+  return s - std::max(a, b) > std::min(a, b);
 }
 
 // Branch-free: on decayed (fractional) weights the sign of the error is a coin toss, and a
-// mispredicted branch per add cost more than the TwoSum itself.
+// mispredicted branch per add cost more than the exact error itself.
 inline double AddUp(double a, double b) {
   const double s = a + b;
-  const uint64_t step = SumError(a, b, s) > 0;  // never when s is +inf (the error is NaN)
+  const uint64_t step = SumBelowExact(a, b, s);  // never when s is +inf
   return std::bit_cast<double>(std::bit_cast<uint64_t>(s) + step);
 }
 inline double AddDown(double a, double b) {
   const double s = a + b;
-  const uint64_t step = SumError(a, b, s) < 0;  // only when s > 0
+  const uint64_t step = SumAboveExact(a, b, s);  // only when s > 0; +inf steps to DBL_MAX
   return std::bit_cast<double>(std::bit_cast<uint64_t>(s) - step);
 }
 
