@@ -1,12 +1,9 @@
 #include "hotkey/sketch/hash.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "hash_inline.h"
 
 namespace hotkey::sketch {
 
-uint64_t HashKey(std::string_view key, uint64_t seed) {
-  return XXH3_64bits_withSeed(key.data(), key.size(), seed);
-}
+uint64_t HashKey(std::string_view key, uint64_t seed) { return internal::HashKeyInline(key, seed); }
 
 }  // namespace hotkey::sketch

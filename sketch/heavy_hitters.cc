@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "byte_io.h"
 #include "count_min_inline.h"
+#include "hash_inline.h"
 #include "rounding.h"
 
 namespace hotkey::sketch {
@@ -292,7 +293,8 @@ void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated
   entries_[slot].truncated = truncated;
 }
 
-void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight) {
+inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key, Op op,
+                                             double weight) {
   if (!(weight > 0)) return;  // also NaN: such an event carries no weight
   weight = std::min(weight, kMaxWeight);
   if (!counted_) [[unlikely]] {
@@ -353,6 +355,14 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
   if (estimate > weakest) [[unlikely]] {
     EnterLobby(b, hash, estimate);
   }
+}
+
+void HeavyHitters::Update(std::string_view key, Op op, double weight) {
+  UpdateHashedInline(internal::HashKeyInline(key, options_.seed), key, op, weight);
+}
+
+void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight) {
+  UpdateHashedInline(hash, key, op, weight);
 }
 
 bool HeavyHitters::MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op,

@@ -179,9 +179,8 @@ class HeavyHitters {
 
   // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
   // and a weight that is not positive (or NaN) is ignored. No allocation, no exceptions.
-  void Update(std::string_view key, Op op, double weight = 1.0) {
-    UpdateHashed(HashKey(key, options_.seed), key, op, weight);
-  }
+  // The hash is inlined (no call), and so is UpdateHashed()'s body.
+  void Update(std::string_view key, Op op, double weight = 1.0);
   // The same with the key's hash already computed (HashKey(key, options().seed)).
   void UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight);
 
@@ -323,6 +322,9 @@ class HeavyHitters {
   // Brings the root's node value up to its entry's upper bound until the root is current:
   // then heap_[0] is the weakest entry.
   void RefreshRoot();
+  // Update() and UpdateHashed(): one body, inlined into both.
+  [[gnu::always_inline]] inline void UpdateHashedInline(uint64_t hash, std::string_view key, Op op,
+                                                        double weight);
   // The miss path past the sketch: admits the key if the table has room or `estimate`
   // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
   // short.
