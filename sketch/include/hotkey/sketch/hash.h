@@ -3,7 +3,8 @@
 // Each key is hashed once, to 64 bits, with XXH3 (Collet, xxHash 0.8; stable output across
 // versions, machines and processes) and a seed. Every structure derives what it needs from
 // that one value (count-min rows, table index), so sketches built from the same seed can be
-// merged across processes and restored from disk. Cost: about 2-4 ns for a 16-byte key.
+// merged across processes and restored from disk. Its cost is counted by
+// bench/callgrind.sh's floor loop (README, Benchmarks); HeavyHitters::Update() inlines it.
 //
 // Use a fixed seed when sketches must be merged or stored; use a secret seed when an
 // adversary must not be able to aim many keys at the same counters.

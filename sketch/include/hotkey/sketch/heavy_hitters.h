@@ -27,10 +27,10 @@
 // (four hash compares in one line), then an add to the way or the sketch's update, and one
 // comparison with the heap root's node, which is at most the weakest entry's bound, so the
 // common miss stops there; a lobby miss also compares its estimate with the bucket's
-// weakest way. Counted with callgrind (README, Benchmarks), the lobby costs 41.7
-// instructions an update on Zipf 1.0 at 100 candidates (about 65 a table miss, net of the sketch
-// updates it saves: 278.3 against 236.6); it runs slower by more than that (a cache line
-// more per miss), 40% on Zipf 1.0 and 25% on cache2k_orm_busy against 150 candidates.
+// weakest way. Counted with callgrind (README, Benchmarks), the lobby costs 36.3
+// instructions an update on Zipf 1.0 at 100 candidates (about 57 a table miss, net of the sketch
+// updates it saves: 246.5 against 210.2); it runs slower by more than that (a cache line
+// more per miss), 30% on Zipf 1.0 and 25% on cache2k_orm_busy against 150 candidates.
 //
 // Moves between tiers, each keeping every bound: a key is admitted to the table when its
 // estimate (its way's bound, or the sketch's) beats the weakest entry's current upper bound,
