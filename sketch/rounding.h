@@ -40,8 +40,8 @@ inline double NextDown(double x) {
 // the ordered pair. With hi = max(a, b) and lo = min(a, b), s - hi is exact, so the exact
 // error a + b - s is lo - (s - hi), and its sign is a comparison. Three flops and a
 // comparison, where TwoSum (which needs no order) takes six flops. When the sum overflows
-// (s = +inf), s - hi is +inf: the sum is above every double, so it is never below s's
-// predecessor, DBL_MAX, and never above +inf.
+// (s = +inf), s - hi is +inf: "below" is false, so AddUp stays +inf, and "above" is true,
+// so AddDown steps to DBL_MAX, which the exact sum exceeds (tests/sketch/rounding_test.cc).
 inline bool SumBelowExact(double a, double b, double s) {
   return s - std::max(a, b) < std::min(a, b);
 }
