@@ -1,6 +1,8 @@
-// HashKeyInline(): HashKey() with XXH3 inlined into its caller, for the tracker's per-event
-// path (heavy_hitters.cc); the same value as HashKey(), which calls it. XXH_INLINE_ALL makes
-// xxHash's functions static to each file that includes this. Internal to hotkey::sketch.
+// HashKeyInline(): HashKey() with XXH3 inlined into its caller for keys of up to 16 bytes
+// (most keys), for the tracker's per-event path (heavy_hitters.cc); longer keys take a call
+// (HashKeyLong), so the caller does not carry XXH3's long-key code and stack frame. The same
+// value as HashKey(), which calls it. XXH_INLINE_ALL makes xxHash's functions static to each
+// file that includes this. Internal to hotkey::sketch.
 
 #ifndef HOTKEY_SKETCH_HASH_INLINE_H_
 #define HOTKEY_SKETCH_HASH_INLINE_H_
@@ -13,8 +15,14 @@
 
 namespace hotkey::sketch::internal {
 
+// XXH3 of a key of any length, out of line (hash.cc).
+uint64_t HashKeyLong(std::string_view key, uint64_t seed);
+
 inline uint64_t HashKeyInline(std::string_view key, uint64_t seed) {
-  return XXH3_64bits_withSeed(key.data(), key.size(), seed);
+  if (key.size() <= 16) [[likely]] {
+    return XXH3_64bits_withSeed(key.data(), key.size(), seed);
+  }
+  return HashKeyLong(key, seed);
 }
 
 }  // namespace hotkey::sketch::internal
