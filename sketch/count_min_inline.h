@@ -1,10 +1,12 @@
 // CountMinSketch::UpdateInline(): the conservative update, defined here so that the
 // tracker's per-event path (heavy_hitters.cc) inlines it. Internal to hotkey::sketch.
 //
-// The default depth of 4 has its rows unrolled: four columns, one minimum, one rounded-up
-// sum and four max-stores, with no loop and no pointer array. Other depths take the loop.
+// The default depth of 4 has its rows unrolled: four columns, one minimum, one sum and four
+// max-stores, with no loop and no pointer array. Other depths take the loop.
 // RaiseToInline() likewise. Both follow Column()'s mapping (pinned by
-// heavy_hitters_eviction_test.cc).
+// heavy_hitters_eviction_test.cc). The sum rounds up for Update() (the sketch's own
+// guarantee), or to nearest for the tracker, which counts its roundings and widens its
+// bounds when it reads them (heavy_hitters.h).
 
 #ifndef HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
 #define HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
@@ -29,32 +31,40 @@ inline void CountMinSketch::Cells4(uint64_t hash, Counter* c[4]) {
   c[3] = row0 + 3 * size_t{width_} + ((lo + 3 * hi) & mask_);
 }
 
+template <bool kRoundUp>
+inline double CountMinSketch::Update4Inline(uint64_t hash, double weight) {
+  assert(depth_ == 4 && weight > 0 && std::isfinite(weight));
+  Counter* c[4];
+  Cells4(hash, c);
+  Counter* const c0 = c[0];
+  Counter* const c1 = c[1];
+  Counter* const c2 = c[2];
+  Counter* const c3 = c[3];
+  const Counter v0 = *c0, v1 = *c1, v2 = *c2, v3 = *c3;
+  const Counter min = std::min(std::min(v0, v1), std::min(v2, v3));
+  const Counter target = kRoundUp ? internal::AddUp(min, weight) : min + weight;
+  *c0 = std::max(v0, target);
+  *c1 = std::max(v1, target);
+  *c2 = std::max(v2, target);
+  *c3 = std::max(v3, target);
+  return target;
+}
+
+template <bool kRoundUp>
 inline double CountMinSketch::UpdateInline(uint64_t hash, double weight) {
   assert(weight > 0 && std::isfinite(weight));
   // Conservative update: find the minimum, then lift only the counters below min + weight.
-  // The sum rounds up: rounded to nearest, 2^53 + 1 would stay 2^53 and the weight be lost.
-  if (depth_ == 4) {
-    Counter* c[4];
-    Cells4(hash, c);
-    Counter* const c0 = c[0];
-    Counter* const c1 = c[1];
-    Counter* const c2 = c[2];
-    Counter* const c3 = c[3];
-    const Counter v0 = *c0, v1 = *c1, v2 = *c2, v3 = *c3;
-    const Counter target = internal::AddUp(std::min(std::min(v0, v1), std::min(v2, v3)), weight);
-    *c0 = std::max(v0, target);
-    *c1 = std::max(v1, target);
-    *c2 = std::max(v2, target);
-    *c3 = std::max(v3, target);
-    return target;
-  }
+  // Rounded to nearest, 2^53 + 1 would stay 2^53 and the weight be lost: Update() rounds up;
+  // the tracker rounds to nearest and accounts for the loss when it reads.
+  auto add = [](double a, double b) { return kRoundUp ? internal::AddUp(a, b) : a + b; };
+  if (depth_ == 4) return Update4Inline<kRoundUp>(hash, weight);
   Counter* c[kMaxDepth];
   Counter est = std::numeric_limits<Counter>::infinity();
   for (uint32_t r = 0; r < depth_; ++r) {
     c[r] = &counters_[Column(hash, r)];
     est = std::min(est, *c[r]);
   }
-  const Counter target = internal::AddUp(est, weight);
+  const Counter target = add(est, weight);
   for (uint32_t r = 0; r < depth_; ++r) *c[r] = std::max(*c[r], target);
   return target;
 }

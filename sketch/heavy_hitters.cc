@@ -21,8 +21,10 @@ namespace {
 
 constexpr char kMagic[] = "HKHH";
 // Version 2: f64 sketch counters (version 1 had f32 ones, which saturate). Version 3: the
-// lobby, after the entries. Version 2 is still read, as a tracker with no lobby.
-constexpr uint16_t kVersion = 3;
+// lobby, after the entries. Version 4: the count of roundings not yet settled, after the
+// raw totals. Versions 2 and 3 are still read: their values rounded outward, so they load
+// with no roundings to count (and a version-2 tracker with no lobby).
+constexpr uint16_t kVersion = 4;
 constexpr uint16_t kOldestVersion = 2;
 
 // The index's home bucket: the hash's middle bits, which neither the count-min columns
@@ -32,11 +34,10 @@ inline uint64_t Home(uint64_t hash, uint64_t mask) { return (hash ^ (hash >> 29)
 inline uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32); }
 
 // a[0, n) == b[0, n). Keys of 4 to 16 bytes (most keys) compare as two overlapping loads
-// from each side, never past either end; longer ones go to memcmp. An empty key's data()
-// may be null, so n == 0 reads nothing.
+// from each side, never past either end, 8 to 16 bytes tested first (one comparison);
+// longer ones go to memcmp. An empty key's data() may be null, so n == 0 reads nothing.
 inline bool SameBytes(const char* a, const char* b, size_t n) {
-  if (n >= 8) {
-    if (n > 16) return std::memcmp(a, b, n) == 0;
+  if (n - 8 <= 8) {  // 8 <= n <= 16, unsigned
     uint64_t a0, a1, b0, b1;
     std::memcpy(&a0, a, 8);
     std::memcpy(&b0, b, 8);
@@ -44,6 +45,7 @@ inline bool SameBytes(const char* a, const char* b, size_t n) {
     std::memcpy(&b1, b + n - 8, 8);
     return ((a0 ^ b0) | (a1 ^ b1)) == 0;
   }
+  if (n > 16) return std::memcmp(a, b, n) == 0;
   if (n >= 4) {
     uint32_t a0, a1, b0, b1;
     std::memcpy(&a0, a, 4);
@@ -119,6 +121,7 @@ HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cm
   index_mask_ = buckets - 1;
   lobby_.assign((uint64_t{options.lobby} + kLobbyWays - 1) / kLobbyWays, LobbyBucket{});
   lobby_buckets_ = lobby_.size();
+  plain_miss_ = lobby_buckets_ == 0 && cms_.depth() == 4;
 }
 
 absl::Status HeavyHitters::ResizeLobby(uint32_t lobby) {
@@ -130,6 +133,7 @@ absl::Status HeavyHitters::ResizeLobby(uint32_t lobby) {
   lobby_.assign((uint64_t{lobby} + kLobbyWays - 1) / kLobbyWays, LobbyBucket{});
   lobby_.shrink_to_fit();
   lobby_buckets_ = lobby_.size();
+  plain_miss_ = lobby_buckets_ == 0 && cms_.depth() == 4;
   return absl::OkStatus();
 }
 
@@ -146,13 +150,15 @@ void HeavyHitters::FlushLobby() {
 void HeavyHitters::Advance(absl::Time now) {
   if (now <= now_) return;
   now_ = now;
+  // Until the first event the window starts now (DecayedWindowSeconds), so idle time
+  // before it does not dilute the window; the per-event path need not check.
+  if (!counted()) start_ = now_;
   if (std::isinf(half_life_s_)) return;
   const double exponent = absl::ToDoubleSeconds(now_ - landmark_) / half_life_s_;
   if (exponent > kRescaleExponent) {
     Rescale();
   } else {
     factor_ = std::exp2(exponent);
-    factor_step_ = factor_ != 1.0;
   }
 }
 
@@ -200,7 +206,33 @@ void HeavyHitters::Rescale() {
   }
   landmark_ = now_;
   factor_ = 1.0;
-  factor_step_ = 0;
+  SyncFloor();
+}
+
+void HeavyHitters::SettleRoundings() {
+  // Each stored value S of an upper bound has S >= (its exact value) * keep, and each lower
+  // bound L has L <= (its exact value) / keep (RoundingKeep()): dividing the first by keep
+  // rounding up, and multiplying the second by it rounding down, makes both hold with no
+  // rounding counted. Monotone in S, so the heap's order and node <= entry hold.
+  if (settle_left_ == kSettleEvents) return;
+  const double keep = RoundingKeep();
+  for (CountMinSketch::Counter& c : cms_.counters_) c = internal::DivUp(c, keep);
+  for (double& t : total_) t = internal::DivUp(t, keep);
+  for (uint32_t i = 0; i < size_; ++i) {
+    Entry& e = entries_[heap_[i].slot];
+    e.upper = internal::DivUp(e.upper, keep);
+    for (double& w : e.weight) w = internal::MulDown(w, keep);
+    heap_[i].upper = internal::DivUp(heap_[i].upper, keep);
+  }
+  for (LobbyBucket& b : lobby_) {
+    for (double& u : b.upper) u = internal::DivUp(u, keep);  // 0 stays 0: free stays free
+  }
+  settle_left_ = kSettleEvents;
+  SyncFloor();
+}
+
+void HeavyHitters::SyncFloor() {
+  admit_floor_ = size_ < options_.candidates ? -1.0 : heap_[0].upper;
 }
 
 double HeavyHitters::DecayedWindowSeconds() const {
@@ -210,20 +242,27 @@ double HeavyHitters::DecayedWindowSeconds() const {
   return half_life_s_ / std::numbers::ln2 * -std::expm1(-age / half_life_s_ * std::numbers::ln2);
 }
 
-inline int32_t HeavyHitters::Find(uint64_t hash, std::string_view stored, bool truncated) const {
+inline int32_t HeavyHitters::FindCode(uint64_t hash, const char* key, uint32_t code) const {
   const uint32_t tag = Tag(hash);
   for (uint64_t b = Home(hash, index_mask_);; b = (b + 1) & index_mask_) {
-    const Bucket bucket = index_[b];
+    // Read in place, field by field: two loads, where a copy of the bucket is one load and
+    // three instructions to split it.
+    const Bucket& bucket = index_[b];
     if (bucket.slot == kEmpty) return kEmpty;
     if (bucket.tag == tag) {
       const Entry& e = entries_[bucket.slot];
-      if (e.hash == hash && e.key_len == stored.size() && e.truncated == truncated &&
-          SameBytes(&keys_[static_cast<size_t>(bucket.slot) * options_.max_key_bytes],
-                    stored.data(), stored.size())) {
+      if (e.hash == hash && e.key_code == code &&
+          SameBytes(&keys_[static_cast<size_t>(bucket.slot) * options_.max_key_bytes], key,
+                    std::min(code, options_.max_key_bytes))) {
         return bucket.slot;
       }
     }
   }
+}
+
+int32_t HeavyHitters::Find(uint64_t hash, std::string_view stored, bool truncated) const {
+  return FindCode(hash, stored.data(),
+                  truncated ? options_.max_key_bytes + 1 : static_cast<uint32_t>(stored.size()));
 }
 
 void HeavyHitters::IndexInsert(uint64_t hash, uint32_t slot) {
@@ -278,10 +317,11 @@ void HeavyHitters::RefreshRoot() {
   // are the ones that get no hits).
   for (;;) {
     const double upper = entries_[heap_[0].slot].upper;
-    if (heap_[0].upper == upper) return;
+    if (heap_[0].upper == upper) break;
     heap_[0].upper = upper;
     SiftDown(0);
   }
+  SyncFloor();
 }
 
 void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated) {
@@ -289,43 +329,57 @@ void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated
     std::memcpy(&keys_[static_cast<size_t>(slot) * options_.max_key_bytes], stored.data(),
                 stored.size());
   }
-  entries_[slot].key_len = static_cast<uint32_t>(stored.size());
-  entries_[slot].truncated = truncated;
+  entries_[slot].key_code =
+      truncated ? options_.max_key_bytes + 1 : static_cast<uint32_t>(stored.size());
 }
 
 inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key, Op op,
                                              double weight) {
-  if (!(weight > 0)) return;  // also NaN: such an event carries no weight
+  if (!(weight >= kMinWeight)) return;  // also NaN: such an event carries no weight
   weight = std::min(weight, kMaxWeight);
-  if (!counted_) [[unlikely]] {
-    counted_ = true;
-    start_ = now_;
+  // Every sum below rounds to nearest, and so does the product: the event's two roundings
+  // are counted, and the bounds are widened by them when read (see RoundingKeep()). The
+  // count is settled into the stored values every kSettleEvents events.
+  if (--settle_left_ < 0) [[unlikely]] {
+    SettleRoundings();
+    --settle_left_;  // this event
   }
   const int o = static_cast<int>(op);
-  // The event's forward-decayed weight weight * factor_, rounded both ways: upper bounds
-  // (the table's, the sketch's, the total) grow by w_up, lower bounds by w_lo, and every
-  // sum rounds the same way, so no rounding ever crosses the truth.
-  double w_lo, w_up;
-  internal::MulBracketStep(weight, factor_, factor_step_, &w_lo, &w_up);
-  total_[o] = internal::AddUp(total_[o], w_up);
+  const double w = weight * factor_;  // factor_ >= 1 and weight >= kMinWeight: no underflow
+  total_[o] += w;
   raw_total_[o] += weight;
 
-  const bool truncated = key.size() > options_.max_key_bytes;
-  const std::string_view stored = truncated ? key.substr(0, options_.max_key_bytes) : key;
-  const int32_t slot = Find(hash, stored, truncated);
+  // The key's length, or max_key_bytes + 1 for a key too long to store whole (whose
+  // max_key_bytes first bytes are compared, and its hash): one comparison with an entry's.
+  const uint32_t code =
+      static_cast<uint32_t>(std::min<size_t>(key.size(), size_t{options_.max_key_bytes} + 1));
+  const int32_t slot = FindCode(hash, key.data(), code);
+  const bool truncated = code > options_.max_key_bytes;
+  const std::string_view stored(key.data(), truncated ? options_.max_key_bytes : code);
   if (slot != kEmpty) {
     Entry& e = entries_[slot];
-    e.upper = internal::AddUp(e.upper, w_up);
-    e.weight[o] = internal::AddDown(e.weight[o], w_lo);
+    e.upper += w;
+    e.weight[o] += w;
     e.raw[o] += weight;
     return;  // the heap node lags; see HeapNode
   }
+  if (plain_miss_) {  // no lobby, and the default depth: one test for both
+    const double estimate = cms_.Update4Inline<false>(hash, w);
+    // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1
+    // while the table has room: an estimate at or below it cannot be admitted, and the
+    // common miss stops here.
+    if (estimate > admit_floor_) [[unlikely]] {
+      MaybeAdmit(hash, stored, truncated, op, w, weight, estimate);
+    }
+    return;
+  }
   if (lobby_buckets_ == 0) {
-    const double estimate = cms_.UpdateInline(hash, w_up);
-    // The root's node value is <= the weakest entry's upper bound: an estimate at or below
-    // it cannot be admitted, and the common miss stops here.
-    if (size_ < options_.candidates || estimate > heap_[0].upper) [[unlikely]] {
-      MaybeAdmit(hash, stored, truncated, op, w_lo, w_up, weight, estimate);
+    const double estimate = cms_.UpdateInline<false>(hash, w);
+    // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1
+    // while the table has room: an estimate at or below it cannot be admitted, and the
+    // common miss stops here.
+    if (estimate > admit_floor_) [[unlikely]] {
+      MaybeAdmit(hash, stored, truncated, op, w, weight, estimate);
     }
     return;
   }
@@ -339,16 +393,16 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
   }
   if (way < kLobbyWays) {
     // A lobby hit: the way bounds the key, the sketch is not touched.
-    const double upper = internal::AddUp(b.upper[way], w_up);
+    const double upper = b.upper[way] + w;
     b.upper[way] = upper;
-    if (size_ < options_.candidates || upper > heap_[0].upper) [[unlikely]] {
-      Promote(b, way, hash, stored, truncated, op, w_lo, w_up, weight);
+    if (upper > admit_floor_) [[unlikely]] {
+      Promote(b, way, hash, stored, truncated, op, w, weight);
     }
     return;
   }
-  const double estimate = cms_.UpdateInline(hash, w_up);
-  if (size_ < options_.candidates || estimate > heap_[0].upper) [[unlikely]] {
-    if (MaybeAdmit(hash, stored, truncated, op, w_lo, w_up, weight, estimate)) return;
+  const double estimate = cms_.UpdateInline<false>(hash, w);
+  if (estimate > admit_floor_) [[unlikely]] {
+    if (MaybeAdmit(hash, stored, truncated, op, w, weight, estimate)) return;
   }
   const double weakest =
       std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
@@ -366,19 +420,19 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
 }
 
 bool HeavyHitters::MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op,
-                              double weight_lo, double weight_up, double raw, double estimate) {
+                              double weight, double raw, double estimate) {
   if (size_ == options_.candidates) {
     RefreshRoot();
-    // Both sides of the comparison are upper bounds kept in doubles, neither rounded down:
-    // a key whose estimate passes the weakest entry's is admitted, however large both are.
+    // Both sides of the comparison are stored upper values, which a read widens alike: a
+    // key whose estimate passes the weakest entry's is admitted, however large both are.
     if (!(estimate > heap_[0].upper)) return false;
   }
-  Admit(hash, stored, truncated, op, weight_lo, weight_up, raw, estimate);
+  Admit(hash, stored, truncated, op, weight, raw, estimate);
   return true;
 }
 
 void HeavyHitters::Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored,
-                           bool truncated, Op op, double weight_lo, double weight_up, double raw) {
+                           bool truncated, Op op, double weight, double raw) {
   const double upper = b.upper[way];
   if (size_ == options_.candidates) {
     RefreshRoot();
@@ -391,7 +445,7 @@ void HeavyHitters::Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::str
   cms_.RaiseTo(hash, upper);
   b.hash[way] = 0;
   b.upper[way] = 0;
-  Admit(hash, stored, truncated, op, weight_lo, weight_up, raw, upper);
+  Admit(hash, stored, truncated, op, weight, raw, upper);
 }
 
 void HeavyHitters::EnterLobby(LobbyBucket& b, uint64_t hash, double estimate) {
@@ -432,7 +486,7 @@ void HeavyHitters::Demote(uint64_t hash, double upper) {
 }
 
 void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated, Op op,
-                         double weight_lo, double weight_up, double raw, double estimate) {
+                         double weight, double raw, double estimate) {
   uint32_t slot;
   uint32_t pos;
   if (size_ < options_.candidates) {
@@ -450,10 +504,10 @@ void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated,
   Entry& e = entries_[slot];
   e.hash = hash;
   // The sketch's estimate already includes this event; never report less than was seen.
-  e.upper = std::max(estimate, weight_up);
+  e.upper = std::max(estimate, weight);
   e.weight[0] = e.weight[1] = 0;
   e.raw[0] = e.raw[1] = 0;
-  e.weight[static_cast<int>(op)] = weight_lo;
+  e.weight[static_cast<int>(op)] = weight;
   e.raw[static_cast<int>(op)] = raw;
   e.admitted_ns = ToNanos(now_);
   SetKey(slot, stored, truncated);
@@ -465,6 +519,7 @@ void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated,
   } else {
     SiftUp(pos);
   }
+  SyncFloor();
 }
 
 double HeavyHitters::UpperStored(uint64_t hash, std::string_view key, int32_t* slot) const {
@@ -486,7 +541,7 @@ double HeavyHitters::OutsideUpper(uint64_t hash) const {
 
 double HeavyHitters::UpperBoundHashed(uint64_t hash, std::string_view key) const {
   int32_t slot;
-  return internal::DivUp(UpperStored(hash, key, &slot), factor_);
+  return internal::DivUp(UpperStored(hash, key, &slot), UpperDivisor());
 }
 
 bool HeavyHitters::InLobby(std::string_view key) const {
@@ -508,15 +563,24 @@ double HeavyHitters::LowerBoundHashed(uint64_t hash, std::string_view key) const
   UpperStored(hash, key, &slot);
   if (slot == kEmpty) return 0;
   const Entry& e = entries_[slot];
-  return internal::DivDown(internal::AddDown(e.weight[0], e.weight[1]), factor_);
+  return LowerRead(internal::AddDown(e.weight[0], e.weight[1]));
 }
 
 double HeavyHitters::Total() const {
-  return internal::DivUp(internal::AddUp(total_[0], total_[1]), factor_);
+  return internal::DivUp(internal::AddUp(total_[0], total_[1]), UpperDivisor());
 }
 
 double HeavyHitters::Total(Op op) const {
-  return internal::DivUp(total_[static_cast<int>(op)], factor_);
+  return internal::DivUp(total_[static_cast<int>(op)], UpperDivisor());
+}
+
+double HeavyHitters::UpperDivisor() const {
+  // factor_ * keep, rounded down: a stored upper S bounds factor_ * true, times keep.
+  return internal::MulDown(factor_, RoundingKeep());
+}
+
+double HeavyHitters::LowerRead(double stored) const {
+  return internal::DivDown(internal::MulDown(stored, RoundingKeep()), factor_);
 }
 
 HeavyHitter HeavyHitters::Report(uint32_t slot) const {
@@ -529,11 +593,11 @@ void HeavyHitters::Report(uint32_t slot, HeavyHitter* out) const {
   const Entry& e = entries_[slot];
   HeavyHitter& h = *out;
   h.key.assign(StoredKey(slot));
-  h.truncated = e.truncated;
+  h.truncated = e.key_code > options_.max_key_bytes;
   h.hash = e.hash;
-  h.estimate = internal::DivUp(e.upper, factor_);
+  h.estimate = internal::DivUp(e.upper, UpperDivisor());
   for (int o = 0; o < kNumOps; ++o) {
-    h.weight[o] = internal::DivDown(e.weight[o], factor_);
+    h.weight[o] = LowerRead(e.weight[o]);
     h.raw_weight[o] = e.raw[o];
   }
   h.lower_bound = internal::AddDown(h.weight[0], h.weight[1]);
@@ -606,8 +670,8 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
   for (uint32_t i = 0; i < size_; ++i) {
     const uint32_t slot = heap_[i].slot;
     const Entry& e = entries_[slot];
-    Merged m{e.hash, std::string(StoredKey(slot)), e.truncated, e.upper, {}, {}, e.admitted_ns};
-    int32_t other_slot = other.Find(e.hash, m.key, e.truncated);
+    Merged m{e.hash, std::string(StoredKey(slot)), Truncated(slot), e.upper, {}, {}, e.admitted_ns};
+    int32_t other_slot = other.FindCode(e.hash, m.key.data(), e.key_code);
     if (other_slot != kEmpty) {
       const Entry& o = other.entries_[other_slot];
       m.upper = internal::AddUp(m.upper, internal::MulUp(o.upper, scale));
@@ -629,9 +693,9 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     const uint32_t slot = other.heap_[i].slot;
     const Entry& o = other.entries_[slot];
     const std::string_view key = other.StoredKey(slot);
-    if (Find(o.hash, key, o.truncated) != kEmpty) continue;  // merged above
+    if (FindCode(o.hash, key.data(), o.key_code) != kEmpty) continue;  // merged above
     const double upper = internal::AddUp(internal::MulUp(o.upper, scale), OutsideUpper(o.hash));
-    Merged m{o.hash, std::string(key), o.truncated, upper, {}, {}, o.admitted_ns};
+    Merged m{o.hash, std::string(key), other.Truncated(slot), upper, {}, {}, o.admitted_ns};
     for (int k = 0; k < kNumOps; ++k) {
       m.weight[k] = internal::MulDown(o.weight[k], scale);
       m.raw[k] = o.raw[k];
@@ -651,10 +715,10 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
                    internal::AddUp(cms_.Estimate(ob.hash[w]), internal::MulUp(ob.upper[w], scale)));
     }
   }
-  if (other.counted_) {
-    start_ = counted_ ? std::min(start_, other.start_) : other.start_;
-    counted_ = true;
-  }
+  if (other.counted()) start_ = counted() ? std::min(start_, other.start_) : other.start_;
+  // Each merged value's roundings are those of one side, at most: the sums and products
+  // here round outward, so they add none.
+  settle_left_ = std::min(settle_left_, other.settle_left_);
   for (int k = 0; k < kNumOps; ++k) {
     total_[k] = internal::AddUp(total_[k], internal::MulUp(other.total_[k], scale));
     raw_total_[k] += other.raw_total_[k];
@@ -683,18 +747,19 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     heap_[slot] = HeapNode{m.upper, slot};
   }
   for (uint32_t i = size_ / 2; i-- > 0;) SiftDown(i);
+  SyncFloor();
   return absl::OkStatus();
 }
 
 // Layout (after the common magic/version header, all little-endian):
 //   u32 candidates | u32 max_key_bytes | u32 sketch_depth | u64 sketch_bytes | i64 half_life_ns
 //     (-1: no decay) | u64 seed | i64 start_ns | i64 landmark_ns | i64 now_ns
-//   f64 total[2] | f64 raw_total[2]
+//   f64 total[2] | f64 raw_total[2] | version 4 only: u64 roundings
 //   u32 cms_width | f64 counters[width * depth]
 //   u32 entries, then per entry:
 //     u64 hash | f64 upper | f64 weight[2] | f64 raw[2] | i64 admitted_ns | u8 truncated
 //     | u32 key_len | key bytes
-//   version 3 only: u32 lobby, then for each way of the ceil(lobby / 4) buckets in order:
+//   version 3 and later: u32 lobby, then for each way of the ceil(lobby / 4) buckets in order:
 //     u64 hash | f64 upper  (a free way: both 0)
 //   u64 checksum
 std::string HeavyHitters::Serialize() const {
@@ -712,6 +777,7 @@ std::string HeavyHitters::Serialize() const {
   w.I64(ToNanos(now_));
   for (double t : total_) w.F64(t);
   for (double t : raw_total_) w.F64(t);
+  w.U64(roundings());
   w.U32(cms_.width());
   for (CountMinSketch::Counter c : cms_.counters()) w.F64(c);
   w.U32(size_);
@@ -724,8 +790,8 @@ std::string HeavyHitters::Serialize() const {
     for (double v : e.weight) w.F64(v);
     for (double v : e.raw) w.F64(v);
     w.I64(e.admitted_ns);
-    w.U8(e.truncated ? 1 : 0);
-    w.U32(e.key_len);
+    w.U8(Truncated(slot) ? 1 : 0);
+    w.U32(static_cast<uint32_t>(StoredKey(slot).size()));
     w.Bytes(StoredKey(slot));
   }
   w.U32(options_.lobby);
@@ -782,7 +848,15 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   for (double& t : hh->raw_total_) {
     if (!r.F64(&t) || !Finite(t)) return corrupt("bad raw total");
   }
-  hh->counted_ = hh->raw_total_[0] + hh->raw_total_[1] > 0;
+  if (version >= 4) {
+    uint64_t roundings;
+    if (!r.U64(&roundings) || roundings > kMaxRoundings) {
+      return corrupt("rounding count out of range");
+    }
+    // Rounded up to whole events: counting more roundings than were made is safe.
+    hh->settle_left_ = kSettleEvents - static_cast<int64_t>((roundings + kRoundingsPerEvent - 1) /
+                                                            kRoundingsPerEvent);
+  }
   uint32_t width;
   if (!r.U32(&width) || width != hh->cms_.width()) return corrupt("sketch width mismatch");
   for (Counter& c : hh->cms_.counters_) {
@@ -802,10 +876,12 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
         !r.U32(&key_len) || key_len > o.max_key_bytes || !r.Bytes(key_len, &key)) {
       return corrupt("short or malformed entry");
     }
-    // upper >= weight[0] + weight[1] holds exactly in every tracker (upper bounds round up,
-    // lower bounds down), so no slack is allowed.
+    // The key's upper bound is at least its lower bound in every tracker, both read as the
+    // tracker reads them (widened by its roundings), so no other slack is allowed.
     if (!Finite(upper) || !Finite(weight[0]) || !Finite(weight[1]) || !Finite(raw[0]) ||
-        !Finite(raw[1]) || upper < internal::AddDown(weight[0], weight[1]) || truncated > 1) {
+        !Finite(raw[1]) || truncated > 1 ||
+        internal::DivUp(upper, hh->RoundingKeep()) <
+            internal::MulDown(internal::AddDown(weight[0], weight[1]), hh->RoundingKeep())) {
       return corrupt("entry values out of range");
     }
     if (!truncated && HashKey(key, o.seed) != hash) return corrupt("entry hash mismatch");
@@ -854,6 +930,7 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   }
   if (r.remaining() != 0) return corrupt("trailing bytes");
   for (uint32_t i = hh->size_ / 2; i-- > 0;) hh->SiftDown(i);
+  hh->SyncFloor();
   // Only now that every value is loaded against the saved landmark may the clock move
   // (a move of more than kRescaleExponent half-lives rescales them).
   hh->Advance(absl::FromUnixNanos(now_ns));

@@ -78,21 +78,6 @@ inline double MulDown(double a, double b) {
   return std::fma(a, b, -p) < 0 ? NextDown(p) : p;
 }
 
-// The per-event bracket *lo <= a * b <= *hi for a > 0 and b >= 1 (finite, product below
-// DBL_MAX), with no fma and no branch: the product is exact when b == 1 (decay off), and
-// otherwise is stepped one ulp each way, which always brackets a product rounded to
-// nearest (off by half an ulp at most). One ulp too wide when the product was exact: a
-// relative 2^-52, against an fma call per event.
-// The same with `step` = (b != 1.0) computed once for many products by the same b.
-inline void MulBracketStep(double a, double b, uint64_t step, double* lo, double* hi) {
-  const double p = a * b;
-  *lo = std::bit_cast<double>(std::bit_cast<uint64_t>(p) - step);
-  *hi = std::bit_cast<double>(std::bit_cast<uint64_t>(p) + step);
-}
-inline void MulBracket(double a, double b, double* lo, double* hi) {
-  MulBracketStep(a, b, b != 1.0, lo, hi);
-}
-
 // q = RN(a / b) is below a / b exactly when q * b < a; the remainder a - q * b is a double,
 // so fma(q, b, -a) computes it exactly (away from underflow).
 inline double DivUp(double a, double b) {

@@ -3,7 +3,7 @@
 // demotion of evicted entries, and LowerBound <= true <= UpperBound checked exactly on
 // adversarial streams: a lobby of one or two buckets (every key collides in its bucket),
 // keys that share a whole 64-bit hash (they share a way), decay with a rescale, Merge(),
-// and serialisation (version 3, and version 2 buffers read as trackers with no lobby).
+// and serialisation (version 4, and version 2 buffers read as trackers with no lobby).
 
 #include <catch2/catch.hpp>
 
@@ -24,10 +24,12 @@ namespace hotkey::sketch {
 namespace {
 
 using testing::KeyFor;
+using testing::LowerBoundOf;
 using testing::Patch;
 using testing::Peek;
 using testing::Rechecksum;
 using testing::ScopedAllocationLimit;
+using testing::UpperBoundOf;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
 
@@ -62,7 +64,7 @@ TEST_CASE("Lobby: 100 candidates and 860 lobby entries keep top-100 precision an
     INFO("precision " << precision << " recall " << recall);
     CHECK(precision >= 0.99);
     CHECK(recall >= 0.99);
-    CHECK(hh.Total() == exact.total);
+    CHECK_THAT(hh.Total(), UpperBoundOf(exact.total, hh));
   }
 }
 
@@ -77,26 +79,26 @@ TEST_CASE("Lobby: a key counted in the lobby is promoted once its bound passes t
   hh.Update("c", Op::kRead);
   // Its sketch estimate (1) beats the free way (0), not the weakest entry (10).
   CHECK(hh.InLobby("c"));
-  CHECK(hh.UpperBound("c") == 1);
+  CHECK_THAT(hh.UpperBound("c"), UpperBoundOf(1, hh));
   CHECK(hh.LowerBound("c") == 0);  // a keyless way proves no weight
   for (int i = 0; i < 9; ++i) hh.Update("c", Op::kRead);
   CHECK(hh.InLobby("c"));  // 10 does not beat 10
-  CHECK(hh.UpperBound("c") == 10);
+  CHECK_THAT(hh.UpperBound("c"), UpperBoundOf(10, hh));
   hh.Update("c", Op::kWrite, 1);
   CHECK_FALSE(hh.InLobby("c"));
-  CHECK(hh.UpperBound("c") == 11);
+  CHECK_THAT(hh.UpperBound("c"), UpperBoundOf(11, hh));
   // Like a fresh admission: the lower bound is the promoting event's weight.
-  CHECK(hh.LowerBound("c") == 1);
+  CHECK_THAT(hh.LowerBound("c"), LowerBoundOf(1, hh));
   const std::vector<HeavyHitter> top = hh.TopK(2);
   REQUIRE(top.size() == 2);
   CHECK(top[0].key == "c");
-  CHECK(top[0].weight[static_cast<int>(Op::kWrite)] == 1);
+  CHECK_THAT(top[0].weight[static_cast<int>(Op::kWrite)], LowerBoundOf(1, hh));
   // The evicted entry was demoted into the lobby with its bound, not lost.
   const std::string evicted = top[1].key == "a" ? "b" : "a";
   CHECK(hh.InLobby(evicted));
-  CHECK(hh.UpperBound(evicted) == 10);
+  CHECK_THAT(hh.UpperBound(evicted), UpperBoundOf(10, hh));
   CHECK(hh.LowerBound(evicted) == 0);
-  CHECK(hh.LowerBound(top[1].key) == 10);
+  CHECK_THAT(hh.LowerBound(top[1].key), LowerBoundOf(10, hh));
 }
 
 TEST_CASE("Lobby: a replaced way's bound is written back to the sketch", "[sketch][lobby]") {
@@ -117,9 +119,9 @@ TEST_CASE("Lobby: a replaced way's bound is written back to the sketch", "[sketc
   CHECK(hh.UpperBound("x3") >= 1);  // the sketch bounds it again
   for (int i = 0; i < 3; ++i) {
     CHECK(hh.InLobby(x[i]));
-    CHECK(hh.UpperBound(x[i]) == 2);
+    CHECK_THAT(hh.UpperBound(x[i]), UpperBoundOf(2, hh));
   }
-  CHECK(hh.Total() == 100 + 4 + 3 + 2);
+  CHECK_THAT(hh.Total(), UpperBoundOf(100 + 4 + 3 + 2, hh));
 }
 
 TEST_CASE("Lobby: keys sharing a 64-bit hash share a way, and no lower bound comes from it",
@@ -130,28 +132,28 @@ TEST_CASE("Lobby: keys sharing a 64-bit hash share a way, and no lower bound com
   for (int i = 0; i < 3; ++i) hh.UpdateHashed(shared, "p", Op::kRead, 1);
   for (int i = 0; i < 2; ++i) hh.UpdateHashed(shared, "q", Op::kRead, 1);
   // One way counts both: an upper bound for each, a lower bound for neither.
-  CHECK(hh.UpperBoundHashed(shared, "p") == 5);
-  CHECK(hh.UpperBoundHashed(shared, "q") == 5);
+  CHECK_THAT(hh.UpperBoundHashed(shared, "p"), UpperBoundOf(5, hh));
+  CHECK_THAT(hh.UpperBoundHashed(shared, "q"), UpperBoundOf(5, hh));
   CHECK(hh.LowerBoundHashed(shared, "p") == 0);
   CHECK(hh.LowerBoundHashed(shared, "q") == 0);
   // q's way passes h: q is promoted with p's weight inside its upper bound, and its lower
   // bound is only the promoting event's 100. p falls back to the sketch, raised to the way.
   hh.UpdateHashed(shared, "q", Op::kRead, 100);
-  CHECK(hh.UpperBoundHashed(shared, "q") == 105);
-  CHECK(hh.LowerBoundHashed(shared, "q") == 100);
+  CHECK_THAT(hh.UpperBoundHashed(shared, "q"), UpperBoundOf(105, hh));
+  CHECK_THAT(hh.LowerBoundHashed(shared, "q"), LowerBoundOf(100, hh));
   CHECK(hh.UpperBoundHashed(shared, "p") >= 3);
   CHECK(hh.LowerBoundHashed(shared, "p") == 0);
   CHECK(hh.InLobby("h"));  // demoted
-  CHECK(hh.UpperBound("h") == 100);
+  CHECK_THAT(hh.UpperBound("h"), UpperBoundOf(100, hh));
   // p comes back: admitted from the sketch, evicting q, which is demoted to a way that
   // also covers every other key of the hash.
   hh.UpdateHashed(shared, "p", Op::kRead, 1);
-  CHECK(hh.LowerBoundHashed(shared, "p") == 1);
+  CHECK_THAT(hh.LowerBoundHashed(shared, "p"), LowerBoundOf(1, hh));
   CHECK(hh.UpperBoundHashed(shared, "p") >= 4);
   CHECK(hh.UpperBoundHashed(shared, "q") >= 102);
   CHECK(hh.LowerBoundHashed(shared, "q") == 0);
-  CHECK(hh.UpperBound("h") == 100);
-  CHECK(hh.Total() == 100 + 3 + 2 + 100 + 1);
+  CHECK_THAT(hh.UpperBound("h"), UpperBoundOf(100, hh));
+  CHECK_THAT(hh.Total(), UpperBoundOf(100 + 3 + 2 + 100 + 1, hh));
 }
 
 TEST_CASE("Lobby: a key whose hash is 0 is not confused with the free ways", "[sketch][lobby]") {
@@ -162,8 +164,7 @@ TEST_CASE("Lobby: a key whose hash is 0 is not confused with the free ways", "[s
   for (int i = 1; i <= 5; ++i) {
     hh.UpdateHashed(0, "z", Op::kRead, 1);
     INFO("after " << i << " events");
-    CHECK(hh.UpperBoundHashed(0, "z") >= i);
-    CHECK(hh.UpperBoundHashed(0, "z") <= i + 1e-9);  // counted in one way, from 1
+    CHECK_THAT(hh.UpperBoundHashed(0, "z"), UpperBoundOf(i, hh));  // one way, from 1
   }
   // A round trip keeps it (free ways serialise as hash 0, upper 0).
   absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(hh.Serialize());
@@ -258,10 +259,11 @@ TEST_CASE("Lobby: a rescale scales the lobby's bounds with everything else", "[s
   REQUIRE(hh.InLobby("x"));
   hh.Advance(kT0 + absl::Seconds(50));  // past 2^40: a rescale
   CHECK(hh.InLobby("x"));
-  CHECK(hh.UpperBound("x") == std::ldexp(8.0, -50));  // exact: a power of two
+  // The rescale's factor is a power of two, so it scales the stored bounds exactly.
+  CHECK_THAT(hh.UpperBound("x"), UpperBoundOf(std::ldexp(8.0, -50), hh));
   hh.Update("x", Op::kRead, 8);
-  CHECK(hh.UpperBound("x") == 8 + std::ldexp(8.0, -50));
-  CHECK(hh.UpperBound("h") == std::ldexp(100.0, -50));
+  CHECK_THAT(hh.UpperBound("x"), UpperBoundOf(8 + std::ldexp(8.0, -50), hh));
+  CHECK_THAT(hh.UpperBound("h"), UpperBoundOf(std::ldexp(100.0, -50), hh));
 }
 
 TEST_CASE("Lobby: merge keeps the heavier keys and every bound of both lobbies",
@@ -290,9 +292,9 @@ TEST_CASE("Lobby: merge keeps the heavier keys and every bound of both lobbies",
   }
   // Two of the four 50s stay in the table (lower bound 50); the others are demoted.
   int kept = 0;
-  for (const char* k : {"a1", "a2", "b1", "b2"}) kept += a.LowerBound(k) == 50;
+  for (const char* k : {"a1", "a2", "b1", "b2"}) kept += LowerBoundOf(50, a).match(a.LowerBound(k));
   CHECK(kept == 2);
-  CHECK(a.Total() == 260);
+  CHECK_THAT(a.Total(), UpperBoundOf(260, a));
   CHECK_FALSE(a.Merge(MustCreate(Options(2, 12))).ok());  // another lobby size
 }
 
@@ -354,34 +356,47 @@ TEST_CASE("Lobby: serialize round trip restores the lobby", "[sketch][lobby][ser
 
 TEST_CASE("Lobby: a version-2 buffer is read as a tracker with no lobby",
           "[sketch][lobby][serialize]") {
-  // Version 2 is version 3 without the trailing lobby (u32 count, then the ways).
+  // Version 3 is version 4 without the count of roundings (a u64 after the raw totals), and
+  // version 2 is version 3 without the trailing lobby (u32 count, then the ways). Every sum
+  // of this stream is a double (integer weights, no time passes), so the values it saves
+  // rounded to nearest are those that version 2, which rounded outward, would have saved.
   HeavyHittersOptions o = Options(4, 0, absl::Seconds(5));
   o.sketch_bytes = 256;
   HeavyHitters hh = MustCreate(o);
   for (int r = 0; r < 5; ++r) {
     for (int i = 0; i < 40; ++i) hh.Update(KeyFor(i), Op::kRead, 1 + i % 3);
   }
-  std::string v3 = hh.Serialize();
-  REQUIRE(Peek<uint16_t>(v3, 4) == 3);
-  REQUIRE(Peek<uint32_t>(v3, v3.size() - 12) == 0);  // the lobby count
-  std::string v2 = v3;
+  const std::string v4 = hh.Serialize();
+  REQUIRE(Peek<uint16_t>(v4, 4) == 4);
+  REQUIRE(Peek<uint64_t>(v4, testing::kRoundingsAt) == hh.roundings());
+  REQUIRE(Peek<uint32_t>(v4, v4.size() - 12) == 0);  // the lobby count
+  std::string v2 = v4;
   v2.erase(v2.size() - 12, 4);
+  v2.erase(testing::kRoundingsAt, 8);
   Patch<uint16_t>(&v2, 4, 2);
   Rechecksum(&v2);
   absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(v2);
   REQUIRE(back.ok());
   CHECK(back->options().lobby == 0);
-  CHECK(back->Serialize() == v3);
+  // The same tracker, but for the roundings: a version-2 buffer counts none.
+  CHECK(back->roundings() == 0);
+  std::string v4_without_roundings = v4;
+  Patch<uint64_t>(&v4_without_roundings, testing::kRoundingsAt, 0);
+  Rechecksum(&v4_without_roundings);
+  CHECK(back->Serialize() == v4_without_roundings);
+  // So hh reads the same stored values as `back`, widened by its roundings.
+  std::vector<double> upper;
   for (int i = 0; i < 60; ++i) {
-    REQUIRE(back->UpperBound(KeyFor(i)) == hh.UpperBound(KeyFor(i)));
-    REQUIRE(back->LowerBound(KeyFor(i)) == hh.LowerBound(KeyFor(i)));
+    INFO(KeyFor(i));
+    REQUIRE_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(back->UpperBound(KeyFor(i)), hh));
+    REQUIRE_THAT(hh.LowerBound(KeyFor(i)), LowerBoundOf(back->LowerBound(KeyFor(i)), hh));
+    upper.push_back(back->UpperBound(KeyFor(i)));
   }
   // A daemon upgraded in place then gives the restored tracker its lobby.
-  const std::vector<HeavyHitter> top = back->TopK(4);
   REQUIRE(back->ResizeLobby(8).ok());
   CHECK(back->options().lobby == 8);
   CHECK(back->MemoryBytes() == hh.MemoryBytes() + 2 * 64);
-  for (int i = 0; i < 60; ++i) REQUIRE(back->UpperBound(KeyFor(i)) == hh.UpperBound(KeyFor(i)));
+  for (int i = 0; i < 60; ++i) REQUIRE(back->UpperBound(KeyFor(i)) == upper[i]);
   CHECK_FALSE(back->ResizeLobby(HeavyHitters::kMaxLobby + 1).ok());
 }
 

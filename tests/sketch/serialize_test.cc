@@ -10,9 +10,12 @@
 //   HKHH:    @6 u32 candidates | @10 u32 max_key_bytes | @14 u32 sketch_depth
 //            | @18 u64 sketch_bytes | @26 i64 half_life_ns | @34 u64 seed | @42 i64 start_ns
 //            | @50 i64 landmark_ns | @58 i64 now_ns | @66 f64 total[2] | @82 f64 raw_total[2]
-//            | @98 u32 width | @102 f64 counters | u32 n | n entries:
+//            | @98 u64 roundings | @106 u32 width | @110 f64 counters | u32 n | n entries:
 //            +0 u64 hash | +8 f64 upper | +16 f64 weight[2] | +32 f64 raw[2]
 //            | +48 i64 admitted_ns | +56 u8 truncated | +57 u32 key_len | +61 key bytes
+//            | u32 lobby ways | ways: u64 hash | f64 upper
+//   (version 4; version 3 has no roundings field, so what follows it is 8 bytes earlier;
+//   version 2 has no lobby either)
 
 #include <catch2/catch.hpp>
 
@@ -35,10 +38,13 @@ namespace hotkey::sketch {
 namespace {
 
 using testing::KeyFor;
+using testing::kRoundingsAt;
+using testing::LowerBoundOf;
 using testing::Patch;
 using testing::Peek;
 using testing::Rechecksum;
 using testing::ScopedAllocationLimit;
+using testing::UpperBoundOf;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -184,6 +190,7 @@ HeavyHitters BusyTracker(absl::Duration half_life, uint32_t candidates = 100) {
 
 void CheckSame(const HeavyHitters& a, const HeavyHitters& b) {
   CHECK(a.now() == b.now());
+  CHECK(a.roundings() == b.roundings());
   CHECK(a.size() == b.size());
   CHECK(a.Total() == b.Total());
   CHECK(a.Total(Op::kWrite) == b.Total(Op::kWrite));
@@ -317,8 +324,8 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
   CHECK(HeavyHitters::Deserialize(magic).status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_FALSE(HeavyHitters::Deserialize(SmallCountMin().Serialize()).ok());
   // Version 1 (float counters) and unknown versions are refused, naming the version (2,
-  // without a lobby, and 3 are read).
-  for (uint16_t v : {0, 1, 4, 0xffff}) {
+  // without a lobby, 3, without a count of roundings, and 4 are read).
+  for (uint16_t v : {0, 1, 5, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
@@ -332,8 +339,8 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
 TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
           "[sketch][serialize]") {
   const std::string good = SmallTrackerBytes();
-  const size_t counters = size_t{Peek<uint32_t>(good, 98)} * Peek<uint32_t>(good, 14) * 8;
-  const size_t n_at = 102 + counters;  // u32 entry count
+  const size_t counters = size_t{Peek<uint32_t>(good, 106)} * Peek<uint32_t>(good, 14) * 8;
+  const size_t n_at = 110 + counters;  // u32 entry count
   const size_t e0 = n_at + 4;          // first entry
   REQUIRE(Peek<uint32_t>(good, n_at) == 4);
   // Find an untruncated entry with a non-empty key, for the hash test.
@@ -374,11 +381,13 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"total NaN", [](std::string* b) { Patch<double>(b, 66, kNaN); }},
       {"total negative", [](std::string* b) { Patch<double>(b, 74, -1.0); }},
       {"raw total infinite", [](std::string* b) { Patch<double>(b, 82, kInf); }},
-      {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 98, 16); }},
-      {"sketch counter negative", [](std::string* b) { Patch<double>(b, 102, -2.0); }},
-      {"sketch counter -0", [](std::string* b) { Patch<double>(b, 102, -0.0); }},
-      {"sketch counter NaN", [](std::string* b) { Patch<double>(b, 110, kNaN); }},
-      {"sketch counter infinite", [](std::string* b) { Patch<double>(b, 110, kInf); }},
+      {"roundings above 2^32",
+       [](std::string* b) { Patch<uint64_t>(b, kRoundingsAt, HeavyHitters::kMaxRoundings + 1); }},
+      {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 106, 16); }},
+      {"sketch counter negative", [](std::string* b) { Patch<double>(b, 110, -2.0); }},
+      {"sketch counter -0", [](std::string* b) { Patch<double>(b, 110, -0.0); }},
+      {"sketch counter NaN", [](std::string* b) { Patch<double>(b, 118, kNaN); }},
+      {"sketch counter infinite", [](std::string* b) { Patch<double>(b, 118, kInf); }},
       {"more entries than candidates", [&](std::string* b) { Patch<uint32_t>(b, n_at, 5); }},
       {"entry count beyond the buffer",
        [&](std::string* b) { Patch<uint32_t>(b, n_at, 0xffffffffu); }},
@@ -420,6 +429,104 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
   Patch<uint32_t>(&ok, 6, 9);  // more candidates than entries is fine
   Rechecksum(&ok);
   CHECK(HeavyHitters::Deserialize(ok).ok());
+}
+
+TEST_CASE("HeavyHitters: a count of roundings above 2^32 is rejected", "[sketch][serialize]") {
+  // A tracker settles its roundings every 2^31 events (2^32 roundings): a larger count was
+  // not written by one, and would widen every bound by more than the relative 2^-21 stated.
+  const std::string good = SmallTrackerBytes();
+  auto with_roundings = [&](uint64_t r) {
+    std::string b = good;
+    Patch<uint64_t>(&b, kRoundingsAt, r);
+    Rechecksum(&b);
+    return HeavyHitters::Deserialize(b);
+  };
+  for (uint64_t r : {HeavyHitters::kMaxRoundings + 1, uint64_t{1} << 63, ~uint64_t{0}}) {
+    const absl::Status s = with_roundings(r).status();
+    INFO(r << " roundings: " << s);
+    CHECK_FALSE(s.ok());
+    CHECK(std::string(s.message()).find("rounding count") != std::string::npos);
+  }
+  // Controls: 2^32 itself is a count a tracker can reach, and an odd count is rounded up to
+  // whole events (two roundings each): counting more roundings than were made is safe.
+  absl::StatusOr<HeavyHitters> most = with_roundings(HeavyHitters::kMaxRoundings);
+  REQUIRE(most.ok());
+  CHECK(most->roundings() == HeavyHitters::kMaxRoundings);
+  absl::StatusOr<HeavyHitters> odd = with_roundings(3);
+  REQUIRE(odd.ok());
+  CHECK(odd->roundings() == 4);
+}
+
+TEST_CASE("HeavyHitters: a round trip keeps the count of roundings", "[sketch][serialize]") {
+  HeavyHitters hh = BusyTracker(absl::Seconds(2));
+  // Every event of BusyTracker has a weight of at least 1, so each counts two roundings.
+  REQUIRE(hh.roundings() == 2 * 200000);
+  const std::string bytes = hh.Serialize();
+  CHECK(Peek<uint64_t>(bytes, kRoundingsAt) == hh.roundings());
+  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(bytes);
+  REQUIRE(back.ok());
+  CHECK(back->roundings() == hh.roundings());
+  // And so the same widening: every figure read is the same (CheckSame), not only close.
+  CheckSame(hh, *back);
+  hh.Update("one more", Op::kWrite);
+  back->Update("one more", Op::kWrite);
+  CHECK(back->roundings() == hh.roundings());
+  CHECK(back->roundings() == 2 * 200001);
+}
+
+TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
+          "[sketch][serialize]") {
+  // A version-3 tracker rounded every sum outward, so its values are bounds as saved. To
+  // make one: a stream whose every sum is a double (integer weights, decay off), whose
+  // values rounded to nearest are those version 3 would have saved, and its version-4
+  // buffer without the count of roundings.
+  HeavyHittersOptions o;
+  o.candidates = 4;
+  o.lobby = 8;
+  o.sketch_bytes = 256;
+  o.half_life = absl::InfiniteDuration();
+  HeavyHitters hh = MustCreate(o);
+  // Four keys admitted at their first event (the table has room) and heavier than the 30
+  // others, which share the lobby and the sketch.
+  for (int r = 0; r < 50; ++r) {
+    for (int i = 0; i < 4; ++i) hh.Update(KeyFor(i), Op::kRead, 2);
+  }
+  for (int r = 0; r < 3; ++r) {
+    for (int i = 4; i < 34; ++i) hh.Update(KeyFor(i), Op::kWrite, 1);
+  }
+  REQUIRE(hh.roundings() == 2 * (200 + 90));
+  const std::string v4 = hh.Serialize();
+  std::string v3 = v4;
+  v3.erase(kRoundingsAt, 8);
+  Patch<uint16_t>(&v3, 4, 3);
+  Rechecksum(&v3);
+  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(v3);
+  INFO(back.status());
+  REQUIRE(back.ok());
+  CHECK(back->roundings() == 0);
+  CHECK(back->options().lobby == 8);
+  std::string v4_without_roundings = v4;
+  Patch<uint64_t>(&v4_without_roundings, kRoundingsAt, 0);
+  Rechecksum(&v4_without_roundings);
+  CHECK(back->Serialize() == v4_without_roundings);
+  // With no roundings counted, bounds read exactly as version 3 read them: the table keys'
+  // bounds are their exact weights, where hh's are widened by its 580 roundings.
+  CHECK(back->Total() == 4 * 100 + 30 * 3);
+  CHECK_THAT(hh.Total(), UpperBoundOf(4 * 100 + 30 * 3, hh));
+  for (int i = 0; i < 4; ++i) {
+    INFO(KeyFor(i));
+    CHECK(back->UpperBound(KeyFor(i)) == 100);
+    CHECK(back->LowerBound(KeyFor(i)) == 100);
+    CHECK_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(100, hh));
+    CHECK_THAT(hh.LowerBound(KeyFor(i)), LowerBoundOf(100, hh));
+    CHECK(hh.UpperBound(KeyFor(i)) > 100);
+  }
+  for (int i = 4; i < 34; ++i) {
+    INFO(KeyFor(i));
+    CHECK(back->InLobby(KeyFor(i)) == hh.InLobby(KeyFor(i)));
+    CHECK(back->UpperBound(KeyFor(i)) >= 3);
+    CHECK_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(back->UpperBound(KeyFor(i)), hh));
+  }
 }
 
 // Deserialize(b) under a per-allocation limit: "rejected", "accepted", or what it tried to

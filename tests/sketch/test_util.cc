@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iomanip>
+#include <limits>
+#include <sstream>
 
 #include "alloc_count.h"
 #include "hotkey/sketch/hash.h"
@@ -73,6 +76,50 @@ size_t FoundOfTopK(const std::vector<HeavyHitter>& top, const ExactStream& exact
     if (IdOf(h.key, &id) && want.contains(id)) ++found;
   }
   return found;
+}
+
+static_assert(std::numeric_limits<long double>::digits >= 64,
+              "BoundOfTruth compares in a type wider than double");
+
+namespace {
+
+// 1 - R * 2^-53 (the tracker's RoundingKeep), to the power the stored sums call for.
+long double Widening(uint64_t roundings, StoredSums sums) {
+  const long double keep = 1.0L - static_cast<long double>(roundings) * 0x1p-53L;
+  return sums == StoredSums::kExact ? keep : keep * keep;
+}
+
+constexpr long double kReadSlack = 4 * 0x1p-53L;  // the read's own roundings
+
+}  // namespace
+
+bool BoundOfTruth::match(const double& bound) const {
+  const long double keep = Widening(roundings_, sums_);
+  const long double b = bound, t = truth_;
+  if (upper_) return t <= b && b * keep <= t * (1 + kReadSlack);
+  return b <= t && b >= t * keep * (1 - kReadSlack);
+}
+
+std::string BoundOfTruth::describe() const {
+  std::ostringstream os;
+  os << std::setprecision(17) << "is " << (upper_ ? "an upper" : "a lower") << " bound of "
+     << truth_ << " widened by at most " << roundings_ << " roundings"
+     << (sums_ == StoredSums::kExact ? "" : " twice") << " (";
+  const long double keep = Widening(roundings_, sums_);
+  if (upper_) {
+    os << "in [" << truth_ << ", " << static_cast<double>(truth_ * (1 + kReadSlack) / keep) << "])";
+  } else {
+    os << "in [" << static_cast<double>(truth_ * keep * (1 - kReadSlack)) << ", " << truth_ << "])";
+  }
+  return os.str();
+}
+
+BoundOfTruth UpperBoundOf(double truth, const HeavyHitters& hh, StoredSums sums) {
+  return BoundOfTruth(true, truth, hh.roundings(), sums);
+}
+
+BoundOfTruth LowerBoundOf(double truth, const HeavyHitters& hh, StoredSums sums) {
+  return BoundOfTruth(false, truth, hh.roundings(), sums);
 }
 
 void Rechecksum(std::string* buf) {

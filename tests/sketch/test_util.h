@@ -1,6 +1,7 @@
 // Helpers shared by the sketch tests: key names for Zipf ranks, exact counters to compare
-// the sketches against, little-endian patching of serialised buffers (re-checksummed the
-// way sketch/byte_io.cc does), and an allocation guard.
+// the sketches against, matchers for a tracker's bounds against an exact truth, little-endian
+// patching of serialised buffers (re-checksummed the way sketch/byte_io.cc does), and an
+// allocation guard.
 //
 // Everything here is deterministic: streams come from a seeded std::mt19937_64.
 
@@ -14,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "hotkey/loadgen/zipf.h"
@@ -63,6 +66,51 @@ size_t FoundOfTopK(const std::vector<HeavyHitter>& top, const ExactStream& exact
 
 // Ids ordered by count, heaviest first, ties broken by id (so the order is deterministic).
 std::vector<uint64_t> ByCountDescending(const absl::flat_hash_map<uint64_t, double>& counts);
+
+// A bound read from a tracker against the exact truth it bounds. The tracker keeps its sums
+// rounded to nearest and widens what it reads by its count of roundings R = hh.roundings()
+// (heavy_hitters.h): keep = 1 - R * 2^-53, an upper value is read as stored / keep, a lower
+// one as stored * keep. So, besides never crossing the truth, a bound is at most that far
+// from it:
+//   * StoredSums::kExact, for streams whose every sum is a double (integer weights at a
+//     decay factor of 1 or a power of two): the stored value is the truth, and only the read
+//     widens it:  truth <= upper <= truth / keep,  truth * keep <= lower <= truth;
+//   * StoredSums::kRounded, for any stream: the stored value itself may have drifted by up to
+//     R roundings, a relative R * 2^-53 (a sum that stalls loses that much), and the read
+//     widens it again:  truth <= upper <= truth / keep^2,  truth * keep^2 <= lower <= truth.
+// Each also allows 4 * 2^-53 relative for the read's own roundings (directed, up to 2 ulps).
+// With R == 0 the widening is nil: a bound of an exact stream is the truth within 2 ulps.
+// The comparison is made in long double (64-bit significand on x86-64), so its own
+// roundings are far below the allowance. Usage:
+//   CHECK_THAT(hh.UpperBound("c"), UpperBoundOf(10, hh));
+enum class StoredSums { kExact, kRounded };
+
+class BoundOfTruth : public Catch::MatcherBase<double> {
+ public:
+  BoundOfTruth(bool upper, double truth, uint64_t roundings, StoredSums sums)
+      : upper_(upper), truth_(truth), roundings_(roundings), sums_(sums) {}
+  bool match(const double& bound) const override;
+  std::string describe() const override;
+
+ private:
+  bool upper_;
+  double truth_;
+  uint64_t roundings_;
+  StoredSums sums_;
+};
+
+// `truth` <= the bound <= `truth` widened by hh's roundings (see above).
+BoundOfTruth UpperBoundOf(double truth, const HeavyHitters& hh,
+                          StoredSums sums = StoredSums::kExact);
+// `truth` narrowed by hh's roundings <= the bound <= `truth` (see above).
+BoundOfTruth LowerBoundOf(double truth, const HeavyHitters& hh,
+                          StoredSums sums = StoredSums::kExact);
+
+// Offset of the u64 count of roundings in a version-4 HKHH buffer: after the magic (4),
+// version (2), the options and times (u32 x3, u64, i64, u64, i64 x3: 60 bytes) and the f64
+// totals and raw totals (32). Version 3 has no such field (everything after it is 8 bytes
+// earlier).
+inline constexpr size_t kRoundingsAt = 98;
 
 // The seed of the serialised forms' trailing checksum (sketch/byte_io.cc).
 inline constexpr uint64_t kChecksumSeed = 0x636865636b73756dULL;

@@ -101,8 +101,13 @@ class CountMinSketch {
   friend class HeavyHitters;
 
   // Update(), inlined into the tracker's per-event path (count_min_inline.h): the rows
-  // unrolled for the default depth of 4.
+  // unrolled for the default depth of 4. With kRoundUp false the new estimate is rounded to
+  // nearest, not up: for the tracker, which counts its roundings (heavy_hitters.h).
+  template <bool kRoundUp>
   [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
+  // The same for a sketch known to have depth 4.
+  template <bool kRoundUp>
+  [[gnu::always_inline]] inline double Update4Inline(uint64_t hash, double weight);
   // RaiseTo(), the same way, for the tracker's lobby write-backs.
   [[gnu::always_inline]] inline void RaiseToInline(uint64_t hash, double value);
   // The four counters of `hash` at depth 4, by Column()'s mapping, with no loop.

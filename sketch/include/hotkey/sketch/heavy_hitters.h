@@ -27,14 +27,13 @@
 // (four hash compares in one line), then an add to the way or the sketch's update, and one
 // comparison with the heap root's node, which is at most the weakest entry's bound, so the
 // common miss stops there; a lobby miss also compares its estimate with the bucket's
-// weakest way. Counted with callgrind (README, Benchmarks), the lobby costs 36.3
-// instructions an update on Zipf 1.0 at 100 candidates (about 57 a table miss, net of the sketch
-// updates it saves: 246.5 against 210.2); it runs slower by more than that (a cache line
-// more per miss), 30% on Zipf 1.0 and 25% on cache2k_orm_busy against 150 candidates.
+// weakest way. Counted with callgrind (bench/callgrind.sh, 8M updates of Zipf 1.0 at 100
+// candidates), the lobby costs 40 instructions an update (188.5 against 148.5), about 46 a
+// table miss, net of the sketch updates it saves; it also reads a cache line more per miss.
 //
 // Moves between tiers, each keeping every bound: a key is admitted to the table when its
 // estimate (its way's bound, or the sketch's) beats the weakest entry's current upper bound,
-// both compared as stored (never rounded down); the evicted entry is demoted to its lobby
+// both compared as stored (a read widens both alike); the evicted entry is demoted to its lobby
 // bucket (into its way, or the weakest way if it beats it), else written back to the sketch
 // (RaiseTo). A lobby miss whose sketch estimate beats its bucket's weakest way takes that
 // way; the old way's bound is written back to the sketch. A way is keyless: keys that share
@@ -44,14 +43,23 @@
 // weight as its lower bound, like a fresh admission. So for every key
 //   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),   and
 //   true total <= Total(),
-// exactly, for any stream of weights up to kMaxWeight, with decay on or off: true(k) is the
-// exact (real-number) sum of the key's decayed event weights, each being the event's
-// weight times the tracker's decay factors (below). Every stored bound is a double rounded
-// toward its side (rounding.h): upper bounds, the total, the lobby's and the sketch's
-// counters up, lower bounds down, so no sum loses an event however large it has grown
-// (float counters, used before, stopped at 2^24 and dropped any event below 2^-24 of a
-// cell). Rounding costs at most one ulp, a relative 2^-52, per operation on a value. For a
-// key outside the table and the lobby,
+// exactly, for any stream of weights in [kMinWeight, kMaxWeight], with decay on or off:
+// true(k) is the exact (real-number) sum of the key's decayed event weights, each being the
+// event's weight times the tracker's decay factors (below).
+//
+// Rounding: the per-event path keeps every sum (and the event's decayed weight) a double
+// rounded to nearest, which may land on either side of the exact sum, and counts the
+// roundings instead: R, two per event (the product and one sum per value). Each stored
+// value is then within a factor (1 +- 2^-53)^R of the value exact arithmetic would hold,
+// so a read widens it: an upper bound is the stored value divided by keep = 1 - R * 2^-53,
+// rounded up, a lower bound the stored value times keep, rounded down (rounding.h). So no
+// sum loses an event however large it has grown (2^53 + 1 stays 2^53 in a double, and the
+// read adds the lost 1 back; float counters, used long ago, dropped any event below 2^-24
+// of a cell), and the slack this costs is a relative 2R * 2^-53 at most: the stored value's
+// own drift plus the widening. Every 2^31 events the count is settled into the stored
+// values (each widened once, rounding outward, and R restarts at 0), so R <= 2^32 and the
+// slack stays under 2^-20. Rounding every add outward instead (used before) cost about 30
+// instructions an event; counting costs two. For a key outside the table and the lobby,
 //   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
 // (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
 // one of the same sketch_bytes); a key in the lobby is over by no more than its bound was
@@ -88,6 +96,7 @@
 #ifndef HOTKEY_SKETCH_HEAVY_HITTERS_H_
 #define HOTKEY_SKETCH_HEAVY_HITTERS_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -154,9 +163,21 @@ class HeavyHitters {
   // (a weight of 1e6 at a sampling rate of 1e-9). With the decay factor's 2^40 on top an
   // event adds at most ~1.1e27, so a double counter (max 1.8e308) cannot overflow.
   static constexpr double kMaxWeight = 1e15;
+  // Smallest weight of one event; smaller ones are ignored. It keeps every event's decayed
+  // weight (weight times a decay factor >= 1) a normal double, whose rounding errs by a
+  // relative 2^-53 at most (a subnormal's may err by all of it).
+  static constexpr double kMinWeight = 0x1p-900;
   // Rescale when the decay factor passes 2^40: far below double's 2^1023 limit, and rare
   // (once per 40 half-lives).
   static constexpr double kRescaleExponent = 40;
+  // Roundings counted per event: the product weight * factor and one sum per value.
+  static constexpr uint64_t kRoundingsPerEvent = 2;
+  // The count of roundings is settled into the stored values (SettleRoundings) every 2^31
+  // events, so it stays at most 2^32: a read widens a bound by a relative 2^-21 at most,
+  // over a stored value that may itself have drifted as far (2^-20 in all), and the
+  // O(memory) settling runs once per 2^31 events.
+  static constexpr int64_t kSettleEvents = int64_t{1} << 31;
+  static constexpr uint64_t kMaxRoundings = kRoundingsPerEvent * kSettleEvents;
 
   // A tracker whose clock starts at `now`.
   static absl::StatusOr<HeavyHitters> Create(const HeavyHittersOptions& options, absl::Time now);
@@ -178,7 +199,8 @@ class HeavyHitters {
   void FollowClock(absl::Time now);
 
   // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
-  // and a weight that is not positive (or NaN) is ignored. No allocation, no exceptions.
+  // and a weight below kMinWeight (2^-900: not positive, or nearly so) or NaN is ignored.
+  // No allocation, no exceptions.
   // The hash is inlined (no call), and so is UpdateHashed()'s body.
   void Update(std::string_view key, Op op, double weight = 1.0);
   // The same with the key's hash already computed (HashKey(key, options().seed)).
@@ -198,6 +220,11 @@ class HeavyHitters {
   // Whether `key` is outside the table and a lobby way holds its hash (then the way, not
   // the sketch, gives its UpperBound). For tests and benchmarks.
   bool InLobby(std::string_view key) const;
+  // Roundings to nearest counted since they were last settled (R above, at most
+  // kMaxRoundings). For tests.
+  uint64_t roundings() const {
+    return kRoundingsPerEvent * static_cast<uint64_t>(kSettleEvents - settle_left_);
+  }
 
   // Decayed weight of all events, and by op: upper bounds on the true totals (see above).
   double Total() const;
@@ -249,12 +276,13 @@ class HeavyHitters {
  private:
   struct Entry {
     uint64_t hash;
-    double upper;            // upper bound, forward-decayed units, rounded up
-    double weight[kNumOps];  // since admission, forward-decayed units, rounded down
+    double upper;            // upper bound, forward-decayed units (an upper value)
+    double weight[kNumOps];  // since admission, forward-decayed units (a lower value)
     double raw[kNumOps];     // since admission, undecayed
     int64_t admitted_ns;
-    uint32_t key_len;  // stored bytes (<= max_key_bytes)
-    bool truncated;
+    // The stored key's length, or max_key_bytes + 1 if the key was longer (then its first
+    // max_key_bytes bytes are stored): length and truncation compare as one value.
+    uint32_t key_code;
   };
   // A node of the min-heap over the table. `upper` is the entry's upper bound when the node
   // was last placed: hits raise only the entry (so a hit costs no heap work), never the
@@ -302,7 +330,7 @@ class HeavyHitters {
   // A key's lobby way reached `upper`, past the weakest entry's node: admits it if it beats
   // the weakest entry once that is current. Out of line.
   void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored, bool truncated,
-               Op op, double weight_lo, double weight_up, double raw);
+               Op op, double weight, double raw);
   // A miss whose sketch estimate beat the weakest way of its bucket: that way's bound goes
   // to the sketch, and the key takes the way. Out of line.
   void EnterLobby(LobbyBucket& b, uint64_t hash, double estimate);
@@ -313,8 +341,11 @@ class HeavyHitters {
   void FlushLobby();
 
   // Index of the slot holding the key, or kEmpty. `stored` is the key cut to max_key_bytes.
-  [[gnu::always_inline]] inline int32_t Find(uint64_t hash, std::string_view stored,
-                                             bool truncated) const;
+  int32_t Find(uint64_t hash, std::string_view stored, bool truncated) const;
+  // The same for a key whose first min(code, max_key_bytes) bytes are at `key`, `code`
+  // being its Entry::key_code.
+  [[gnu::always_inline]] inline int32_t FindCode(uint64_t hash, const char* key,
+                                                 uint32_t code) const;
   void IndexInsert(uint64_t hash, uint32_t slot);
   void IndexErase(uint64_t hash, uint32_t slot);
   void SiftDown(uint32_t pos);
@@ -327,18 +358,37 @@ class HeavyHitters {
                                                         double weight);
   // The miss path past the sketch: admits the key if the table has room or `estimate`
   // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
-  // short.
-  bool MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight_lo,
-                  double weight_up, double raw, double estimate);
+  // short. `weight` is the event's decayed weight as counted, `raw` its weight.
+  bool MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight,
+                  double raw, double estimate);
   void SetKey(uint32_t slot, std::string_view stored, bool truncated);
   std::string_view StoredKey(uint32_t slot) const {
-    return {&keys_[static_cast<size_t>(slot) * options_.max_key_bytes], entries_[slot].key_len};
+    return {&keys_[static_cast<size_t>(slot) * options_.max_key_bytes],
+            std::min(entries_[slot].key_code, options_.max_key_bytes)};
   }
+  bool Truncated(uint32_t slot) const { return entries_[slot].key_code > options_.max_key_bytes; }
   // Admits a new key into a free slot, or evicts the weakest entry, writing it back.
-  // `weight_lo` <= the event's decayed weight <= `weight_up`.
-  void Admit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight_lo,
-             double weight_up, double raw, double estimate);
+  void Admit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight,
+             double raw, double estimate);
   void Rescale();
+  // A lower bound on (1 - u)^R and on (1 + u)^-R for R = roundings() and u = 2^-53 (the
+  // relative error of one rounding to nearest): 1 - R * u, exact in a double (R < 2^53),
+  // by Bernoulli's inequality and e^x <= 1 / (1 - x). A stored upper value S then bounds
+  // its exact value U by S >= U * keep, and a stored lower value L its exact L* by
+  // L <= L* / keep; 1 (exactly) when no rounding is counted.
+  double RoundingKeep() const { return 1.0 - static_cast<double>(roundings()) * 0x1p-53; }
+  // factor_ * RoundingKeep(), rounded down: a stored upper value divided by it (rounding
+  // up) is an upper bound in decayed units.
+  double UpperDivisor() const;
+  // A stored lower value as a lower bound in decayed units.
+  double LowerRead(double stored) const;
+  // Applies RoundingKeep() to every stored value, rounding outward, and restarts the count
+  // of roundings at 0. O(memory); once per kSettleEvents events.
+  void SettleRoundings();
+  // admit_floor_ = the heap root's node value, or -1 while the table has room. Called
+  // wherever the root or size_ changes.
+  void SyncFloor();
+  bool counted() const { return raw_total_[0] > 0 || raw_total_[1] > 0; }
   HeavyHitter Report(uint32_t slot) const;
   void Report(uint32_t slot, HeavyHitter* out) const;  // reuses out's key buffer
   // The stored weight of `key` in forward-decayed units, and whether it is in the table.
@@ -346,15 +396,15 @@ class HeavyHitters {
 
   HeavyHittersOptions options_;
   CountMinSketch cms_;
-  double half_life_s_;                  // +inf when decay is off
-  absl::Time start_;                    // the first event's time (creation time before any event)
-  bool counted_ = false;                // whether any event has been counted
-  absl::Time landmark_;                 // L
-  absl::Time now_;                      // the clock
-  double factor_ = 1.0;                 // 2^((now - L)/h): the weight of an event now
-  uint64_t factor_step_ = 0;            // factor_ != 1 (MulBracketStep), kept beside it
-  double total_[kNumOps] = {0, 0};      // forward-decayed units, rounded up
-  double raw_total_[kNumOps] = {0, 0};  // undecayed
+  double half_life_s_;                   // +inf when decay is off
+  absl::Time start_;                     // the first event's time (the clock before any event)
+  absl::Time landmark_;                  // L
+  absl::Time now_;                       // the clock
+  double factor_ = 1.0;                  // 2^((now - L)/h): the weight of an event now
+  int64_t settle_left_ = kSettleEvents;  // events until settling; R = 2 * (kSettleEvents - it)
+  double admit_floor_ = -1.0;            // see SyncFloor()
+  double total_[kNumOps] = {0, 0};       // forward-decayed units, an upper value
+  double raw_total_[kNumOps] = {0, 0};   // undecayed
 
   uint32_t size_ = 0;           // slots in use: 0..candidates
   std::vector<Entry> entries_;  // `candidates` slots
@@ -370,6 +420,7 @@ class HeavyHitters {
   uint64_t index_mask_;
   std::vector<LobbyBucket> lobby_;  // options_.lobby / kLobbyWays buckets (rounded up)
   uint64_t lobby_buckets_ = 0;      // lobby_.size(), kept beside it for the per-event path
+  bool plain_miss_ = false;         // no lobby and a sketch of depth 4: a miss's common path
 };
 
 }  // namespace hotkey::sketch
