@@ -37,7 +37,7 @@ for loop in TrackerUpdateLoop HashOnlyLoop; do
   profile=/dev/null
   [[ -n ${CALLGRIND_OUT:-} ]] && profile=$CALLGRIND_OUT/callgrind.$loop.out
   out=$(valgrind --tool=callgrind --callgrind-out-file="$profile" \
-    --toggle-collect="hotkey_bench::${loop}*" \
+    --toggle-collect="*hotkey_bench::${loop}*" \
     "$bench" --callgrind "${extra[@]}" "${args[@]}" 2>"$log")
   collected=$(sed -n 's/^==[0-9]*== Collected : \([0-9]*\)$/\1/p' "$log")
   rm -f "$log"

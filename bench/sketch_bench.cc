@@ -95,9 +95,12 @@ struct Stream {
   std::vector<double> weights;    // event i's weight; empty: every weight is 1
   size_t size() const { return writes.size(); }
   double weight(size_t i) const { return weights.empty() ? 1.0 : weights[i]; }
+  // Unchecked: i < size() (the loops below), so offsets[i + 1] exists and
+  // offsets[i] <= offsets[i + 1] <= bytes.size().
   std::string_view key(size_t i) const {
-    return std::string_view(bytes).substr(offsets[i], offsets[i + 1] - offsets[i]);
+    return std::string_view(bytes.data() + offsets[i], offsets[i + 1] - offsets[i]);
   }
+  Op op(size_t i) const { return static_cast<Op>(writes[i]); }
   void Add(std::string_view key, bool write) {
     if (offsets.empty()) offsets.push_back(0);
     bytes.append(key);
@@ -198,20 +201,49 @@ using ExactCounts = absl::flat_hash_map<std::string, double>;
 // --toggle-collect can name them: the timed rounds and --callgrind run exactly this code.
 namespace hotkey_bench {
 
+// One instance for unit weights and one for weighted streams, so that neither pays a
+// per-event test for which it is.
+// The stream's arrays are read through local pointers and its size is read once: the
+// tracker is another object, but the compiler cannot prove that Update() leaves the
+// stream's vectors alone, and would reload them for every event.
+template <bool kWeighted>
 [[gnu::noinline]] void TrackerUpdateLoop(const Stream& st, const Config& c, HeavyHitters& hh) {
-  for (uint64_t i = 0; i < st.size(); ++i) {
-    if (i % kAdvanceEvery == 0) hh.Advance(SimTime(i, c));
-    hh.Update(st.key(i), st.writes[i] ? Op::kWrite : Op::kRead, st.weight(i));
+  const char* const bytes = st.bytes.data();
+  const uint32_t* const offsets = st.offsets.data();
+  const uint8_t* const writes = st.writes.data();
+  const double* const weights = st.weights.data();
+  const uint64_t n = st.size();
+  for (uint64_t start = 0; start < n; start += kAdvanceEvery) {
+    hh.Advance(SimTime(start, c));
+    const uint64_t end = std::min(n, start + kAdvanceEvery);
+    for (uint64_t i = start; i < end; ++i) {
+      hh.Update(std::string_view(bytes + offsets[i], offsets[i + 1] - offsets[i]),
+                static_cast<Op>(writes[i]), kWeighted ? weights[i] : 1.0);
+    }
+  }
+}
+
+void TrackerUpdates(const Stream& st, const Config& c, HeavyHitters& hh) {
+  if (st.weights.empty()) {
+    TrackerUpdateLoop<false>(st, c, hh);
+  } else {
+    TrackerUpdateLoop<true>(st, c, hh);
   }
 }
 
 // The floor: the same stream read the same way, only hashed (XXH3 inlined, as
 // HeavyHitters::Update hashes).
 [[gnu::noinline]] uint64_t HashOnlyLoop(const Stream& st, const Config& c) {
+  const char* const bytes = st.bytes.data();
+  const uint32_t* const offsets = st.offsets.data();
+  const uint8_t* const writes = st.writes.data();
+  const uint64_t n = st.size();
   uint64_t acc = 0;
-  for (uint64_t i = 0; i < st.size(); ++i) {
-    acc += hotkey::sketch::internal::HashKeyInline(st.key(i), hotkey::sketch::kDefaultSeed) ^
-           st.writes[i];
+  for (uint64_t i = 0; i < n; ++i) {
+    acc += hotkey::sketch::internal::HashKeyInline(
+               std::string_view(bytes + offsets[i], offsets[i + 1] - offsets[i]),
+               hotkey::sketch::kDefaultSeed) ^
+           writes[i];
   }
   (void)c;
   return acc;
@@ -233,7 +265,7 @@ namespace {
 
 using hotkey_bench::ExactUpdateLoop;
 using hotkey_bench::HashOnlyLoop;
-using hotkey_bench::TrackerUpdateLoop;
+using hotkey_bench::TrackerUpdates;
 
 size_t ExactBytes(const ExactCounts& counts) {
   size_t bytes = counts.bucket_count() * (sizeof(ExactCounts::slot_type) + 1);
@@ -295,7 +327,7 @@ HitShares TableHitShare(const Stream& st, const Config& c) {
     const std::string_view key = st.key(i);
     hits += hh.LowerBound(key) > 0;
     if (c.lobby > 0) lobby_hits += hh.InLobby(key);
-    hh.Update(key, st.writes[i] ? Op::kWrite : Op::kRead, st.weight(i));
+    hh.Update(key, st.op(i), st.weight(i));
   }
   return {static_cast<double>(hits) / st.size(), static_cast<double>(lobby_hits) / st.size()};
 }
@@ -314,7 +346,7 @@ void Report(const Stream& st, const Config& c) {
       if ((which == 0) == (r % 2 == 0)) {
         HeavyHitters hh = MakeTracker(c);
         const double t0 = ThreadCpuSeconds();
-        TrackerUpdateLoop(st, c, hh);
+        TrackerUpdates(st, c, hh);
         hk = n / (ThreadCpuSeconds() - t0);
         last.emplace(std::move(hh));
       } else {
@@ -356,7 +388,7 @@ void Callgrind(const Stream& st, const Config& c) {
     checksum = HashOnlyLoop(st, c);
   } else {
     HeavyHitters hh = MakeTracker(c);
-    TrackerUpdateLoop(st, c, hh);
+    TrackerUpdates(st, c, hh);
     checksum = hh.size();
     bytes = hh.MemoryBytes();
   }
@@ -404,10 +436,10 @@ void RegisterFlags(hotkey::config::FlagParser& p, Config& c, absl::Duration* hal
 constexpr char kCallgrindHelp[] = R"(
 Instructions per update, counted by callgrind over the update loop only:
   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-    --toggle-collect='hotkey_bench::TrackerUpdateLoop*' \
+    --toggle-collect='*hotkey_bench::TrackerUpdateLoop*' \
     hotkey-bench-sketch --callgrind --stream=zipf-1.0 --updates=8000000
   then divide the "Collected" count valgrind prints by 8000000. The hash alone (the floor):
-  --toggle-collect='hotkey_bench::HashOnlyLoop*' and --callgrind --hash-only.
+  --toggle-collect='*hotkey_bench::HashOnlyLoop*' and --callgrind --hash-only.
   bench/callgrind.sh runs both and prints the quotients.
 )";
 
