@@ -354,8 +354,6 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
   const uint32_t code =
       static_cast<uint32_t>(std::min<size_t>(key.size(), size_t{options_.max_key_bytes} + 1));
   const int32_t slot = FindCode(hash, key.data(), code);
-  const bool truncated = code > options_.max_key_bytes;
-  const std::string_view stored(key.data(), truncated ? options_.max_key_bytes : code);
   if (slot != kEmpty) {
     Entry& e = entries_[slot];
     e.upper += w;
@@ -369,7 +367,7 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
     // while the table has room: an estimate at or below it cannot be admitted, and the
     // common miss stops here.
     if (estimate > admit_floor_) [[unlikely]] {
-      MaybeAdmit(hash, stored, truncated, op, w, weight, estimate);
+      MaybeAdmit(hash, key.data(), code, op, w, weight, estimate);
     }
     return;
   }
@@ -379,7 +377,7 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
     // while the table has room: an estimate at or below it cannot be admitted, and the
     // common miss stops here.
     if (estimate > admit_floor_) [[unlikely]] {
-      MaybeAdmit(hash, stored, truncated, op, w, weight, estimate);
+      MaybeAdmit(hash, key.data(), code, op, w, weight, estimate);
     }
     return;
   }
@@ -396,13 +394,13 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
     const double upper = b.upper[way] + w;
     b.upper[way] = upper;
     if (upper > admit_floor_) [[unlikely]] {
-      Promote(b, way, hash, stored, truncated, op, w, weight);
+      Promote(b, way, hash, key.data(), code, op, w, weight);
     }
     return;
   }
   const double estimate = cms_.UpdateInline<false>(hash, w);
   if (estimate > admit_floor_) [[unlikely]] {
-    if (MaybeAdmit(hash, stored, truncated, op, w, weight, estimate)) return;
+    if (MaybeAdmit(hash, key.data(), code, op, w, weight, estimate)) return;
   }
   const double weakest =
       std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
@@ -419,20 +417,20 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
   UpdateHashedInline(hash, key, op, weight);
 }
 
-bool HeavyHitters::MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op,
-                              double weight, double raw, double estimate) {
+bool HeavyHitters::MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight,
+                              double raw, double estimate) {
   if (size_ == options_.candidates) {
     RefreshRoot();
     // Both sides of the comparison are stored upper values, which a read widens alike: a
     // key whose estimate passes the weakest entry's is admitted, however large both are.
     if (!(estimate > heap_[0].upper)) return false;
   }
-  Admit(hash, stored, truncated, op, weight, raw, estimate);
+  Admit(hash, StoredOf(key, code), code > options_.max_key_bytes, op, weight, raw, estimate);
   return true;
 }
 
-void HeavyHitters::Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored,
-                           bool truncated, Op op, double weight, double raw) {
+void HeavyHitters::Promote(LobbyBucket& b, uint32_t way, uint64_t hash, const char* key,
+                           uint32_t code, Op op, double weight, double raw) {
   const double upper = b.upper[way];
   if (size_ == options_.candidates) {
     RefreshRoot();
@@ -445,7 +443,7 @@ void HeavyHitters::Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::str
   cms_.RaiseTo(hash, upper);
   b.hash[way] = 0;
   b.upper[way] = 0;
-  Admit(hash, stored, truncated, op, weight, raw, upper);
+  Admit(hash, StoredOf(key, code), code > options_.max_key_bytes, op, weight, raw, upper);
 }
 
 void HeavyHitters::EnterLobby(LobbyBucket& b, uint64_t hash, double estimate) {

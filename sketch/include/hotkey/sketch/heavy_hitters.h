@@ -329,8 +329,8 @@ class HeavyHitters {
   double OutsideUpper(uint64_t hash) const;
   // A key's lobby way reached `upper`, past the weakest entry's node: admits it if it beats
   // the weakest entry once that is current. Out of line.
-  void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, std::string_view stored, bool truncated,
-               Op op, double weight, double raw);
+  void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, const char* key, uint32_t code, Op op,
+               double weight, double raw);
   // A miss whose sketch estimate beat the weakest way of its bucket: that way's bound goes
   // to the sketch, and the key takes the way. Out of line.
   void EnterLobby(LobbyBucket& b, uint64_t hash, double estimate);
@@ -358,15 +358,21 @@ class HeavyHitters {
                                                         double weight);
   // The miss path past the sketch: admits the key if the table has room or `estimate`
   // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
-  // short. `weight` is the event's decayed weight as counted, `raw` its weight.
-  bool MaybeAdmit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight,
-                  double raw, double estimate);
+  // short. `key` and `code` as for FindCode() (the stored bytes and truncation are worked
+  // out here, off the common path); `weight` is the event's decayed weight as counted,
+  // `raw` its weight.
+  bool MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight, double raw,
+                  double estimate);
   void SetKey(uint32_t slot, std::string_view stored, bool truncated);
   std::string_view StoredKey(uint32_t slot) const {
     return {&keys_[static_cast<size_t>(slot) * options_.max_key_bytes],
             std::min(entries_[slot].key_code, options_.max_key_bytes)};
   }
   bool Truncated(uint32_t slot) const { return entries_[slot].key_code > options_.max_key_bytes; }
+  // The stored bytes of a key at `key` whose key_code is `code`.
+  std::string_view StoredOf(const char* key, uint32_t code) const {
+    return {key, std::min(code, options_.max_key_bytes)};
+  }
   // Admits a new key into a free slot, or evicts the weakest entry, writing it back.
   void Admit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight,
              double raw, double estimate);
