@@ -62,8 +62,14 @@ inline bool SameBytes(const char* a, const char* b, size_t n) {
 
 int64_t ToNanos(absl::Time t) { return absl::ToUnixNanos(t); }
 
-// Finite and >= +0 (-0 is refused: the rounding helpers take +0 only).
-bool Finite(double v) { return std::isfinite(v) && v >= 0 && !std::signbit(v); }
+// Largest value a loaded tracker may hold. A real one never comes near it: an event adds at
+// most kMaxWeight * 2^kRescaleExponent (about 1.1e27), so 1e300 is some 1e273 events away.
+// Refusing more keeps every read finite: a read widens a value by less than 2^-20, and
+// Total() adds two of them, where a hostile value near DBL_MAX would read as +inf.
+constexpr double kMaxLoaded = 1e300;
+
+// In [+0, kMaxLoaded] (-0 is refused: the rounding helpers take +0 only).
+bool Finite(double v) { return v >= 0 && v <= kMaxLoaded && !std::signbit(v); }
 
 }  // namespace
 

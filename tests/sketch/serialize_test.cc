@@ -19,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -381,6 +382,10 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"total NaN", [](std::string* b) { Patch<double>(b, 66, kNaN); }},
       {"total negative", [](std::string* b) { Patch<double>(b, 74, -1.0); }},
       {"raw total infinite", [](std::string* b) { Patch<double>(b, 82, kInf); }},
+      // No tracker's value comes near 1e300 (kMaxLoaded in heavy_hitters.cc); one near
+      // DBL_MAX would read as +inf once widened by the count of roundings.
+      {"total above 1e300", [](std::string* b) { Patch<double>(b, 66, 1e301); }},
+      {"raw total DBL_MAX", [](std::string* b) { Patch<double>(b, 82, DBL_MAX); }},
       {"roundings above 2^32",
        [](std::string* b) { Patch<uint64_t>(b, kRoundingsAt, HeavyHitters::kMaxRoundings + 1); }},
       {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 106, 16); }},
@@ -388,6 +393,7 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"sketch counter -0", [](std::string* b) { Patch<double>(b, 110, -0.0); }},
       {"sketch counter NaN", [](std::string* b) { Patch<double>(b, 118, kNaN); }},
       {"sketch counter infinite", [](std::string* b) { Patch<double>(b, 118, kInf); }},
+      {"sketch counter DBL_MAX", [](std::string* b) { Patch<double>(b, 118, DBL_MAX); }},
       {"more entries than candidates", [&](std::string* b) { Patch<uint32_t>(b, n_at, 5); }},
       {"entry count beyond the buffer",
        [&](std::string* b) { Patch<uint32_t>(b, n_at, 0xffffffffu); }},
@@ -397,6 +403,7 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"entry upper below its weight", [&](std::string* b) { Patch<double>(b, e0 + 8, 0.5); }},
       {"entry weight negative", [&](std::string* b) { Patch<double>(b, e0 + 16, -1.0); }},
       {"entry raw weight infinite", [&](std::string* b) { Patch<double>(b, e0 + 40, kInf); }},
+      {"entry upper DBL_MAX", [&](std::string* b) { Patch<double>(b, e0 + 8, DBL_MAX); }},
       {"entry truncated flag 2", [&](std::string* b) { Patch<uint8_t>(b, e0 + 56, 2); }},
       {"entry key_len beyond max_key_bytes",
        [&](std::string* b) { Patch<uint32_t>(b, e0 + 57, 9); }},
@@ -429,6 +436,14 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
   Patch<uint32_t>(&ok, 6, 9);  // more candidates than entries is fine
   Rechecksum(&ok);
   CHECK(HeavyHitters::Deserialize(ok).ok());
+  // So is a total of 1e300 exactly, and it reads as finite.
+  std::string large = good;
+  Patch<double>(&large, 66, 1e300);
+  Rechecksum(&large);
+  absl::StatusOr<HeavyHitters> loaded = HeavyHitters::Deserialize(large);
+  REQUIRE(loaded.ok());
+  CHECK(std::isfinite(loaded->Total()));
+  CHECK(loaded->Total() > 1e290);  // 1e300 decayed to the tracker's clock
 }
 
 TEST_CASE("HeavyHitters: a count of roundings above 2^32 is rejected", "[sketch][serialize]") {
