@@ -77,8 +77,10 @@ int main(int argc, char** argv) {
   large.Update("big", Op::kWrite, 1);
   Write(dir, "hh_large", 2, large.Serialize());
 
-  // A lobby of two buckets, full, with keys promoted from it and demoted into it, decayed
-  // (format version 3). The version-2 seed hh_full_v2 (no lobby) is kept as it was made.
+  // A lobby of two buckets, full, with keys promoted from it and demoted into it, decayed.
+  // Every seed here is in format version 4 (with its count of roundings); the version-2
+  // seed hh_full_v2 (no lobby) and the version-3 hh_lobby_v3 (no count) are kept as they
+  // were made.
   HeavyHitters lobby = Make(3, 8, absl::Seconds(1), 8);
   for (int j = 0; j < 200; ++j) {
     lobby.Update(std::string("k") + std::to_string((j * 7) % 23), j % 4 ? Op::kRead : Op::kWrite,
