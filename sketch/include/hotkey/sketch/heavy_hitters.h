@@ -27,9 +27,9 @@
 // (four hash compares in one line), then an add to the way or the sketch's update, and one
 // comparison with the heap root's node, which is at most the weakest entry's bound, so the
 // common miss stops there; a lobby miss also compares its estimate with the bucket's
-// weakest way. Counted with callgrind (bench/callgrind.sh, 8M updates of Zipf 1.0 at 100
-// candidates), the lobby costs 40 instructions an update (188.5 against 148.5), about 46 a
-// table miss, net of the sketch updates it saves; it also reads a cache line more per miss.
+// weakest way. The lobby's cost in instructions is counted in the README (Benchmarks,
+// bench/callgrind.sh at 100 candidates with and without it); it also reads a cache line
+// more per table miss.
 //
 // Moves between tiers, each keeping every bound: a key is admitted to the table when its
 // estimate (its way's bound, or the sketch's) beats the weakest entry's current upper bound,
@@ -49,17 +49,24 @@
 //
 // Rounding: the per-event path keeps every sum (and the event's decayed weight) a double
 // rounded to nearest, which may land on either side of the exact sum, and counts the
-// roundings instead: R, two per event (the product and one sum per value). Each stored
-// value is then within a factor (1 +- 2^-53)^R of the value exact arithmetic would hold,
-// so a read widens it: an upper bound is the stored value divided by keep = 1 - R * 2^-53,
-// rounded up, a lower bound the stored value times keep, rounded down (rounding.h). So no
-// sum loses an event however large it has grown (2^53 + 1 stays 2^53 in a double, and the
-// read adds the lost 1 back; float counters, used long ago, dropped any event below 2^-24
-// of a cell), and the slack this costs is a relative 2R * 2^-53 at most: the stored value's
-// own drift plus the widening. Every 2^31 events the count is settled into the stored
-// values (each widened once, rounding outward, and R restarts at 0), so R <= 2^32 and the
-// slack stays under 2^-20. Rounding every add outward instead (used before) cost about 30
-// instructions an event; counting costs two. For a key outside the table and the lobby,
+// roundings instead: R, two per event (the product and one sum per value). With u = 2^-53,
+// a stored upper value S (a bound, the total, a sketch cell, a lobby way) then has
+// S >= U * (1 - u)^R, and a stored lower value L has L <= L' * (1 + u)^R, where U and L'
+// are what exact arithmetic would hold (max and RaiseTo round nothing; rescales and
+// merges round outward). So a read widens: an upper bound is S divided by keep = 1 - R * u,
+// rounded up, a lower bound L times keep, rounded down (rounding.h). No sum loses an event
+// however large it has grown: 2^53 + 1 stays 2^53 in a double, and the read adds the lost
+// 1 back (float counters, used long ago, dropped any event below 2^-24 of a cell). Every
+// 2^31 events the count is settled: every stored value is widened once by its keep
+// (rounding outward) and R restarts at 0, so R <= 2^32 and a read's own widening stays
+// under a relative 2^-21. A settle widens values no event touched too, so weight that
+// stays through k settles is off by up to about k * 2^-21 (2^-52 per event counted since
+// it arrived): with decay off that grows without end (1/16 after 2^48 events); with
+// decay, old weight fades, and a value's slack is about 2^-52 times the events of its
+// last few half-lives (the daemon's half-life is at most 24 h). Rounding
+// every add outward instead (used before) cost about 30 instructions an event
+// (bench/callgrind.sh at the defaults: 210.3 before this scheme, 179.8 with it, the same
+// loop). For a key outside the table and the lobby,
 //   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
 // (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
 // one of the same sketch_bytes); a key in the lobby is over by no more than its bound was
@@ -165,7 +172,8 @@ class HeavyHitters {
   static constexpr double kMaxWeight = 1e15;
   // Smallest weight of one event; smaller ones are ignored. It keeps every event's decayed
   // weight (weight times a decay factor >= 1) a normal double, whose rounding errs by a
-  // relative 2^-53 at most (a subnormal's may err by all of it).
+  // relative 2^-53 at most (a subnormal's may err by all of it). Any weight of at least
+  // 2^-1022 would do; 2^-900 is a margin, far below any weight that counts traffic.
   static constexpr double kMinWeight = 0x1p-900;
   // Rescale when the decay factor passes 2^40: far below double's 2^1023 limit, and rare
   // (once per 40 half-lives).
@@ -173,9 +181,8 @@ class HeavyHitters {
   // Roundings counted per event: the product weight * factor and one sum per value.
   static constexpr uint64_t kRoundingsPerEvent = 2;
   // The count of roundings is settled into the stored values (SettleRoundings) every 2^31
-  // events, so it stays at most 2^32: a read widens a bound by a relative 2^-21 at most,
-  // over a stored value that may itself have drifted as far (2^-20 in all), and the
-  // O(memory) settling runs once per 2^31 events.
+  // events, so it stays at most 2^32 and a read widens a stored value by a relative 2^-21
+  // at most; the O(memory) settling runs once per 2^31 events.
   static constexpr int64_t kSettleEvents = int64_t{1} << 31;
   static constexpr uint64_t kMaxRoundings = kRoundingsPerEvent * kSettleEvents;
 
@@ -297,9 +304,10 @@ class HeavyHitters {
   static constexpr int32_t kEmpty = -1;
 
   // A lobby bucket: 4 ways, each the 64-bit hash of the key it counts and an upper bound on
-  // that key's weight (forward-decayed units, rounded up); upper == 0 marks a free way
-  // (a stored upper bound is never 0: weights are positive and MulUp never rounds a
-  // positive product to 0). Struct of arrays, so a probe compares four hashes in one line:
+  // that key's weight (forward-decayed units, a stored upper value); upper == 0 marks a
+  // free way (a stored upper value is never 0: weights are at least kMinWeight, a sum of
+  // positive doubles is positive, and MulUp and DivUp never round a positive value to 0). Struct of
+  // arrays, so a probe compares four hashes in one line:
   //   +---------+---------+---------+---------+---------+---------+---------+---------+
   //   | hash[0] | hash[1] | hash[2] | hash[3] | upper[0]| upper[1]| upper[2]| upper[3]|
   //   +---------+---------+---------+---------+---------+---------+---------+---------+
