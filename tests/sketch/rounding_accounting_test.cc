@@ -4,14 +4,19 @@
 //   LowerBound(k) <= true(k) <= UpperBound(k)  and  true total <= Total()
 // hold for any stream, even one whose stored sums stall; the count is settled into the
 // stored values every 2^31 events without moving a bound across the truth; Merge() counts
-// the larger of its two counts; Serialize() keeps it (serialize_test.cc).
+// the larger of its two counts; Serialize() keeps it (serialize_test.cc); settles compound,
+// a relative 2^-21 each.
 // The truths here are exact: integer weights, no decay, sums of doubles that are doubles
-// (or, above 2^53, that are not, on purpose).
+// (or, above 2^53, that are not, on purpose); with decay, sums of products of a weight and
+// the tracker's own factor, added in long double (its error, 2^-64 relative an operation,
+// is far inside the widening of the two roundings counted per event).
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -27,6 +32,7 @@ namespace {
 
 using testing::KeyFor;
 using testing::kRoundingsAt;
+using testing::kTotalsAt;
 using testing::LowerBoundOf;
 using testing::Patch;
 using testing::Peek;
@@ -48,6 +54,37 @@ HeavyHittersOptions NoDecay(uint32_t candidates, uint32_t lobby) {
   o.lobby = lobby;
   o.half_life = absl::InfiniteDuration();
   return o;
+}
+
+// `hh` saved and restored with its count of roundings set to `roundings`. At
+// kMaxRoundings the next event settles it, as a tracker does every 2^31 events (too many
+// to run here); counting more roundings than were made is safe. Below the true count the
+// tracker is wrong on purpose, to show what the count is for.
+HeavyHitters WithRoundings(const HeavyHitters& hh, uint64_t roundings) {
+  std::string bytes = hh.Serialize();
+  Patch<uint64_t>(&bytes, kRoundingsAt, roundings);
+  Rechecksum(&bytes);
+  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(bytes);
+  REQUIRE(back.ok());
+  REQUIRE(back->roundings() == roundings);
+  return *std::move(back);
+}
+
+// A settle, and a read at the most a tracker counts (2^32 roundings), each widen a value by
+// keep = 1 - 2^-21 (exactly, at R = 2^32): a value through `settles` settles and read at any
+// count is within (1 - 2^-21)^-(settles + 1) of what it stored before them, for an upper
+// value, and (1 - 2^-21)^(settles + 1) for a lower one. That is a relative
+// (settles + 1) * 2^-21 plus second-order terms (at 4 widenings, 10 * 2^-42 = 2^-38.7) and
+// the directed roundings (an ulp, 2^-52, per settle, three per read): 2^-16 of the
+// first-order term (2^-37 a widening) covers both. Half the reviewer's (settles + 1) * 2^-20,
+// which a read just before the next settle would never approach.
+long double SettledSlack(int settles) { return (settles + 1) * 0x1p-21L * (1 + 0x1p-16L); }
+
+// Whether `bound` is on its side of `truth` (an exact stored value before any settle) and
+// within SettledSlack(settles) of it.
+bool WithinSettled(bool upper, double bound, long double truth, int settles) {
+  const long double b = bound, slack = SettledSlack(settles);
+  return upper ? truth <= b && b <= truth * (1 + slack) : b <= truth && b >= truth * (1 - slack);
 }
 
 TEST_CASE("HeavyHitters: a sum that rounding to nearest would stall still bounds the truth",
@@ -313,6 +350,234 @@ TEST_CASE("HeavyHitters: a merge counts the larger of the two counts of rounding
       CHECK_THAT(m->LowerBound(k), LowerBoundOf(w, *m));
     }
   }
+}
+
+TEST_CASE(
+    "HeavyHitters: settling twice or more widens stored weight by about 2^-21 per settle, never "
+    "across the truth",
+    "[sketch][rounding]") {
+  // A settle widens every stored value once by its keep, whether or not an event touched it
+  // since the last: a value that stays through k settles is widened k times. Keys 0..7 fill
+  // the table at their first events, 20 reads and 20 writes of weight 1000 + i each, so their
+  // stored sums are their exact truths; keys 8..19 stay in the sketch, 1 + i % 5 events of
+  // weight 1 + i % 3 each; "tick" takes the event that settles each time, into the sketch.
+  HeavyHitters hh = MustCreate(NoDecay(8, 0));
+  absl::flat_hash_map<std::string, long double> truth;
+  long double total = 0;
+  auto feed = [&](HeavyHitters& t, const std::string& key, Op op, double weight) {
+    t.Update(key, op, weight);
+    truth[key] += weight;
+    total += weight;
+  };
+  for (int i = 0; i < 8; ++i) {
+    for (int n = 0; n < 20; ++n) {
+      feed(hh, KeyFor(i), Op::kRead, 1000 + i);
+      feed(hh, KeyFor(i), Op::kWrite, 1000 + i);
+    }
+  }
+  for (int i = 8; i < 20; ++i) {
+    for (int n = 0; n < 1 + i % 5; ++n) feed(hh, KeyFor(i), Op::kRead, 1 + i % 3);
+  }
+  REQUIRE(hh.size() == 8);
+  // The sketch keys' bounds before any settle: what the settles then compound (the stored
+  // cells, exact integer sums, widened by 2 * 380 roundings).
+  absl::flat_hash_map<std::string, double> sketch_upper;
+  for (int i = 8; i < 20; ++i) {
+    REQUIRE(hh.LowerBound(KeyFor(i)) == 0);
+    sketch_upper[KeyFor(i)] = hh.UpperBound(KeyFor(i));
+  }
+
+  // Every bound after `settles` settles, read at the count `hh` holds. `widenings` is how
+  // many times the table's values were widened by the full keep (the settles, and the read
+  // when the count is 2^32): their upper bounds are at least that far above the truth, their
+  // lower bounds that far below, which shows the settles compounding.
+  auto check = [&](const HeavyHitters& t, int settles, int widenings) {
+    const long double reached = widenings * 0x1p-21L * (1 - 0x1p-16L);
+    for (int i = 0; i < 8; ++i) {
+      const std::string k = KeyFor(i);
+      const double upper = t.UpperBound(k), lower = t.LowerBound(k);
+      INFO(k << " after " << settles << " settles, truth " << static_cast<double>(truth[k])
+             << " upper " << upper << " lower " << lower);
+      CHECK(WithinSettled(true, upper, truth[k], settles));
+      CHECK(WithinSettled(false, lower, truth[k], settles));
+      CHECK(upper >= truth[k] * (1 + reached));
+      CHECK(lower <= truth[k] * (1 - reached));
+    }
+    for (int i = 8; i < 20; ++i) {
+      const std::string k = KeyFor(i);
+      const double upper = t.UpperBound(k);
+      INFO(k << " after " << settles << " settles, truth " << static_cast<double>(truth[k])
+             << " upper " << upper);
+      CHECK(upper >= truth[k]);
+      CHECK(WithinSettled(true, upper, sketch_upper[k], settles));
+      CHECK(t.LowerBound(k) == 0);
+    }
+    CHECK(WithinSettled(true, t.Total(), total, settles));
+    CHECK(t.Total() >= total * (1 + reached));
+  };
+
+  const std::string hot = KeyFor(7);
+  double hot_upper[4] = {hh.UpperBound(hot), 0, 0, 0};
+  for (int settles = 1; settles <= 3; ++settles) {
+    INFO("settle " << settles);
+    hh = WithRoundings(hh, HeavyHitters::kMaxRoundings);
+    // The widest read after settles - 1 settles: at the full count, just before the next. It
+    // reaches the slack's first-order term, so no smaller multiple of 2^-21 would hold.
+    check(hh, settles - 1, settles);
+    feed(hh, "tick", Op::kRead, 1);  // settles, then counts this event
+    REQUIRE(hh.roundings() == 2);
+    REQUIRE(hh.size() == 8);
+    check(hh, settles, settles);
+    hot_upper[settles] = hh.UpperBound(hot);
+  }
+  // Read at the same count (one event's), the bound grew with each settle: it compounds.
+  CHECK(hot_upper[1] > hot_upper[0]);
+  CHECK(hot_upper[2] > hot_upper[1]);
+  CHECK(hot_upper[3] > hot_upper[2]);
+  CHECK(hot_upper[3] > hot_upper[1]);
+}
+
+TEST_CASE(
+    "HeavyHitters: a merge and a settle keep the bounds of sums that rounding to nearest moves",
+    "[sketch][rounding][merge]") {
+  // Both trackers hold a read sum that stalls ("s": each 1 after 1e16 is lost, 1e16 + 1 is
+  // 1e16) and a write sum that lifts ("l": each 1.5 after 1e16 adds 2), `a` for 1000 events
+  // and `b` for 10, so `a` counts 100 times the roundings. The merge adds their stored values
+  // rounding outward, so the merged drift (1010 below the truth for "s", 505 above for "l")
+  // is within the larger count's widening, not the smaller's.
+  REQUIRE(1e16 + 1.0 == 1e16);
+  REQUIRE(1e16 + 1.5 == 1e16 + 2);
+  const HeavyHittersOptions o = NoDecay(4, 0);
+  auto make = [&](int small_events) {
+    HeavyHitters hh = MustCreate(o);
+    for (int i = 0; i < 10; ++i) hh.Update("s", Op::kRead, HeavyHitters::kMaxWeight);
+    for (int i = 0; i < small_events; ++i) hh.Update("s", Op::kRead, 1);
+    for (int i = 0; i < 10; ++i) hh.Update("l", Op::kWrite, HeavyHitters::kMaxWeight);
+    for (int i = 0; i < small_events; ++i) hh.Update("l", Op::kWrite, 1.5);
+    return hh;
+  };
+  const HeavyHitters a = make(1000), b = make(10);
+  REQUIRE(a.roundings() == 2 * 2020);
+  REQUIRE(b.roundings() == 2 * 40);
+  // The merged truths, which are not doubles (the ulp at 2e16 is 4).
+  const long double s = 2e16L + 1010, l = 2e16L + 1515;
+
+  HeavyHitters ab = a;
+  REQUIRE(ab.Merge(b).ok());
+  REQUIRE(ab.size() == 2);
+  CHECK(ab.roundings() == a.roundings());
+  const std::string bytes = ab.Serialize();
+  CHECK(Peek<double>(bytes, kTotalsAt) == 2e16);             // stalled: 1010 below
+  CHECK(Peek<double>(bytes, kTotalsAt + 8) == 2e16 + 2020);  // lifted: 505 above
+  CHECK_THAT(ab.UpperBound("s"), UpperBoundOf(s, ab, StoredSums::kRounded));
+  CHECK_THAT(ab.LowerBound("s"), LowerBoundOf(s, ab, StoredSums::kRounded));
+  CHECK_THAT(ab.UpperBound("l"), UpperBoundOf(l, ab, StoredSums::kRounded));
+  CHECK_THAT(ab.LowerBound("l"), LowerBoundOf(l, ab, StoredSums::kRounded));
+  CHECK_THAT(ab.Total(Op::kRead), UpperBoundOf(s, ab, StoredSums::kRounded));
+  CHECK_THAT(ab.Total(Op::kWrite), UpperBoundOf(l, ab, StoredSums::kRounded));
+  CHECK_THAT(ab.Total(), UpperBoundOf(s + l, ab, StoredSums::kRounded));
+
+  // The larger count is what keeps them: the same merged state counting none, or only the
+  // smaller side's (2 * 40, a widening of 178 at 2e16), puts "s" and the read total below
+  // their truths and "l"'s lower bound above its.
+  for (uint64_t r : {uint64_t{0}, b.roundings()}) {
+    INFO("merged state read with " << r << " roundings counted");
+    const HeavyHitters wrong = WithRoundings(ab, r);
+    CHECK(wrong.UpperBound("s") < s);
+    CHECK(wrong.Total(Op::kRead) < s);
+    CHECK(wrong.LowerBound("l") > l);
+  }
+
+  // (b) After a settle, whether the merged tracker settles or a side settles before the merge
+  // (the merge then counts the other side's roundings, 2 * 40): one event of "x" takes each
+  // through it. The settle widens the drifted values by 2^-21 (some 9.5e9 at 2e16), far past
+  // their drift, and within SettledSlack of the truth (the drift, 2^-44 relative, is inside its
+  // margin).
+  HeavyHitters merged_then_settled = WithRoundings(ab, HeavyHitters::kMaxRoundings);
+  merged_then_settled.Update("x", Op::kRead, 1);
+  CHECK(merged_then_settled.roundings() == 2);
+  HeavyHitters settled_then_merged = WithRoundings(a, HeavyHitters::kMaxRoundings);
+  settled_then_merged.Update("x", Op::kRead, 1);
+  REQUIRE(settled_then_merged.Merge(b).ok());
+  CHECK(settled_then_merged.roundings() == b.roundings());
+  for (const HeavyHitters* hh : {&merged_then_settled, &settled_then_merged}) {
+    INFO((hh == &merged_then_settled ? "merged, then settled" : "settled, then merged"));
+    REQUIRE(hh->size() == 3);
+    CHECK(WithinSettled(true, hh->UpperBound("s"), s, 1));
+    CHECK(WithinSettled(false, hh->LowerBound("s"), s, 1));
+    CHECK(WithinSettled(true, hh->UpperBound("l"), l, 1));
+    CHECK(WithinSettled(false, hh->LowerBound("l"), l, 1));
+    CHECK(WithinSettled(true, hh->UpperBound("x"), 1, 1));
+    CHECK(WithinSettled(false, hh->LowerBound("x"), 1, 1));
+    CHECK(WithinSettled(true, hh->Total(Op::kRead), s + 1, 1));
+    CHECK(WithinSettled(true, hh->Total(Op::kWrite), l, 1));
+    CHECK(WithinSettled(true, hh->Total(), s + l + 1, 1));
+  }
+}
+
+TEST_CASE("HeavyHitters: the decayed weight's product is rounded and counted",
+          "[sketch][rounding][decay]") {
+  // With decay an event adds weight * factor, the factor exp2((t - L) / h) of the tracker's
+  // clock: a product rounded to nearest, counted with the sum. Events come at 0.3 s, 0.7 s,
+  // 1.1 s, ... after the landmark (half-life 1 s), so no factor is a power of two, and up to
+  // 19.9 s (below the rescale at 40 half-lives, which rounds outward and counts none). Most
+  // weights are near kMaxWeight: stored sums pass 2^53 at the first events and reach 1e21.
+  HeavyHittersOptions o = NoDecay(8, 0);
+  o.half_life = absl::Seconds(1);
+  HeavyHitters hh = MustCreate(o);
+  const double half_life_s = absl::ToDoubleSeconds(o.half_life);
+  const double weights[] = {
+      HeavyHitters::kMaxWeight, 999999999999999.9, 7e14 + 0.25, 1, 1.5, 0.1, 3};
+  std::mt19937_64 gen(41);
+  // The truths in forward-decayed units: sums of weight * factor, each product of two
+  // doubles exact to 2^-64 in long double.
+  absl::flat_hash_map<std::string, long double> forward;
+  long double forward_total[kNumOps] = {0, 0};
+  uint64_t events = 0, inexact = 0;
+  long double heaviest = 0;
+  for (int step = 0; step < 50; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(300 + 400 * step);
+    hh.Advance(t);
+    // The tracker's factor, as it computes it.
+    const double factor = std::exp2(absl::ToDoubleSeconds(t - kT0) / half_life_s);
+    REQUIRE(factor != std::exp2(std::round(std::log2(factor))));
+    for (int n = 0; n < 40; ++n) {
+      const std::string key = KeyFor(gen() % 6);
+      const double weight = weights[gen() % std::size(weights)];
+      const Op op = n % 3 ? Op::kRead : Op::kWrite;
+      hh.Update(key, op, weight);
+      ++events;
+      inexact += std::fma(weight, factor, -(weight * factor)) != 0;
+      forward[key] += static_cast<long double>(weight) * factor;
+      forward_total[static_cast<int>(op)] += static_cast<long double>(weight) * factor;
+    }
+    REQUIRE(hh.roundings() == 2 * events);
+    REQUIRE(hh.size() == forward.size());  // every key in the table from its first event
+    // The truths decayed to now: forward-decayed sums divided by the factor now.
+    INFO("at " << absl::FormatDuration(t - kT0) << ", factor " << factor);
+    for (const auto& [key, f] : forward) {
+      INFO(key);
+      const long double decayed = f / factor;
+      heaviest = std::max(heaviest, decayed);
+      CHECK_THAT(hh.UpperBound(key), UpperBoundOf(decayed, hh, StoredSums::kRounded));
+      CHECK_THAT(hh.LowerBound(key), LowerBoundOf(decayed, hh, StoredSums::kRounded));
+    }
+    for (const HeavyHitter& h : hh.TopK(6)) {
+      INFO(h.key);
+      const long double decayed = forward[h.key] / factor;
+      CHECK_THAT(h.estimate, UpperBoundOf(decayed, hh, StoredSums::kRounded));
+      CHECK_THAT(h.lower_bound, LowerBoundOf(decayed, hh, StoredSums::kRounded));
+    }
+    CHECK_THAT(hh.Total(Op::kRead),
+               UpperBoundOf(forward_total[0] / factor, hh, StoredSums::kRounded));
+    CHECK_THAT(hh.Total(Op::kWrite),
+               UpperBoundOf(forward_total[1] / factor, hh, StoredSums::kRounded));
+    CHECK_THAT(hh.Total(), UpperBoundOf((forward_total[0] + forward_total[1]) / factor, hh,
+                                        StoredSums::kRounded));
+  }
+  // The products did round (most of them), and the decayed weights passed 2^53.
+  CHECK(inexact > events / 2);
+  CHECK(heaviest > 0x1p53L);
 }
 
 }  // namespace

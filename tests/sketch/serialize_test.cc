@@ -19,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -340,9 +341,8 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
 TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
           "[sketch][serialize]") {
   const std::string good = SmallTrackerBytes();
-  const size_t counters = size_t{Peek<uint32_t>(good, 106)} * Peek<uint32_t>(good, 14) * 8;
-  const size_t n_at = 110 + counters;  // u32 entry count
-  const size_t e0 = n_at + 4;          // first entry
+  const size_t n_at = testing::EntryCountAt(good);  // u32 entry count
+  const size_t e0 = n_at + 4;                       // first entry
   REQUIRE(Peek<uint32_t>(good, n_at) == 4);
   // Find an untruncated entry with a non-empty key, for the hash test.
   size_t plain = 0;
@@ -444,6 +444,79 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
   REQUIRE(loaded.ok());
   CHECK(std::isfinite(loaded->Total()));
   CHECK(loaded->Total() > 1e240);  // 1e250 decayed to the tracker's clock
+}
+
+// A tracker created at `t` (half-life 1 s) and fed a few keys, saved with its totals and its
+// first entry's upper bound at 1e250, the most Deserialize() takes (kMaxLoaded in
+// heavy_hitters.cc), and its count of roundings at 2^32, the most a read widens by; loaded.
+HeavyHitters LoadedAtLimit(absl::Time t) {
+  HeavyHittersOptions o;
+  o.candidates = 4;
+  o.lobby = 4;
+  o.half_life = absl::Seconds(1);
+  absl::StatusOr<HeavyHitters> hh = HeavyHitters::Create(o, t);
+  REQUIRE(hh.ok());
+  for (int i = 0; i < 12; ++i) hh->Update(KeyFor(i % 6), i % 2 ? Op::kRead : Op::kWrite, 1 + i);
+  std::string b = hh->Serialize();
+  Patch<double>(&b, testing::kTotalsAt, 1e250);
+  Patch<double>(&b, testing::kTotalsAt + 8, 1e250);
+  Patch<uint64_t>(&b, kRoundingsAt, HeavyHitters::kMaxRoundings);
+  const size_t e0 = testing::EntryCountAt(b) + 4;
+  REQUIRE(Peek<uint32_t>(b, e0 - 4) == 4);
+  Patch<double>(&b, e0 + 8, 1e250);  // its upper bound, far above its weights
+  Rechecksum(&b);
+  absl::StatusOr<HeavyHitters> loaded = HeavyHitters::Deserialize(b);
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->TopK(1)[0].estimate > 1e250);  // widened by 2^-21 when read
+  return *std::move(loaded);
+}
+
+TEST_CASE("HeavyHitters: a loaded tracker at the 1e250 limit merges and reads finite",
+          "[sketch][serialize][merge]") {
+  // kMaxLoaded leaves room for what follows a load: a read widens a value by 2^-21 at most,
+  // Total() adds two, and Merge() scales the other tracker's values by up to 2^40 (its
+  // landmark up to 40 half-lives later) and adds them. Both ways round, at the limit on both
+  // sides, and against a fresh tracker.
+  const absl::Time late = kT0 + absl::Seconds(40);  // 40 half-lives
+  const HeavyHitters early_loaded = LoadedAtLimit(kT0), late_loaded = LoadedAtLimit(late);
+  HeavyHitters late_fresh = HeavyHitters::Create(early_loaded.options(), late).value();
+  late_fresh.Update("fresh", Op::kRead, 5);
+
+  auto check_finite = [](const HeavyHitters& hh) {
+    CHECK(std::isfinite(hh.Total()));
+    CHECK(std::isfinite(hh.Total(Op::kRead)));
+    CHECK(std::isfinite(hh.Total(Op::kWrite)));
+    CHECK(hh.Total() > 1e200);
+    for (const HeavyHitter& h : hh.TopK(hh.size())) {
+      INFO(h.key);
+      CHECK(std::isfinite(h.estimate));
+      CHECK(std::isfinite(h.lower_bound));
+      CHECK(std::isfinite(hh.UpperBound(h.key)));
+    }
+    CHECK(std::isfinite(hh.UpperBound("never-seen")));
+  };
+  struct Case {
+    const char* what;
+    const HeavyHitters& into;
+    const HeavyHitters& other;
+  };
+  const HeavyHitters early_fresh = HeavyHitters::Create(early_loaded.options(), kT0).value();
+  for (const Case& c : {
+           Case{"early loaded <- late loaded (scale 2^40)", early_loaded, late_loaded},
+           Case{"late loaded <- early loaded (scale 2^-40)", late_loaded, early_loaded},
+           Case{"early fresh <- late loaded (scale 2^40)", early_fresh, late_loaded},
+           Case{"early loaded <- late fresh (scale 2^40)", early_loaded, late_fresh},
+       }) {
+    INFO(c.what);
+    HeavyHitters merged = c.into;
+    REQUIRE(merged.Merge(c.other).ok());
+    CHECK(merged.roundings() == std::max(c.into.roundings(), c.other.roundings()));
+    check_finite(merged);
+    // And it goes on: an event, then the clock past the rescale.
+    merged.Update("after", Op::kWrite, HeavyHitters::kMaxWeight);
+    merged.Advance(late + absl::Seconds(1));
+    check_finite(merged);
+  }
 }
 
 TEST_CASE("HeavyHitters: a count of roundings above 2^32 is rejected", "[sketch][serialize]") {

@@ -89,7 +89,7 @@ long double Widening(uint64_t roundings, StoredSums sums) {
   return sums == StoredSums::kExact ? keep : keep * keep;
 }
 
-constexpr long double kReadSlack = 4 * 0x1p-53L;  // the read's own roundings
+constexpr long double kReadSlack = 8 * 0x1p-53L;  // the read's own roundings (test_util.h)
 
 }  // namespace
 
@@ -102,7 +102,7 @@ bool BoundOfTruth::match(const double& bound) const {
 
 std::string BoundOfTruth::describe() const {
   std::ostringstream os;
-  os << std::setprecision(17) << "is " << (upper_ ? "an upper" : "a lower") << " bound of "
+  os << std::setprecision(21) << "is " << (upper_ ? "an upper" : "a lower") << " bound of "
      << truth_ << " widened by at most " << roundings_ << " roundings"
      << (sums_ == StoredSums::kExact ? "" : " twice") << " (";
   const long double keep = Widening(roundings_, sums_);
@@ -114,12 +114,16 @@ std::string BoundOfTruth::describe() const {
   return os.str();
 }
 
-BoundOfTruth UpperBoundOf(double truth, const HeavyHitters& hh, StoredSums sums) {
+BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums) {
   return BoundOfTruth(true, truth, hh.roundings(), sums);
 }
 
-BoundOfTruth LowerBoundOf(double truth, const HeavyHitters& hh, StoredSums sums) {
+BoundOfTruth LowerBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums) {
   return BoundOfTruth(false, truth, hh.roundings(), sums);
+}
+
+size_t EntryCountAt(const std::string& hkhh) {
+  return 110 + size_t{Peek<uint32_t>(hkhh, 106)} * Peek<uint32_t>(hkhh, 14) * sizeof(double);
 }
 
 void Rechecksum(std::string* buf) {

@@ -78,32 +78,38 @@ std::vector<uint64_t> ByCountDescending(const absl::flat_hash_map<uint64_t, doub
 //   * StoredSums::kRounded, for any stream: the stored value itself may have drifted by up to
 //     R roundings, a relative R * 2^-53 (a sum that stalls loses that much), and the read
 //     widens it again:  truth <= upper <= truth / keep^2,  truth * keep^2 <= lower <= truth.
-// Each also allows 4 * 2^-53 relative for the read's own roundings (directed, up to 2 ulps).
-// With R == 0 the widening is nil: a bound of an exact stream is the truth within 2 ulps.
-// The comparison is made in long double (64-bit significand on x86-64), so its own
-// roundings are far below the allowance. Usage:
+// Each also allows 8 * 2^-53 relative for the read's own roundings. A read rounds outward up
+// to three times, each by less than an ulp (a relative 2^-52): Total() adds the two ops,
+// rounds the divisor factor * keep down and the quotient up, and a lower bound adds the
+// ops, multiplies by keep and divides by the factor. At a decay factor of 1 or a power of
+// two the factor's rounding is exact, and 4 * 2^-53 (two roundings) would do; any other
+// factor (decay on, between powers) takes the third, 6 * 2^-53, which 8 covers with room.
+// With R == 0 the widening is nil: a bound of an exact stream is the truth within 3 ulps.
+// The truth is a long double, so a test may compute a truth that is not a double (a sum of
+// decayed weights) without rounding it first. The comparison is made in long double (64-bit
+// significand on x86-64), so its own roundings are far below the allowance. Usage:
 //   CHECK_THAT(hh.UpperBound("c"), UpperBoundOf(10, hh));
 enum class StoredSums { kExact, kRounded };
 
 class BoundOfTruth : public Catch::MatcherBase<double> {
  public:
-  BoundOfTruth(bool upper, double truth, uint64_t roundings, StoredSums sums)
+  BoundOfTruth(bool upper, long double truth, uint64_t roundings, StoredSums sums)
       : upper_(upper), truth_(truth), roundings_(roundings), sums_(sums) {}
   bool match(const double& bound) const override;
   std::string describe() const override;
 
  private:
   bool upper_;
-  double truth_;
+  long double truth_;
   uint64_t roundings_;
   StoredSums sums_;
 };
 
 // `truth` <= the bound <= `truth` widened by hh's roundings (see above).
-BoundOfTruth UpperBoundOf(double truth, const HeavyHitters& hh,
+BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh,
                           StoredSums sums = StoredSums::kExact);
 // `truth` narrowed by hh's roundings <= the bound <= `truth` (see above).
-BoundOfTruth LowerBoundOf(double truth, const HeavyHitters& hh,
+BoundOfTruth LowerBoundOf(long double truth, const HeavyHitters& hh,
                           StoredSums sums = StoredSums::kExact);
 
 // Offset of the u64 count of roundings in a version-4 HKHH buffer: after the magic (4),
@@ -111,6 +117,13 @@ BoundOfTruth LowerBoundOf(double truth, const HeavyHitters& hh,
 // totals and raw totals (32). Version 3 has no such field (everything after it is 8 bytes
 // earlier).
 inline constexpr size_t kRoundingsAt = 98;
+// Offset of the f64 totals in a version-4 (or 3) HKHH buffer: total[read], then total[write].
+inline constexpr size_t kTotalsAt = 66;
+
+// Offset of the u32 entry count in a version-4 HKHH buffer: after the sketch's counters
+// (@106 u32 width, @14 u32 depth, @110 f64 counters[width * depth]). The first entry follows
+// it, 4 bytes on; serialize_test.cc draws the whole layout.
+size_t EntryCountAt(const std::string& hkhh);
 
 // The seed of the serialised forms' trailing checksum (sketch/byte_io.cc).
 inline constexpr uint64_t kChecksumSeed = 0x636865636b73756dULL;
