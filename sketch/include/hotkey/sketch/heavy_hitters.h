@@ -19,8 +19,8 @@
 // sketch. Most events are not table hits unless the traffic is steep: at 200 candidates and
 // no lobby, 25%, 41% and 73% of events hit the table on Zipf streams of s = 0.9, 1.0 and
 // 1.2, and 17% to 18% on the real traces we measured; at 100 candidates and a lobby of 860
-// (the 64 KiB configuration of the README), the table takes 11% and the lobby 30% of
-// cache2k_orm_busy, 14% and 19% of arc_oltp (hotkey-bench-sketch prints table_hit_share and
+// (the 64 KiB configuration of the README), the table takes 11% and the lobby 31% of
+// cache2k_orm_busy, 14% and 20% of arc_oltp (hotkey-bench-sketch prints table_hit_share and
 // lobby_hit_share), so every path is kept short. A hit is the probe and three adds to its
 // entry; the heap is not touched (its nodes lag behind their entries, and the root is
 // brought up to date only when an estimate passes it). A miss is the probe, the lobby probe
@@ -63,17 +63,17 @@
 // stays through k settles is off by up to about k * 2^-21 (2^-52 per event counted since
 // it arrived): with decay off that grows without end (1/16 after 2^48 events); with
 // decay, old weight fades, and a value's slack is about 2^-52 times the events of its
-// last few half-lives (the daemon's half-life is at most 24 h). Rounding
-// every add outward instead (used before) cost about 30 instructions an event
-// (bench/callgrind.sh at the defaults: 210.3 before this scheme, 179.8 with it, the same
-// loop). For a key outside the table and the lobby,
+// last few half-lives (the daemon's half-life is at most 24 h). Rounding every add
+// outward instead (used before) cost about 30 instructions an event (bench/callgrind.sh at
+// the defaults, 2M updates: 210.3 before this scheme, 179.8 with it, the same loop). For a
+// key outside the table and the lobby,
 //   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
 // (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
 // one of the same sketch_bytes); a key in the lobby is over by no more than its bound was
 // when it took its way (its sketch estimate, or its table entry's bound when demoted, and
 // the sketch's when that was higher), plus any weight of other keys of its 64-bit hash.
-// A key in the table has UpperBound - LowerBound = its estimate when it was admitted, which
-// is small for keys that were heavy from the start.
+// A key in the table has UpperBound - LowerBound = its estimate when it was admitted (plus
+// the rounding slack above), which is small for keys that were heavy from the start.
 //
 // Why a lobby: on flat real traces the keys around rank 100 differ by a few percent, and a
 // key's admission estimate is what ranks it wrong. Exact counts for more keys fix that, and
