@@ -14,12 +14,17 @@
 // GCC 12 reports -Wmaybe-uninitialized inside avx512fintrin.h, whose
 // _mm512_undefined_epi32() leaves its value uninitialised on purpose, wherever XXH3's
 // long-key loop is compiled: a false positive of the intrinsics header. The intrinsics
-// are first included here, so the pragma covers them.
+// are first included here, so the pragma covers them. GCC only: clang has no such warning
+// group (and, with -Werror, rejects the pragma naming it).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 namespace hotkey::sketch::internal {
 
