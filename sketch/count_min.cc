@@ -72,7 +72,9 @@ absl::StatusOr<CountMinSketch> CountMinSketch::FromBytes(size_t bytes, uint32_t 
   return Create(static_cast<uint32_t>(width), depth);
 }
 
-double CountMinSketch::Update(uint64_t hash, double weight) { return UpdateInline<true>(hash, weight); }
+double CountMinSketch::Update(uint64_t hash, double weight) {
+  return UpdateInline<true>(hash, weight);
+}
 
 void CountMinSketch::RaiseTo(uint64_t hash, double value) { RaiseToInline(hash, value); }
 

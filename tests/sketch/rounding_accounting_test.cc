@@ -113,8 +113,8 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest would stall still bounds
 
   // The stored totals did stall: they hold none of the 2000 unit events.
   const std::string bytes = hh.Serialize();
-  CHECK(Peek<double>(bytes, 66) == 2e16);  // total[read]
-  CHECK(Peek<double>(bytes, 74) == 1e16);  // total[write]
+  CHECK(Peek<double>(bytes, kTotalsAt) == 2e16);      // total[read]
+  CHECK(Peek<double>(bytes, kTotalsAt + 8) == 1e16);  // total[write]
 
   // Yet every bound holds. The stored sums drifted by up to R roundings and the read widens
   // them by as much again, hence StoredSums::kRounded (a relative 2 * R * 2^-53 at most).
