@@ -285,9 +285,7 @@ def click_and_compare(cdp, base):
 
 
 def run(args, tmp, procs):
-    hport, uport, dport = free_port(), free_port(socket.SOCK_DGRAM), free_port()
-    while dport == hport:
-        dport = free_port()
+    hport, uport = free_port(), free_port(socket.SOCK_DGRAM)
     base = f"http://127.0.0.1:{hport}"
 
     # ------------------------------------------------------------------ hotkeyd --demo
@@ -311,15 +309,34 @@ def run(args, tmp, procs):
     os.mkdir(profile)
     cr_log = open(os.path.join(tmp, "chromium.log"), "wb")
     # Its own session (process group), so the renderer, GPU and zygote children it forks
-    # are stopped with it.
+    # are stopped with it. DevTools listens on a port chromium picks itself (0) and names in
+    # DevToolsActivePort, so no other process can take it between our choice and its bind.
     cr = subprocess.Popen(
         [args.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-quic", f"--user-data-dir={profile}", f"--remote-debugging-port={dport}",
+         "--disable-quic", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+         "--remote-debugging-port=0",
          "--remote-debugging-address=127.0.0.1", "about:blank"],
         stdout=cr_log, stderr=subprocess.STDOUT, start_new_session=True)
     procs.append(("chromium", cr, True))
-    log(f"chromium pid {cr.pid}: devtools 127.0.0.1:{dport}")
+    log(f"chromium pid {cr.pid}")
+
+    def devtools_port():
+        if cr.poll() is not None:
+            raise Failure(f"chromium exited with {cr.returncode} at start")
+        with open(os.path.join(profile, "DevToolsActivePort")) as f:
+            first = f.readline().strip()
+        return int(first) if first.isdigit() else None
+    # A first start on a fresh CI runner once printed nothing for 20 s; the wait is generous
+    # (a start that fails ends it at once), and a timeout shows where chromium's processes wait.
+    try:
+        dport = wait_for(90, "chromium wrote DevToolsActivePort", devtools_port)
+    except Failure:
+        ps = subprocess.run(["ps", "-o", "pid,stat,wchan:24,etime,time,args", "-s", str(cr.pid)],
+                            capture_output=True, text=True)
+        log("chromium's processes:\n" + ps.stdout + ps.stderr)
+        raise
+    log(f"chromium devtools 127.0.0.1:{dport}")
 
     def page_target():
         if cr.poll() is not None:
@@ -327,7 +344,7 @@ def run(args, tmp, procs):
         pages = [t for t in json.loads(http_get(f"http://127.0.0.1:{dport}/json", timeout=1))
                  if t.get("type") == "page" and t.get("webSocketDebuggerUrl")]
         return pages[0] if pages else None
-    target = wait_for(20, "chromium DevTools endpoint lists a page", page_target)
+    target = wait_for(30, "chromium DevTools endpoint lists a page", page_target)
 
     cdp = Cdp(target["webSocketDebuggerUrl"])
     try:
