@@ -36,17 +36,13 @@ inline double CountMinSketch::Update4Inline(uint64_t hash, double weight) {
   assert(depth_ == 4 && weight > 0 && std::isfinite(weight));
   Counter* c[4];
   Cells4(hash, c);
-  Counter* const c0 = c[0];
-  Counter* const c1 = c[1];
-  Counter* const c2 = c[2];
-  Counter* const c3 = c[3];
-  const Counter v0 = *c0, v1 = *c1, v2 = *c2, v3 = *c3;
+  const Counter v0 = *c[0], v1 = *c[1], v2 = *c[2], v3 = *c[3];
   const Counter min = std::min(std::min(v0, v1), std::min(v2, v3));
   const Counter target = kRoundUp ? internal::AddUp(min, weight) : min + weight;
-  *c0 = std::max(v0, target);
-  *c1 = std::max(v1, target);
-  *c2 = std::max(v2, target);
-  *c3 = std::max(v3, target);
+  *c[0] = std::max(v0, target);
+  *c[1] = std::max(v1, target);
+  *c[2] = std::max(v2, target);
+  *c[3] = std::max(v3, target);
   return target;
 }
 
@@ -75,14 +71,10 @@ inline void CountMinSketch::RaiseToInline(uint64_t hash, double value) {
   if (depth_ == 4) {
     Counter* c[4];
     Cells4(hash, c);
-    Counter* const c0 = c[0];
-    Counter* const c1 = c[1];
-    Counter* const c2 = c[2];
-    Counter* const c3 = c[3];
-    *c0 = std::max(*c0, value);
-    *c1 = std::max(*c1, value);
-    *c2 = std::max(*c2, value);
-    *c3 = std::max(*c3, value);
+    *c[0] = std::max(*c[0], value);
+    *c[1] = std::max(*c[1], value);
+    *c[2] = std::max(*c[2], value);
+    *c[3] = std::max(*c[3], value);
     return;
   }
   for (uint32_t r = 0; r < depth_; ++r) {

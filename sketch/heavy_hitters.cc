@@ -187,55 +187,51 @@ void HeavyHitters::FollowClock(absl::Time now) {
   }
 }
 
+template <typename Up, typename Down>
+void HeavyHitters::ScaleStored(Up up, Down down) {
+  for (CountMinSketch::Counter& c : cms_.counters_) c = up(c);
+  for (double& t : total_) t = up(t);
+  for (uint32_t i = 0; i < size_; ++i) {
+    Entry& e = entries_[heap_[i].slot];
+    e.upper = up(e.upper);
+    for (double& w : e.weight) w = down(w);
+    heap_[i].upper = up(heap_[i].upper);
+  }
+  // A free way holds hash 0 (and bound 0).
+  for (LobbyBucket& b : lobby_) {
+    for (uint32_t i = 0; i < kLobbyWays; ++i) {
+      b.upper[i] = up(b.upper[i]);
+      if (b.upper[i] == 0) b.hash[i] = 0;
+    }
+  }
+  SyncFloor();
+}
+
 void HeavyHitters::Rescale() {
   // Move the landmark to now: every stored value is divided by 2^((now - L)/h). Values that
   // underflow to zero are weights that have decayed below 2^-1000 of a fresh event.
   const double exponent = absl::ToDoubleSeconds(now_ - landmark_) / half_life_s_;
   const double scale = std::exp2(-exponent);
   // Upper bounds round up and lower bounds down, so both stay on their side of the truth.
-  cms_.Scale(scale);
-  for (double& t : total_) t = internal::MulUp(t, scale);
-  for (uint32_t i = 0; i < size_; ++i) {
-    Entry& e = entries_[heap_[i].slot];
-    e.upper = internal::MulUp(e.upper, scale);
-    for (double& w : e.weight) w = internal::MulDown(w, scale);
-    // MulUp is monotone: the heap order holds, and node <= entry still does.
-    heap_[i].upper = internal::MulUp(heap_[i].upper, scale);
-  }
   // A positive upper stays positive (MulUp) unless the scale itself is 0: after a clock
-  // jump of more than about 1075 half-lives every weight decays to nothing, and a way whose
-  // bound is 0 is free, so it gives up its hash too (a free way holds hash 0).
-  for (LobbyBucket& b : lobby_) {
-    for (uint32_t i = 0; i < kLobbyWays; ++i) {
-      b.upper[i] = internal::MulUp(b.upper[i], scale);
-      if (b.upper[i] == 0) b.hash[i] = 0;
-    }
-  }
+  // jump of more than about 1075 half-lives every weight decays to nothing, and every
+  // lobby way is freed.
+  ScaleStored([scale](double s) { return internal::MulUp(s, scale); },
+              [scale](double s) { return internal::MulDown(s, scale); });
   landmark_ = now_;
   factor_ = 1.0;
-  SyncFloor();
 }
 
 void HeavyHitters::SettleRoundings() {
   // Each stored value S of an upper bound has S >= (its exact value) * keep, and each lower
   // bound L has L <= (its exact value) / keep (RoundingKeep()): dividing the first by keep
   // rounding up, and multiplying the second by it rounding down, makes both hold with no
-  // rounding counted. Monotone in S, so the heap's order and node <= entry hold.
+  // rounding counted. 0 stays 0, so a free lobby way stays free.
   if (settle_left_ == kSettleEvents) return;
   const double keep = RoundingKeep();
-  for (CountMinSketch::Counter& c : cms_.counters_) c = internal::DivUp(c, keep);
-  for (double& t : total_) t = internal::DivUp(t, keep);
-  for (uint32_t i = 0; i < size_; ++i) {
-    Entry& e = entries_[heap_[i].slot];
-    e.upper = internal::DivUp(e.upper, keep);
-    for (double& w : e.weight) w = internal::MulDown(w, keep);
-    heap_[i].upper = internal::DivUp(heap_[i].upper, keep);
-  }
-  for (LobbyBucket& b : lobby_) {
-    for (double& u : b.upper) u = internal::DivUp(u, keep);  // 0 stays 0: free stays free
-  }
+  ScaleStored([keep](double s) { return internal::DivUp(s, keep); },
+              [keep](double s) { return internal::MulDown(s, keep); });
   settle_left_ = kSettleEvents;
-  SyncFloor();
 }
 
 void HeavyHitters::SyncFloor() {

@@ -399,6 +399,12 @@ class HeavyHitters {
   // Applies RoundingKeep() to every stored value, rounding outward, and restarts the count
   // of roundings at 0. O(memory); once per kSettleEvents events.
   void SettleRoundings();
+  // Replaces every stored upper value S (sketch counters, totals, entries, heap nodes and
+  // lobby ways) with up(S) and every stored lower value with down(S). Both must be monotone
+  // (the heap's order and node <= entry then hold) and map 0 to 0; a lobby way whose bound
+  // becomes 0 is freed. Calls SyncFloor().
+  template <typename Up, typename Down>
+  void ScaleStored(Up up, Down down);
   // admit_floor_ = the heap root's node value, or -1 while the table has room. Called
   // wherever the root or size_ changes.
   void SyncFloor();
