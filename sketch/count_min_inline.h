@@ -46,6 +46,29 @@ inline double CountMinSketch::Update4Inline(uint64_t hash, double weight) {
   return target;
 }
 
+// The same value as Update4Inline<false>(), and the same stores. Each max-store reads its
+// counter again, after the store before it (which the compiler cannot tell apart from it),
+// so GCC takes the counter as maxsd's memory operand rather than keep the four values in
+// registers: fewer instructions and registers on the tracker's miss path
+// (bench/callgrind.sh at the defaults, Zipf 1.0: 134.8 instructions an update against 138.8
+// with Update4Inline<false>() there).
+inline double CountMinSketch::Update4Lean(uint64_t hash, double weight) {
+  assert(depth_ == 4 && weight > 0 && std::isfinite(weight));
+  const uint32_t lo = static_cast<uint32_t>(hash);
+  const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // as Column()
+  Counter* const row0 = counters_.data();
+  const auto cell = [&](uint32_t r) -> Counter& {
+    return row0[r * size_t{width_} + ((lo + r * hi) & mask_)];
+  };
+  const Counter min = std::min(std::min(cell(0), cell(1)), std::min(cell(2), cell(3)));
+  const Counter target = min + weight;
+  cell(0) = std::max(cell(0), target);
+  cell(1) = std::max(cell(1), target);
+  cell(2) = std::max(cell(2), target);
+  cell(3) = std::max(cell(3), target);
+  return target;
+}
+
 template <bool kRoundUp>
 inline double CountMinSketch::UpdateInline(uint64_t hash, double weight) {
   assert(weight > 0 && std::isfinite(weight));

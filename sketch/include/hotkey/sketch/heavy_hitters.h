@@ -208,7 +208,8 @@ class HeavyHitters {
   // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
   // and a weight below kMinWeight (2^-900: not positive, or nearly so) or NaN is ignored.
   // No allocation, no exceptions.
-  // The hash is inlined (no call), and so is UpdateHashed()'s body.
+  // For a key of up to 16 bytes the hash is inlined (no call), and so are UpdateHashed()'s
+  // common paths; a longer key takes a call to each.
   void Update(std::string_view key, Op op, double weight = 1.0);
   // The same with the key's hash already computed (HashKey(key, options().seed)).
   void UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight);
@@ -342,6 +343,11 @@ class HeavyHitters {
   // A miss whose sketch estimate beat the weakest way of its bucket: that way's bound goes
   // to the sketch, and the key takes the way. Out of line.
   void EnterLobby(LobbyBucket& b, uint64_t hash, double estimate);
+  // A lobby miss whose sketch estimate passed admit_floor_: MaybeAdmit(), else EnterLobby()
+  // if the estimate beats the bucket's weakest way. Out of line.
+  [[gnu::noinline]] void AdmitOrEnterLobby(LobbyBucket& b, uint64_t hash, const char* key,
+                                           uint32_t code, Op op, double weight, double raw,
+                                           double estimate);
   // Hands the bound `upper` of a key of `hash` leaving the table to the lobby (its way, or
   // the weakest one if `upper` beats it), else to the sketch.
   void Demote(uint64_t hash, double upper);
@@ -351,9 +357,10 @@ class HeavyHitters {
   // Index of the slot holding the key, or kEmpty. `stored` is the key cut to max_key_bytes.
   int32_t Find(uint64_t hash, std::string_view stored, bool truncated) const;
   // The same for a key whose first min(code, max_key_bytes) bytes are at `key`, `code`
-  // being its Entry::key_code.
-  [[gnu::always_inline]] inline int32_t FindCode(uint64_t hash, const char* key,
-                                                 uint32_t code) const;
+  // being its Entry::key_code, probing from bucket `first` (Home(hash, index_mask_), or a
+  // later bucket of its probe run when the ones before it are known to hold other keys).
+  [[gnu::always_inline]] inline int32_t FindCode(uint64_t hash, const char* key, uint32_t code,
+                                                 uint64_t first) const;
   void IndexInsert(uint64_t hash, uint32_t slot);
   void IndexErase(uint64_t hash, uint32_t slot);
   void SiftDown(uint32_t pos);
@@ -361,9 +368,32 @@ class HeavyHitters {
   // Brings the root's node value up to its entry's upper bound until the root is current:
   // then heap_[0] is the weakest entry.
   void RefreshRoot();
-  // Update() and UpdateHashed(): one body, inlined into both.
+  // Update() and UpdateHashed(): one body, inlined into both. It holds the common paths
+  // only; the others are the out-of-line functions below.
   [[gnu::always_inline]] inline void UpdateHashedInline(uint64_t hash, std::string_view key, Op op,
                                                         double weight);
+  // A table hit: the entry's three sums.
+  [[gnu::always_inline]] inline void AddHit(Entry& e, int o, double w, double weight);
+  // Update() of a key longer than 16 bytes: the out-of-line hash, then UpdateHashed().
+  [[gnu::noinline]] void UpdateLongKey(std::string_view key, Op op, double weight);
+  // The event that finds the rounding count at its limit: settles it, then UpdateHashed().
+  [[gnu::noinline]] void UpdateSettling(uint64_t hash, std::string_view key, Op op, double weight);
+  // The rest of the event's path when the key's home index bucket holds another key: the
+  // probe from the next bucket on, then the hit or the miss. Arguments as for MaybeAdmit().
+  [[gnu::noinline]] void UpdateProbe(uint64_t hash, const char* key, uint32_t code, Op op,
+                                     double weight, double raw);
+  // A table miss: the lobby and the sketch, then maybe the table. Arguments as for
+  // MaybeAdmit().
+  [[gnu::always_inline]] inline void UpdateMissInline(uint64_t hash, const char* key, uint32_t code,
+                                                      Op op, double weight, double raw);
+  // The same for a sketch depth other than 4 (with or without a lobby), out of line.
+  [[gnu::noinline]] void UpdateMiss(uint64_t hash, const char* key, uint32_t code, Op op,
+                                    double weight, double raw);
+  // A table miss with a lobby: the lobby's probe, then its way or the sketch (of depth 4 if
+  // kDepth4, else any depth).
+  template <bool kDepth4>
+  [[gnu::always_inline]] inline void LobbyMiss(uint64_t hash, const char* key, uint32_t code, Op op,
+                                               double weight, double raw);
   // The miss path past the sketch: admits the key if the table has room or `estimate`
   // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
   // short. `key` and `code` as for FindCode() (the stored bytes and truncation are worked
