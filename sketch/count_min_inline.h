@@ -1,9 +1,10 @@
 // CountMinSketch::UpdateInline(): the conservative update, defined here so that the
 // tracker's per-event path (heavy_hitters.cc) inlines it. Internal to hotkey::sketch.
 //
-// The default depth of 4 has its rows unrolled: four columns, one minimum, one sum and four
-// max-stores, with no loop and no pointer array. Other depths take the loop.
-// RaiseToInline() likewise. Both follow Column()'s mapping (pinned by
+// The default depth of 4 has its rows unrolled: four columns (Cells4()), one minimum, one sum
+// and four max-stores, with no loop. Other depths take the loop. RaiseToInline() likewise.
+// Update4Lean() is Update4Inline<false>() written for the tracker's miss path, with the four
+// columns computed in place. All follow Column()'s mapping (pinned by
 // heavy_hitters_eviction_test.cc). The sum rounds up for Update() (the sketch's own
 // guarantee), or to nearest for the tracker, which counts its roundings and widens its
 // bounds when it reads them (heavy_hitters.h).

@@ -212,6 +212,7 @@ void HeavyHitters::Rescale() {
   // underflow to zero are weights that have decayed below 2^-1000 of a fresh event.
   const double exponent = absl::ToDoubleSeconds(now_ - landmark_) / half_life_s_;
   const double scale = std::exp2(-exponent);
+  assert(scale >= 0 && scale <= 1);
   // Upper bounds round up and lower bounds down, so both stay on their side of the truth.
   // A positive upper stays positive (MulUp) unless the scale itself is 0: after a clock
   // jump of more than about 1075 half-lives every weight decays to nothing, and every
@@ -342,8 +343,9 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
                                              double weight) {
   // This body holds the common paths only: a hit in the key's home index bucket, and a miss
   // whose home bucket is empty (the sketch, and the lobby at depth 4). Every other path (the
-  // rest of a probe run, another sketch depth, a settle, an admission) is a tail call to an
-  // out-of-line function, so that this body's frame stays small: GCC saves the registers
+  // rest of a probe run, another sketch depth, a settle, an admission from a table miss) is
+  // a tail call to an out-of-line function; a lobby way's promotion (Promote()) is an
+  // ordinary call. So this body's frame stays small: GCC saves the registers
   // that any path of a function needs near its entry, for all but its earliest exits
   // (bench/callgrind.sh at the defaults, Zipf 1.0: 146.4 instructions an update with one
   // body for all paths, 138.8 with this split alone).

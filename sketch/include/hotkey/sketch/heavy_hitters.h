@@ -368,8 +368,9 @@ class HeavyHitters {
   // Brings the root's node value up to its entry's upper bound until the root is current:
   // then heap_[0] is the weakest entry.
   void RefreshRoot();
-  // Update() and UpdateHashed(): one body, inlined into both. It holds the common paths
-  // only; the others are the out-of-line functions below.
+  // The body of UpdateHashed(), and of Update() for keys of up to 16 bytes (longer keys go
+  // through UpdateLongKey()). It holds the common paths only; the others are the
+  // out-of-line functions below.
   [[gnu::always_inline]] inline void UpdateHashedInline(uint64_t hash, std::string_view key, Op op,
                                                         double weight);
   // A table hit: the entry's three sums.
