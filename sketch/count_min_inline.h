@@ -3,8 +3,8 @@
 //
 // The default depth of 4 has its rows unrolled: four columns (Cells4()), one minimum, one sum
 // and four max-stores, with no loop. Other depths take the loop. RaiseToInline() likewise.
-// Update4Lean() is Update4Inline<false>() written for the tracker's miss path, with the four
-// columns computed in place. All follow Column()'s mapping (pinned by
+// Update4Lean() is Update4Inline<false>() written for the tracker's miss path, each cell
+// addressed by Column() where it is read or written. All follow Column()'s mapping (pinned by
 // heavy_hitters_eviction_test.cc). The sum rounds up for Update() (the sketch's own
 // guarantee), or to nearest for the tracker, which counts its roundings and widens its
 // bounds when it reads them (heavy_hitters.h).
@@ -55,12 +55,8 @@ inline double CountMinSketch::Update4Inline(uint64_t hash, double weight) {
 // with Update4Inline<false>() there).
 inline double CountMinSketch::Update4Lean(uint64_t hash, double weight) {
   assert(depth_ == 4 && weight > 0 && std::isfinite(weight));
-  const uint32_t lo = static_cast<uint32_t>(hash);
-  const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // as Column()
   Counter* const row0 = counters_.data();
-  const auto cell = [&](uint32_t r) -> Counter& {
-    return row0[r * size_t{width_} + ((lo + r * hi) & mask_)];
-  };
+  const auto cell = [&](uint32_t r) -> Counter& { return row0[Column(hash, r)]; };
   const Counter min = std::min(std::min(cell(0), cell(1)), std::min(cell(2), cell(3)));
   const Counter target = min + weight;
   cell(0) = std::max(cell(0), target);

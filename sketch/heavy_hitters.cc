@@ -246,6 +246,13 @@ double HeavyHitters::DecayedWindowSeconds() const {
   return half_life_s_ / std::numbers::ln2 * -std::expm1(-age / half_life_s_ * std::numbers::ln2);
 }
 
+inline bool HeavyHitters::Holds(const Entry& e, int32_t slot, uint64_t hash, const char* key,
+                                uint32_t code) const {
+  return e.hash == hash && e.key_code == code &&
+         SameBytes(&keys_[static_cast<size_t>(slot) * options_.max_key_bytes], key,
+                   std::min(code, options_.max_key_bytes));
+}
+
 inline int32_t HeavyHitters::FindCode(uint64_t hash, const char* key, uint32_t code,
                                       uint64_t first) const {
   const uint32_t tag = Tag(hash);
@@ -254,13 +261,8 @@ inline int32_t HeavyHitters::FindCode(uint64_t hash, const char* key, uint32_t c
     // its fields (bench/callgrind.sh at 150 candidates: 150.7 an update against 153.4).
     const Bucket& bucket = index_[b];
     if (bucket.slot == kEmpty) return kEmpty;
-    if (bucket.tag == tag) {
-      const Entry& e = entries_[bucket.slot];
-      if (e.hash == hash && e.key_code == code &&
-          SameBytes(&keys_[static_cast<size_t>(bucket.slot) * options_.max_key_bytes], key,
-                    std::min(code, options_.max_key_bytes))) {
-        return bucket.slot;
-      }
+    if (bucket.tag == tag && Holds(entries_[bucket.slot], bucket.slot, hash, key, code)) {
+      return bucket.slot;
     }
   }
 }
@@ -378,9 +380,7 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
   }
   if (bucket.tag == Tag(hash)) {
     Entry& e = entries_[bucket.slot];
-    if (e.hash == hash && e.key_code == code &&
-        SameBytes(&keys_[static_cast<size_t>(bucket.slot) * options_.max_key_bytes], key.data(),
-                  std::min(code, options_.max_key_bytes))) [[likely]] {
+    if (Holds(e, bucket.slot, hash, key.data(), code)) [[likely]] {
       AddHit(e, o, w, weight);
       return;
     }
@@ -443,9 +443,7 @@ inline void HeavyHitters::LobbyMiss(uint64_t hash, const char* key, uint32_t cod
     return;
   }
   // The estimate did not pass the weakest entry: it may still pass the bucket's weakest way.
-  const double weakest =
-      std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
-  if (estimate > weakest) [[unlikely]] {
+  if (estimate > WeakestWay(b)) [[unlikely]] {
     EnterLobby(b, hash, estimate);
   }
 }
@@ -453,9 +451,7 @@ inline void HeavyHitters::LobbyMiss(uint64_t hash, const char* key, uint32_t cod
 void HeavyHitters::AdmitOrEnterLobby(LobbyBucket& b, uint64_t hash, const char* key, uint32_t code,
                                      Op op, double weight, double raw, double estimate) {
   if (MaybeAdmit(hash, key, code, op, weight, raw, estimate)) return;
-  const double weakest =
-      std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
-  if (estimate > weakest) EnterLobby(b, hash, estimate);
+  if (estimate > WeakestWay(b)) EnterLobby(b, hash, estimate);
 }
 
 void HeavyHitters::UpdateSettling(uint64_t hash, std::string_view key, Op op, double weight) {

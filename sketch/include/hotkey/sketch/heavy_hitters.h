@@ -330,6 +330,10 @@ class HeavyHitters {
     return lobby_[static_cast<uint64_t>(
         (static_cast<unsigned __int128>(hash * kLobbyMix) * lobby_buckets_) >> 64)];
   }
+  // The smallest bound of the bucket's ways (0 if one is free).
+  static double WeakestWay(const LobbyBucket& b) {
+    return std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
+  }
   const LobbyBucket& LobbyHome(uint64_t hash) const {
     return const_cast<HeavyHitters*>(this)->LobbyHome(hash);
   }
@@ -361,6 +365,10 @@ class HeavyHitters {
   // later bucket of its probe run when the ones before it are known to hold other keys).
   [[gnu::always_inline]] inline int32_t FindCode(uint64_t hash, const char* key, uint32_t code,
                                                  uint64_t first) const;
+  // Whether `e`, the entry in `slot`, is the key of `hash` whose bytes are at `key` and
+  // whose key_code is `code`: its hash, its key code and its stored bytes.
+  [[gnu::always_inline]] inline bool Holds(const Entry& e, int32_t slot, uint64_t hash,
+                                           const char* key, uint32_t code) const;
   void IndexInsert(uint64_t hash, uint32_t slot);
   void IndexErase(uint64_t hash, uint32_t slot);
   void SiftDown(uint32_t pos);
