@@ -6,13 +6,14 @@
 //           Zipf 1.0 "key:<rank>" events over a million keys), 64 datagrams a batch with one
 //           Advance() each, at the daemon's default tracker (128 candidates, 32 KiB):
 //             ceiling   lines split at '\n', the key hashed, one bare count-min update
-//             daemon    ParseDatagram and HeavyHitters::Update for every event, as
-//                       UdpReceiver::Process does
+//             daemon    parsers::ParseDatagram and HeavyHitters::Update for every event, as
+//                       source::UdpReceiver::Process does
 //           events per CPU-second of this thread (CLOCK_THREAD_CPUTIME_ID), rounds
 //           alternating, median, min and max; and daemon/ceiling within each round. The
 //           socket's own cost (the kernel's copy) is not in these figures; hotkey-bench-daemon
 //           --phase drain measures both together.
-//   tick    what a tick and a scrape cost: ReportBuffer::Publish (the receiver's copy of its
+//   tick    what a tick and a scrape cost: source::ReportBuffer::Publish (the receiver's copy of
+//   its
 //           tracker), Aggregator::Build (TopK, rate history, labels, alerter, model) and the
 //           /metrics render (SnapshotCollector + RenderText), at top_k 10, 100 and 1000 and
 //           candidates 200 to 100,000, with min_share and min_key_ops lowered so that top_k
@@ -41,18 +42,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "aggregator.h"
 #include "bench_util.h"
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/config/options.h"
+#include "hotkey/exporter/aggregator.h"
+#include "hotkey/exporter/metrics.h"
 #include "hotkey/loadgen/sender.h"
+#include "hotkey/parsers/wire.h"
 #include "hotkey/sketch/count_min.h"
 #include "hotkey/sketch/hash.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "metrics.h"
-#include "protocol.h"
-#include "report_buffer.h"
-#include "tracker_options.h"
+#include "hotkey/source/report_buffer.h"
+#include "hotkey/source/tracker_options.h"
 
 namespace {
 
@@ -99,7 +100,7 @@ constexpr size_t kBatch = 64;
 sketch::HeavyHitters DefaultTracker(uint32_t candidates = 128) {
   config::TrackOptions t;
   t.candidates = candidates;
-  return *sketch::HeavyHitters::Create(daemon::TrackerOptions(t), kT0);
+  return *sketch::HeavyHitters::Create(source::TrackerOptions(t), kT0);
 }
 
 // Events per CPU-second of one pass over the corpus.
@@ -116,7 +117,7 @@ void Ingest(int repeats) {
   const std::vector<std::string> corpus = Record(8192);
   size_t events = 0;
   for (const auto& d : corpus) {
-    events += daemon::ParseDatagram(d, 1 << 16, [](const daemon::Event&) {}).events;
+    events += parsers::ParseDatagram(d, 1 << 16, [](const parsers::Event&) {}).events;
   }
   auto cms = *sketch::CountMinSketch::FromBytes(32 * 1024, 4);
   sketch::HeavyHitters tracker = DefaultTracker();
@@ -144,7 +145,7 @@ void Ingest(int repeats) {
       now += absl::Microseconds(100);
       tracker.Advance(now);
       for (size_t i = from; i < to; ++i) {
-        daemon::ParseDatagram(corpus[i], 1 << 16, [&](const daemon::Event& e) {
+        parsers::ParseDatagram(corpus[i], 1 << 16, [&](const parsers::Event& e) {
           tracker.Update(e.key, e.op, e.weight);
         });
       }
@@ -170,8 +171,8 @@ sketch::HeavyHitters Filled(const std::vector<std::string>& corpus, uint32_t can
     for (const std::string& d : corpus) {
       now += absl::Microseconds(10);
       t.Advance(now);
-      daemon::ParseDatagram(d, 1 << 16,
-                            [&](const daemon::Event& e) { t.Update(e.key, e.op, e.weight); });
+      parsers::ParseDatagram(d, 1 << 16,
+                             [&](const parsers::Event& e) { t.Update(e.key, e.op, e.weight); });
     }
   }
   return t;
@@ -188,11 +189,12 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
     reloadable.exporter.min_share = 1e-9;
     reloadable.exporter.min_key_ops_per_second = 0;
   }
-  daemon::Aggregator agg(track, reloadable, "", tracker.now(), nullptr);
-  daemon::ReportBuffer buffer(tracker);
-  daemon::SourceCounters counters;
-  std::shared_ptr<const daemon::Snapshot> snap;
-  daemon::SnapshotCollector collector([&] { return snap; }, [] { return daemon::ReloadStatus{}; });
+  exporter::Aggregator agg(track, reloadable, "", tracker.now(), nullptr);
+  source::ReportBuffer buffer(tracker);
+  source::SourceCounters counters;
+  std::shared_ptr<const exporter::Snapshot> snap;
+  exporter::SnapshotCollector collector([&] { return snap; },
+                                        [] { return exporter::ReloadStatus{}; });
   absl::Time now = tracker.now();
   size_t next = 0;
   // One tick: a datagram of traffic (untimed, so the shard is not idle), then the timed
@@ -201,16 +203,17 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
     now += absl::Milliseconds(250);
     tracker.Advance(now);
     for (int d = 0; d < 16; ++d) {
-      daemon::ParseDatagram(corpus[next++ % corpus.size()], 1 << 16,
-                            [&](const daemon::Event& e) { tracker.Update(e.key, e.op, e.weight); });
+      parsers::ParseDatagram(corpus[next++ % corpus.size()], 1 << 16, [&](const parsers::Event& e) {
+        tracker.Update(e.key, e.op, e.weight);
+      });
     }
     double c0 = ThreadCpuSeconds();
     buffer.Publish(now, tracker, counters);
     double c1 = ThreadCpuSeconds();
-    std::shared_ptr<const daemon::ReceiverReport> r = buffer.Latest();
+    std::shared_ptr<const source::ReceiverReport> r = buffer.Latest();
     snap = agg.Build(std::span(&r, 1), now, 0);
     double c2 = ThreadCpuSeconds();
-    *bytes = daemon::RenderText(collector).size();
+    *bytes = exporter::RenderText(collector).size();
     double c3 = ThreadCpuSeconds();
     *publish += c1 - c0;
     *build += c2 - c1;

@@ -1,5 +1,5 @@
 // hotkey-bench-tap: the tap's own ceiling, without a socket. Reads a capture file into
-// memory, then replays it through the tap's whole path (daemon/tap_pipeline.h: frame
+// memory, then replays it through the tap's whole path (tap/pipeline.h: frame
 // decoding, TCP reassembly, the request parser, with bytes weight the reply parser and
 // matching, and the tracker) `--loops` times per repeat, and prints commands per
 // CPU-second of this process (median, min and max over `--repeats`), with the CPU model.
@@ -24,7 +24,7 @@
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/config/options.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "tap_pipeline.h"
+#include "pipeline.h"
 
 namespace {
 
@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
   uint64_t commands = 0;
   for (int r = 0; r < repeats; ++r) {
     auto tracker = hotkey::sketch::HeavyHitters::Create(t, frames[0].time);
-    hotkey::daemon::TapPipeline pipe(o, *tracker);
-    hotkey::daemon::TapCounters c;
+    hotkey::tap::TapPipeline pipe(o, *tracker);
+    hotkey::source::TapCounters c;
     const double start = hotkey::bench::ProcessCpuSeconds();
     absl::Duration shift;
     const absl::Duration span = frames.back().time - frames[0].time + absl::Milliseconds(1);

@@ -14,20 +14,31 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "aggregator.h"
-#include "http_server.h"
-#include "load_comparison.h"
-#include "log.h"
-#include "metrics.h"
-#include "proc_stats.h"
-#include "receiver.h"
-#include "snapshot.h"
+#include "hotkey/exporter/aggregator.h"
+#include "hotkey/exporter/load_comparison.h"
+#include "hotkey/exporter/metrics.h"
+#include "hotkey/exporter/proc_stats.h"
+#include "hotkey/exporter/snapshot.h"
+#include "hotkey/exporter/web.h"
+#include "hotkey/http/server.h"
+#include "hotkey/http/tls.h"
+#include "hotkey/log/log.h"
+#include "hotkey/source/tracker_options.h"
+#include "hotkey/source/udp_receiver.h"
 #include "storage.h"
-#include "tls.h"
-#include "tracker_options.h"
-#include "web.h"
 
 namespace hotkey::daemon {
+
+using exporter::Aggregator;
+using exporter::BuildVersion;
+using exporter::LoadComparison;
+using exporter::ReadUdpDrops;
+using exporter::ReloadStatus;
+using exporter::Snapshot;
+using exporter::SnapshotCollector;
+using exporter::StorageStatus;
+using exporter::WebHooks;
+using exporter::WebRoutes;
 
 namespace asio = boost::asio;
 
@@ -72,7 +83,7 @@ class Daemon::Impl {
         cluster_(options.cluster) {}
   ~Impl();
 
-  absl::Status Init(Inputs inputs, std::vector<std::unique_ptr<EventSource>> extra);
+  absl::Status Init(Inputs inputs, std::vector<std::unique_ptr<source::EventSource>> extra);
   void Run(bool handle_signals);
   void Shutdown();
   absl::Status Reload();
@@ -86,8 +97,8 @@ class Daemon::Impl {
  private:
   void Build();
   // A log line stamped now; Log() hands it to the sink.
-  LogLine Line(std::string_view level, std::string_view msg) const;
-  void Log(const LogLine& line) const;
+  log::LogLine Line(std::string_view level, std::string_view msg) const;
+  void Log(const log::LogLine& line) const;
   void DoShutdown();
   // SIGHUP reloads; SIGTERM and SIGINT shut down.
   void WaitForSignal();
@@ -113,13 +124,13 @@ class Daemon::Impl {
   asio::io_context io_;
   std::unique_ptr<asio::signal_set> signals_;
   // Every source, receivers first; receivers_ views the UDP ones.
-  std::vector<std::unique_ptr<EventSource>> sources_;
-  std::vector<UdpReceiver*> receivers_;
+  std::vector<std::unique_ptr<source::EventSource>> sources_;
+  std::vector<source::UdpReceiver*> receivers_;
   std::vector<uint64_t> inodes_;
   std::unique_ptr<Aggregator> aggregator_;  // io thread
   std::unique_ptr<SnapshotCollector> collector_;
   std::unique_ptr<WebRoutes> routes_;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<http::HttpServer> http_;
   std::atomic<bool> build_pending_{false};
   std::unique_ptr<StateStore> store_;    // null without --storage.path
   std::unique_ptr<StateWriter> writer_;  // with store_: its writes, off the io thread
@@ -147,7 +158,7 @@ class Daemon::Impl {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
     const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock, LogSink log,
-    std::vector<std::unique_ptr<EventSource>> sources) {
+    std::vector<std::unique_ptr<source::EventSource>> sources) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   RulesLoader load_rules = std::move(inputs.load_rules);
   if (!load_rules) load_rules = [options] { return config::ReloadableFrom(options); };
@@ -172,7 +183,8 @@ void Daemon::Impl::RequestBuild() {
   if (!build_pending_.exchange(true)) asio::post(io_, [this] { Build(); });
 }
 
-absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<EventSource>> extra) {
+absl::Status Daemon::Impl::Init(Inputs inputs,
+                                std::vector<std::unique_ptr<source::EventSource>> extra) {
   absl::StatusOr<config::ReloadableOptions> reloadable = load_rules_();
   if (!reloadable.ok()) return reloadable.status();
   cluster_ = reloadable->cluster;
@@ -189,9 +201,9 @@ absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<Event
   // Receivers: with port 0 the first socket picks the port and the others join it.
   config::UdpOptions udp = options_.udp;
   for (int i = 0; i < options_.udp.receivers; ++i) {
-    absl::StatusOr<std::unique_ptr<UdpReceiver>> r =
-        UdpReceiver::Create(udp, TrackerOptions(options_.track), options_.track.publish_interval,
-                            clock_, [this] { RequestBuild(); });
+    absl::StatusOr<std::unique_ptr<source::UdpReceiver>> r = source::UdpReceiver::Create(
+        udp, source::TrackerOptions(options_.track), options_.track.publish_interval, clock_,
+        [this] { RequestBuild(); });
     if (!r.ok()) return r.status();
     if (i == 0) {
       absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(udp.listen_address);
@@ -205,7 +217,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<Event
     receivers_.push_back(r->get());
     sources_.push_back(*std::move(r));
   }
-  for (std::unique_ptr<EventSource>& s : extra) {
+  for (std::unique_ptr<source::EventSource>& s : extra) {
     if (!s) continue;
     s->SetPublishCallback([this] { RequestBuild(); });
     sources_.push_back(std::move(s));
@@ -251,9 +263,9 @@ absl::Status Daemon::Impl::Init(Inputs inputs, std::vector<std::unique_ptr<Event
     };
   }
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Create(
-      io_, options_.web, inputs.web_config, HttpLimits{},
-      [routes = routes_.get()](const HttpRequest& r) { return routes->Handle(r); },
+  absl::StatusOr<std::unique_ptr<http::HttpServer>> http = http::HttpServer::Create(
+      io_, options_.web, inputs.web_config, http::HttpLimits{},
+      [routes = routes_.get()](const http::HttpRequest& r) { return routes->Handle(r); },
       std::move(inputs.web_listen_fds));
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
@@ -266,11 +278,11 @@ Daemon::Impl::~Impl() {
   DoShutdown();
 }
 
-LogLine Daemon::Impl::Line(std::string_view level, std::string_view msg) const {
-  return LogLine(clock_.Now(), level, msg);
+log::LogLine Daemon::Impl::Line(std::string_view level, std::string_view msg) const {
+  return log::LogLine(clock_.Now(), level, msg);
 }
 
-void Daemon::Impl::Log(const LogLine& line) const {
+void Daemon::Impl::Log(const log::LogLine& line) const {
   if (log_) log_(line.text());
 }
 
@@ -291,7 +303,7 @@ void Daemon::Impl::Run(bool handle_signals) {
           .Value("receivers", absl::StrCat(receivers_.size()))
           .Value("udp_read_buffer", absl::StrCat(receivers_[0]->receive_buffer_bytes())));
   for (size_t i = receivers_.size(); i < sources_.size(); ++i) {
-    LogLine line = Line("info", "event source started").Value("kind", sources_[i]->kind());
+    log::LogLine line = Line("info", "event source started").Value("kind", sources_[i]->kind());
     for (const auto& [key, value] : sources_[i]->Describe()) line.Value(key, value);
     Log(line);
   }
@@ -348,7 +360,7 @@ void Daemon::Impl::DoShutdown() {
 
 void Daemon::Impl::Build() {
   build_pending_ = false;
-  std::vector<std::shared_ptr<const SourceReport>> reports;
+  std::vector<std::shared_ptr<const source::SourceReport>> reports;
   reports.reserve(sources_.size());
   for (const auto& s : sources_) reports.push_back(s->Latest());
   auto snap = aggregator_->Build(reports, clock_.Now(), ReadUdpDrops(inodes_));
@@ -357,7 +369,7 @@ void Daemon::Impl::Build() {
 }
 
 void Daemon::Impl::RestoreState() {
-  StateStore::Loaded l = store_->Load(TrackerOptions(options_.track), clock_.Now());
+  StateStore::Loaded l = store_->Load(source::TrackerOptions(options_.track), clock_.Now());
   if (!l.problem.empty()) {
     Log(Line("error", "saved state unusable; starting empty")
             .Quoted("file", store_->path())
@@ -514,7 +526,8 @@ absl::Status Daemon::Impl::Reload() {
 
 absl::Status CheckWebConfig(const config::WebOptions& web, const config::WebConfig& web_config) {
   if (!web_config.tls_enabled) return absl::OkStatus();
-  absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> ctx = MakeTlsContext(web_config.tls);
+  absl::StatusOr<std::unique_ptr<boost::asio::ssl::context>> ctx =
+      http::MakeTlsContext(web_config.tls);
   if (ctx.ok()) return absl::OkStatus();
   return absl::Status(ctx.status().code(), absl::StrCat("web config file \"", web.config_file,
                                                         "\": ", ctx.status().message()));

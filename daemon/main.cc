@@ -11,10 +11,10 @@
 #include "hotkey/config/rules_file.h"
 #include "hotkey/config/web_config.h"
 #include "hotkey/daemon/daemon.h"
-#include "hotkey/daemon/demo.h"
-#include "hotkey/daemon/systemd_socket.h"
-#include "hotkey/daemon/tap.h"
-#include "log.h"
+#include "hotkey/log/log.h"
+#include "hotkey/net/systemd_socket.h"
+#include "hotkey/source/demo.h"
+#include "hotkey/tap/tap.h"
 
 namespace {
 
@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
     static std::mutex log_mu;
     auto log = [min_level = flags->options.log_level,
                 json = flags->options.log_format == "json"](std::string_view logfmt) {
-      if (!hotkey::daemon::PassesLevel(logfmt, min_level)) return;
-      const std::string text = json ? hotkey::daemon::LogfmtToJson(logfmt) : std::string(logfmt);
+      if (!hotkey::log::PassesLevel(logfmt, min_level)) return;
+      const std::string text = json ? hotkey::log::LogfmtToJson(logfmt) : std::string(logfmt);
       const std::string_view line = text;
       std::lock_guard<std::mutex> l(log_mu);
       std::fwrite(line.data(), 1, line.size(), stderr);
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
       inputs.poll_measured_loads = [watcher] { return watcher->Poll(); };
     }
     if (options.web.systemd_socket) {
-      absl::StatusOr<std::vector<int>> fds = hotkey::daemon::TakeSystemdListenFds();
+      absl::StatusOr<std::vector<int>> fds = hotkey::net::TakeSystemdListenFds();
       if (!fds.ok()) {
         std::fprintf(stderr, "hotkeyd: --web.systemd-socket: %s\n",
                      std::string(fds.status().message()).c_str());
@@ -134,10 +134,10 @@ int main(int argc, char** argv) {
       inputs.web_listen_fds = *std::move(fds);
     }
     static hotkey::clock::RealClock clock;
-    std::vector<std::unique_ptr<hotkey::daemon::EventSource>> sources;
+    std::vector<std::unique_ptr<hotkey::source::EventSource>> sources;
     if (options.demo) {
-      absl::StatusOr<std::unique_ptr<hotkey::daemon::EventSource>> demo =
-          hotkey::daemon::NewDemoSource(options, clock);
+      absl::StatusOr<std::unique_ptr<hotkey::source::EventSource>> demo =
+          hotkey::source::NewDemoSource(options, clock);
       if (!demo.ok()) {
         std::fprintf(stderr, "hotkeyd: %s\n", std::string(demo.status().message()).c_str());
         return 1;
@@ -146,8 +146,8 @@ int main(int argc, char** argv) {
     }
     if (options.tap.enabled()) {
       // Opened before the daemon binds anything: a missing CAP_NET_RAW fails at once.
-      absl::StatusOr<std::unique_ptr<hotkey::daemon::EventSource>> tap =
-          hotkey::daemon::NewTapSource(options, clock);
+      absl::StatusOr<std::unique_ptr<hotkey::source::EventSource>> tap =
+          hotkey::tap::NewTapSource(options, clock);
       if (!tap.ok()) {
         std::fprintf(stderr, "hotkeyd: %s\n", std::string(tap.status().message()).c_str());
         return 1;

@@ -1,15 +1,15 @@
 // libFuzzer target: the HTTP request path of the daemon, without sockets.
 //
 // The input is the byte stream a client sends on one connection. It is parsed as
-// daemon/http_server.cc's sessions parse it (Beast's request_parser with the same
-// HttpLimits, one fresh parser per pipelined request), each parsed request is turned into
-// an HttpRequest the same way (method, target split at '?', body) and answered by
-// daemon::WebRoutes::Handle over a fixed Snapshot built by daemon::Aggregator from a small
+// http/server.cc's sessions parse it (Beast's request_parser with the same
+// http::HttpLimits, one fresh parser per pipelined request), each parsed request is turned into
+// an http::HttpRequest the same way (method, target split at '?', body) and answered by
+// exporter::WebRoutes::Handle over a fixed Snapshot built by exporter::Aggregator from a small
 // tracker (keys with quotes, backslashes and invalid UTF-8), with a real SnapshotCollector
-// behind /metrics. ParseQuery runs on every query too.
+// behind /metrics. http::ParseQuery runs on every query too.
 //
 // Checked beyond "no crash": every response has a status in [200, 599], a content type and
-// at most 4 MiB of body, the handler never throws, and ParseQuery (which may refuse a
+// at most 4 MiB of body, the handler never throws, and http::ParseQuery (which may refuse a
 // malformed query) never yields more pairs than '&'-parts.
 
 #include <cstddef>
@@ -22,26 +22,26 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 
-#include "aggregator.h"
 #include "fuzz_util.h"
 #include "hotkey/config/options.h"
-#include "http_server.h"
-#include "metrics.h"
-#include "protocol.h"
-#include "query.h"
-#include "web.h"
+#include "hotkey/exporter/aggregator.h"
+#include "hotkey/exporter/metrics.h"
+#include "hotkey/exporter/web.h"
+#include "hotkey/http/query.h"
+#include "hotkey/http/server.h"
+#include "hotkey/parsers/wire.h"
 
 namespace hotkey::fuzz {
 
 namespace {
 
-namespace http = boost::beast::http;
+namespace beast_http = boost::beast::http;
 
 constexpr size_t kMaxResponseBytes = size_t{4} << 20;
 
 // The snapshot every request sees: two receivers' trackers fed a few keys, aggregated over
 // two ticks so one key is in a hot episode (hot_since, peak_share and advice are written).
-std::shared_ptr<const daemon::Snapshot> MakeSnapshot() {
+std::shared_ptr<const exporter::Snapshot> MakeSnapshot() {
   const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
   sketch::HeavyHittersOptions o;
   o.candidates = 16;
@@ -57,30 +57,30 @@ std::shared_ptr<const daemon::Snapshot> MakeSnapshot() {
   reloadable.alert.min_dwell = absl::ZeroDuration();
   reloadable.alert.rules.push_back(
       config::ThresholdRule{config::ThresholdRule::kGlob, "health*", 0, true});
-  daemon::Aggregator aggregator(track, reloadable, /*label_secret=*/{}, t0,
-                                [](std::string_view) {});
-  std::shared_ptr<const daemon::Snapshot> snap;
-  std::vector<std::shared_ptr<const daemon::ReceiverReport>> reports;
+  exporter::Aggregator aggregator(track, reloadable, /*label_secret=*/{}, t0,
+                                  [](std::string_view) {});
+  std::shared_ptr<const exporter::Snapshot> snap;
+  std::vector<std::shared_ptr<const source::ReceiverReport>> reports;
   for (int tick = 1; tick <= 2; ++tick) {
     const absl::Time now = t0 + absl::Milliseconds(250 * tick);
     reports.clear();
     for (int r = 0; r < 2; ++r) {
       absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(o, t0);
       FUZZ_CHECK_OK(hh);
-      daemon::ReceiverCounters counters;
+      source::ReceiverCounters counters;
       const std::string_view datagram =
           "!v1 rate=0.5\nr post:viral\nw post:viral\nr q\"uote\\\xff\xfe\nr health\n"
           "w@0.1*3 user:42:profile\nr a-key-much-longer-than-thirty-two-bytes-of-storage\nx";
       for (int i = 0; i < 50; ++i) {
         ++counters.datagrams;
-        const daemon::ParseStats st = daemon::ParseDatagram(
-            datagram, 1024, [&](const daemon::Event& e) { hh->Update(e.key, e.op, e.weight); });
+        const parsers::ParseStats st = parsers::ParseDatagram(
+            datagram, 1024, [&](const parsers::Event& e) { hh->Update(e.key, e.op, e.weight); });
         counters.events += st.events;
-        for (size_t k = 0; k < daemon::kNumRejects; ++k) counters.rejected[k] += st.rejected[k];
+        for (size_t k = 0; k < parsers::kNumRejects; ++k) counters.rejected[k] += st.rejected[k];
       }
       hh->Advance(now);
-      reports.push_back(std::make_shared<const daemon::ReceiverReport>(
-          daemon::ReceiverReport{now, *std::move(hh), counters}));
+      reports.push_back(std::make_shared<const source::ReceiverReport>(
+          source::ReceiverReport{now, *std::move(hh), counters}));
     }
     snap = aggregator.Build(reports, now, /*kernel_drops=*/3);
   }
@@ -92,12 +92,12 @@ struct World {
       : snapshot(MakeSnapshot()),
         collector([this] { return snapshot; },
                   [] {
-                    return daemon::ReloadStatus{true, absl::FromUnixSeconds(1'700'000'000)};
+                    return exporter::ReloadStatus{true, absl::FromUnixSeconds(1'700'000'000)};
                   }),
         routes("/metrics", Hooks()) {}
 
-  daemon::WebHooks Hooks() {
-    daemon::WebHooks h;
+  exporter::WebHooks Hooks() {
+    exporter::WebHooks h;
     h.snapshot = [this] { return snapshot; };
     h.reload = [this] {
       // Alternate success and failure, as a file being edited would.
@@ -108,14 +108,14 @@ struct World {
     return h;
   }
 
-  std::shared_ptr<const daemon::Snapshot> snapshot;
-  daemon::SnapshotCollector collector;
-  daemon::WebRoutes routes;
+  std::shared_ptr<const exporter::Snapshot> snapshot;
+  exporter::SnapshotCollector collector;
+  exporter::WebRoutes routes;
   int reloads = 0;
 };
 
-void Serve(const World& world, const http::request<http::string_body>& req) {
-  daemon::HttpRequest request;
+void Serve(const World& world, const beast_http::request<beast_http::string_body>& req) {
+  hotkey::http::HttpRequest request;
   request.method = std::string(req.method_string());
   const std::string_view target(req.target().data(), req.target().size());
   const size_t q = target.find('?');
@@ -125,10 +125,10 @@ void Serve(const World& world, const http::request<http::string_body>& req) {
 
   size_t parts = 1;
   for (char c : request.query) parts += c == '&';
-  const auto params = daemon::ParseQuery(request.query);
+  const auto params = hotkey::http::ParseQuery(request.query);
   FUZZ_CHECK(!params.ok() || params->size() <= parts);
 
-  const daemon::HttpResponse r = world.routes.Handle(request);
+  const hotkey::http::HttpResponse r = world.routes.Handle(request);
   FUZZ_CHECK(r.status >= 200 && r.status <= 599);
   FUZZ_CHECK(!r.content_type.empty());
   // Whatever the request, the answer stays small: the fixed snapshot's pages are a few KiB,
@@ -140,18 +140,18 @@ void Serve(const World& world, const http::request<http::string_body>& req) {
 
 int FuzzHttp(const uint8_t* data, size_t size) {
   static World* const world = new World();  // built once; never destroyed (no exit order)
-  const daemon::HttpLimits limits;
+  const hotkey::http::HttpLimits limits;
   std::string_view rest(reinterpret_cast<const char*>(data), size);
   // Pipelined requests on one connection, each with a fresh parser as in Session::Read.
   for (int n = 0; n < 8 && !rest.empty(); ++n) {
-    http::request_parser<http::string_body> parser;
+    beast_http::request_parser<beast_http::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
     boost::beast::error_code ec;
     while (!rest.empty() && !parser.is_done()) {
       const size_t used = parser.put(boost::asio::buffer(rest.data(), rest.size()), ec);
       rest.remove_prefix(used);
-      if (ec == http::error::need_more && used > 0) {
+      if (ec == beast_http::error::need_more && used > 0) {
         ec = {};
         continue;
       }

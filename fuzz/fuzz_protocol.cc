@@ -1,4 +1,4 @@
-// libFuzzer target: the UDP ingest path, ParseDatagram (daemon/protocol.h) feeding a real
+// libFuzzer target: the UDP ingest path, parsers::ParseDatagram (parsers/wire.h) feeding a real
 // sketch::HeavyHitters with every event, as a receiver does.
 //
 // Input: byte 0 picks the parser's key limit (0..63 bytes, so key_too_long is reached);
@@ -15,8 +15,8 @@
 #include <string_view>
 
 #include "fuzz_util.h"
+#include "hotkey/parsers/wire.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "protocol.h"
 
 namespace hotkey::fuzz {
 
@@ -36,8 +36,8 @@ int FuzzProtocol(const uint8_t* data, size_t size) {
   absl::StatusOr<sketch::HeavyHitters> tracker = sketch::HeavyHitters::Create(o, now);
   FUZZ_CHECK_OK(tracker);
 
-  const daemon::ParseStats stats =
-      daemon::ParseDatagram(datagram, max_key, [&](const daemon::Event& e) {
+  const parsers::ParseStats stats =
+      parsers::ParseDatagram(datagram, max_key, [&](const parsers::Event& e) {
         FUZZ_CHECK(e.key.size() <= max_key);
         FUZZ_CHECK(!e.key.empty());
         FUZZ_CHECK(e.key.find('\n') == std::string_view::npos);

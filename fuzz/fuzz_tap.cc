@@ -1,4 +1,4 @@
-// libFuzzer target: the whole tap path after the capture, TapPipeline (daemon/
+// libFuzzer target: the whole tap path after the capture, tap::TapPipeline (daemon/
 // tap_pipeline.h): frames decoded, reassembled, parsed as Redis or memcached requests (and,
 // with bytes weight, replies matched to them) and counted into a tracker.
 //
@@ -25,9 +25,9 @@
 #include "fuzz_util.h"
 #include "hotkey/config/options.h"
 #include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/source/report.h"
 #include "hotkey/tcp/packet.h"
-#include "source_report.h"
-#include "tap_pipeline.h"
+#include "pipeline.h"
 
 namespace hotkey::fuzz {
 namespace {
@@ -56,7 +56,7 @@ int FuzzTap(const uint8_t* data, size_t size) {
   t.max_key_bytes = 64;
   absl::StatusOr<sketch::HeavyHitters> tracker = sketch::HeavyHitters::Create(t, start);
   FUZZ_CHECK_OK(tracker);
-  daemon::TapPipeline pipeline(o, *tracker);
+  tap::TapPipeline pipeline(o, *tracker);
   // The bound without the per-process parts: flows x (buffers + state).
   const uint64_t bound = o.MemoryBoundBytes();
 
@@ -71,7 +71,7 @@ int FuzzTap(const uint8_t* data, size_t size) {
 
     FUZZ_CHECK(pipeline.events() >= events);
     events = pipeline.events();
-    daemon::TapCounters c;
+    source::TapCounters c;
     pipeline.Fill(c);
     FUZZ_CHECK(c.memory_bytes <= bound);
     FUZZ_CHECK(c.flows <= o.max_flows);

@@ -3,8 +3,8 @@
 #   asan  every CTest test built with AddressSanitizer + UBSan (g++, -DHOTKEY_SANITIZE=ON),
 #         LeakSanitizer on                                               -> build-asan/
 #   tsan  daemon_test (receiver threads, the HTTP server and the aggregator, end to end on
-#         loopback sockets) and tap_test (the capture thread; live on lo as root) built
-#         with ThreadSanitizer (g++, -DHOTKEY_TSAN=ON)                     -> build-tsan/
+#         loopback sockets), http_test, source_test and tap_test (the capture thread; live on
+#         lo as root) built with ThreadSanitizer (g++, -DHOTKEY_TSAN=ON)                     -> build-tsan/
 #   release  the tree as packagers build it: CMAKE_BUILD_TYPE=Release (-O3) with
 #         -march=native and -Werror, the unit tests in that build, and cmake --install
 #         into a throwaway prefix                                         -> build-release/
@@ -65,7 +65,7 @@ configure() {  # configure BUILD_DIR ARGS...
 # then the install rules. The end-to-end tests run in the RelWithDebInfo and ASan builds.
 run_release_tests() {
   ctest --test-dir build-release --output-on-failure -j"$jobs" \
-    -R '^(version_test|sketch_test|model_test|parsers_test|config_test|daemon_test|tools_test|install_layout)$'
+    -R '^(version_test|sketch_test|model_test|parsers_test|config_test|log_test|http_test|source_test|exporter_test|daemon_test|tools_test|install_layout)$'
 }
 
 # ASan + UBSan over the whole suite. detect_leaks=1 works here (LeakSanitizer needs ptrace
@@ -80,14 +80,13 @@ run_asan() {
     ctest --test-dir build-asan --output-on-failure -j"$jobs"
 }
 
-# TSan: the daemon's threads. Abseil, yaml-cpp and prometheus-cpp are not instrumented,
-# but every lock and atomic crossing threads in our code is std::, which TSan sees.
-run_tsan() {
-  HOTKEY_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/daemon/daemon_test
-}
-# The tap's capture thread and its report hand-off (the live test captures as root).
-run_tsan_tap() {
-  HOTKEY_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/tap/tap_test
+# TSan: the daemon's threads (receivers, the HTTP server and the aggregator end to end),
+# the HTTP server's own, and the sources' report hand-off. Abseil, yaml-cpp and
+# prometheus-cpp are not instrumented, but every lock and atomic crossing threads in our
+# code is std::, which TSan sees.
+run_tsan() {  # run_tsan LIBRARY: runs build-tsan/tests/LIBRARY/LIBRARY_test
+  HOTKEY_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    build-tsan/tests/"$1"/"$1"_test
 }
 
 fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_resp fuzz_memcached fuzz_reassembly
@@ -126,9 +125,12 @@ for s in $steps; do
       ;;
     tsan)
       step tsan-configure configure build-tsan -DHOTKEY_TSAN=ON
-      step tsan-build cmake --build build-tsan -j"$jobs" --target daemon_test tap_test
-      step tsan-daemon_test run_tsan
-      step tsan-tap_test run_tsan_tap
+      step tsan-build cmake --build build-tsan -j"$jobs" --target daemon_test http_test \
+        source_test tap_test
+      # The tap's capture thread and its report hand-off (the live test captures as root).
+      for lib in daemon http source tap; do
+        step "tsan-${lib}_test" run_tsan "$lib"
+      done
       ;;
     fuzz)
       step fuzz-configure configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DHOTKEY_FUZZ=ON \

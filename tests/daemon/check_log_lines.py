@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_log_lines.py FORMAT FILE [MSG ...]: every line of FILE is one valid log record.
 
-FORMAT logfmt: each line must be strict logfmt in go-logfmt's dialect (the one daemon/log.h
+FORMAT logfmt: each line must be strict logfmt in go-logfmt's dialect (the one log/log.h
 writes): `key=value` pairs separated by one space; a key is bytes above ' ' other than '='
 and '"'; a value is bare (no space, '=', '"' or control byte) or quoted, and a quoted value
 holds no raw control character and only the escapes \\" \\\\ \\n \\r \\t \\uXXXX. This

@@ -20,14 +20,14 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "checkers.h"
 #include "fake_clock.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/config/measured_loads.h"
 #include "hotkey/config/rules_file.h"
 #include "hotkey/daemon/daemon.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "test_util.h"
-#include "tracker_options.h"
+#include "hotkey/source/tracker_options.h"
 
 namespace hotkey::daemon {
 namespace {
@@ -407,10 +407,10 @@ TEST_CASE("E2E: --track.lobby gives each receiver's tracker a lobby, counted in 
   o.track.lobby = 860;
   TestDaemon d(o);
   absl::StatusOr<sketch::HeavyHitters> with =
-      sketch::HeavyHitters::Create(TrackerOptions(o.track), absl::UnixEpoch());
+      sketch::HeavyHitters::Create(source::TrackerOptions(o.track), absl::UnixEpoch());
   o.track.lobby = 0;
   absl::StatusOr<sketch::HeavyHitters> without =
-      sketch::HeavyHitters::Create(TrackerOptions(o.track), absl::UnixEpoch());
+      sketch::HeavyHitters::Create(source::TrackerOptions(o.track), absl::UnixEpoch());
   REQUIRE(with.ok());
   REQUIRE(without.ok());
   CHECK(with->options().lobby == 860);

@@ -15,11 +15,11 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "checkers.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/config/rules_file.h"
 #include "hotkey/daemon/daemon.h"
-#include "hotkey/daemon/systemd_socket.h"
-#include "test_util.h"
+#include "hotkey/net/systemd_socket.h"
 
 namespace hotkey::daemon {
 namespace {
@@ -141,14 +141,14 @@ TEST_CASE(
 
 TEST_CASE("Systemd socket: LISTEN_PID and LISTEN_FDS count sockets only for this process",
           "[daemon][systemd]") {
-  CHECK(*SystemdListenFdCount(std::nullopt, std::nullopt, 42) == 0);
-  CHECK(*SystemdListenFdCount("42", std::nullopt, 42) == 0);
-  CHECK(*SystemdListenFdCount("42", "2", 42) == 2);
-  CHECK(*SystemdListenFdCount("41", "2", 42) == 0);  // inherited from a parent
-  CHECK_FALSE(SystemdListenFdCount("x", "2", 42).ok());
-  CHECK_FALSE(SystemdListenFdCount("42", "two", 42).ok());
-  CHECK_FALSE(SystemdListenFdCount("42", "-1", 42).ok());
-  CHECK_FALSE(SystemdListenFdCount("42", "100000", 42).ok());
+  CHECK(*net::SystemdListenFdCount(std::nullopt, std::nullopt, 42) == 0);
+  CHECK(*net::SystemdListenFdCount("42", std::nullopt, 42) == 0);
+  CHECK(*net::SystemdListenFdCount("42", "2", 42) == 2);
+  CHECK(*net::SystemdListenFdCount("41", "2", 42) == 0);  // inherited from a parent
+  CHECK_FALSE(net::SystemdListenFdCount("x", "2", 42).ok());
+  CHECK_FALSE(net::SystemdListenFdCount("42", "two", 42).ok());
+  CHECK_FALSE(net::SystemdListenFdCount("42", "-1", 42).ok());
+  CHECK_FALSE(net::SystemdListenFdCount("42", "100000", 42).ok());
 }
 
 TEST_CASE("Lifecycle: POST /-/reload is 403 without enable_lifecycle and reloads with it",

@@ -286,7 +286,7 @@ FAST_FLAGS = ["--track.publish-interval=50ms", "--track.half-life=1h",
               "--export.top-k=100", "--track.candidates=256", "--track.sketch-bytes=1MiB",
               "--alert.min-dwell=0s"]
 
-# The tap's counters in /metrics (daemon/metrics.cc), by the field names of TapCounters.
+# The tap's counters in /metrics (exporter/metrics.cc), by the field names of TapCounters.
 TAP_METRICS = {
     "packets": ("hotkey_tap_packets_total", {}),
     "captured_bytes": ("hotkey_tap_captured_bytes_total", {}),

@@ -15,7 +15,7 @@
 #include "hotkey/clock/clock.h"
 #include "tap_source.h"
 
-namespace hotkey::daemon {
+namespace hotkey::tap {
 namespace {
 
 int FreePort() {
@@ -84,7 +84,7 @@ TEST_CASE("Tap live: counts a real redis-server's traffic on lo", "[tap][live]")
   REQUIRE(Run(absl::StrCat(cli, "mget live:a live:b live:c >/dev/null")));
 
   // Waits (up to 10 s, for the thread to read and publish) until every key is in.
-  std::shared_ptr<const SourceReport> r;
+  std::shared_ptr<const source::SourceReport> r;
   for (int i = 0; i < 200; ++i) {
     r = (*tap)->Latest();
     if (r && r->counters.events >= 53) break;
@@ -93,7 +93,7 @@ TEST_CASE("Tap live: counts a real redis-server's traffic on lo", "[tap][live]")
   (*tap)->Stop();
   r = (*tap)->Latest();
   REQUIRE(r != nullptr);
-  const TapCounters& c = r->counters.tap;
+  const source::TapCounters& c = r->counters.tap;
   CHECK(c.kernel_drops == 0);
   CHECK(r->counters.events == 53);
   CHECK(c.read_keys[0] == 43);
@@ -109,4 +109,4 @@ TEST_CASE("Tap live: counts a real redis-server's traffic on lo", "[tap][live]")
 }
 
 }  // namespace
-}  // namespace hotkey::daemon
+}  // namespace hotkey::tap

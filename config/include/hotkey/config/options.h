@@ -47,7 +47,7 @@ struct UdpOptions {
   friend bool operator==(const UdpOptions&, const UdpOptions&) = default;
 };
 
-// The tap (daemon/tap_source.h): the shard's own TCP traffic, captured with libpcap on
+// The tap (tap/tap_source.h): the shard's own TCP traffic, captured with libpcap on
 // its port, reassembled and parsed into events, with no client change.
 enum class TapProtocol { kRedis, kMemcached };
 // ops: each key a request touches weighs 1. bytes: a request weighs its request bytes

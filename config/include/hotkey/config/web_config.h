@@ -27,8 +27,8 @@
 // every request.
 //
 // This is the reading and checking only, into a plain WebConfig: the daemon builds its
-// OpenSSL context from it (daemon/tls.h, where bad or mismatched PEM is found) and checks
-// credentials against its hashes (daemon/basic_auth.h). No OpenSSL here.
+// OpenSSL context from it (http/tls.h, where bad or mismatched PEM is found) and checks
+// credentials against its hashes (http/basic_auth.h). No OpenSSL here.
 //
 // yaml-cpp exceptions are caught inside; these functions never throw. Thread-safe.
 

@@ -37,11 +37,13 @@
 #include "hotkey/config/measured_loads.h"
 #include "hotkey/config/options.h"
 #include "hotkey/config/web_config.h"
-#include "hotkey/daemon/event_source.h"
+#include "hotkey/source/event_source.h"
+
+namespace hotkey::exporter {
+struct Snapshot;
+}  // namespace hotkey::exporter
 
 namespace hotkey::daemon {
-
-struct Snapshot;
 
 class Daemon {
  public:
@@ -67,7 +69,7 @@ class Daemon {
     // (an error keeps the options in force). Null: the flags' options, no rules file.
     RulesLoader load_rules;
     // With options.web.systemd_socket: the listening sockets systemd passed
-    // (TakeSystemdListenFds, systemd_socket.h), served instead of binding
+    // (net::TakeSystemdListenFds, systemd_socket.h), served instead of binding
     // web.listen_addresses. The daemon owns them from Create on.
     std::vector<int> web_listen_fds;
     // Polled every kWebConfigPollInterval and on SIGHUP, so certificates and passwords
@@ -91,7 +93,7 @@ class Daemon {
   // demo.h). `clock` must outlive the daemon.
   static absl::StatusOr<std::unique_ptr<Daemon>> Create(
       const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock, LogSink log,
-      std::vector<std::unique_ptr<EventSource>> sources = {});
+      std::vector<std::unique_ptr<source::EventSource>> sources = {});
   ~Daemon();
 
   // Serves until Shutdown() (or a signal, with handle_signals). Blocks.
@@ -104,7 +106,7 @@ class Daemon {
   absl::Status Reload();
 
   // The latest snapshot (snapshot.h); null before the first publish.
-  std::shared_ptr<const Snapshot> snapshot() const;
+  std::shared_ptr<const exporter::Snapshot> snapshot() const;
   // The HTTP server's first listening address, and every one (one per
   // --web.listen-address, or per socket systemd passed).
   boost::asio::ip::tcp::endpoint web_endpoint() const;
@@ -117,7 +119,7 @@ class Daemon {
   std::unique_ptr<Impl> impl_;
 };
 
-// What HttpServer::Create would refuse in `web_config` (config::LoadWebConfigFile of
+// What http::HttpServer::Create would refuse in `web_config` (config::LoadWebConfigFile of
 // web.config_file) without binding a socket: a certificate, key or CA file OpenSSL
 // cannot use. For --check-config. Thread-safe.
 absl::Status CheckWebConfig(const config::WebOptions& web, const config::WebConfig& web_config);

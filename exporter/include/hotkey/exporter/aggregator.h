@@ -1,0 +1,154 @@
+// Aggregator: turns the receivers' reports into the published Snapshot, once per tick.
+//
+// Per tick it merges the receivers' trackers (HeavyHitters::Merge) into one tracker it owns
+// and reuses (one receiver's tracker is read in place, uncopied), computes each key's
+// share, error bound, write ratio and decayed rate; the fixed-window rates from a short
+// history of undecayed counts (operators read QPS, not decayed weights); the exported set
+// (top_k keys over min_share and seen at min_key_ops_per_second, with hysteresis so labels
+// do not churn); the hot state of
+// every tracked key (alerter.h), with each key's threshold worked out once while it stays
+// tracked over the lowest threshold or the export floor (keys under both, and unknown to
+// the alerter, are passed over uncopied); and the shard model's projection and advice for
+// every exported key (hotkey::model). Labels (key_label.h, an HMAC in the hash modes) are made for
+// the exported keys and for the few keys the alerter holds, not for every tracked key.
+//
+// Fixed-window rates are computed per source (receiver) before anything is merged, since
+// each source's "since admission" counts only make sense against that source's own past:
+// a source's ops/s are its raw-count difference against its oldest point in the window;
+// a key's are the sum over the sources whose table holds it now of its difference there
+// (against the base point if the key was tracked then and not re-admitted since, else
+// everything since its admission, which lies inside the window), each over that source's
+// span. So a key's ops/s never exceed the shard's (every op counted for the key in a
+// source is counted in that source's total over the same span), a key evicted by one
+// source keeps the others' share, and the figure is a lower bound: a source's ops for a
+// key outside its table are not known. A source's first point is measured against zero
+// counts at the aggregator's start if every key it holds was admitted since; otherwise
+// (state restored from a previous run) it is only the baseline, so restored lifetime
+// totals are never counted as traffic.
+//
+// Memory is bounded by the options: the history holds at most TrackOptions::MaxRatePoints()
+// points (a tick closer than publish_interval / 2 to the newest point is not kept), each
+// with at most `candidates` keys per source; popped points are reused. RateHistoryBound()
+// and MemoryBudget() give the bounds; aggregator_test.cc pins them.
+//
+// Thread-compatible: Build() and SetReloadable() are called from one thread (the daemon's
+// main io_context); the result is immutable and shared.
+
+#ifndef HOTKEY_EXPORTER_AGGREGATOR_H_
+#define HOTKEY_EXPORTER_AGGREGATOR_H_
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "hotkey/config/options.h"
+#include "hotkey/exporter/alerter.h"
+#include "hotkey/exporter/key_label.h"
+#include "hotkey/exporter/snapshot.h"
+
+namespace hotkey::exporter {
+
+class Aggregator {
+ public:
+  // One key of one source's table at one point (internal; public for the helpers).
+  struct KeyRaw {
+    uint64_t hash;
+    double raw[sketch::kNumOps];
+    absl::Time admitted;
+  };
+
+  // `label_secret` keys the hash of hashed key labels (key_label.h).
+  Aggregator(const config::TrackOptions& track, const config::ReloadableOptions& reloadable,
+             std::string label_secret, absl::Time start, Alerter::LogSink log);
+
+  // Takes effect at the next Build().
+  void SetReloadable(const config::ReloadableOptions& reloadable);
+
+  // Builds the snapshot for `now` from the latest report of each receiver (nulls are
+  // skipped). `kernel_drops` is read by the caller from /proc.
+  std::shared_ptr<const Snapshot> Build(
+      std::span<const std::shared_ptr<const source::ReceiverReport>> reports, absl::Time now,
+      uint64_t kernel_drops);
+
+  // The tracker the last Build() read: the receivers' trackers merged (or the only one),
+  // null before any report. Valid until the next Build(); for saving state without
+  // merging again.
+  const sketch::HeavyHitters* merged_tracker() const { return tracker_; }
+
+  // How many times a key's threshold has been worked out from the rules: once per tracked
+  // key and configuration (a key keeps its threshold while it stays tracked and is not
+  // passed over, see above; a reload forgets them all), not once per key per tick.
+  uint64_t threshold_lookups() const { return threshold_lookups_; }
+
+  // Bytes the rate history holds now (its points, spares included, and their vectors).
+  size_t RateHistoryBytes() const;
+  // The most RateHistoryBytes() can be with `sources` sources.
+  static size_t RateHistoryBound(const config::TrackOptions& track, size_t sources);
+  // The most the tracking state can hold with `sources` sources whose trackers take
+  // `tracker_bytes` each (HeavyHitters::MemoryBytes(), fixed at creation): each source's
+  // tracker and its at most source::ReportBuffer::kMaxReports published copies, the merged tracker
+  // (with more than one source) and the rate history. Exported as
+  // hotkey_memory_budget_bytes.
+  static size_t MemoryBudget(const config::TrackOptions& track, size_t sources,
+                             size_t tracker_bytes);
+
+ private:
+  struct SourcePoint {
+    bool present = false;  // the source reported at this point
+    bool fresh = true;     // everything it holds was counted since start_
+    double raw_total[sketch::kNumOps] = {0, 0};
+    std::vector<KeyRaw> keys;  // its table, sorted by hash
+  };
+  struct HistoryPoint {
+    absl::Time time;
+    std::vector<SourcePoint> sources;  // by report index
+  };
+  // A source's base for this tick: its oldest point in the window, or (point null) zero
+  // counts at start_; not valid when this tick is its baseline.
+  struct Base {
+    bool valid = false;
+    const SourcePoint* point = nullptr;
+    absl::Time time;
+  };
+
+  void FillSource(const sketch::HeavyHitters& tracker, SourcePoint* out);
+  HistoryPoint TakePoint(absl::Time now, size_t sources);
+  const std::vector<Base>& FindBases(const HistoryPoint& point, absl::Time now);
+  void KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
+                      KeySnapshot* k) const;
+
+  const config::TrackOptions track_;
+  config::ReloadableOptions reloadable_;
+  const std::string label_secret_;
+  std::optional<KeyLabeler> labeler_;                // from reloadable_.exporter
+  std::optional<config::ThresholdMatcher> matcher_;  // from reloadable_.alert
+  // Thresholds of the keys tracked at the last Build(), by key hash, with the tick that
+  // last saw each (entries not seen are dropped, so it holds at most the tracked keys).
+  struct CachedThreshold {
+    double threshold;
+    uint64_t tick;
+  };
+  absl::flat_hash_map<uint64_t, CachedThreshold> thresholds_;
+  uint64_t tick_ = 0;
+  uint64_t threshold_lookups_ = 0;
+  absl::Time start_;                            // moved with a wall clock stepped back
+  absl::Time last_now_ = absl::InfinitePast();  // the last Build()'s time
+  Alerter alerter_;
+  // The merge target, allocated at the first merge and copy-assigned into afterwards (same
+  // shape, so no allocation); and the report whose tracker is read when there is only one.
+  std::optional<sketch::HeavyHitters> merged_;
+  std::shared_ptr<const source::ReceiverReport> single_;
+  const sketch::HeavyHitters* tracker_ = nullptr;
+  std::deque<HistoryPoint> history_;
+  std::vector<HistoryPoint> spare_;  // popped points, reused with their memory
+  std::vector<Base> bases_;          // scratch of Build()
+  absl::flat_hash_set<uint64_t> exported_;
+};
+
+}  // namespace hotkey::exporter
+
+#endif  // HOTKEY_EXPORTER_AGGREGATOR_H_

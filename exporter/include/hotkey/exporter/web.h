@@ -1,0 +1,80 @@
+// WebRoutes: what each HTTP path answers. Pure request -> response over the current
+// snapshot and the daemon's hooks, so it is tested without sockets.
+//
+//   GET  /                 landing page: live top keys and the shard-model playground
+//   GET  <telemetry path>  Prometheus metrics (default /metrics), gzip-compressed when the
+//                          request's Accept-Encoding admits gzip
+//   GET  /-/healthy        200 while the process serves HTTP
+//   GET  /-/ready          200 once the first snapshot is published, else 503
+//   POST /-/reload         reload --config.file; 200, or 500 with the error (old config kept);
+//                          403 "Lifecycle API is not enabled." without a reload hook (the
+//                          daemon gives one with --web.enable-lifecycle only)
+//   GET  /api/v1/top       the snapshot as JSON
+//   GET  /api/v1/measured  the shards' measured loads beside the model's projection for
+//                          each fix (load_comparison.h); 404 without
+//                          --model.measured-loads-file
+//   GET  /api/v1/model     the shard load model for query parameters (the playground's);
+//                          unset ones are the configured cluster's, and the answer's
+//                          "inputs" lists every figure used. With shard_ops (this shard's
+//                          decayed ops/s, as /api/v1/top gives it), hot_share and
+//                          write_share of one key, it is model::ProjectMeasured on the
+//                          figures the daemon's advice for that key uses, so the advice
+//                          and busiest loads equal the key's in /api/v1/top.
+//
+// A known path asked with a method it does not answer is 405 with an Allow header.
+//
+// Thread-safe if the hooks are.
+
+#ifndef HOTKEY_EXPORTER_WEB_H_
+#define HOTKEY_EXPORTER_WEB_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "hotkey/exporter/metrics.h"
+#include "hotkey/exporter/snapshot.h"
+#include "hotkey/http/server.h"
+
+namespace hotkey::exporter {
+
+struct WebHooks {
+  std::function<std::shared_ptr<const Snapshot>()> snapshot;
+  std::function<absl::Status()> reload;     // null: /-/reload answers 403
+  std::function<model::Cluster()> cluster;  // the configured cluster, for model defaults
+  const prometheus::Collectable* metrics = nullptr;
+  // The answer of /api/v1/measured (LoadComparison::Json now); null: not configured (404).
+  std::function<std::string()> measured;
+};
+
+// The landing page's HTML (self-contained: no external scripts, styles or fonts). Its
+// metrics link points at `telemetry_path` (an absolute path, as WebOptions validates).
+std::string LandingPage(std::string_view telemetry_path);
+
+class WebRoutes {
+ public:
+  WebRoutes(std::string telemetry_path, WebHooks hooks)
+      : telemetry_path_(std::move(telemetry_path)),
+        landing_page_(LandingPage(telemetry_path_)),
+        hooks_(std::move(hooks)) {}
+
+  http::HttpResponse Handle(const http::HttpRequest& request) const;
+
+ private:
+  http::HttpResponse Top() const;
+  http::HttpResponse Model(const std::string& query) const;
+
+  http::HttpResponse Metrics(const http::HttpRequest& request) const;
+
+  const std::string telemetry_path_;
+  const std::string landing_page_;
+  const WebHooks hooks_;
+};
+
+// The snapshot as the JSON of /api/v1/top.
+std::string SnapshotJson(const Snapshot& snap);
+
+}  // namespace hotkey::exporter
+
+#endif  // HOTKEY_EXPORTER_WEB_H_

@@ -1,0 +1,307 @@
+// The landing page: live top keys (from /api/v1/top, every second) and the shard-model
+// playground (sliders -> /api/v1/model -> per-shard load bars). The sliders start at the
+// daemon's configured cluster (/api/v1/model's default inputs); a clicked key is modelled on
+// the figures the daemon's advice for it uses (/api/v1/model's measured mode: the shard's
+// decayed ops/s, the key's share and write ratio, as /api/v1/top gives them), so the page
+// shows the fix the daemon advises. With --model.measured-loads-file, a table between the
+// two shows the shards' measured loads beside the model's projection for each fix
+// (/api/v1/measured, every second; load_comparison.h). Self-contained: no build step, no external
+// script, style or font, so it works on an air-gapped host.
+
+#include <string>
+#include <string_view>
+
+#include "hotkey/exporter/web.h"
+
+namespace hotkey::exporter {
+
+namespace {
+
+// For text and attribute values: the telemetry path may hold any printable byte but space.
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// `page` with each `from` replaced by `to`.
+std::string ReplaceAll(std::string_view page, std::string_view from, std::string_view to) {
+  std::string out;
+  for (size_t at; (at = page.find(from)) != std::string_view::npos;) {
+    out.append(page.substr(0, at)).append(to);
+    page.remove_prefix(at + from.size());
+  }
+  return out.append(page);
+}
+
+}  // namespace
+
+std::string LandingPage(std::string_view telemetry_path) {
+  static constexpr std::string_view kPage = R"HTML(<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>hotkeyd</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;color:#222}
+h1{font-size:1.4em;margin:0 0 .2em} h2{font-size:1.1em;margin:1.4em 0 .4em}
+a{color:#0b5cad} nav a{margin-right:1em}
+table{border-collapse:collapse;width:100%} th,td{padding:.25em .5em;border-bottom:1px solid #ddd;text-align:right}
+th:first-child,td:first-child{text-align:left;font-family:ui-monospace,monospace;word-break:break-all}
+tr.hot td{background:#fde8e8} .muted{color:#777} .pill{padding:0 .4em;border-radius:.6em;background:#eee}
+.hot .pill{background:#c62828;color:#fff}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(230px,1fr));gap:.3em 1.2em}
+label{display:flex;justify-content:space-between} input[type=range]{width:100%}
+.strategy{margin:.6em 0} .strategy b{display:inline-block;width:7em}
+.bars{position:relative;display:flex;align-items:flex-end;gap:3px;height:90px;border-bottom:1px solid #999;margin-top:.2em}
+.bar{flex:1;background:#4a90d9;min-height:1px} .bar.over{background:#d9534f}
+.cap{position:absolute;left:0;right:0;border-top:2px dashed #333} .tgt{position:absolute;left:0;right:0;border-top:1px dotted #c80}
+.advice{font-size:1.1em;margin:.6em 0;font-weight:600}
+tr.inforce td{background:#e8f1fd} .stale{color:#b35900;font-weight:600} .error{color:#c62828}
+</style></head><body>
+<h1>hotkeyd</h1>
+<div class="muted">Hot-key detection for one shard. <span id="summary"></span></div>
+<nav><a href="@TELEMETRY_HREF@">@TELEMETRY_PATH@</a><a href="api/v1/top">/api/v1/top</a><a href="-/healthy">/-/healthy</a><a href="-/ready">/-/ready</a></nav>
+
+<h2>Top keys <span class="muted" id="updated"></span></h2>
+<table id="top"><thead><tr><th>key</th><th>share</th><th>± error</th><th>reads/s</th><th>writes/s</th>
+<th>write ratio</th><th>threshold</th><th>state</th><th>advice</th></tr></thead><tbody></tbody></table>
+<div id="empty" class="muted">No key above the minimum share yet.</div>
+
+<section id="versus" hidden>
+<h2>Projected against measured shard loads</h2>
+<div class="muted">Each shard's load as measured outside hotkeyd (--model.measured-loads-file), beside the
+model's projection for each fix, as fractions of a shard's capacity. The projection is the daemon's advice
+for the key on the traffic of the last measurement with no fix in force; each fix's measured figures are
+the last taken under it since then.</div>
+<div id="versus-measurement"></div>
+<div id="versus-projection" class="muted"></div>
+<div id="versus-error" class="error"></div>
+<table id="versus-table"><thead><tr><th>fix</th><th>projected busiest</th><th>measured busiest</th>
+<th>projected least busy</th><th>measured least busy</th><th>measured</th></tr></thead><tbody></tbody></table>
+<div class="bars" id="versus-bars" title="each shard's measured load"></div>
+</section>
+
+<h2>Playground: what would each fix do to the shards?</h2>
+<div class="muted">The daemon's shard load model (the one it uses to advise each hot key), for the inputs below;
+they start at the daemon's configured cluster. Click a key above to model it as the daemon does: on this
+shard's measured ops/s, the key's share and write mix.</div>
+<div id="measured" hidden><span id="measured-text"></span> <button id="measured-off" type="button">Back to cluster-wide inputs</button></div>
+<div class="grid" id="inputs"></div>
+<div class="advice" id="advice"></div>
+<div id="strategies"></div>
+<div class="muted">Each bar is one shard's load. Dashed line: a shard's capacity; dotted line: the
+target utilisation; red: over capacity.</div>
+
+<script>
+"use strict";
+const fmt = (x, d=1) => x == null ? "–" : (100*x).toFixed(d) + "%";
+const num = x => x == null ? "–" : x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(1);
+const names = {none:"none", cache:"cache", replicate:"replicate", split:"split", split_cache:"split+cache", isolate:"isolate"};
+// The sliders' ranges; their values come from the daemon (/api/v1/model's "inputs").
+const inputs = [
+  ["hot_share","hot share",0,1,0.01], ["write_share","write share",0,1,0.01],
+  ["ops","cluster ops/s",1000,500000,1000], ["shards","shards",1,64,1],
+  ["capacity","shard capacity ops/s",1000,100000,1000], ["app_servers","app servers",1,500,1],
+  ["refresh","cache refresh s",0.1,10,0.1], ["replicas","replicas",1,64,1],
+  ["split","split into",1,64,1], ["target","target utilisation",0.1,1,0.05]];
+// The clicked key's figures as /api/v1/top gave them ({key, time, shard_ops, hot_share,
+// write_share}), or null: then the model is the cluster-wide one, from the "ops" slider.
+let measured = null;
+const shown = x => String(+x.toFixed(4));
+function setSlider(id, v) {
+  const r = document.getElementById(id);
+  // Widen the range to hold the value, and let it off the step grid if it is not on it.
+  if (v < +r.min) r.min = v;
+  if (v > +r.max) r.max = v;
+  r.value = v;
+  if (+r.value !== v) { r.step = "any"; r.value = v; }
+  document.getElementById(id+"-v").textContent = shown(v);
+}
+const box = document.getElementById("inputs");
+for (const [id, label, min, max, step] of inputs) {
+  const l = document.createElement("label");
+  l.innerHTML = `<span>${label}</span><output id="${id}-v"></output>`;
+  const r = Object.assign(document.createElement("input"), {type:"range", id, min, max, step});
+  r.addEventListener("input", () => {
+    document.getElementById(id+"-v").textContent = r.value;
+    if (measured && id in measured) measured[id] = +r.value;
+    model();
+  });
+  const d = document.createElement("div"); d.append(l, r); box.append(d);
+}
+function query() {
+  const q = new URLSearchParams();
+  for (const [id] of inputs) {
+    if (measured && id === "ops") continue;  // the measured model has no cluster total
+    q.set(id, document.getElementById(id).value);
+  }
+  if (measured) for (const id of ["shard_ops", "hot_share", "write_share"]) q.set(id, String(measured[id]));
+  return q;
+}
+function draw(res, m) {
+  const out = document.getElementById("strategies");
+  if (!res.ok) { out.textContent = m.error; document.getElementById("advice").textContent = ""; return; }
+  document.getElementById("advice").textContent = "Advice: " + names[m.advice];
+  const top = Math.max(1.2, ...m.strategies.map(s => s.busiest)) * 1.05;
+  out.replaceChildren(...m.strategies.map(s => {
+    const div = document.createElement("div"); div.className = "strategy"; div.dataset.strategy = s.strategy;
+    div.innerHTML = `<b>${names[s.strategy]}</b> busiest ${fmt(s.busiest,0)}, least busy ${fmt(s.least_busy,0)} of capacity`;
+    const bars = document.createElement("div"); bars.className = "bars";
+    for (const x of s.shard_loads) {
+      const b = document.createElement("div"); b.className = "bar" + (x > 1 ? " over" : "");
+      b.style.height = (100 * x / top) + "%"; b.title = fmt(x,0); bars.append(b);
+    }
+    const cap = document.createElement("div"); cap.className = "cap"; cap.style.bottom = (100/top) + "%";
+    const tgt = document.createElement("div"); tgt.className = "tgt"; tgt.style.bottom = (100*m.inputs.target/top) + "%";
+    bars.append(cap, tgt); div.append(bars); return div;
+  }));
+}
+// One model request at a time. Input that arrives meanwhile (a drag fires many 'input'
+// events) is modelled when the answer is in, so the bars end on the sliders' last values.
+let pending = false, again = false;
+async function model() {
+  if (pending) { again = true; return; }
+  pending = true; again = false;
+  try {
+    const q = query();
+    const res = await fetch("api/v1/model?" + q);
+    const m = await res.json();
+    document.getElementById("strategies").dataset.query = q.toString();
+    draw(res, m);
+  } finally { pending = false; if (again) model(); }
+}
+// The daemon's configured cluster (and default key): /api/v1/model with no parameters.
+async function start() {
+  try {
+    const res = await fetch("api/v1/model");
+    const m = await res.json();
+    if (res.ok) for (const [id] of inputs) setSlider(id, m.inputs[id]);
+    if (!pending) { document.getElementById("strategies").dataset.query = ""; draw(res, m); }
+  } catch (e) {}
+}
+function setMeasured(m) {
+  measured = m;
+  document.getElementById("ops").disabled = !!m;
+  document.getElementById("measured").hidden = !m;
+  if (m) {
+    document.getElementById("measured-text").textContent =
+      `Key ${m.key} as the daemon models it (figures of ${m.time}): this shard's ${num(m.shard_ops)} ops/s, ` +
+      `${fmt(m.hot_share)} of them for the key, ${fmt(m.write_share, 0)} of those writes.`;
+    setSlider("hot_share", m.hot_share); setSlider("write_share", m.write_share);
+  }
+  model();
+}
+document.getElementById("measured-off").addEventListener("click", () => setMeasured(null));
+// The figures the daemon's advice for the key used: its share and write ratio, and the
+// shard's decayed ops/s (read + write, summed as the daemon sums them).
+function useKey(k, s) {
+  setMeasured({key: k.key, time: s.time, hot_share: k.share, write_share: k.write_ratio,
+               shard_ops: s.decayed_ops_per_second.read + s.decayed_ops_per_second.write});
+}
+async function refresh() {
+  try {
+    const res = await fetch("api/v1/top");
+    if (!res.ok) return;
+    const s = await res.json();
+    const total = s.ops_per_second.read + s.ops_per_second.write;
+    document.getElementById("summary").textContent =
+      `${num(total)} ops/s, ${s.tracked_keys} keys tracked, ${s.hot_keys} hot, ${s.events_received.toLocaleString()} events received.`;
+    document.getElementById("updated").textContent = "at " + s.time;
+    const body = document.querySelector("#top tbody");
+    body.replaceChildren(...s.keys.map(k => {
+      const tr = document.createElement("tr"); if (k.hot) tr.className = "hot";
+      const cells = [k.key, fmt(k.share), fmt(k.share_error, 2), num(k.ops_per_second.read), num(k.ops_per_second.write),
+        fmt(k.write_ratio, 0), k.threshold == null ? "ignored" : fmt(k.threshold, 0)];
+      for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
+      const st = document.createElement("td"); st.innerHTML = `<span class="pill">${k.hot ? "hot" : "ok"}</span>`; tr.append(st);
+      // Advice is for hot keys; for the others it would answer a question nobody asked.
+      const ad = document.createElement("td"); ad.textContent = k.hot ? (names[k.advice] || k.advice) : "–"; tr.append(ad);
+      tr.style.cursor = "pointer"; tr.addEventListener("click", () => useKey(k, s));
+      return tr;
+    }));
+    document.getElementById("empty").style.display = s.keys.length ? "none" : "";
+  } catch (e) {}
+}
+// The measured loads beside the projection (/api/v1/measured); hidden without a file.
+function cell(tr, text, value, cls) {
+  const td = document.createElement("td"); td.textContent = text;
+  if (value != null) td.dataset.value = String(value);
+  if (cls) td.className = cls;
+  tr.append(td);
+}
+async function versus() {
+  try {
+    const res = await fetch("api/v1/measured");
+    const box = document.getElementById("versus");
+    if (!res.ok) { box.hidden = true; return; }
+    const v = await res.json(), m = v.measurement, p = v.projection;
+    box.hidden = false;
+    const mt = document.getElementById("versus-measurement");
+    mt.className = m && m.stale ? "stale" : "";
+    mt.textContent = !m ? "No measurement read yet." :
+      `Measured at ${m.time} (${m.age_seconds.toFixed(1)} s ago${m.stale ? `: STALE, older than ${v.max_age_seconds} s` : ""})` +
+      ` under fix ${names[m.strategy] || m.strategy}${m.key ? ` for key ${m.key}` : ""}${m.source ? ` (${m.source})` : ""}:` +
+      ` busiest shard ${m.busiest_shard} at ${fmt(m.busiest, 0)}, least busy ${fmt(m.least_busy, 0)}.` +
+      (m.shards !== m.cluster_shards ? ` The file has ${m.shards} shards, --cluster.shards ${m.cluster_shards}.` : "");
+    document.getElementById("versus-projection").textContent = !p ?
+      "No projection yet: one is made while a measurement with no fix in force is read and a key is hot." :
+      `Projection for key ${p.key}, from the daemon's figures at ${p.time} with no fix in force: this shard's ` +
+      `${num(p.shard_ops)} ops/s, ${fmt(p.hot_share)} of them for the key, ${fmt(p.write_share, 0)} of those writes; advice ${names[p.advice]}.`;
+    document.getElementById("versus-error").textContent = v.last_read_successful ? "" :
+      `The file's last change could not be used (${v.read_errors_total} so far): ${v.last_error}`;
+    document.querySelector("#versus-table tbody").replaceChildren(...v.fixes.map(f => {
+      const tr = document.createElement("tr"); tr.dataset.strategy = f.strategy;
+      if (f.in_force) tr.className = "inforce";
+      const pr = f.projected, me = f.measured, st = me && me.stale ? "stale" : "";
+      cell(tr, names[f.strategy] + (f.in_force ? " (in force)" : ""));
+      cell(tr, pr ? fmt(pr.busiest, 0) : "–", pr && pr.busiest);
+      cell(tr, me ? fmt(me.busiest, 0) : "–", me && me.busiest, st);
+      cell(tr, pr ? fmt(pr.least_busy, 0) : "–", pr && pr.least_busy);
+      cell(tr, me ? fmt(me.least_busy, 0) : "–", me && me.least_busy, st);
+      cell(tr, me ? `${me.age_seconds.toFixed(0)} s ago${me.stale ? " (stale)" : ""}` : "not measured", null, st);
+      return tr;
+    }));
+    const bars = document.getElementById("versus-bars");
+    const loads = m ? m.loads : [];
+    const top = Math.max(1.2, ...loads) * 1.05;
+    bars.replaceChildren(...loads.map((x, i) => {
+      const b = document.createElement("div"); b.className = "bar" + (x > 1 ? " over" : "");
+      b.style.height = (100 * x / top) + "%"; b.title = `shard ${i}: ${fmt(x, 0)}`; return b;
+    }));
+    if (loads.length) {
+      const cap = document.createElement("div"); cap.className = "cap"; cap.style.bottom = (100 / top) + "%";
+      bars.append(cap);
+    }
+  } catch (e) {}
+}
+refresh(); setInterval(refresh, 1000); start(); versus(); setInterval(versus, 1000);
+</script></body></html>
+)HTML";
+  // Relative, like the page's other links, so the page also works behind a reverse proxy
+  // that serves the daemon under a path prefix.
+  std::string href = HtmlEscape(telemetry_path.substr(telemetry_path.starts_with('/') ? 1 : 0));
+  return ReplaceAll(ReplaceAll(kPage, "@TELEMETRY_HREF@", href), "@TELEMETRY_PATH@",
+                    HtmlEscape(telemetry_path));
+}
+
+}  // namespace hotkey::exporter

@@ -1,0 +1,319 @@
+#include "hotkey/exporter/web.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "hotkey/http/gzip.h"
+#include "hotkey/http/query.h"
+#include "hotkey/text/json.h"
+
+namespace hotkey::exporter {
+
+namespace {
+
+namespace json = boost::json;
+
+constexpr const char* kOpNames[] = {"read", "write"};
+
+// The playground's largest cluster, the model's own bound: the answer stays around a megabyte.
+constexpr int kMaxModelShards = model::Cluster::kMaxShards;
+
+http::HttpResponse Text(int status, std::string body) {
+  return http::HttpResponse{status, "text/plain; charset=utf-8", std::move(body), {}};
+}
+
+// RFC 9110 section 15.5.6: a 405 lists the methods the resource answers.
+http::HttpResponse MethodNotAllowed(std::string body, std::string allow) {
+  http::HttpResponse r = Text(405, std::move(body));
+  r.headers.emplace_back("Allow", std::move(allow));
+  return r;
+}
+
+http::HttpResponse Json(int status, std::string body) {
+  return http::HttpResponse{
+      status, "application/json", std::move(body), {{"Cache-Control", "no-store"}}};
+}
+
+std::string JsonError(std::string_view message) {
+  // The message may echo request bytes (a parameter's name or value); text::JsonText makes them
+  // valid UTF-8.
+  return text::JsonText(json::object{{"error", message}});
+}
+
+std::string Rfc3339(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+json::object ByOp(const double (&v)[sketch::kNumOps]) {
+  json::object o;
+  for (int op = 0; op < sketch::kNumOps; ++op) o[kOpNames[op]] = v[op];
+  return o;
+}
+
+}  // namespace
+
+std::string SnapshotJson(const Snapshot& s) {
+  json::object o;
+  o["time"] = Rfc3339(s.time);
+  o["start_time"] = Rfc3339(s.start_time);
+  o["receivers"] = s.receivers;
+  o["half_life_seconds"] = s.half_life_seconds;
+  o["rate_window_seconds"] = s.rate_window_seconds;
+  o["ops_per_second"] = ByOp(s.ops_per_second);
+  o["decayed_ops_per_second"] = ByOp(s.decayed_ops_per_second);
+  o["datagrams_received"] = s.counters.datagrams;
+  o["events_received"] = s.counters.events;
+  json::array sources;
+  for (size_t i = 0; i < s.source_counts.size(); ++i) {
+    const auto& [datagrams, events] = s.source_counts[i];
+    json::object src{{"datagrams_received", datagrams}, {"events_received", events}};
+    if (i < s.source_taps.size() && s.source_taps[i].taps > 0) {
+      const source::TapCounters& t = s.source_taps[i];
+      src["kind"] = "tap";
+      src["packets"] = t.packets;
+      src["kernel_drops"] = t.kernel_drops;
+      src["interface_drops"] = t.interface_drops;
+      src["flows"] = t.flows;
+      src["commands"] = t.commands[0] + t.commands[1];
+      src["read_keys"] = t.read_keys[0] + t.read_keys[1];
+      src["write_keys"] = t.write_keys[0] + t.write_keys[1];
+      src["gaps"] = t.gaps;
+      src["resyncs"] = t.resyncs;
+    }
+    sources.push_back(std::move(src));
+  }
+  o["sources"] = std::move(sources);
+  json::object rejected;
+  for (size_t i = 0; i < parsers::kNumRejects; ++i) {
+    rejected[parsers::RejectName(static_cast<parsers::Reject>(i))] = s.counters.rejected[i];
+  }
+  o["events_rejected"] = std::move(rejected);
+  o["datagrams_denied"] = s.counters.datagrams_denied;
+  o["kernel_drops"] = s.kernel_drops;
+  o["tracked_keys"] = s.tracked_keys;
+  o["sketch_bytes"] = s.sketch_bytes;
+  o["epsilon"] = s.epsilon;
+  o["hot_keys"] = s.hot_keys;
+  json::array keys;
+  keys.reserve(s.keys.size());
+  for (const KeySnapshot& k : s.keys) {
+    json::object key;
+    key["key"] = k.label;
+    key["truncated"] = k.truncated;
+    key["share"] = k.share;
+    key["share_error"] = k.share_error;
+    key["write_ratio"] = k.write_ratio;
+    key["ops_per_second"] = ByOp(k.ops_per_second);
+    key["decayed_ops_per_second"] = ByOp(k.decayed_ops_per_second);
+    key["threshold"] = k.threshold;  // null when a rule ignores the key (infinite)
+    key["hot"] = k.hot;
+    if (k.hot) {
+      key["hot_since"] = Rfc3339(k.hot_since);
+      key["peak_share"] = k.peak_share;
+    }
+    key["advice"] = model::StrategyName(k.advice);
+    json::object projected;
+    for (const auto& [strategy, load] : k.projected_load) {
+      projected[model::StrategyName(strategy)] = load;
+    }
+    key["projected_load"] = std::move(projected);
+    keys.emplace_back(std::move(key));
+  }
+  o["keys"] = std::move(keys);
+  return text::JsonText(std::move(o));
+}
+
+http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  if (req.path == "/-/reload") {
+    if (req.method != "POST" && req.method != "PUT") {
+      return MethodNotAllowed("use POST to reload the configuration\n", "POST, PUT");
+    }
+    // As Prometheus answers without --web.enable-lifecycle.
+    if (!hooks_.reload) return Text(403, "Lifecycle API is not enabled.\n");
+    const absl::Status s = hooks_.reload();
+    if (!s.ok()) return Text(500, absl::StrCat("reload failed: ", s.message(), "\n"));
+    return Text(200, "configuration reloaded\n");
+  }
+  const bool known = req.path == "/" || req.path == telemetry_path_ || req.path == "/-/healthy" ||
+                     req.path == "/-/ready" || req.path == "/api/v1/top" ||
+                     req.path == "/api/v1/model" || req.path == "/api/v1/measured";
+  if (!known) return Text(404, "not found\n");
+  if (!get) return MethodNotAllowed("method not allowed\n", "GET, HEAD");
+
+  if (req.path == telemetry_path_) return Metrics(req);
+  if (req.path == "/-/healthy") return Text(200, "Healthy\n");
+  if (req.path == "/-/ready") {
+    return hooks_.snapshot() ? Text(200, "Ready\n") : Text(503, "Not ready: no snapshot yet\n");
+  }
+  if (req.path == "/api/v1/top") return Top();
+  if (req.path == "/api/v1/model") return Model(req.query);
+  if (req.path == "/api/v1/measured") {
+    if (!hooks_.measured) {
+      return Json(404, JsonError("no measured loads: hotkeyd runs without "
+                                 "--model.measured-loads-file"));
+    }
+    return Json(200, hooks_.measured());
+  }
+  return http::HttpResponse{200, "text/html; charset=utf-8", landing_page_, {}};
+}
+
+http::HttpResponse WebRoutes::Metrics(const http::HttpRequest& req) const {
+  http::HttpResponse r{200,
+                       "text/plain; version=0.0.4; charset=utf-8",
+                       RenderText(*hooks_.metrics),
+                       {{"Vary", "Accept-Encoding"}}};
+  if (http::AcceptsGzip(req.accept_encoding)) {
+    // zlib fails only without memory for its state; the scrape is then served plain.
+    if (absl::StatusOr<std::string> gz = http::Gzip(r.body); gz.ok()) {
+      r.body = *std::move(gz);
+      r.headers.emplace_back("Content-Encoding", "gzip");
+    }
+  }
+  return r;
+}
+
+http::HttpResponse WebRoutes::Top() const {
+  const std::shared_ptr<const Snapshot> snap = hooks_.snapshot();
+  if (!snap) return Json(503, JsonError("no snapshot yet"));
+  return Json(200, SnapshotJson(*snap));
+}
+
+http::HttpResponse WebRoutes::Model(const std::string& query) const {
+  model::Cluster c = hooks_.cluster();
+  model::HotKey key{0.2, 0.1};
+  // Set by shard_ops: the measured mode, the model on this shard's figures as the daemon's
+  // advice uses them.
+  std::optional<double> shard_ops;
+  bool ops_given = false;
+  const absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params =
+      http::ParseQuery(query);
+  if (!params.ok()) return Json(400, JsonError(std::string(params.status().message())));
+  for (const auto& [name, value] : *params) {
+    double v;
+    if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
+      return Json(400,
+                  JsonError(absl::StrCat("parameter ", name, ": \"", value, "\" is not a number")));
+    }
+    // Counts must be whole numbers an int holds: casting 1e300 to int is undefined
+    // behaviour, and truncating 2.5 shards to 2 would answer another question.
+    const bool count =
+        name == "shards" || name == "app_servers" || name == "replicas" || name == "split";
+    if (count && (v != std::floor(v) || v < 0 || v > std::numeric_limits<int>::max())) {
+      return Json(400, JsonError(absl::StrCat("parameter ", name, ": \"", value,
+                                              "\" is not a whole number in range")));
+    }
+    // The answer lists every shard's load under each strategy: an unbounded count would let
+    // any client make the daemon allocate (and send) gigabytes.
+    if (name == "shards" && v > kMaxModelShards) {
+      return Json(400, JsonError(absl::StrCat("parameter shards: at most ", kMaxModelShards)));
+    }
+    if (name == "ops") {
+      c.ops = v;
+      ops_given = true;
+    } else if (name == "shard_ops") {
+      if (v < 0) {
+        return Json(400, JsonError(absl::StrCat("parameter shard_ops: \"", value,
+                                                "\" is not a rate (ops/s >= 0)")));
+      }
+      shard_ops = v;
+    } else if (name == "shards") {
+      c.shards = static_cast<int>(v);
+    } else if (name == "capacity") {
+      c.capacity = v;
+    } else if (name == "app_servers") {
+      c.app_servers = static_cast<int>(v);
+    } else if (name == "refresh") {
+      c.refresh_seconds = v;
+    } else if (name == "replicas") {
+      c.replicas = static_cast<int>(v);
+    } else if (name == "split") {
+      c.split = static_cast<int>(v);
+    } else if (name == "target") {
+      c.target = v;
+    } else if (name == "hot_share") {
+      key.share = v;
+    } else if (name == "write_share") {
+      key.write_share = v;
+    } else {
+      return Json(400, JsonError(absl::StrCat("unknown parameter ", name)));
+    }
+  }
+  if (shard_ops && ops_given) {
+    return Json(400, JsonError("parameters ops and shard_ops exclude each other: ops models "
+                               "the cluster's total, shard_ops this shard's measured rate"));
+  }
+  absl::StatusOr<model::Projection> p;
+  double key_ops = 0, background_ops = 0;
+  if (shard_ops) {
+    // The call the aggregator makes for an exported key (model::ProjectShare), so the
+    // advice is the key's; key and background ops are echoed in the answer's inputs.
+    p = model::ProjectShare(c, *shard_ops, key.share, key.write_share);
+    key_ops = key.share * *shard_ops;
+    background_ops = std::max(0.0, *shard_ops - key_ops);
+    if (p.ok()) {
+      // ProjectMeasured gives the busiest and least busy loads only; the bars are the layout
+      // shard_model.h states: the shards the key touches at the busiest load, the others at
+      // the background's.
+      for (model::StrategyLoad& l : p->loads) {
+        int touched = 1;
+        if (l.strategy == model::Strategy::kReplicate) touched = c.replicas;
+        if (l.strategy == model::Strategy::kSplit || l.strategy == model::Strategy::kSplitCache) {
+          touched = c.split;
+        }
+        l.shard_loads.assign(c.shards, background_ops / c.capacity);
+        std::fill_n(l.shard_loads.begin(), touched, l.busiest);
+      }
+    }
+  } else {
+    p = model::Project(c, key);
+  }
+  if (!p.ok()) return Json(400, JsonError(std::string(p.status().message())));
+  json::object inputs;
+  inputs["mode"] = shard_ops ? "measured" : "cluster";
+  if (shard_ops) {
+    inputs["shard_ops"] = *shard_ops;
+    inputs["key_ops"] = key_ops;
+    inputs["background_ops"] = background_ops;
+  } else {
+    inputs["ops"] = c.ops;
+  }
+  inputs["shards"] = c.shards;
+  inputs["capacity"] = c.capacity;
+  inputs["app_servers"] = c.app_servers;
+  inputs["refresh"] = c.refresh_seconds;
+  inputs["replicas"] = c.replicas;
+  inputs["split"] = c.split;
+  inputs["target"] = c.target;
+  json::array order;
+  for (model::Strategy s : c.order) order.emplace_back(model::StrategyName(s));
+  inputs["order"] = std::move(order);
+  inputs["hot_share"] = key.share;
+  inputs["write_share"] = key.write_share;
+  json::array strategies;
+  strategies.reserve(p->loads.size());
+  for (const model::StrategyLoad& l : p->loads) {
+    json::array shard_loads(l.shard_loads.begin(), l.shard_loads.end());
+    strategies.emplace_back(json::object{{"strategy", model::StrategyName(l.strategy)},
+                                         {"busiest", l.busiest},
+                                         {"least_busy", l.least_busy},
+                                         {"shard_loads", std::move(shard_loads)}});
+  }
+  json::object body;
+  body["inputs"] = std::move(inputs);
+  body["strategies"] = std::move(strategies);
+  body["advice"] = model::StrategyName(p->advice);
+  return Json(200, text::JsonText(std::move(body)));
+}
+
+}  // namespace hotkey::exporter

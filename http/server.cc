@@ -1,0 +1,227 @@
+// The server half of HttpServer: listening, accepting, the connection cap and stopping.
+// The sessions are in http_session.h, instantiated in http_plain.cc and http_tls.cc.
+
+#include "hotkey/http/server.h"
+
+#include <sys/socket.h>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/ssl/context.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "hotkey/config/values.h"
+#include "hotkey/http/tls.h"
+#include "hotkey/net/listen.h"
+#include "shared.h"
+
+namespace hotkey::http {
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+using asio::ip::tcp;
+
+namespace {
+
+// The TLS context, credentials and headers of a web config. A certificate or key OpenSSL
+// refuses is an error naming `config_file`.
+absl::StatusOr<std::shared_ptr<const WebSecurity>> MakeWebSecurity(
+    std::string_view config_file, const config::WebConfig& web_config) {
+  auto security = std::make_shared<WebSecurity>();
+  security->headers = web_config.headers;
+  if (web_config.tls_enabled) {
+    absl::StatusOr<std::unique_ptr<ssl::context>> ctx = MakeTlsContext(web_config.tls);
+    if (!ctx.ok()) {
+      return absl::Status(ctx.status().code(),
+                          absl::StrCat("web config file \"", std::string(config_file),
+                                       "\": ", ctx.status().message()));
+    }
+    security->tls = *std::move(ctx);
+  }
+  if (!web_config.basic_auth_users.empty()) {
+    security->auth = std::make_shared<BasicAuth>(web_config.basic_auth_users);
+  }
+  return std::shared_ptr<const WebSecurity>(std::move(security));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
+    asio::io_context& io, const config::WebOptions& web, const config::WebConfig& web_config,
+    const HttpLimits& limits, Handler handler, std::vector<int> listen_fds) {
+  absl::StatusOr<std::shared_ptr<const WebSecurity>> security =
+      MakeWebSecurity(web.config_file, web_config);
+  if (!security.ok()) return security.status();
+  auto shared = std::make_shared<Shared>();
+  shared->limits = limits;
+  shared->handler = std::move(handler);
+  shared->health_without_auth = web.health_without_auth;
+  shared->security = *std::move(security);
+
+  std::unique_ptr<HttpServer> s(new HttpServer(io, std::move(shared)));
+  if (web.systemd_socket) {
+    if (listen_fds.empty()) {
+      return absl::FailedPreconditionError(
+          "--web.systemd-socket: systemd passed no socket (LISTEN_FDS and LISTEN_PID unset or "
+          "not for this process); start hotkeyd through its .socket unit");
+    }
+    for (int fd : listen_fds) {
+      if (absl::Status st = s->Adopt(fd); !st.ok()) return st;
+    }
+  } else {
+    // All or nothing: one address that cannot be bound fails the whole server.
+    for (const std::string& address : web.listen_addresses) {
+      if (absl::Status st = s->Listen(address); !st.ok()) return st;
+    }
+  }
+  s->EnsureAuthPool();
+  return s;
+}
+
+absl::Status HttpServer::SetWebConfig(const config::WebConfig& web_config,
+                                      std::string_view config_file) {
+  absl::StatusOr<std::shared_ptr<const WebSecurity>> security =
+      MakeWebSecurity(config_file, web_config);
+  if (!security.ok()) return security.status();
+  shared_->security = *std::move(security);
+  EnsureAuthPool();
+  return absl::OkStatus();
+}
+
+void HttpServer::EnsureAuthPool() {
+  if (shared_->security->auth == nullptr || auth_pool_ != nullptr || shared_->stopped) return;
+  auth_pool_ = std::make_unique<asio::thread_pool>(1);
+  shared_->auth_pool = auth_pool_.get();
+}
+
+HttpServer::HttpServer(asio::io_context& io, std::shared_ptr<Shared> shared)
+    : io_(io), shared_(std::move(shared)) {}
+
+absl::Status HttpServer::Listen(const std::string& address) {
+  absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(address);
+  if (!hp.ok()) return hp.status();
+  absl::StatusOr<asio::ip::address> host = net::ListenHost(*hp);
+  if (!host.ok()) return host.status();
+  auto acceptor = std::make_unique<tcp::acceptor>(io_);
+  tcp::endpoint ep(*host, hp->port);
+  boost::system::error_code ec;
+  acceptor->open(ep.protocol(), ec);
+  if (ec && host->is_v6() && hp->host.empty()) {
+    ep = tcp::endpoint(asio::ip::address_v4::any(), hp->port);
+    acceptor->open(ep.protocol(), ec);
+  }
+  if (!ec && ep.address().is_v6()) acceptor->set_option(asio::ip::v6_only(false), ec);
+  if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor->bind(ep, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on http ", address, ": ", ec.message()));
+  }
+  acceptors_.push_back(std::move(acceptor));
+  return absl::OkStatus();
+}
+
+absl::Status HttpServer::Adopt(int fd) {
+  auto bad = [fd](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--web.systemd-socket: file descriptor ", fd, " ", why));
+  };
+  int type = 0;
+  int listening = 0;
+  socklen_t len = sizeof(type);
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) return bad("is not a socket");
+  len = sizeof(listening);
+  if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || type != SOCK_STREAM ||
+      !listening) {
+    return bad("is not a listening stream socket (ListenStream= in the .socket unit)");
+  }
+  sockaddr_storage addr{};
+  len = sizeof(addr);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      (addr.ss_family != AF_INET && addr.ss_family != AF_INET6)) {
+    return bad("is not an IPv4 or IPv6 socket (ListenStream= takes [address:]port)");
+  }
+  auto acceptor = std::make_unique<tcp::acceptor>(io_);
+  boost::system::error_code ec;
+  acceptor->assign(addr.ss_family == AF_INET ? tcp::v4() : tcp::v6(), fd, ec);
+  if (ec) return bad(absl::StrCat("cannot be used: ", ec.message()));
+  acceptors_.push_back(std::move(acceptor));
+  return absl::OkStatus();
+}
+
+HttpServer::~HttpServer() {
+  Stop();
+  if (auth_pool_) {
+    // A check in progress finishes (at most one bcrypt); queued ones are dropped.
+    auth_pool_->stop();
+    auth_pool_->join();
+  }
+}
+
+void HttpServer::Start() {
+  for (const auto& a : acceptors_) Accept(*a);
+}
+
+void HttpServer::Stop() {
+  shared_->stopped = true;
+  shared_->auth_pool = nullptr;
+  boost::system::error_code ec;
+  for (const auto& a : acceptors_) a->close(ec);
+  // Connections waiting for a request (idle keep-alive ones among them) close now; one in
+  // the middle of a request finishes it and then closes, as `stopped` says.
+  while (!shared_->waiting.empty()) {
+    std::shared_ptr<Waiting> w = shared_->waiting.front().lock();
+    shared_->waiting.pop_front();
+    if (w) w->Evict();
+  }
+}
+
+tcp::endpoint HttpServer::local_endpoint() const {
+  boost::system::error_code ec;
+  return acceptors_.empty() ? tcp::endpoint() : acceptors_.front()->local_endpoint(ec);
+}
+
+std::vector<tcp::endpoint> HttpServer::local_endpoints() const {
+  std::vector<tcp::endpoint> out;
+  for (const auto& a : acceptors_) {
+    boost::system::error_code ec;
+    out.push_back(a->local_endpoint(ec));
+  }
+  return out;
+}
+
+bool HttpServer::tls() const { return shared_->security->tls != nullptr; }
+bool HttpServer::basic_auth() const { return shared_->security->auth != nullptr; }
+
+void HttpServer::Accept(tcp::acceptor& acceptor) {
+  acceptor.async_accept(io_, [this, &acceptor](boost::system::error_code ec, tcp::socket socket) {
+    if (shared_->stopped || ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      if (shared_->open >= shared_->limits.max_connections) {
+        // At the cap: close the connection that has waited longest for a request. It goes
+        // once its pending read completes, so `open` may pass the cap by the evictions in
+        // flight; twice the cap is the hard bound.
+        while (!shared_->waiting.empty()) {
+          std::shared_ptr<Waiting> oldest = shared_->waiting.front().lock();
+          shared_->waiting.pop_front();
+          if (oldest) {
+            oldest->Evict();
+            break;
+          }
+        }
+      }
+      if (shared_->open >= 2 * shared_->limits.max_connections) {
+        boost::system::error_code ignored;
+        socket.close(ignored);
+      } else if (shared_->security->tls) {
+        StartTlsSession(std::move(socket), shared_);
+      } else {
+        StartPlainSession(std::move(socket), shared_);
+      }
+    }
+    Accept(acceptor);
+  });
+}
+
+}  // namespace hotkey::http

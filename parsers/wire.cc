@@ -1,0 +1,118 @@
+#include "hotkey/parsers/wire.h"
+
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+namespace hotkey::parsers {
+
+namespace {
+// A weight above this is a typo or an attack, not a cost: refusing it keeps one datagram
+// from swamping every share.
+constexpr double kMaxWeight = 1e6;
+// Sampling below one in a billion would scale one event to a billion ops.
+constexpr double kMinRate = 1e-9;
+}  // namespace
+
+std::string_view RejectName(Reject r) {
+  switch (r) {
+    case Reject::kEmptyLine:
+      return "empty_line";
+    case Reject::kUnknownOp:
+      return "unknown_op";
+    case Reject::kMissingKey:
+      return "missing_key";
+    case Reject::kKeyTooLong:
+      return "key_too_long";
+    case Reject::kBadNumber:
+      return "bad_number";
+    case Reject::kBadHeader:
+      return "bad_header";
+  }
+  return "unknown";
+}
+
+namespace internal {
+
+bool ParseNumber(std::string_view s, double* out) {
+  // The character check keeps the protocol's grammar, [digits][.digits][e[+-]digits] with
+  // a digit before or after the point; std::from_chars alone would also take a sign, "inf",
+  // "nan" and "1e" (as 1, stopping at the e). from_chars then converts, correctly rounded,
+  // without a locale, an allocation or an exception.
+  size_t i = 0;
+  const auto digits = [&] {
+    const size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - start;
+  };
+  size_t mantissa_digits = digits();
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    mantissa_digits += digits();
+  }
+  if (mantissa_digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  if (i != s.size()) return false;
+  double v;
+  const std::from_chars_result r = std::from_chars(s.data(), s.data() + s.size(), v);
+  // A value beyond a double's range either way (1e400, 1e-400) is refused: no caller has a
+  // use for it (rates and weights have bounds far inside the range).
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseModifiers(std::string_view mods, double* rate, double* weight) {
+  // Any order, each at most once: `@p`, `*w`, `@p*w`, `*w@p`.
+  bool seen_rate = false, seen_weight = false;
+  while (!mods.empty()) {
+    const char kind = mods[0];
+    mods.remove_prefix(1);
+    const size_t end = mods.find_first_of("@*");
+    const std::string_view num = mods.substr(0, end);
+    mods = end == std::string_view::npos ? std::string_view() : mods.substr(end);
+    double v;
+    if (!ParseNumber(num, &v)) return false;
+    if (kind == '@') {
+      if (seen_rate || !(v >= kMinRate && v <= 1.0)) return false;
+      seen_rate = true;
+      *rate = v;
+    } else {
+      if (seen_weight || !(v > 0 && v <= kMaxWeight)) return false;
+      seen_weight = true;
+      *weight = v;
+    }
+  }
+  return true;
+}
+
+bool ParseHeader(std::string_view line, double* rate) {
+  constexpr std::string_view kV1 = "!v1";
+  if (line.substr(0, kV1.size()) != kV1) return false;
+  line.remove_prefix(kV1.size());
+  // Space-separated name=value parameters; unknown names are an error so a typo in
+  // `rate=` does not silently count every event at rate 1.
+  while (!line.empty()) {
+    if (line[0] != ' ') return false;
+    line.remove_prefix(1);
+    if (line.empty()) break;  // a trailing space is harmless
+    const size_t end = line.find(' ');
+    const std::string_view param = line.substr(0, end);
+    line = end == std::string_view::npos ? std::string_view() : line.substr(end);
+    constexpr std::string_view kRate = "rate=";
+    double v;
+    if (param.substr(0, kRate.size()) != kRate || !ParseNumber(param.substr(kRate.size()), &v) ||
+        !(v >= kMinRate && v <= 1.0)) {
+      return false;
+    }
+    *rate = v;
+  }
+  return true;
+}
+
+}  // namespace internal
+}  // namespace hotkey::parsers

@@ -1,0 +1,55 @@
+// EventSource: where events come from. The daemon starts, stops and merges any number of
+// them; each runs on its own thread, counts into its own tracker (single writer, no lock
+// and no allocation per event) and publishes an immutable SourceReport every tick.
+//
+// Implementations: UdpReceiver (receiver.h, clients send sampled events over UDP),
+// DemoSource (demo_source.h, the --demo load generated in-process) and tap::TapSource
+// (tap_source.h, the shard's own traffic captured with libpcap). A report's type,
+// SourceReport, is private to daemon/ (source_report.h): sources live in daemon/ and fill
+// it, and only the daemon reads it.
+//
+// Life cycle: Create (the implementation's factory; binds, validates), Start() once,
+// Stop() once (stop input, drain, publish a last report, join); the destructor stops.
+//
+// Thread-safe: Start, Stop and Latest may be called from any thread.
+
+#ifndef HOTKEY_SOURCE_EVENT_SOURCE_H_
+#define HOTKEY_SOURCE_EVENT_SOURCE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace hotkey::source {
+
+struct SourceReport;
+
+class EventSource {
+ public:
+  // Called on the source's thread after each publish; must be cheap (post and return).
+  using PublishCallback = std::function<void()>;
+
+  virtual ~EventSource() = default;
+
+  // What kind of source this is, for logs ("udp", "demo", "tap").
+  virtual std::string_view kind() const = 0;
+  // How it is set up, as log fields (key, value); empty when there is nothing to add.
+  virtual std::vector<std::pair<std::string, std::string>> Describe() const { return {}; }
+
+  // Called before Start(), at most once: the daemon asks to be told of every publish.
+  virtual void SetPublishCallback(PublishCallback on_publish) = 0;
+
+  virtual void Start() = 0;
+  // Returns after the last report is published and the thread has joined. Idempotent.
+  virtual void Stop() = 0;
+
+  // The last published report; null before the first tick.
+  virtual std::shared_ptr<const SourceReport> Latest() const = 0;
+};
+
+}  // namespace hotkey::source
+
+#endif  // HOTKEY_SOURCE_EVENT_SOURCE_H_

@@ -1,0 +1,114 @@
+// UdpReceiver: one UDP socket, one thread, one tracker: the daemon's ingest path.
+//
+// The thread runs its own Asio io_context. When the socket is readable it drains it with
+// recvmmsg (up to `batch` datagrams a system call, through the native handle: Asio has no
+// batched receive), reads the clock once per batch, parses every datagram in place
+// (protocol.h) and counts each event in its HeavyHitters. Nothing on that path allocates,
+// locks or throws. Every publish interval it copies its tracker and counters into a
+// recycled, immutable SourceReport (report_buffer.h: no allocation once warm) that other
+// threads read through Latest(). It is an EventSource (event_source.h) of kind "udp".
+//
+// With --udp.receivers=N the daemon opens N sockets on one port with SO_REUSEPORT: the
+// kernel spreads senders over them by flow hash, and each receiver's tracker is merged
+// into the snapshot (aggregator.h).
+//
+// Shutdown, in phases: Stop() closes input (the socket), drains what the kernel already
+// holds, publishes a last report, and joins the thread.
+//
+// Thread-safe: Start, Stop and Latest may be called from any thread.
+
+#ifndef HOTKEY_SOURCE_UDP_RECEIVER_H_
+#define HOTKEY_SOURCE_UDP_RECEIVER_H_
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "absl/status/statusor.h"
+#include "hotkey/clock/clock.h"
+#include "hotkey/config/options.h"
+#include "hotkey/config/values.h"
+#include "hotkey/parsers/wire.h"
+#include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/source/event_source.h"
+#include "hotkey/source/report.h"
+#include "hotkey/source/report_buffer.h"
+
+namespace hotkey::source {
+
+class UdpReceiver final : public EventSource {
+ public:
+  // Opens and binds the socket (SO_REUSEPORT, SO_RCVBUF raised); does not start reading.
+  static absl::StatusOr<std::unique_ptr<UdpReceiver>> Create(
+      const config::UdpOptions& udp, const sketch::HeavyHittersOptions& tracker,
+      absl::Duration publish_interval, const clock::Clock& clock,
+      PublishCallback on_publish = nullptr);
+  ~UdpReceiver() override;
+
+  // Replaces the tracker with restored state (storage.h): same options. Only before Start().
+  void Restore(sketch::HeavyHitters tracker) { tracker_ = std::move(tracker); }
+
+  std::string_view kind() const override { return "udp"; }
+  void SetPublishCallback(PublishCallback on_publish) override {
+    on_publish_ = std::move(on_publish);
+  }
+  void Start() override;
+  void Stop() override;
+  std::shared_ptr<const SourceReport> Latest() const override { return reports_.Latest(); }
+
+  boost::asio::ip::udp::endpoint local_endpoint() const { return local_; }
+  // The socket's inode: its row in /proc/net/udp (kernel drop counts).
+  uint64_t socket_inode() const { return inode_; }
+  // SO_RCVBUF as the kernel granted it.
+  int receive_buffer_bytes() const { return rcvbuf_; }
+
+ private:
+  UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
+              absl::Duration publish_interval, const clock::Clock& clock,
+              PublishCallback on_publish);
+  absl::Status Open();
+  void ArmRead();
+  void ArmTimer();
+  void Drain(int max_rounds);
+  void Process(const char* data, size_t len, const sockaddr_storage& from);
+  void Publish();
+
+  const config::UdpOptions udp_;
+  const absl::Duration publish_interval_;
+  const clock::Clock& clock_;
+  PublishCallback on_publish_;  // set before Start()
+  std::vector<config::Cidr> allowed_;
+
+  boost::asio::io_context io_;
+  boost::asio::ip::udp::socket socket_;
+  boost::asio::steady_timer timer_;
+  boost::asio::ip::udp::endpoint local_;
+  uint64_t inode_ = 0;
+  int rcvbuf_ = 0;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+
+  // Owned by the receiver thread.
+  sketch::HeavyHitters tracker_;
+  SourceCounters counters_;
+  absl::Time batch_time_;      // the clock read of the batch being processed
+  std::vector<char> buffers_;  // batch * kMaxDatagram bytes
+  std::vector<struct mmsghdr> msgs_;
+  std::vector<struct iovec> iovecs_;
+  std::vector<sockaddr_storage> sources_;
+
+  ReportBuffer reports_;
+};
+
+}  // namespace hotkey::source
+
+#endif  // HOTKEY_SOURCE_UDP_RECEIVER_H_

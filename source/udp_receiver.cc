@@ -1,0 +1,210 @@
+#include "hotkey/source/udp_receiver.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+#include <span>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "hotkey/net/listen.h"
+
+namespace hotkey::source {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+namespace {
+
+// Receive buffer per datagram: the largest UDP payload (65,507 bytes over IPv4) fits, so
+// no datagram is ever cut.
+constexpr size_t kMaxDatagram = 65536;
+// Batches drained per wake-up before yielding to the publish timer: bounds how late a
+// publish can be under a flood (64 batches of 64 datagrams is ~20 ms of work).
+constexpr int kRoundsPerWake = 64;
+
+std::string Av(boost::system::error_code ec) { return ec.message(); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
+    const config::UdpOptions& udp, const sketch::HeavyHittersOptions& tracker,
+    absl::Duration publish_interval, const clock::Clock& clock, PublishCallback on_publish) {
+  absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(tracker, clock.Now());
+  if (!hh.ok()) return hh.status();
+  std::unique_ptr<UdpReceiver> r(
+      new UdpReceiver(udp, *std::move(hh), publish_interval, clock, std::move(on_publish)));
+  for (const std::string& cidr : udp.allowed_sources) {
+    absl::StatusOr<config::Cidr> c = config::ParseCidr(cidr);
+    if (!c.ok()) return c.status();
+    r->allowed_.push_back(*c);
+  }
+  if (absl::Status s = r->Open(); !s.ok()) return s;
+  return r;
+}
+
+UdpReceiver::UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
+                         absl::Duration publish_interval, const clock::Clock& clock,
+                         PublishCallback on_publish)
+    : udp_(udp),
+      publish_interval_(publish_interval),
+      clock_(clock),
+      on_publish_(std::move(on_publish)),
+      socket_(io_),
+      timer_(io_),
+      tracker_(std::move(tracker)),
+      buffers_(static_cast<size_t>(udp.batch) * kMaxDatagram),
+      msgs_(udp.batch),
+      iovecs_(udp.batch),
+      sources_(udp.batch),
+      reports_(tracker_) {
+  for (int i = 0; i < udp.batch; ++i) {
+    iovecs_[i] = {&buffers_[static_cast<size_t>(i) * kMaxDatagram], kMaxDatagram};
+    std::memset(&msgs_[i], 0, sizeof msgs_[i]);
+    msgs_[i].msg_hdr.msg_iov = &iovecs_[i];
+    msgs_[i].msg_hdr.msg_iovlen = 1;
+    msgs_[i].msg_hdr.msg_name = &sources_[i];
+    msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+  }
+}
+
+UdpReceiver::~UdpReceiver() { Stop(); }
+
+absl::Status UdpReceiver::Open() {
+  absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(udp_.listen_address);
+  if (!hp.ok()) return hp.status();
+  absl::StatusOr<asio::ip::address> host = net::ListenHost(*hp);
+  if (!host.ok()) return host.status();
+  udp::endpoint ep(*host, hp->port);
+  boost::system::error_code ec;
+  socket_.open(ep.protocol(), ec);
+  if (ec && host->is_v6() && hp->host.empty()) {
+    // No IPv6 on this host: every interface means every IPv4 interface.
+    ep = udp::endpoint(asio::ip::address_v4::any(), hp->port);
+    socket_.open(ep.protocol(), ec);
+  }
+  if (ec) return absl::InternalError(absl::StrCat("udp socket: ", Av(ec)));
+  if (ep.address().is_v6()) socket_.set_option(asio::ip::v6_only(false), ec);
+  const int one = 1;
+  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+    return absl::InternalError(absl::StrCat("SO_REUSEPORT: ", std::strerror(errno)));
+  }
+  // The kernel caps SO_RCVBUF at net.core.rmem_max; as root, SO_RCVBUFFORCE goes past it.
+  const int want = static_cast<int>(std::min<size_t>(udp_.read_buffer_bytes, INT32_MAX / 2));
+  if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0) {
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
+  }
+  socklen_t len = sizeof rcvbuf_;
+  ::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUF, &rcvbuf_, &len);
+  socket_.bind(ep, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on udp ", udp_.listen_address, ": ", Av(ec)));
+  }
+  local_ = socket_.local_endpoint(ec);
+  socket_.non_blocking(true, ec);
+  struct stat st;
+  if (::fstat(socket_.native_handle(), &st) == 0) inode_ = st.st_ino;
+  return absl::OkStatus();
+}
+
+void UdpReceiver::Start() {
+  ArmRead();
+  ArmTimer();
+  thread_ = std::thread([this] { io_.run(); });
+  // Named, so top -H and the daemon benchmark tell the receivers from the other threads.
+  pthread_setname_np(thread_.native_handle(), "hotkey-udp");
+}
+
+void UdpReceiver::Stop() {
+  if (!thread_.joinable()) return;
+  asio::post(io_, [this] {
+    stopping_ = true;
+    Drain(kRoundsPerWake);  // what the kernel already holds is counted, not lost
+    boost::system::error_code ec;
+    socket_.close(ec);
+    timer_.cancel();
+    Publish();
+  });
+  thread_.join();
+}
+
+void UdpReceiver::ArmRead() {
+  socket_.async_wait(udp::socket::wait_read, [this](boost::system::error_code ec) {
+    if (ec || stopping_) return;
+    Drain(kRoundsPerWake);
+    ArmRead();
+  });
+}
+
+void UdpReceiver::ArmTimer() {
+  timer_.expires_after(absl::ToChronoNanoseconds(publish_interval_));
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopping_) return;
+    Publish();
+    ArmTimer();
+  });
+}
+
+void UdpReceiver::Drain(int max_rounds) {
+  const int fd = socket_.native_handle();
+  for (int round = 0; round < max_rounds; ++round) {
+    for (int i = 0; i < udp_.batch; ++i) msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+    const int n = ::recvmmsg(fd, msgs_.data(), udp_.batch, MSG_DONTWAIT, nullptr);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EBADF) ++counters_.receive_errors;
+      return;
+    }
+    batch_time_ = clock_.Now();  // one clock read per batch, not per event
+    tracker_.FollowClock(batch_time_);
+    for (int i = 0; i < n; ++i) {
+      Process(static_cast<const char*>(iovecs_[i].iov_base), msgs_[i].msg_len, sources_[i]);
+    }
+    if (n < udp_.batch) return;
+  }
+}
+
+void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& from) {
+  ++counters_.datagrams;
+  if (!allowed_.empty()) {
+    std::span<const uint8_t> addr;
+    if (from.ss_family == AF_INET) {
+      addr = {
+          reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in&>(from).sin_addr),
+          4};
+    } else if (from.ss_family == AF_INET6) {
+      addr = {
+          reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in6&>(from).sin6_addr),
+          16};
+    }
+    bool ok = false;
+    for (const config::Cidr& c : allowed_) ok = ok || c.Contains(addr);
+    if (!ok) {
+      ++counters_.datagrams_denied;
+      return;
+    }
+  }
+  const parsers::ParseStats st = parsers::ParseDatagram(
+      std::string_view(data, len), udp_.max_key_bytes,
+      [this](const parsers::Event& e) { tracker_.Update(e.key, e.op, e.weight); });
+  counters_.events += st.events;
+  if (st.events > 0) counters_.last_event = batch_time_;
+  for (size_t i = 0; i < parsers::kNumRejects; ++i) counters_.rejected[i] += st.rejected[i];
+}
+
+void UdpReceiver::Publish() {
+  const absl::Time now = clock_.Now();
+  tracker_.FollowClock(now);
+  reports_.Publish(now, tracker_, counters_);
+  if (on_publish_) on_publish_();
+}
+
+}  // namespace hotkey::source

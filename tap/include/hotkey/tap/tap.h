@@ -1,0 +1,27 @@
+// The tap as an event source (tap/tap_source.h): the shard's own Redis or memcached
+// traffic, captured with libpcap on --tap.interface (or read from --tap.file), reassembled
+// and parsed into key events, with no client change. main() builds it and hands it to
+// Daemon::Create, beside the UDP receivers.
+
+#ifndef HOTKEY_TAP_TAP_H_
+#define HOTKEY_TAP_TAP_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "hotkey/clock/clock.h"
+#include "hotkey/config/options.h"
+#include "hotkey/source/event_source.h"
+
+namespace hotkey::tap {
+
+// Opens the capture of options.tap (enabled and validated) and tracks with options.track,
+// publishing every options.track.publish_interval like a UDP receiver. Errors say what
+// to fix: a missing CAP_NET_RAW is PermissionDenied, naming the ways to grant it. `clock`
+// must outlive the source.
+absl::StatusOr<std::unique_ptr<source::EventSource>> NewTapSource(
+    const config::DaemonOptions& options, const clock::Clock& clock);
+
+}  // namespace hotkey::tap
+
+#endif  // HOTKEY_TAP_TAP_H_
