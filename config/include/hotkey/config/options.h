@@ -351,7 +351,9 @@ struct DaemonOptions {
   absl::Status Validate() const;
 };
 
-// What a reload (SIGHUP, POST /-/reload) may change; the rest needs a restart.
+// What a reload (SIGHUP, POST /-/reload) hands the daemon: the rules file's policy (alert,
+// exporter), and the cluster model from the --cluster.* flags, which the rules file cannot
+// set, so a reload leaves it as it was. The rest needs a restart.
 struct ReloadableOptions {
   AlertOptions alert;
   ExportOptions exporter;
