@@ -29,6 +29,35 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 std::string Quoted(const std::string& value) { return value.empty() ? "\"\"" : value; }
 
+// Appends `text` to *out as lines of at most `width` characters, each starting with
+// `indent`, broken at spaces; a word longer than the room stays whole on its own line.
+void AppendWrapped(std::string* out, std::string_view text, std::string_view indent, size_t width) {
+  const size_t room = width > indent.size() ? width - indent.size() : 1;
+  size_t line = 0;  // characters on the current line, indent excluded
+  size_t pos = 0;
+  while (pos < text.size()) {
+    if (text[pos] == ' ') {
+      ++pos;
+      continue;
+    }
+    size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(pos, end - pos);
+    if (line == 0) {
+      absl::StrAppend(out, Av(indent), Av(word));
+      line = word.size();
+    } else if (line + 1 + word.size() <= room) {
+      absl::StrAppend(out, " ", Av(word));
+      line += 1 + word.size();
+    } else {
+      absl::StrAppend(out, "\n", Av(indent), Av(word));
+      line = word.size();
+    }
+    pos = end;
+  }
+  out->push_back('\n');
+}
+
 }  // namespace
 
 FlagParser::Flag& FlagParser::Add(std::string_view name, std::string_view help, bool is_bool,
@@ -38,6 +67,7 @@ FlagParser::Flag& FlagParser::Add(std::string_view name, std::string_view help, 
   f.name_ = std::string(name);
   f.help_ = std::string(help);
   f.is_bool_ = is_bool;
+  f.section_ = section_;
   f.shown_ = std::move(shown);
   f.set_ = std::move(set);
   return f;
@@ -93,6 +123,15 @@ FlagParser::Flag& FlagParser::AddCustom(std::string_view name, std::string_view 
                                         std::string shown,
                                         std::function<absl::Status(std::string_view)> set) {
   return Add(name, help, false, std::move(shown), std::move(set));
+}
+
+void FlagParser::AddMoved(std::string_view name, std::string_view message) {
+  moved_.push_back({std::string(name), std::string(message)});
+}
+
+size_t FlagParser::AdvancedCount() const {
+  return static_cast<size_t>(
+      std::count_if(flags_.begin(), flags_.end(), [](const Flag& f) { return f.advanced_; }));
 }
 
 absl::StatusOr<int64_t> FlagParser::Integer(std::string_view text) { return ParseInteger(text); }
@@ -158,7 +197,12 @@ absl::StatusOr<FlagParser::Parsed> FlagParser::Parse(
       has_value = true;
     }
     const Flag* flag = Find(name);
-    if (flag == nullptr) return UnknownFlag(name);
+    if (flag == nullptr) {
+      for (const Moved& m : moved_) {
+        if (m.name == name) return absl::InvalidArgumentError(m.message);
+      }
+      return UnknownFlag(name);
+    }
     if (!has_value) {
       if (flag->is_bool_) {
         value = "true";
@@ -183,14 +227,32 @@ absl::StatusOr<FlagParser::Parsed> FlagParser::Parse(int argc, const char* const
   return Parse(args);
 }
 
-std::string FlagParser::Help() const {
-  std::string out;
+std::string FlagParser::Help(HelpScope scope) const {
+  // Sections in the order of their first flag, each flag under its own section.
+  std::vector<std::string_view> sections;
   for (const Flag& f : flags_) {
-    if (f.is_bool_) {
-      absl::StrAppend(&out, "  --", f.name_, "\n        ", f.help_, " (default: ", f.shown_, ")\n");
-    } else {
-      absl::StrAppend(&out, "  --", f.name_, "=", Quoted(f.shown_), "\n        ", f.help_, "\n");
+    if (std::find(sections.begin(), sections.end(), f.section_) == sections.end()) {
+      sections.push_back(f.section_);
     }
+  }
+  std::string out;
+  for (std::string_view section : sections) {
+    std::string body;
+    for (const Flag& f : flags_) {
+      if (f.section_ != section || (f.advanced_ && scope != HelpScope::kAll)) continue;
+      if (f.is_bool_) {
+        absl::StrAppend(&body, "  --", f.name_, "\n");
+        AppendWrapped(&body, absl::StrCat(f.help_, " (default: ", f.shown_, ")"), "        ",
+                      kHelpWidth);
+      } else {
+        absl::StrAppend(&body, "  --", f.name_, "=", Quoted(f.shown_), "\n");
+        AppendWrapped(&body, f.help_, "        ", kHelpWidth);
+      }
+    }
+    if (body.empty()) continue;
+    if (!out.empty()) out += "\n";
+    if (!section.empty()) absl::StrAppend(&out, Av(section), ":\n");
+    out += body;
   }
   return out;
 }

@@ -31,10 +31,48 @@ std::string OrderText(const std::vector<Strategy>& order) {
   });
 }
 
-// Registers every flag on `p`, bound to the fields of `o`: the table, one flag a line.
+// A flag that no longer exists and where its setting lives now: a rules file key
+// (`file_key`) or another flag (`new_flag`).
+struct MovedFlag {
+  std::string_view flag;
+  std::string_view file_key;
+  std::string_view new_flag;
+};
+
+// Names that are not flags of hotkeyd, with their setting's home: a policy setting lives in
+// the rules file only (one home, reloadable there); the stored length of a key is
+// --key.max-bytes.
+constexpr MovedFlag kMovedFlags[] = {
+    {"alert.share-threshold", "alert.share_threshold", ""},
+    {"alert.min-dwell", "alert.min_dwell", ""},
+    {"alert.hysteresis", "alert.hysteresis", ""},
+    {"alert.min-ops", "alert.min_ops", ""},
+    {"export.top-k", "export.top_k", ""},
+    {"export.min-share", "export.min_share", ""},
+    {"export.hysteresis", "export.hysteresis", ""},
+    {"export.min-key-ops", "export.min_key_ops", ""},
+    {"key.label", "export.key_label", ""},
+    {"key.label-max-bytes", "export.label_max_bytes", ""},
+    {"track.stored-key-bytes", "", "key.max-bytes"},
+};
+
+std::string MovedMessage(const MovedFlag& m) {
+  if (!m.new_flag.empty()) {
+    return absl::StrCat("--", Av(m.flag), " was renamed: use --", Av(m.new_flag));
+  }
+  return absl::StrCat("--", Av(m.flag),
+                      " moved to the rules file (--config.file): ", Av(m.file_key),
+                      " (config/example-rules.yml shows every key)");
+}
+
+// Registers every flag on `p`, bound to the fields of `o`: the table, one flag a line, in
+// the sections --help lists. Policy (alert, export, key labels) lives in the rules file
+// only (rules_file.h); the names in kMovedFlags are registered as moved, so that giving
+// one says where its setting lives.
 // clang-format off
 void Register(FlagParser& p, DaemonOptions& o) {
-  p.AddCustom("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port, [ipv6]:port or :port. Repeat the flag to listen on several addresses.",
+  p.Section("Web");
+  p.AddCustom("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port, [ipv6]:port or :port; repeat the flag to listen on several.",
       absl::StrJoin(o.web.listen_addresses, ","),
       [&o, given = std::make_shared<bool>(false)](std::string_view v) {
        if (!*given) o.web.listen_addresses.clear();  // the first one given replaces the default
@@ -46,13 +84,21 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddString("web.telemetry-path", "Path under which to expose metrics.", &o.web.telemetry_path);
   p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start.", &o.web.config_file);
   p.AddBool("web.health-without-auth", "Answer /-/healthy and /-/ready without credentials when basic auth is on.", &o.web.health_without_auth);
+
+  p.Section("Rules file (alert and export policy)");
+  p.AddString("config.file", "YAML rules file: when a key is hot (alert, thresholds per key pattern) and which keys are exported and how they are labelled (export); config/example-rules.yml has every key. Re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle). Empty: the defaults.", &o.config_file);
+  p.AddBool("check-config", "Check the flags, --config.file and --web.config.file, print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
+
+  p.Section("UDP events");
   p.AddString("udp.listen-address", "Address to receive event datagrams on: host:port, [ipv6]:port or :port (all interfaces).", &o.udp.listen_address);
   p.AddInteger("udp.receivers", "Receiver threads, one SO_REUSEPORT socket and tracker each (1 to 64).", &o.udp.receivers);
-  p.AddSize("udp.read-buffer", "Socket receive buffer (SO_RCVBUF) to request; capped by net.core.rmem_max.", &o.udp.read_buffer_bytes);
-  p.AddInteger("udp.batch", "Datagrams read per recvmmsg call (1 to 1024).", &o.udp.batch);
   p.AddCustom("udp.allowed-sources", "Comma-separated CIDRs allowed to send events (IPv4 or IPv6); empty allows all.",
       absl::StrJoin(o.udp.allowed_sources, ","),
       [&o](std::string_view v) { o.udp.allowed_sources = SplitList(v); return absl::OkStatus();});
+  p.AddSize("udp.read-buffer", "Socket receive buffer (SO_RCVBUF) to request; capped by net.core.rmem_max.", &o.udp.read_buffer_bytes).Advanced();
+  p.AddInteger("udp.batch", "Datagrams read per recvmmsg call (1 to 1024).", &o.udp.batch).Advanced();
+
+  p.Section("Tap (the shard's own traffic, libpcap)");
   p.AddString("tap.interface", "Capture the shard's own traffic on this interface (lo, eth0, any) with libpcap: no client change. Needs CAP_NET_RAW. With --tap.port.", &o.tap.interface);
   p.AddString("tap.file", "Read this capture file (pcap, e.g. from tcpdump -w) through the tap instead of an interface; needs no privilege. With --tap.port.", &o.tap.file);
   p.AddCustom("tap.port", "The shard's server port(s) to tap, 1 to 65535: repeat the flag or separate with commas (at most 64).",
@@ -66,7 +112,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
          o.tap.ports.push_back(static_cast<uint16_t>(*n));
        }
        return absl::OkStatus();});
-  p.AddCustom("tap.protocol", "The tapped server's protocol: redis (RESP2 and RESP3) or memcached (text and meta; binary is counted and skipped).",
+  p.AddCustom("tap.protocol", "The tapped server's protocol: redis (RESP2 and RESP3) or memcached (text, meta and binary requests, each counted with its keys).",
       std::string(TapProtocolName(o.tap.protocol)),
       [&o](std::string_view v) {
        if (v == "redis") { o.tap.protocol = TapProtocol::kRedis; return absl::OkStatus(); }
@@ -78,39 +124,26 @@ void Register(FlagParser& p, DaemonOptions& o) {
        if (v == "ops") { o.tap.weight = TapWeight::kOps; return absl::OkStatus(); }
        if (v == "bytes") { o.tap.weight = TapWeight::kBytes; return absl::OkStatus(); }
        return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\" is not ops or bytes"));});
-  p.AddSize("tap.buffer-bytes", "The kernel's capture ring (pcap_set_buffer_size; libpcap may map up to twice this), 64KiB to 1GiB; packets past it are dropped and counted.", &o.tap.buffer_bytes);
-  p.AddInteger("tap.snaplen", "Bytes captured per frame, 128 to 262144; a frame cut short is counted and its flow resyncs.", &o.tap.snaplen);
-  p.AddInteger("tap.max-flows", "TCP connections tracked at once, 1 to 1048576; past it the least recently active is evicted (counted).", &o.tap.max_flows);
-  p.AddSize("tap.flow-buffer-bytes", "Bytes one connection direction may hold (a partial request and its keys; with bytes weight also the requests awaiting replies), 256B to 16MiB. Worst-case tap memory: max-flows x (this x 1, or 3 with bytes weight, + 1KiB) + 2 x buffer-bytes (hotkey_tap_memory_bound_bytes).", &o.tap.flow_buffer_bytes);
-  p.AddDuration("tap.idle-timeout", "A connection idle this long is forgotten (1s to 24h).", &o.tap.idle_timeout);
-  p.AddSize("key.max-bytes", "Longest key accepted; longer events are rejected (key_too_long).", &o.udp.max_key_bytes)
-      .Shown(absl::StrCat(o.udp.max_key_bytes));
-  p.AddCustom("key.label", "How keys appear as label values: raw (made valid UTF-8), hash, or prefix (up to the last ':' plus a hash).",
-      std::string(KeyLabelModeName(o.exporter.label)),
-      [&o](std::string_view v) {
-       absl::StatusOr<KeyLabelMode> m = ParseKeyLabelMode(v);
-       if (!m.ok()) return m.status();
-       o.exporter.label = *m;
-       return absl::OkStatus();});
-  p.AddString("key.hash-secret-file", "File whose contents key the hash in hash and prefix labels (keeps keys unguessable).", &o.key_hash_secret_file);
-  p.AddSize("key.label-max-bytes", "Longest key label value, in bytes (16 to 16384).", &o.exporter.label_max_bytes)
-      .Shown(absl::StrCat(o.exporter.label_max_bytes));
-  p.AddDuration("track.half-life", "Half-life of the decaying key weights: shares cover roughly this much recent traffic.", &o.track.half_life);
-  p.AddDuration("track.publish-interval", "How often trackers publish a snapshot for metrics, API and alerts.", &o.track.publish_interval);
-  p.AddDuration("track.rate-window", "Window of the exported ops/s rates (at least the publish interval).", &o.track.rate_window);
-  p.AddInteger("track.candidates", "Keys tracked exactly per receiver (top-K table slots).", &o.track.candidates);
-  p.AddSize("track.sketch-bytes", "Memory of the count-min sketch per receiver.", &o.track.sketch_bytes);
-  p.AddInteger("track.lobby", "Keyless entries (16 bytes each) per receiver that track more keys than the table holds, for flat traffic; 0: none.", &o.track.lobby);
-  p.AddSize("track.stored-key-bytes", "Key bytes stored per candidate; longer keys are kept truncated plus a hash.", &o.track.stored_key_bytes)
+  p.AddInteger("tap.max-flows", "TCP connections tracked at once, 1 to 1048576; past it the least recently active is evicted (counted).", &o.tap.max_flows).Advanced();
+  p.AddSize("tap.buffer-bytes", "The kernel's capture ring (pcap_set_buffer_size; libpcap may map up to twice this), 64KiB to 1GiB; packets past it are dropped and counted.", &o.tap.buffer_bytes).Advanced();
+  p.AddSize("tap.flow-buffer-bytes", "Bytes one connection direction may hold (a partial request and its keys; with bytes weight also the requests awaiting replies), 256B to 16MiB. Worst-case tap memory: max-flows x (this x 1, or 3 with bytes weight, + 1KiB) + 2 x buffer-bytes (hotkey_tap_memory_bound_bytes).", &o.tap.flow_buffer_bytes).Advanced();
+  p.AddInteger("tap.snaplen", "Bytes captured per frame, 128 to 262144; a frame cut short is counted and its flow resyncs.", &o.tap.snaplen).Advanced();
+  p.AddDuration("tap.idle-timeout", "A connection idle this long is forgotten (1s to 24h).", &o.tap.idle_timeout).Advanced();
+
+  p.Section("Keys");
+  p.AddSize("key.max-bytes", "Key bytes kept per tracked key (16 to 65536). A longer key is tracked, not rejected: as its first max-bytes bytes plus a hash of the whole key, so long keys with one prefix stay apart.", &o.track.stored_key_bytes)
       .Shown(absl::StrCat(o.track.stored_key_bytes));
-  p.AddInteger("export.top-k", "Most keys exported per metric (1 to 1000).", &o.exporter.top_k);
-  p.AddNumber("export.min-share", "Share of traffic at which a key is exported, in (0, 1].", &o.exporter.min_share);
-  p.AddNumber("export.hysteresis", "An exported key is dropped below min-share * (1 - hysteresis), in [0, 1).", &o.exporter.hysteresis);
-  p.AddNumber("export.min-key-ops", "Ops/s over the rate window a key needs before it is exported (hot keys excepted); 0 turns it off.", &o.exporter.min_key_ops_per_second);
-  p.AddNumber("alert.share-threshold", "Share of traffic above which a key is hot, unless a rule in --config.file says otherwise; in (0, 1].", &o.alert.default_threshold);
-  p.AddDuration("alert.min-dwell", "How long a key must stay over its threshold before it is hot.", &o.alert.min_dwell);
-  p.AddNumber("alert.hysteresis", "A hot key cools below threshold * (1 - hysteresis), in [0, 1).", &o.alert.hysteresis);
-  p.AddNumber("alert.min-ops", "Idle guard: no key is hot while the shard serves fewer ops/s than this over --track.rate-window (or none); hot keys end below it.", &o.alert.min_ops_per_second);
+  p.AddString("key.hash-secret-file", "File whose contents key the hash in hash and prefix labels (export.key_label in the rules file), so that labels cannot be guessed from candidate keys.", &o.key_hash_secret_file);
+
+  p.Section("Tracking");
+  p.AddDuration("track.half-life", "Half-life of the decaying key weights: shares cover roughly this much recent traffic.", &o.track.half_life);
+  p.AddDuration("track.rate-window", "Window of the exported ops/s rates (at least the publish interval).", &o.track.rate_window);
+  p.AddDuration("track.publish-interval", "How often trackers publish a snapshot for metrics, API and alerts.", &o.track.publish_interval).Advanced();
+  p.AddInteger("track.candidates", "Keys tracked exactly per receiver (top-K table slots).", &o.track.candidates).Advanced();
+  p.AddSize("track.sketch-bytes", "Memory of the count-min sketch per receiver.", &o.track.sketch_bytes).Advanced();
+  p.AddInteger("track.lobby", "Keyless entries (16 bytes each) per receiver that track more keys than the table holds, for flat traffic; 0: none.", &o.track.lobby).Advanced();
+
+  p.Section("Cluster (the advice model)");
   p.AddInteger("cluster.shards", "Shards in the cluster (N), for the advice model.", &o.cluster.shards);
   p.AddNumber("cluster.capacity", "Ops/s one shard can serve (C).", &o.cluster.capacity);
   p.AddInteger("cluster.app-servers", "App servers that would cache a hot key (A).", &o.cluster.app_servers);
@@ -135,16 +168,22 @@ void Register(FlagParser& p, DaemonOptions& o) {
        }
        o.cluster.order = std::move(order);
        return absl::OkStatus();});
-  p.AddString("model.measured-loads-file", "JSON file of each shard's measured ops/s (timestamp, ops_per_second, optional strategy in force, key, source; README: The measured loads), re-read when it changes; the landing page shows it beside the model's projection for each fix. Empty: none.", &o.measured_loads.file);
-  p.AddDuration("model.measured-loads-max-age", "A measurement older than this (by its timestamp) is shown as stale (1s to 24h).", &o.measured_loads.max_age);
+  p.AddString("model.measured-loads-file", "JSON file of each shard's measured ops/s (README: The measured loads), re-read when it changes; the landing page shows it beside the model's projection for each fix. Empty: none.", &o.measured_loads.file);
+  p.AddDuration("model.measured-loads-max-age", "A measurement older than this (by its timestamp) is shown as stale (1s to 24h).", &o.measured_loads.max_age).Advanced();
+
+  p.Section("Storage");
   p.AddString("storage.path", "File the trackers' state is saved to (periodically and on shutdown) and restored from at start; empty: none.", &o.storage.path);
-  p.AddDuration("storage.interval", "How often the trackers' state is saved to --storage.path.", &o.storage.interval);
-  p.AddString("config.file", "YAML rules file (thresholds per key pattern, alert, export and cluster settings); re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle).", &o.config_file);
-  p.AddBool("demo", "Generate built-in demo traffic in-process (no socket): three celebrity keys (hot reads, hot writes, both) over a Zipf background.", &o.demo);
-  p.AddNumber("demo.rate", "Demo events per second.", &o.demo_rate);
+  p.AddDuration("storage.interval", "How often the trackers' state is saved to --storage.path.", &o.storage.interval).Advanced();
+
+  p.Section("Demo");
+  p.AddBool("demo", "Generate demo traffic in-process: three celebrity keys (hot reads, hot writes, both) over a Zipf background.", &o.demo);
+  p.AddNumber("demo.rate", "Demo events per second.", &o.demo_rate).Advanced();
+
+  p.Section("Logging");
   p.AddString("log.level", "Least severe log messages to print: debug, info, warn or error.", &o.log_level);
   p.AddString("log.format", "Output format of log messages: logfmt or json (one object a line).", &o.log_format);
-  p.AddBool("check-config", "Check the flags, --config.file and --web.config.file, print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
+
+  for (const MovedFlag& m : kMovedFlags) p.AddMoved(m.flag, MovedMessage(m));
 }
 // clang-format on
 
@@ -155,9 +194,10 @@ absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv) {
   // --help and --version win over anything else on the line, even bad flags.
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
+    if (arg == "-h" || arg == "--help" || arg == "--help-all") {
       result.action = FlagsResult::Action::kPrintHelp;
-      result.text = UsageText();
+      result.text = UsageText(arg == "--help-all" ? FlagParser::HelpScope::kAll
+                                                  : FlagParser::HelpScope::kCommon);
       return result;
     }
     if (arg == "--version") {
@@ -190,26 +230,40 @@ absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv) {
   return result;
 }
 
-std::string UsageText() {
-  std::string out =
-      "usage: hotkeyd [<flags>]\n"
-      "\n"
-      "Finds the hot keys of a cache or database from key-access events sent over UDP\n"
-      "(\"r <key>\" / \"w <key>\" lines), or from the shard's own traffic tapped with libpcap\n"
-      "(--tap.interface=lo --tap.port=6379: Redis or memcached, no client change), exports\n"
-      "their shares to Prometheus and advises a fix for each hot key.\n"
-      "\n"
-      "Sizes take B, KiB, MiB, GiB (or KB, MB, GB); durations take ms, s, m, h (250ms, 1m30s).\n"
-      "\n"
-      "Flags:\n"
-      "  -h, --help\n"
-      "        Show this help and exit.\n"
-      "  --version\n"
-      "        Show the version and exit.\n";
+std::string UsageText(FlagParser::HelpScope scope) {
   DaemonOptions defaults;
   FlagParser parser("hotkeyd");
   Register(parser, defaults);
-  out += parser.Help();
+  std::string out =
+      "usage: hotkeyd [<flags>]\n"
+      "\n"
+      "Finds the hot keys of a cache or database from key-access events sent over\n"
+      "UDP (\"r <key>\" / \"w <key>\" lines), or from the shard's own traffic tapped\n"
+      "with libpcap (--tap.interface=lo --tap.port=6379: Redis or memcached, no\n"
+      "client change), exports their shares to Prometheus and advises a fix for\n"
+      "each hot key.\n"
+      "\n"
+      "Process settings are flags; policy (when a key is hot, which keys are exported\n"
+      "and how they are labelled) is in the rules file, --config.file.\n"
+      "Sizes take B, KiB, MiB, GiB (or KB, MB, GB); durations take ms, s, m, h\n"
+      "(250ms, 1m30s).\n"
+      "\n"
+      "General:\n"
+      "  -h, --help\n"
+      "        Show this help and exit.\n"
+      "  --help-all\n"
+      "        Show this help with the tuning flags too, and exit.\n"
+      "  --version\n"
+      "        Show the version, git branch and revision, build user, compiler and the\n"
+      "        commit's date (shown as the build date; SOURCE_DATE_EPOCH when set), and\n"
+      "        exit.\n"
+      "\n";
+  out += parser.Help(scope);
+  if (scope != FlagParser::HelpScope::kAll) {
+    absl::StrAppend(&out, "\n", parser.AdvancedCount(),
+                    " tuning flags (udp.batch, tap.snaplen, track.publish-interval, ...) are\n"
+                    "listed by --help-all.\n");
+  }
   return out;
 }
 

@@ -47,9 +47,6 @@ absl::Status UdpOptions::Validate() const {
     return OutOfRange("udp read buffer", "[4KiB, 1GiB]", FormatByteSize(read_buffer_bytes));
   }
   if (!InRange(batch, 1, 1024)) return OutOfRange("udp batch", "[1, 1024]", batch);
-  if (!InRange<size_t>(max_key_bytes, 1, 65507)) {
-    return OutOfRange("key max bytes", "[1, 65507]", max_key_bytes);
-  }
   for (const std::string& source : allowed_sources) {
     if (auto c = ParseCidr(source); !c.ok()) {
       return absl::InvalidArgumentError(
@@ -167,7 +164,7 @@ absl::Status TrackOptions::Validate() const {
     return OutOfRange("track sketch bytes", "[1KiB, 1GiB]", FormatByteSize(sketch_bytes));
   }
   if (!InRange<uint32_t>(stored_key_bytes, 16, 65536)) {
-    return OutOfRange("track stored key bytes", "[16, 65536]", stored_key_bytes);
+    return OutOfRange("key max bytes (--key.max-bytes)", "[16, 65536]", stored_key_bytes);
   }
   return absl::OkStatus();
 }

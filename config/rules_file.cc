@@ -184,11 +184,15 @@ absl::Status ReadThresholds(const YAML::Node& node, std::vector<ThresholdRule>* 
 
 absl::Status ReadExport(const YAML::Node& node, ExportOptions* exporter) {
   absl::Status s = ForEachKey(
-      node, "export", {"top_k", "min_share", "hysteresis", "key_label", "label_max_bytes"},
+      node, "export",
+      {"top_k", "min_share", "hysteresis", "min_key_ops", "key_label", "label_max_bytes"},
       [&](const std::string& key, const YAML::Node& v, const std::string& path) {
         if (key == "top_k") return ReadInteger(v, path, &exporter->top_k);
         if (key == "min_share") return Read(v, path, ParseNumber, &exporter->min_share);
         if (key == "hysteresis") return Read(v, path, ParseNumber, &exporter->hysteresis);
+        if (key == "min_key_ops") {
+          return Read(v, path, ParseNumber, &exporter->min_key_ops_per_second);
+        }
         if (key == "key_label") return Read(v, path, ParseKeyLabelMode, &exporter->label);
         return ReadSize(v, path, &exporter->label_max_bytes);
       });
@@ -196,64 +200,54 @@ absl::Status ReadExport(const YAML::Node& node, ExportOptions* exporter) {
   return InSection(node, exporter->Validate());
 }
 
-absl::Status ReadOrder(const YAML::Node& node, const std::string& path,
-                       std::vector<hotkey::model::Strategy>* order) {
-  std::vector<std::pair<std::string, YAML::Node>> names;
-  if (node.IsSequence()) {
-    for (const YAML::Node& item : node) {
-      absl::StatusOr<std::string> name = Scalar(item, path);
-      if (!name.ok()) return name.status();
-      names.emplace_back(*name, item);
-    }
-  } else {
-    // Also accept the flag's form, "none, cache, replicate".
-    absl::StatusOr<std::string> text = Scalar(node, path);
-    if (!text.ok()) return text.status();
-    for (std::string& name : SplitList(*text)) names.emplace_back(std::move(name), node);
-  }
-  order->clear();
-  for (const auto& [name, item] : names) {
-    absl::StatusOr<hotkey::model::Strategy> s = hotkey::model::ParseStrategy(name);
-    if (!s.ok()) return YamlError(item, path, s.status().message());
-    order->push_back(*s);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ReadCluster(const YAML::Node& node, hotkey::model::Cluster* cluster) {
-  absl::Status s = ForEachKey(
-      node, "cluster",
-      {"shards", "capacity", "app_servers", "refresh", "replicas", "split", "target", "order"},
-      [&](const std::string& key, const YAML::Node& v, const std::string& path) {
-        if (key == "shards") return ReadInteger(v, path, &cluster->shards);
-        if (key == "capacity") return Read(v, path, ParseNumber, &cluster->capacity);
-        if (key == "app_servers") return ReadInteger(v, path, &cluster->app_servers);
-        if (key == "refresh") {
-          absl::Duration d;
-          if (absl::Status r = Read(v, path, ParseDurationText, &d); !r.ok()) return r;
-          cluster->refresh_seconds = absl::ToDoubleSeconds(d);
-          return absl::OkStatus();
+// The cluster model is set by the --cluster.* flags only (one home for each setting). A
+// file that still has the section is refused with the flags that replace it, built from
+// the values it gives, so that moving them is a copy and paste.
+absl::Status RejectCluster(const YAML::Node& node) {
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"shards", "cluster.shards"},           {"capacity", "cluster.capacity"},
+      {"app_servers", "cluster.app-servers"}, {"refresh", "cluster.refresh"},
+      {"replicas", "cluster.replicas"},       {"split", "cluster.split"},
+      {"target", "cluster.target"},           {"order", "cluster.order"},
+  };
+  std::vector<std::string> flags;
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar()) continue;
+      for (const auto& [key, flag] : kFlags) {
+        if (entry.first.Scalar() != key) continue;
+        std::string value;
+        if (entry.second.IsScalar()) {
+          value = entry.second.Scalar();
+        } else if (entry.second.IsSequence()) {
+          std::vector<std::string> items;
+          for (const YAML::Node& item : entry.second) {
+            items.push_back(item.IsScalar() ? item.Scalar() : "?");
+          }
+          value = absl::StrJoin(items, ",");
         }
-        if (key == "replicas") return ReadInteger(v, path, &cluster->replicas);
-        if (key == "split") return ReadInteger(v, path, &cluster->split);
-        if (key == "target") return Read(v, path, ParseNumber, &cluster->target);
-        return ReadOrder(v, path, &cluster->order);
-      });
-  if (!s.ok()) return s;
-  absl::Status v = cluster->Validate();
-  if (v.ok()) return v;
-  return InSection(node, absl::InvalidArgumentError(absl::StrCat("cluster: ", v.message())));
+        flags.push_back(absl::StrCat("--", Av(flag), "=", value));
+      }
+    }
+  }
+  std::string use = flags.empty() ? std::string("the --cluster.* flags (see hotkeyd --help)")
+                                  : absl::StrJoin(flags, " ");
+  return YamlError(node, "cluster",
+                   absl::StrCat("the cluster model moved to flags; remove this section and "
+                                "pass ",
+                                use));
 }
 
 absl::StatusOr<ReloadableOptions> Apply(const std::string& text, const ReloadableOptions& base) {
   ReloadableOptions out = base;
   YAML::Node root = YAML::Load(text);
+  // "cluster" is known only to be refused with its replacement flags (RejectCluster).
   absl::Status s = ForEachKey(root, "", {"alert", "thresholds", "export", "cluster"},
                               [&](const std::string& key, const YAML::Node& v, const std::string&) {
                                 if (key == "alert") return ReadAlert(v, &out.alert);
                                 if (key == "thresholds") return ReadThresholds(v, &out.alert.rules);
                                 if (key == "export") return ReadExport(v, &out.exporter);
-                                return ReadCluster(v, &out.cluster);
+                                return RejectCluster(v);
                               });
   if (!s.ok()) return s;
   // Sections were checked as read; this catches a bad `base`.

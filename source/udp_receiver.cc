@@ -193,7 +193,7 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
     }
   }
   const parsers::ParseStats st = parsers::ParseDatagram(
-      std::string_view(data, len), udp_.max_key_bytes,
+      std::string_view(data, len), config::UdpOptions::kMaxPayloadBytes,
       [this](const parsers::Event& e) { tracker_.Update(e.key, e.op, e.weight); });
   counters_.events += st.events;
   if (st.events > 0) counters_.last_event = batch_time_;

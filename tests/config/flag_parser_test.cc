@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,80 @@ TEST_CASE("FlagParser: help lists each flag with the default it had at registrat
         "  --small=7\n        A uint8_t.\n"
         "  --buffer=16MiB\n        A size.\n"
         "  --item=X\n        Repeatable.\n");
+}
+
+TEST_CASE("FlagParser: help wraps a long text at spaces within the width", "[config][flags]") {
+  FlagParser parser("prog");
+  std::string value;
+  std::string help;
+  for (int i = 0; i < 30; ++i) help += "word" + std::to_string(i) + " ";
+  help += std::string(100, 'x');  // one word wider than the room: kept whole
+  parser.AddString("long", help, &value);
+  const std::string out = parser.Help();
+  // 8 spaces of indent leave 72 columns for the words ("word0" to "word29").
+  std::istringstream lines(out);
+  std::vector<std::string> got;
+  for (std::string line; std::getline(lines, line);) got.push_back(line);
+  REQUIRE(got.size() >= 4);
+  CHECK(got[0] == "  --long=\"\"");
+  std::string rejoined;
+  for (size_t i = 1; i + 1 < got.size(); ++i) {  // the last line is the over-wide word
+    INFO(got[i]);
+    CHECK(got[i].rfind("        ", 0) == 0);
+    CHECK(got[i][8] != ' ');
+    CHECK(got[i].size() <= FlagParser::kHelpWidth);
+    rejoined += (rejoined.empty() ? "" : " ") + got[i].substr(8);
+  }
+  CHECK(got.back() == "        " + std::string(100, 'x'));
+  // Nothing lost or reordered: the lines joined with spaces give the text back.
+  CHECK(rejoined + " " + std::string(100, 'x') == help);
+  // A line is broken only where the next word would not fit.
+  for (size_t i = 1; i + 2 < got.size(); ++i) {
+    const std::string next_word = got[i + 1].substr(8, got[i + 1].find(' ', 8) - 8);
+    CHECK(got[i].size() + 1 + next_word.size() > FlagParser::kHelpWidth);
+  }
+}
+
+TEST_CASE("FlagParser: help groups flags by section; advanced ones only in the full help",
+          "[config][flags]") {
+  FlagParser parser("prog");
+  int a = 1, b = 2, c = 3;
+  bool d = false;
+  parser.Section("First");
+  parser.AddInteger("a", "A.", &a);
+  parser.AddInteger("b", "B.", &b).Advanced();
+  parser.Section("Only tuning");
+  parser.AddInteger("c", "C.", &c).Advanced();
+  parser.Section("Last");
+  parser.AddBool("d", "D.", &d);
+  CHECK(parser.Help() ==
+        "First:\n  --a=1\n        A.\n"
+        "\n"
+        "Last:\n  --d\n        D. (default: false)\n");
+  CHECK(parser.Help(FlagParser::HelpScope::kAll) ==
+        "First:\n  --a=1\n        A.\n  --b=2\n        B.\n"
+        "\n"
+        "Only tuning:\n  --c=3\n        C.\n"
+        "\n"
+        "Last:\n  --d\n        D. (default: false)\n");
+  CHECK(parser.FlagCount() == 4);
+  CHECK(parser.AdvancedCount() == 2);
+  REQUIRE(parser.Parse({"--b=5", "--c=6"}).ok());  // advanced flags are accepted
+  CHECK(b == 5);
+  CHECK(c == 6);
+}
+
+TEST_CASE("FlagParser: a moved flag fails with its own message in every form", "[config][flags]") {
+  Fixture f;
+  f.parser.AddMoved("old-count", "--old-count moved: use --count");
+  for (const std::vector<std::string_view>& args :
+       {std::vector<std::string_view>{"--old-count=1"}, {"--old-count", "1"}, {"--old-count"}}) {
+    CHECK(f.Error(args) == "--old-count moved: use --count");
+  }
+  // Neither listed nor suggested for a misspelling.
+  CHECK_THAT(f.parser.Help(FlagParser::HelpScope::kAll), !Contains("old-count"));
+  CHECK_THAT(f.Error({"--old-cont=1"}), !Contains("did you mean --old-count"));
+  CHECK(f.parser.FlagCount() == 9);
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 
 #include "hotkey/config/flags.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,12 +49,11 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.udp.receivers == 1);
   CHECK(o.udp.read_buffer_bytes == 16u << 20);
   CHECK(o.udp.batch == 64);
-  CHECK(o.udp.max_key_bytes == 1024);
   CHECK(o.udp.allowed_sources.empty());
   CHECK(o.track.half_life == absl::Milliseconds(500));
   CHECK(o.track.publish_interval == absl::Milliseconds(250));
   CHECK(o.track.rate_window == absl::Seconds(5));
-  CHECK(o.track.candidates == 128);
+  CHECK(o.track.candidates == 200);
   CHECK(o.track.sketch_bytes == 32u << 10);
   CHECK(o.track.stored_key_bytes == 128);
   CHECK(o.track.lobby == 0);
@@ -87,13 +89,10 @@ TEST_CASE("Flags: every kind of value is parsed", "[config][flags]") {
   DaemonOptions o = ParseOk({
       "--udp.read-buffer=64KiB",
       "--track.sketch-bytes=1MB",
-      "--key.max-bytes=2048",
-      "--track.stored-key-bytes=1KiB",
+      "--key.max-bytes=1KiB",
       "--track.lobby=860",
       "--track.half-life=1m30s",
-      "--alert.min-dwell=0",
-      "--export.min-share=0.05",
-      "--key.label=hash",
+      "--storage.interval=1h",
       "--udp.allowed-sources=10.0.0.0/8, ::1/128,,192.168.1.7",
       "--cluster.order=cache,split",
       "--cluster.refresh=500ms",
@@ -103,13 +102,10 @@ TEST_CASE("Flags: every kind of value is parsed", "[config][flags]") {
   });
   CHECK(o.udp.read_buffer_bytes == 65536);
   CHECK(o.track.sketch_bytes == 1000000);
-  CHECK(o.udp.max_key_bytes == 2048);
   CHECK(o.track.stored_key_bytes == 1024);
   CHECK(o.track.lobby == 860);
   CHECK(o.track.half_life == absl::Seconds(90));
-  CHECK(o.alert.min_dwell == absl::ZeroDuration());
-  CHECK(o.exporter.min_share == 0.05);
-  CHECK(o.exporter.label == KeyLabelMode::kHash);
+  CHECK(o.storage.interval == absl::Hours(1));
   CHECK(o.udp.allowed_sources == std::vector<std::string>{"10.0.0.0/8", "::1/128", "192.168.1.7"});
   CHECK(o.cluster.order == std::vector<Strategy>{Strategy::kCache, Strategy::kSplit});
   CHECK(o.cluster.refresh_seconds == 0.5);
@@ -142,13 +138,13 @@ TEST_CASE("Flags: a value that does not parse names the flag and the value", "[c
              Contains("--track.candidates") && Contains("out of range"));
   CHECK_THAT(ParseError({"--track.half-life=1"}),
              Contains("--track.half-life") && Contains("needs a unit"));
-  CHECK_THAT(ParseError({"--alert.min-dwell=soon"}), Contains("is not a duration"));
-  CHECK_THAT(ParseError({"--alert.min-dwell=-1s"}), Contains("negative"));
+  CHECK_THAT(ParseError({"--storage.interval=soon"}), Contains("is not a duration"));
+  CHECK_THAT(ParseError({"--storage.interval=-1s"}), Contains("negative"));
   CHECK_THAT(ParseError({"--udp.read-buffer=16XB"}),
              Contains("--udp.read-buffer") && Contains("unknown size unit"));
-  CHECK_THAT(ParseError({"--export.min-share=nan"}), Contains("not a finite number"));
-  CHECK_THAT(ParseError({"--key.label=plain"}),
-             Contains("--key.label") && Contains("raw, hash or prefix"));
+  CHECK_THAT(ParseError({"--cluster.capacity=nan"}), Contains("not a finite number"));
+  CHECK_THAT(ParseError({"--tap.protocol=http"}),
+             Contains("--tap.protocol") && Contains("redis or memcached"));
   CHECK_THAT(ParseError({"--cluster.order=none,teleport"}), Contains("--cluster.order"));
 }
 
@@ -157,24 +153,15 @@ TEST_CASE("Flags: out-of-range options are rejected with the allowed range", "[c
   CHECK_THAT(ParseError({"--udp.receivers=65"}), Contains("got 65"));
   CHECK_THAT(ParseError({"--udp.batch=2000"}), Contains("udp batch must be in [1, 1024]"));
   CHECK_THAT(ParseError({"--udp.read-buffer=1KiB"}), Contains("udp read buffer"));
-  CHECK_THAT(ParseError({"--key.max-bytes=0"}), Contains("key max bytes"));
-  CHECK_THAT(ParseError({"--export.top-k=0"}), Contains("export top-k must be in [1, 1000]"));
-  CHECK_THAT(ParseError({"--export.top-k=1001"}), Contains("export top-k"));
-  CHECK_THAT(ParseError({"--export.min-share=0"}), Contains("export min share must be in (0, 1]"));
-  CHECK_THAT(ParseError({"--export.min-share=1.5"}), Contains("export min share"));
-  CHECK(ParseOk({"--export.min-share=1"}).exporter.min_share == 1);
-  CHECK_THAT(ParseError({"--export.hysteresis=1"}), Contains("export hysteresis"));
-  CHECK_THAT(ParseError({"--export.min-key-ops=-1"}), Contains("export min key ops"));
-  CHECK(ParseOk({"--export.min-key-ops=0.5"}).exporter.min_key_ops_per_second == 0.5);
-  CHECK_THAT(ParseError({"--alert.share-threshold=0"}), Contains("alert share threshold"));
-  CHECK_THAT(ParseError({"--alert.hysteresis=-0.1"}), Contains("alert hysteresis"));
-  CHECK_THAT(ParseError({"--alert.min-ops=-1"}), Contains("alert min ops"));
+  CHECK_THAT(ParseError({"--key.max-bytes=15"}),
+             Contains("key max bytes (--key.max-bytes) must be in [16, 65536]"));
+  CHECK_THAT(ParseError({"--key.max-bytes=65537"}), Contains("key max bytes"));
+  CHECK(ParseOk({"--key.max-bytes=16"}).track.stored_key_bytes == 16);
+  CHECK(ParseOk({"--key.max-bytes=64KiB"}).track.stored_key_bytes == 65536);
   CHECK_THAT(ParseError({"--track.half-life=0s"}), Contains("track half-life"));
   CHECK_THAT(ParseError({"--track.publish-interval=1ms"}), Contains("track publish interval"));
   CHECK_THAT(ParseError({"--track.rate-window=100ms"}), Contains("track rate window"));
-  CHECK_THAT(ParseError({"--track.stored-key-bytes=8"}), Contains("track stored key bytes"));
   CHECK_THAT(ParseError({"--track.lobby=4194305"}), Contains("track lobby"));
-  CHECK_THAT(ParseError({"--key.label-max-bytes=4"}), Contains("key label max bytes"));
   CHECK_THAT(ParseError({"--udp.allowed-sources=10.0.0.0/8,10.0.0.0/33"}),
              Contains("udp allowed sources") && Contains("10.0.0.0/33"));
   CHECK_THAT(ParseError({"--udp.allowed-sources=not-an-ip"}), Contains("not-an-ip"));
@@ -235,7 +222,7 @@ TEST_CASE("Flags: --version returns the version text", "[config][flags]") {
 }
 
 TEST_CASE("Flags: the usage text lists every flag with its default", "[config][flags]") {
-  const std::string usage = UsageText();
+  const std::string usage = UsageText(FlagParser::HelpScope::kAll);
   const char* expected[] = {
       "--web.listen-address=:10110",
       "--web.telemetry-path=/metrics",
@@ -246,23 +233,13 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
       "--udp.read-buffer=16MiB",
       "--udp.batch=64",
       "--udp.allowed-sources=\"\"",
-      "--key.max-bytes=1024",
-      "--key.label=raw",
-      "--key.label-max-bytes=128",
+      "--key.max-bytes=128",
       "--key.hash-secret-file=\"\"",
       "--track.half-life=500ms",
       "--track.publish-interval=250ms",
       "--track.rate-window=5s",
-      "--track.candidates=128",
+      "--track.candidates=200",
       "--track.sketch-bytes=32KiB",
-      "--track.stored-key-bytes=128",
-      "--export.top-k=10",
-      "--export.min-share=0.01",
-      "--export.hysteresis=0.2",
-      "--alert.share-threshold=0.1",
-      "--alert.min-dwell=250ms",
-      "--alert.hysteresis=0.2",
-      "--alert.min-ops=1",
       "--cluster.shards=8",
       "--cluster.capacity=10000",
       "--cluster.app-servers=50",
@@ -278,6 +255,7 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
       "--demo.rate=9500",
       "--log.level=info",
       "--help",
+      "--help-all",
       "--version",
   };
   for (const char* flag : expected) {
@@ -287,12 +265,154 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
   CHECK_THAT(usage, Contains("(default: false)"));
 }
 
+// The flag lines ("  --name=DEFAULT" or "  --name") of a usage text, in order.
+std::vector<std::string> FlagLines(const std::string& usage) {
+  std::vector<std::string> out;
+  std::istringstream lines(usage);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  --", 0) == 0) out.push_back(line.substr(2));
+  }
+  return out;
+}
+
+// The flag's name in a flag line: "--udp.batch=64" gives "udp.batch".
+std::string FlagName(const std::string& flag_line) {
+  return flag_line.substr(
+      2, flag_line.find('=') == std::string::npos ? std::string::npos : flag_line.find('=') - 2);
+}
+
+TEST_CASE("Flags: no line of --help or --help-all is wider than the wrap width",
+          "[config][flags]") {
+  for (FlagParser::HelpScope scope :
+       {FlagParser::HelpScope::kCommon, FlagParser::HelpScope::kAll}) {
+    std::istringstream lines(UsageText(scope));
+    int n = 0;
+    for (std::string line; std::getline(lines, line); ++n) {
+      INFO(line);
+      CHECK(line.size() <= FlagParser::kHelpWidth);
+    }
+    CHECK(n > 40);
+  }
+}
+
+TEST_CASE("Flags: --help is grouped: each flag family sits under one section heading",
+          "[config][flags]") {
+  for (FlagParser::HelpScope scope :
+       {FlagParser::HelpScope::kCommon, FlagParser::HelpScope::kAll}) {
+    // heading -> the families ("web", "udp", ...) of the flags listed under it
+    std::vector<std::string> headings;
+    std::map<std::string, std::set<std::string>> families_under;
+    std::map<std::string, std::set<std::string>> headings_of;
+    std::istringstream lines(UsageText(scope));
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty() && line[0] != ' ' && line.back() == ':') {
+        headings.push_back(line);
+      } else if (line.rfind("  --", 0) == 0) {
+        REQUIRE_FALSE(headings.empty());
+        const std::string name = FlagName(line.substr(2));
+        const std::string family = name.substr(0, name.find_first_of(".-"));
+        families_under[headings.back()].insert(family);
+        headings_of[family].insert(headings.back());
+      }
+    }
+    for (const char* h :
+         {"General:", "Web:", "UDP events:", "Tap (the shard's own traffic, libpcap):", "Keys:",
+          "Tracking:", "Cluster (the advice model):", "Storage:", "Logging:"}) {
+      INFO(h);
+      CHECK(std::find(headings.begin(), headings.end(), h) != headings.end());
+    }
+    for (const auto& [family, under] : headings_of) {
+      INFO(family);
+      CHECK(under.size() == 1);  // a family is not split over sections
+    }
+    CHECK(families_under["Web:"] == std::set<std::string>{"web"});
+    CHECK(families_under["UDP events:"] == std::set<std::string>{"udp"});
+    CHECK(families_under["Tracking:"] == std::set<std::string>{"track"});
+    CHECK(families_under["Keys:"] == std::set<std::string>{"key"});
+  }
+}
+
+TEST_CASE("Flags: tuning flags are listed only by --help-all, and still accepted",
+          "[config][flags]") {
+  const std::string help = UsageText();
+  const std::string all = UsageText(FlagParser::HelpScope::kAll);
+  absl::StatusOr<FlagsResult> r = Parse({"--help-all"});
+  REQUIRE(r.ok());
+  CHECK(r->action == FlagsResult::Action::kPrintHelp);
+  CHECK(r->text == all);
+  for (const char* flag : {"--udp.batch=", "--tap.snaplen=", "--track.publish-interval=",
+                           "--udp.read-buffer=", "--tap.flow-buffer-bytes=", "--track.lobby="}) {
+    INFO(flag);
+    CHECK_THAT(help, !Contains(flag));
+    CHECK_THAT(all, Contains(flag));
+  }
+  CHECK_THAT(help, Contains("listed by --help-all"));
+  CHECK_THAT(all, !Contains("listed by --help-all"));
+  // Every flag of --help is in --help-all, and --help-all lists more.
+  const std::vector<std::string> common = FlagLines(help);
+  const std::vector<std::string> every = FlagLines(all);
+  for (const std::string& f : common) {
+    INFO(f);
+    CHECK(std::find(every.begin(), every.end(), f) != every.end());
+  }
+  CHECK(every.size() > common.size());
+  const DaemonOptions o =
+      ParseOk({"--udp.batch=8", "--tap.snaplen=1500", "--track.publish-interval=100ms"});
+  CHECK(o.udp.batch == 8);
+  CHECK(o.tap.snaplen == 1500);
+  CHECK(o.track.publish_interval == absl::Milliseconds(100));
+}
+
+TEST_CASE("Flags: a removed flag says where its setting lives now", "[config][flags]") {
+  const std::pair<const char*, const char*> moved[] = {
+      {"alert.share-threshold", "alert.share_threshold"},
+      {"alert.min-dwell", "alert.min_dwell"},
+      {"alert.hysteresis", "alert.hysteresis"},
+      {"alert.min-ops", "alert.min_ops"},
+      {"export.top-k", "export.top_k"},
+      {"export.min-share", "export.min_share"},
+      {"export.hysteresis", "export.hysteresis"},
+      {"export.min-key-ops", "export.min_key_ops"},
+      {"key.label", "export.key_label"},
+      {"key.label-max-bytes", "export.label_max_bytes"},
+  };
+  const std::string all = UsageText(FlagParser::HelpScope::kAll);
+  for (const auto& [flag, key] : moved) {
+    const std::string name = std::string("--") + flag;
+    INFO(name);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{name + "=1"}, {name, "1"}, {name}}) {
+      const std::string message = ParseError(args);
+      CHECK_THAT(message, Contains(name + " moved to the rules file (--config.file): " + key));
+      CHECK_THAT(message, !Contains("unknown flag"));
+    }
+    CHECK_THAT(all, !Contains(name + "="));
+  }
+  CHECK_THAT(ParseError({"--track.stored-key-bytes=64"}),
+             Contains("--track.stored-key-bytes was renamed: use --key.max-bytes"));
+  // With --check-config the message is its verdict.
+  absl::StatusOr<FlagsResult> check = Parse({"--check-config", "--alert.min-dwell=1s"});
+  REQUIRE(check.ok());
+  CHECK_THAT(std::string(check->flags_status.message()),
+             Contains("--alert.min-dwell moved to the rules file"));
+}
+
+TEST_CASE("Flags: --help describes the memcached tap and --version truthfully", "[config][flags]") {
+  const std::string help = UsageText();
+  // The memcached parser frames binary requests and reports their keys
+  // (tests/parsers/memcached_test.cc): they are counted, not skipped.
+  CHECK_THAT(help, Contains("binary requests, each counted with its keys"));
+  CHECK_THAT(help, !Contains("skipped"));
+  // version/build_info.cmake: the "build date" is the commit's date.
+  CHECK_THAT(help, Contains("commit's date (shown as the build date"));
+}
+
 TEST_CASE("Flags: the defaults the usage text prints parse back to the defaults",
           "[config][flags]") {
   // Pins getters and setters to each other: a default printed in a form its own flag
   // rejects, or reads back differently, fails here.
   std::vector<std::string> args;
-  std::istringstream lines(UsageText());
+  std::istringstream lines(UsageText(FlagParser::HelpScope::kAll));
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("  --", 0) != 0 || line.find('=') == std::string::npos) continue;
     std::string arg = line.substr(2);
@@ -389,7 +509,7 @@ TEST_CASE("Flags: --check-config reports bad flags in its result instead of fail
 TEST_CASE("Flags: --help lists the operator flags", "[config][flags]") {
   const std::string help = UsageText();
   for (const char* flag : {"--log.format=logfmt", "--web.enable-lifecycle", "--web.systemd-socket",
-                           "--check-config", "Repeat the flag"}) {
+                           "--check-config", "repeat the flag"}) {
     CHECK_THAT(help, Contains(flag));
   }
 }

@@ -190,7 +190,7 @@ TEST_CASE("MeasuredLoads: the flags name the file and the age after which it is 
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(Message(r), Contains("measured loads max age must be in [1s, 24h]"));
   }
-  const std::string usage = UsageText();
+  const std::string usage = UsageText(FlagParser::HelpScope::kAll);  // max-age is a tuning flag
   CHECK_THAT(usage, Contains("--model.measured-loads-file=\"\""));
   CHECK_THAT(usage, Contains("--model.measured-loads-max-age=30s"));
 }

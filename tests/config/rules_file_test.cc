@@ -16,7 +16,6 @@ namespace hotkey::config {
 namespace {
 
 using Catch::Matchers::Contains;
-using hotkey::model::Strategy;
 using testing::Message;
 
 // A base unlike the defaults, so that "kept from base" is observable.
@@ -71,7 +70,20 @@ TEST_CASE("Rules file: the example file loads with every section", "[config][rul
   CHECK(std::isinf(r->alert.ThresholdFor("healthcheck/db")));
   CHECK(r->alert.ThresholdFor("cart:1") == 0.10);
   CHECK(r->exporter.label == KeyLabelMode::kRaw);
-  CHECK(r->cluster.order.size() == 5);
+  CHECK(r->exporter.min_key_ops_per_second == 2);
+}
+
+TEST_CASE("Rules file: the example file's values are the defaults but for min_ops and the rules",
+          "[config][rules]") {
+  // The example says so in its opening comment.
+  absl::StatusOr<ReloadableOptions> r =
+      LoadRulesFile(HOTKEY_SOURCE_DIR "/config/example-rules.yml", ReloadableOptions{});
+  REQUIRE(r.ok());
+  CHECK(r->exporter == ExportOptions{});
+  AlertOptions alert = r->alert;
+  alert.min_ops_per_second = AlertOptions{}.min_ops_per_second;
+  alert.rules.clear();
+  CHECK(alert == AlertOptions{});
 }
 
 TEST_CASE("Rules file: given keys override the base and the rest is kept", "[config][rules]") {
@@ -82,19 +94,16 @@ TEST_CASE("Rules file: given keys override the base and the rest is kept", "[con
       "export:\n"
       "  key_label: hash\n"
       "  label_max_bytes: 1KiB\n"
-      "cluster:\n"
-      "  refresh: 500ms\n"
-      "  order: [replicate, split]\n");
+      "  min_key_ops: 0.5\n");
   CHECK(r.alert.default_threshold == 0.2);
   CHECK(r.alert.min_dwell == absl::Seconds(1));
   CHECK(r.alert.hysteresis == Base().alert.hysteresis);
   CHECK(r.alert.rules == Base().alert.rules);  // no thresholds section: base rules kept
   CHECK(r.exporter.label == KeyLabelMode::kHash);
   CHECK(r.exporter.label_max_bytes == 1024);
+  CHECK(r.exporter.min_key_ops_per_second == 0.5);
   CHECK(r.exporter.top_k == 7);
-  CHECK(r.cluster.shards == 12);
-  CHECK(r.cluster.refresh_seconds == 0.5);
-  CHECK(r.cluster.order == std::vector<Strategy>{Strategy::kReplicate, Strategy::kSplit});
+  CHECK(r.cluster.shards == 12);  // the cluster model is the flags' (base's)
 }
 
 TEST_CASE("Rules file: a thresholds list replaces the base's rules in order", "[config][rules]") {
@@ -134,7 +143,6 @@ TEST_CASE("Rules file: unknown keys are rejected with their line", "[config][rul
              Contains("line 3: alert.share_treshold: unknown key"));
   CHECK_THAT(ApplyError("thresholds:\n  - prefix: a\n    share: 0.1\n    sahre: 0.2\n"),
              Contains("line 4: thresholds[0].sahre: unknown key"));
-  CHECK_THAT(ApplyError("cluster:\n  ops: 5\n"), Contains("cluster.ops: unknown key"));
 }
 
 TEST_CASE("Rules file: wrong types are rejected with their line", "[config][rules]") {
@@ -153,8 +161,6 @@ TEST_CASE("Rules file: wrong types are rejected with their line", "[config][rule
   CHECK_THAT(ApplyError("thresholds:\n  - glob: 'x*'\n    ignore: sometimes\n"),
              Contains("line 3: thresholds[0].ignore") && Contains("not a boolean"));
   CHECK_THAT(ApplyError("export:\n  key_label: plain\n"), Contains("line 2: export.key_label"));
-  CHECK_THAT(ApplyError("cluster:\n  order: [none, teleport]\n"),
-             Contains("line 2: cluster.order"));
   CHECK_THAT(ApplyError("- a\n- b\n"), Contains("rules file: must be a map"));
   CHECK_THAT(ApplyError("just text\n"), Contains("must be a map"));
 }
@@ -186,20 +192,38 @@ TEST_CASE("Rules file: bad rules are rejected with their line", "[config][rules]
 }
 
 TEST_CASE("Rules file: out-of-range settings name their section's line", "[config][rules]") {
-  CHECK_THAT(ApplyError("cluster:\n  shards: 4\n  replicas: 8\n"),
-             Contains("line 2: cluster: replicas must be in [1, shards=4], got 8"));
-  // Checked against the base too: base shards is 12.
-  CHECK_THAT(ApplyError("cluster:\n  split: 13\n"), Contains("cluster: split"));
-  CHECK_THAT(ApplyError("cluster:\n  order: []\n"), Contains("cluster: order"));
   CHECK_THAT(ApplyError("\nalert:\n  share_threshold: 1.5\n"),
              Contains("line 3: alert share threshold must be in (0, 1]; got 1.5"));
   CHECK_THAT(ApplyError("export:\n  top_k: 5000\n"), Contains("export top-k"));
   CHECK_THAT(ApplyError("export:\n  hysteresis: 1\n"), Contains("export hysteresis"));
+  // The ranges the removed policy flags had, now the file's.
+  CHECK_THAT(ApplyError("export:\n  top_k: 0\n"), Contains("export top-k must be in [1, 1000]"));
+  CHECK_THAT(ApplyError("export:\n  min_share: 0\n"),
+             Contains("export min share must be in (0, 1]"));
+  CHECK(ApplyOk("export:\n  min_share: 1\n").exporter.min_share == 1);
+  CHECK_THAT(ApplyError("export:\n  min_key_ops: -1\n"), Contains("export min key ops"));
+  CHECK_THAT(ApplyError("export:\n  min_key_ops: nan\n"), Contains("not a finite number"));
+  CHECK_THAT(ApplyError("export:\n  label_max_bytes: 4\n"), Contains("key label max bytes"));
+  CHECK_THAT(ApplyError("alert:\n  hysteresis: -0.1\n"), Contains("alert hysteresis"));
+  CHECK_THAT(ApplyError("alert:\n  min_ops: -1\n"), Contains("alert min ops"));
+  CHECK_THAT(ApplyError("alert:\n  min_dwell: -1s\n"), Contains("negative"));
 }
 
-TEST_CASE("Rules file: order also takes the flag's comma-separated form", "[config][rules]") {
-  CHECK(ApplyOk("cluster:\n  order: cache, split\n").cluster.order ==
-        std::vector<Strategy>{Strategy::kCache, Strategy::kSplit});
+TEST_CASE("Rules file: a cluster section is refused with the flags that replace it",
+          "[config][rules]") {
+  const std::string e = ApplyError(
+      "alert:\n"
+      "  min_ops: 5\n"
+      "cluster:\n"
+      "  shards: 4\n"
+      "  refresh: 500ms\n"
+      "  app_servers: 20\n"
+      "  order: [replicate, split]\n");
+  CHECK_THAT(e, Contains("line 4: cluster: the cluster model moved to flags; remove this "
+                         "section and pass --cluster.shards=4 --cluster.refresh=500ms "
+                         "--cluster.app-servers=20 --cluster.order=replicate,split"));
+  CHECK_THAT(ApplyError("cluster:\n"), Contains("the --cluster.* flags"));
+  CHECK_THAT(ApplyError("cluster: 3\n"), Contains("cluster model moved to flags"));
 }
 
 TEST_CASE("Rules file: a missing file is an error naming the path", "[config][rules]") {

@@ -352,23 +352,24 @@ TEST_CASE(
   UdpClient c(d.udp());
   const std::string mixed = "r a\nx b\nw c\n\nr\nr@2 d\nr " + std::string(2000, 'k') + "\nw*2 e";
   for (int i = 0; i < 3; ++i) {
-    c.Send(mixed);            // 3 events; one line of each of five reasons
+    c.Send(mixed);            // 4 events; one line of each of four reasons
     c.Send("!v2\nr a\nr b");  // whole datagram: bad_header
     c.Send("");               // an empty datagram: counted, nothing in it
   }
   REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_datagrams_received_total") == 9; }));
   const Exposition e = d.Metrics();
-  CHECK(e.Value("hotkey_events_received_total") == 9);
-  for (const char* reason :
-       {"unknown_op", "empty_line", "missing_key", "bad_number", "key_too_long"}) {
+  CHECK(e.Value("hotkey_events_received_total") == 12);
+  for (const char* reason : {"unknown_op", "empty_line", "missing_key", "bad_number"}) {
     INFO(reason);
     CHECK(e.Value("hotkey_events_rejected_total", {{"reason", reason}}) == 3);
   }
+  // A key longer than --key.max-bytes is tracked as its prefix plus a hash, not rejected.
+  CHECK(e.Value("hotkey_events_rejected_total", {{"reason", "key_too_long"}}) == 0);
   CHECK(e.Value("hotkey_datagrams_rejected_total", {{"reason", "bad_header"}}) == 3);
   CHECK(e.Value("hotkey_datagrams_rejected_total", {{"reason", "source_denied"}}) == 0);
   // The good lines' keys are tracked.
-  CHECK(e.Value("hotkey_tracked_keys") == 3);  // a, c, e
-  CHECK(e.Value("hotkey_key_share_ratio", {{"key", "e"}}).value_or(0) == Approx(0.5).margin(0.01));
+  CHECK(e.Value("hotkey_tracked_keys") == 4);  // a, c, the long key, e
+  CHECK(e.Value("hotkey_key_share_ratio", {{"key", "e"}}).value_or(0) == Approx(0.4).margin(0.01));
 }
 
 TEST_CASE(

@@ -138,12 +138,12 @@ promtool check config "$tmp/prometheus.yml" >/dev/null
 
 # ---------------------------------------------------------------- start
 if [ "$mode" = full ]; then
+  printf 'alert:\n  min_dwell: 0s\n  share_threshold: 0.1\n' > "$tmp/rules.yml"
   # shellcheck disable=SC2086  # HOTKEYD_EXTRA_ARGS is a list of flags
   e2e_start_hotkeyd "$hotkeyd_bin" "$hk" \
     --web.listen-address="127.0.0.1:$hport" \
     --udp.listen-address="127.0.0.1:$uport" \
-    --alert.min-dwell=0s \
-    --alert.share-threshold=0.1 \
+    --config.file="$tmp/rules.yml" \
     --track.half-life=1s \
     ${HOTKEYD_EXTRA_ARGS:-}
 fi

@@ -306,8 +306,13 @@ def test_udp_shell(block, args):
         d.stop()
 
 
-SAMPLER_DAEMON_FLAGS = ("--track.publish-interval=1s", "--track.rate-window=10m",
-                        "--export.min-key-ops=0")
+def sampler_daemon_flags(work_dir):
+    """The sampler examples' daemon: every key exported however few its ops (the rules
+    file's export.min_key_ops: 0), rates over the daemon's whole life."""
+    rules = os.path.join(work_dir, "sampler-rules.yml")
+    with open(rules, "w") as f:
+        f.write("export:\n  min_key_ops: 0\n")
+    return ("--track.publish-interval=1s", "--track.rate-window=10m", f"--config.file={rules}")
 
 
 def check_scaled_ops(block, top, events, rate):
@@ -322,7 +327,8 @@ def check_scaled_ops(block, top, events, rate):
 
 
 def test_sampler_python(block, args):
-    d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}", SAMPLER_DAEMON_FLAGS)
+    d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}",
+               sampler_daemon_flags(args.work_dir))
     try:
         src = rewrite_ports(block, block.text, d.http_port, d.udp_port, need_udp=True)
         ns = {"__name__": "readme_example"}
@@ -406,7 +412,8 @@ def test_sampler_go(block, args):
     if not go:
         raise Failure(f"{block.where()}: no `go` in PATH: tools/install-deps.sh installs Debian's "
                       "golang for this test")
-    d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}", SAMPLER_DAEMON_FLAGS)
+    d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}",
+               sampler_daemon_flags(args.work_dir))
     try:
         src = rewrite_ports(block, block.text, d.http_port, d.udp_port, need_udp=True)
         lines = src.rstrip("\n").split("\n")

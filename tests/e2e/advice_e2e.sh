@@ -59,13 +59,14 @@ uport=$(free_port udp)
 hk="http://127.0.0.1:$hport"
 
 # ---------------------------------------------------------------- hotkeyd
-# Cluster flags spelled out (not left to defaults) so the arithmetic above stays true.
+# Cluster flags and alert settings spelled out (not left to defaults) so the arithmetic
+# above stays true.
+printf 'alert:\n  share_threshold: 0.1\n  min_dwell: 250ms\n' > "$tmp/rules.yml"
 e2e_start_hotkeyd "$hotkeyd_bin" "$hk" \
   --web.listen-address="127.0.0.1:$hport" \
   --udp.listen-address="127.0.0.1:$uport" \
   --track.publish-interval=100ms \
-  --alert.share-threshold=0.1 \
-  --alert.min-dwell=250ms \
+  --config.file="$tmp/rules.yml" \
   --cluster.shards=8 \
   --cluster.capacity=10000 \
   --cluster.app-servers=100 \

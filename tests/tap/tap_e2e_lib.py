@@ -281,10 +281,12 @@ class Memcached:
 #  - a 10 min rate window and no min-key-ops gate: keys stay exported after the traffic
 #    stops (a shard idle for a whole window exports no shares);
 #  - a large sketch and table: the count-min error stays far below the 0.01 share target.
+# The policy part (export and alert settings) is the rules file FAST_RULES, which
+# Hotkeyd writes into its workdir.
 FAST_FLAGS = ["--track.publish-interval=50ms", "--track.half-life=1h",
-              "--track.rate-window=10m", "--export.min-key-ops=0", "--export.min-share=0.001",
-              "--export.top-k=100", "--track.candidates=256", "--track.sketch-bytes=1MiB",
-              "--alert.min-dwell=0s"]
+              "--track.rate-window=10m", "--track.candidates=256", "--track.sketch-bytes=1MiB"]
+FAST_RULES = ("export:\n  min_key_ops: 0\n  min_share: 0.001\n  top_k: 100\n"
+              "alert:\n  min_dwell: 0s\n")
 
 # The tap's counters in /metrics (exporter/metrics.cc), by the field names of TapCounters.
 TAP_METRICS = {
@@ -365,7 +367,11 @@ class Hotkeyd:
         self.log_path = work.file(f"hotkeyd-{self.web}.log")
         if isinstance(ports, int):
             ports = [ports]
+        rules = work.file(f"hotkeyd-{self.web}-rules.yml")
+        with open(rules, "w") as f:
+            f.write(FAST_RULES)
         self.flags = [f"--web.listen-address=127.0.0.1:{self.web}",
+                      f"--config.file={rules}",
                       f"--udp.listen-address=127.0.0.1:{self.udp}",
                       f"--tap.interface={interface}",
                       f"--tap.port={','.join(str(p) for p in ports)}",
@@ -517,7 +523,7 @@ class Truth:
 
 
 def label_of(key):
-    """The label hotkeyd gives a printable key with --key.label=raw."""
+    """The label hotkeyd gives a printable key with export.key_label raw (the default)."""
     return key.decode() if isinstance(key, bytes) else key
 
 

@@ -388,6 +388,10 @@ class Lab:
         self.conns = [redis.Redis(host="127.0.0.1", port=p) for p in self.ports]
         for i, c in enumerate(self.conns):
             wait_until(f"redis shard {i}", c.ping, 10)
+        # The daemons' policy: a key is hot as soon as it crosses its threshold.
+        rules_path = os.path.join(self.tmp, "hotkeyd-rules.yml")
+        with open(rules_path, "w") as f:
+            f.write("alert:\n  min_dwell: 0s\n")
         for i, port in enumerate(self.ports):
             wp = free_port()
             self.web_ports.append(wp)
@@ -400,7 +404,7 @@ class Lab:
                 f"--cluster.app-servers={a.app_servers}", f"--cluster.refresh={a.ttl:g}s",
                 f"--cluster.replicas={a.replicas}", f"--cluster.split={a.split}",
                 f"--cluster.target={a.target:g}",
-                "--track.half-life=1s", "--track.rate-window=2s", "--alert.min-dwell=0s",
+                "--track.half-life=1s", "--track.rate-window=2s", f"--config.file={rules_path}",
                 f"--model.measured-loads-file={self.loads_file}",
                 "--model.measured-loads-max-age=15s", "--log.level=warn"])
         for i, wp in enumerate(self.web_ports):

@@ -13,7 +13,7 @@
 // labels and drop `cluster`/`shard` from the alert.
 //
 // Hot-key severities. "Hot" is the daemon's verdict (hotkey_key_hot, which applies the key's
-// threshold, --alert.min-dwell, --alert.hysteresis and the --alert.min-ops idle guard); the
+// threshold, alert.min_dwell, alert.hysteresis and the alert.min_ops idle guard); the
 // rules never re-derive it from the share. A hot key is a warning (a ticket). It pages
 // (critical) only when the daemon's model says the shard is at risk without a fix: the
 // projected busiest-shard load with strategy="none" is over _config.pageLoadRatio. While
@@ -87,7 +87,7 @@ local text = import '../lib/text.libsonnet';
             // fix, over the page level, averaged over projectedLoadWindow. The share alone
             // never pages: a 24% key on a shard at 15% of capacity is a ticket. There is no
             // ops/s idle guard here: a shard projected at 80% of its capacity is not idle,
-            // and the daemon's --alert.min-ops already keeps quiet shards' keys cold.
+            // and the daemon's alert.min_ops already keeps quiet shards' keys cold.
             alert: 'HotkeydHotKeyCritical',
             expr: |||
               max without (strategy) (

@@ -16,8 +16,14 @@
 // durations need a unit ("1" is an error, "0" is not), sizes take B/KiB/MiB/GiB/KB/MB/GB,
 // numbers are finite, integers fit the variable's type.
 //
+// Flags are listed in sections (Section()); a flag marked Advanced() is a tuning knob,
+// accepted as any other but listed only by Help(HelpScope::kAll). A flag that no longer
+// exists can be registered with AddMoved(): given, it fails with the message saying where
+// its setting lives now, instead of "unknown flag".
+//
 // Errors are InvalidArgument statuses that name the flag:
 //   unknown flag --web.listen_address; did you mean --web.listen-address? (see --help)
+//   --alert.min-dwell moved to the rules file (--config.file): alert.min_dwell
 //   flag --udp.receivers needs a value (--udp.receivers=VALUE or --udp.receivers VALUE)
 //   flag --udp.receivers: "abc" is not an integer
 //   unexpected argument "extra": hotkeyd takes only --flags (see --help)
@@ -67,12 +73,19 @@ class FlagParser {
       shown_ = std::move(text);
       return *this;
     }
+    // Lists the flag only in Help(HelpScope::kAll): a tuning knob most users never need.
+    Flag& Advanced() {
+      advanced_ = true;
+      return *this;
+    }
 
    private:
     friend class FlagParser;
     std::string name_;
     std::string help_;
     bool is_bool_ = false;
+    bool advanced_ = false;
+    std::string section_;
     std::string shown_;
     std::function<absl::Status(std::string_view)> set_;
   };
@@ -98,16 +111,37 @@ class FlagParser {
   Flag& AddCustom(std::string_view name, std::string_view help, std::string shown,
                   std::function<absl::Status(std::string_view)> set);
 
+  // Flags added after this call are listed under `title` (e.g. "Web"), in order.
+  void Section(std::string_view title) { section_ = std::string(title); }
+
+  // A flag that no longer exists: given in any form, Parse fails with `message` (e.g.
+  // "--alert.min-dwell moved to the rules file (--config.file): alert.min_dwell").
+  // Not listed in help, not suggested for a misspelt flag.
+  void AddMoved(std::string_view name, std::string_view message);
+
   // Parses `args` (without the program name), setting the registered variables in order.
   absl::StatusOr<Parsed> Parse(const std::vector<std::string_view>& args) const;
   // The same for main's argv (argv[0] is skipped).
   absl::StatusOr<Parsed> Parse(int argc, const char* const* argv) const;
 
-  // Two lines per flag, in registration order:
+  enum class HelpScope {
+    kCommon,  // every flag but the Advanced() ones
+    kAll,     // every flag
+  };
+  // The maximum width of a help line that the parser wraps: a help text is broken at
+  // spaces so that no line of it is longer (a single word longer than the room is kept
+  // whole). The flag's own line, "--name=DEFAULT", is not wrapped.
+  static constexpr size_t kHelpWidth = 80;
+
+  // Each section's title, then its flags in registration order, each as
   //     --name=DEFAULT           (booleans: --name)
-  //           help               (booleans: help (default: false))
-  // An empty default shows as "".
-  std::string Help() const;
+  //           help, wrapped      (booleans: help (default: false))
+  // An empty default shows as "". Sections with no flag in `scope` are left out.
+  std::string Help(HelpScope scope = HelpScope::kCommon) const;
+  // How many flags are registered, and how many of them are Advanced() (moved ones are
+  // not counted).
+  size_t FlagCount() const { return flags_.size(); }
+  size_t AdvancedCount() const;
 
  private:
   Flag& Add(std::string_view name, std::string_view help, bool is_bool, std::string shown,
@@ -118,9 +152,16 @@ class FlagParser {
   static absl::StatusOr<uint64_t> Size(std::string_view text);
   static absl::Status OutOfRange(std::string_view text);
 
+  struct Moved {
+    std::string name;
+    std::string message;
+  };
+
   const std::string program_;
   const Positional positional_;
   std::vector<Flag> flags_;
+  std::vector<Moved> moved_;
+  std::string section_;  // the section of the flags added next
 };
 
 template <class T>

@@ -4,10 +4,16 @@
 // shares: each flag has a name, a help line and the DaemonOptions field it sets, so the
 // usage text always shows the real defaults (the DaemonOptions initialisers).
 //
-// Accepted forms: `--name=value`, `--name value`; for the boolean --demo also `--demo`
-// (true) and `--demo=false`. `-h`/`--help` and `--version` stop parsing. Unknown flags,
-// missing or bad values, positional arguments and out-of-range options are errors whose
-// message names the flag. The last occurrence of a repeated flag wins, except
+// Flags hold process settings (addresses, sources, tracking, the cluster model, storage,
+// logging); policy (alert and export settings, key labels) lives only in the rules file
+// (--config.file, rules_file.h), which a reload re-reads. A flag that moved there fails with
+// a message naming its rules file key.
+//
+// Accepted forms: `--name=value`, `--name value`; for a boolean such as --demo also
+// `--demo` (true) and `--demo=false`. `-h`/`--help`, `--help-all` and `--version` stop
+// parsing. Unknown flags, missing or bad values, positional arguments and out-of-range
+// options are errors whose message names the flag. The last occurrence of a repeated flag wins,
+// except
 // --web.listen-address, which collects every occurrence.
 //
 // Only `main` calls ParseFlags; components receive the options structs.
@@ -19,6 +25,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "hotkey/config/flag_parser.h"
 #include "hotkey/config/options.h"
 
 namespace hotkey::config {
@@ -26,7 +33,7 @@ namespace hotkey::config {
 struct FlagsResult {
   enum class Action {
     kRun,           // start the daemon with `options`
-    kPrintHelp,     // print `text` (the usage) to stdout and exit 0
+    kPrintHelp,     // print `text` (the usage; every flag with --help-all) to stdout, exit 0
     kPrintVersion,  // print `text` (the version) to stdout and exit 0
     kCheckConfig,   // --check-config: check `flags_status`, then the files `options` name
   };
@@ -44,10 +51,13 @@ struct FlagsResult {
 // Parses argv[1..argc). `char**` converts implicitly.
 absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv);
 
-// The --help text: every flag with its default and help line.
-std::string UsageText();
+// The --help text: the flags by section, each with its default and its help wrapped to
+// FlagParser::kHelpWidth columns; the tuning flags (Advanced()) only with kAll
+// (--help-all).
+std::string UsageText(FlagParser::HelpScope scope = FlagParser::HelpScope::kCommon);
 
-// The --version text: "hotkeyd, version 0.1.0 (g++ 12.2.0)".
+// The --version text (version::VersionText): version, git branch and revision, build user,
+// "build date" (the date of the commit built, or SOURCE_DATE_EPOCH when set) and compiler.
 std::string VersionText();
 
 }  // namespace hotkey::config

@@ -36,12 +36,14 @@ struct UdpOptions {
   size_t read_buffer_bytes = size_t{16} << 20;
   // Datagrams per recvmmsg call; in [1, 1024] (the kernel's UIO_MAXIOV).
   int batch = 64;
-  // Events whose key is longer are rejected (reason key_too_long); in [1, 65507], the
-  // largest UDP payload.
-  size_t max_key_bytes = 1024;
   // Source networks allowed to send, as CIDRs ("10.0.0.0/8", "::1/128", or a bare
   // address); empty allows every source. Compile them with ParseCidr (values.h).
   std::vector<std::string> allowed_sources;
+
+  // The largest UDP payload. No key in a datagram is longer, so the receiver rejects none
+  // as too long: a key longer than --key.max-bytes (TrackOptions::stored_key_bytes) is
+  // tracked as its prefix plus a hash, as from every other source.
+  static constexpr size_t kMaxPayloadBytes = 65507;
 
   absl::Status Validate() const;
   friend bool operator==(const UdpOptions&, const UdpOptions&) = default;
@@ -146,15 +148,17 @@ struct TrackOptions {
   // Window of the exported ops/s rates; at least publish_interval, at most 1h.
   absl::Duration rate_window = absl::Seconds(5);
   // Top-K table slots per receiver (the keys tracked exactly); in [1, 1048576].
-  uint32_t candidates = 128;
+  uint32_t candidates = 200;
   // Memory of the count-min sketch per receiver; in [1 KiB, 1 GiB].
   size_t sketch_bytes = size_t{32} << 10;
   // Keyless lobby entries per receiver between the sketch and the table (16 bytes each,
   // rounded up to whole 4-entry buckets); 0 (the default) is none. In [0, 4194304].
   uint32_t lobby = 0;
-  // Key bytes stored per candidate; a longer key is kept truncated plus its hash, so two
-  // long keys with one prefix stay distinct. In [16, 65536]: below 16 the hash
-  // suffix leaves no room for a readable prefix.
+  // --key.max-bytes: key bytes stored per candidate, from every source. A longer key is
+  // not rejected: it is tracked as its first stored_key_bytes bytes plus the hash of the
+  // whole key, so two long keys with one prefix stay distinct. In [16, 65536]: below 16
+  // the hash suffix leaves no room for a readable prefix. 128: the default
+  // ExportOptions::label_max_bytes, so a stored key fills a raw label.
   uint32_t stored_key_bytes = 128;
 
   // Points the aggregator's rate history holds at most, spares included: a point per tick
@@ -174,7 +178,7 @@ enum class KeyLabelMode {
   kPrefix,  // the key up to its last ':' (or its first label_max_bytes bytes) plus a hash
 };
 
-// "raw", "hash", "prefix": the values of --key.label and export.key_label.
+// "raw", "hash", "prefix": the values of the rules file's export.key_label.
 std::string_view KeyLabelModeName(KeyLabelMode mode);
 
 // Which keys reach /metrics, and how they are labelled.
@@ -317,7 +321,7 @@ struct DaemonOptions {
   StorageOptions storage;
   TapOptions tap;
   MeasuredLoadsOptions measured_loads;
-  // A file holding the secret that keys the hash of --key.label=hash|prefix labels, so
+  // A file holding the secret that keys the hash of export.key_label hash|prefix labels, so
   // nobody can hash candidate keys to find which one a label stands for. Empty: a fixed,
   // public key (labels stay stable but are guessable).
   std::string key_hash_secret_file;
@@ -338,7 +342,7 @@ struct DaemonOptions {
   int Sources() const { return udp.receivers + (demo ? 1 : 0) + (tap.enabled() ? 1 : 0); }
   // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
   // Sources(), each of 40 bytes (aggregator.h). Validate() rejects more than
-  // kMaxRateHistoryKeys (2.5 GiB of entries): 5,632 by default.
+  // kMaxRateHistoryKeys (2.5 GiB of entries): 8,800 by default.
   uint64_t RateHistoryKeys() const;
   static constexpr uint64_t kMaxRateHistoryKeys = uint64_t{1} << 26;
 
@@ -347,7 +351,9 @@ struct DaemonOptions {
   absl::Status Validate() const;
 };
 
-// What a reload (SIGHUP, POST /-/reload) may change; the rest needs a restart.
+// What a reload (SIGHUP, POST /-/reload) hands the daemon: the rules file's policy (alert,
+// exporter), and the cluster model from the --cluster.* flags, which the rules file cannot
+// set, so a reload leaves it as it was. The rest needs a restart.
 struct ReloadableOptions {
   AlertOptions alert;
   ExportOptions exporter;

@@ -1,5 +1,7 @@
-// The YAML rules file (--config.file): per-pattern thresholds, alert and export settings
-// and the cluster model, i.e. everything a reload may change (ReloadableOptions).
+// The YAML rules file (--config.file): the policy, i.e. when a key is hot (alert,
+// per-pattern thresholds) and which keys reach /metrics and how they are labelled (export).
+// This file is the one home of these settings (no flag repeats them), and a reload re-reads
+// it. Process settings, the cluster model among them, are flags (flags.h).
 //
 // Format (example with every key: config/example-rules.yml):
 //
@@ -19,22 +21,18 @@
 //     top_k: 10
 //     min_share: 0.01
 //     hysteresis: 0.2
+//     min_key_ops: 2             # ops/s a key needs to be exported (hot keys excepted)
 //     key_label: raw             # raw | hash | prefix
 //     label_max_bytes: 128
-//   cluster:
-//     shards: 8
-//     capacity: 10000            # ops/s per shard
-//     app_servers: 50
-//     refresh: 1s
-//     replicas: 4
-//     split: 8
-//     target: 0.8
-//     order: [none, cache, replicate, split, split_cache]
 //
-// Every section and key is optional; what the file gives overrides `base`, and a list
-// given (thresholds, order) replaces the base's list. Pass the options from the flags as
-// `base` on every load, not the previous load's result, so that deleting a line from the
-// file brings back the flag's value.
+// Every section and key is optional; what the file leaves out keeps its default
+// (options.h), and a thresholds list given replaces the base's. Pass
+// ReloadableFrom(options from the flags) as `base` on every load, not the previous load's
+// result, so that deleting a line from the file brings back the default.
+//
+// A `cluster:` section is refused: the cluster model is set by the --cluster.* flags, and
+// the error lists the flags that carry the section's values. ReloadableOptions::cluster is
+// `base`'s, unchanged.
 //
 // Strictness: unknown keys are errors (a typo must not pass silently), as are wrong types,
 // missing values and out-of-range values; messages carry the file's line number. Patterns
