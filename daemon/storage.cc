@@ -93,8 +93,8 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
   absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Deserialize(data);
   if (hh.ok() && !SameOptions(hh->options(), expected)) {
     hh = absl::FailedPreconditionError(
-        "saved with other --track options (candidates, sketch bytes, stored key bytes or "
-        "half-life)");
+        "saved with other tracker options (--track.candidates, --track.sketch-bytes, "
+        "--key.max-bytes or --track.half-life)");
   }
   if (!hh.ok()) {
     out.problem = std::string(hh.status().message());

@@ -456,7 +456,7 @@ TEST_CASE(
 
 TEST_CASE("Aggregator: when traffic stops, hot keys end and the shares stop being exported",
           "[daemon][aggregator]") {
-  // The default --alert.min-ops; rate window 2 s, half-life 1 s.
+  // The default alert.min_ops (rules file); rate window 2 s, half-life 1 s.
   const config::ReloadableOptions r = Reloadable();
   REQUIRE(r.alert.min_ops_per_second == config::AlertOptions{}.min_ops_per_second);
   Aggregator agg(Track(), r, "secret", kT0, nullptr);
@@ -555,7 +555,7 @@ TEST_CASE("Aggregator: a wall clock stepped back keeps hot keys and rates",
   CHECK(snap->time - hot->hot_since == absl::Milliseconds(5600));
 }
 
-TEST_CASE("Aggregator: a shard under --alert.min-ops has no hot keys", "[daemon][aggregator]") {
+TEST_CASE("Aggregator: a shard under alert.min_ops has no hot keys", "[daemon][aggregator]") {
   config::ReloadableOptions r = Reloadable();
   r.alert.min_ops_per_second = 100;
   Aggregator agg(Track(), r, "secret", kT0, nullptr);
@@ -880,7 +880,7 @@ TEST_CASE(
     "Aggregator: the tracking state stays under its computed bound, however many keys and "
     "ticks",
     "[daemon][aggregator]") {
-  // Two sources with --track.candidates (128) each, fed far more distinct keys than
+  // Two sources with the default --track.candidates each, fed far more distinct keys than
   // candidates, and built far more often than the publish interval (each source's publish
   // asks for one).
   config::TrackOptions track = Track();  // 100 ms interval, 2 s window: 44 points at most
