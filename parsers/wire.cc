@@ -6,13 +6,8 @@
 
 namespace hotkey::parsers {
 
-namespace {
-// A weight above this is a typo or an attack, not a cost: refusing it keeps one datagram
-// from swamping every share.
-constexpr double kMaxWeight = 1e6;
-// Sampling below one in a billion would scale one event to a billion ops.
-constexpr double kMinRate = 1e-9;
-}  // namespace
+static_assert(kMaxCost / kMinRate <= sketch::HeavyHitters::kMaxWeight,
+              "the heaviest event the protocol accepts must count in full");
 
 std::string_view RejectName(Reject r) {
   switch (r) {
@@ -82,7 +77,7 @@ bool ParseModifiers(std::string_view mods, double* rate, double* weight) {
       seen_rate = true;
       *rate = v;
     } else {
-      if (seen_weight || !(v > 0 && v <= kMaxWeight)) return false;
+      if (seen_weight || !(v > 0 && v <= kMaxCost)) return false;
       seen_weight = true;
       *weight = v;
     }

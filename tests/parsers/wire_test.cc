@@ -48,7 +48,7 @@ void ExpectRejected(std::string_view line, Reject reason) {
 }
 
 TEST_CASE("Protocol: a plain read and a plain write are one event of weight 1",
-          "[daemon][protocol]") {
+          "[parsers][wire]") {
   const Parsed p = Parse("r user:42\nw cart:9");
   REQUIRE(p.keys == std::vector<std::string>{"user:42", "cart:9"});
   CHECK(p.ops == std::vector<Op>{Op::kRead, Op::kWrite});
@@ -58,7 +58,7 @@ TEST_CASE("Protocol: a plain read and a plain write are one event of weight 1",
 }
 
 TEST_CASE("Protocol: the key is every byte after the first space, spaces, NUL and 0xFF included",
-          "[daemon][protocol]") {
+          "[parsers][wire]") {
   const std::string weird = std::string("a b\0c\xff  d", 9);
   const Parsed p = Parse("r " + weird + "\nw  leading space");
   REQUIRE(p.keys.size() == 2);
@@ -68,7 +68,7 @@ TEST_CASE("Protocol: the key is every byte after the first space, spaces, NUL an
 }
 
 TEST_CASE("Protocol: @p scales an event to 1/p ops and *w multiplies by its cost",
-          "[daemon][protocol]") {
+          "[parsers][wire]") {
   const Parsed p = Parse("r@0.01 a\nw*3 b\nr@0.5*2 c\nr*2@0.5 d\nw@1 e");
   REQUIRE(p.keys == std::vector<std::string>{"a", "b", "c", "d", "e"});
   CHECK(p.weights[0] == Approx(100.0));
@@ -81,7 +81,7 @@ TEST_CASE("Protocol: @p scales an event to 1/p ops and *w multiplies by its cost
 }
 
 TEST_CASE("Protocol: a !v1 rate header scales every event, and a line's @ overrides it",
-          "[daemon][protocol]") {
+          "[parsers][wire]") {
   const Parsed p = Parse("!v1 rate=0.1\nr a\nw*2 b\nr@0.5 c\nr@1 d\n");
   REQUIRE(p.keys == std::vector<std::string>{"a", "b", "c", "d"});
   CHECK(p.weights[0] == Approx(10.0));
@@ -92,7 +92,7 @@ TEST_CASE("Protocol: a !v1 rate header scales every event, and a line's @ overri
 }
 
 TEST_CASE("Protocol: a bare !v1 header (or with a trailing space) keeps rate 1",
-          "[daemon][protocol]") {
+          "[parsers][wire]") {
   for (const char* d : {"!v1\nr a", "!v1 \nr a"}) {
     INFO(d);
     const Parsed p = Parse(d);
@@ -108,7 +108,7 @@ TEST_CASE("Protocol: a bare !v1 header (or with a trailing space) keeps rate 1",
 TEST_CASE(
     "Protocol: a header of another version or with an unknown parameter rejects the "
     "whole datagram as bad_header",
-    "[daemon][protocol]") {
+    "[parsers][wire]") {
   for (const char* d :
        {"!v2\nr a\nr b", "!v1 foo=1\nr a", "!v1 rate=0.1 speed=2\nr a", "!v1 rate=0\nr a",
         "!v1 rate=1.5\nr a", "!v1 rate=abc\nr a", "!v1x\nr a", "!v10\nr a", "!\nr a"}) {
@@ -121,7 +121,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("Protocol: a header is only a header on the first line", "[daemon][protocol]") {
+TEST_CASE("Protocol: a header is only a header on the first line", "[parsers][wire]") {
   const Parsed p = Parse("r a\n!v1 rate=0.1\nr b");
   CHECK(p.keys == std::vector<std::string>{"a", "b"});
   CHECK(p.weights == std::vector<double>{1.0, 1.0});
@@ -129,7 +129,7 @@ TEST_CASE("Protocol: a header is only a header on the first line", "[daemon][pro
   CHECK_FALSE(p.stats.header_rejected);
 }
 
-TEST_CASE("Protocol: empty lines are rejected as empty_line", "[daemon][protocol]") {
+TEST_CASE("Protocol: empty lines are rejected as empty_line", "[parsers][wire]") {
   ExpectRejected("\n", Reject::kEmptyLine);
   const Parsed p = Parse("\n\n");
   CHECK(p.Rejected(Reject::kEmptyLine) == 2);
@@ -140,7 +140,7 @@ TEST_CASE("Protocol: empty lines are rejected as empty_line", "[daemon][protocol
   CHECK(q.TotalRejected() == 1);
 }
 
-TEST_CASE("Protocol: an op other than r or w is rejected as unknown_op", "[daemon][protocol]") {
+TEST_CASE("Protocol: an op other than r or w is rejected as unknown_op", "[parsers][wire]") {
   ExpectRejected("x k", Reject::kUnknownOp);
   ExpectRejected("rx k", Reject::kUnknownOp);
   ExpectRejected("R k", Reject::kUnknownOp);
@@ -149,7 +149,7 @@ TEST_CASE("Protocol: an op other than r or w is rejected as unknown_op", "[daemo
   ExpectRejected("wr k", Reject::kUnknownOp);
 }
 
-TEST_CASE("Protocol: a line without a key is rejected as missing_key", "[daemon][protocol]") {
+TEST_CASE("Protocol: a line without a key is rejected as missing_key", "[parsers][wire]") {
   ExpectRejected("r", Reject::kMissingKey);
   ExpectRejected("r ", Reject::kMissingKey);
   ExpectRejected("w", Reject::kMissingKey);
@@ -158,7 +158,7 @@ TEST_CASE("Protocol: a line without a key is rejected as missing_key", "[daemon]
 }
 
 TEST_CASE("Protocol: keys are accepted up to the limit and rejected one byte past it",
-          "[daemon][protocol]") {
+          "[parsers][wire]") {
   const size_t limit = 16;
   const Parsed at = Parse("r " + std::string(limit, 'k'), limit);
   CHECK(at.stats.events == 1);
@@ -170,7 +170,7 @@ TEST_CASE("Protocol: keys are accepted up to the limit and rejected one byte pas
 }
 
 TEST_CASE("Protocol: a rate or weight out of range or malformed is rejected as bad_number",
-          "[daemon][protocol]") {
+          "[parsers][wire]") {
   for (const char* line :
        {"r@0 k",    "r@1.5 k", "r@abc k",   "r*-1 k", "r*inf k",  "r*1e400 k", "r@0.1@0.2 k",
         "r*2*3 k",  "r@ k",    "r* k",      "r*0 k",  "r@-0.5 k", "r@nan k",   "r*0x10 k",
@@ -179,7 +179,17 @@ TEST_CASE("Protocol: a rate or weight out of range or malformed is rejected as b
   }
 }
 
-TEST_CASE("Protocol: a bad line never spoils its neighbours", "[daemon][protocol]") {
+TEST_CASE("Protocol: the heaviest event accepted is kMaxCost at kMinRate, and counts in full",
+          "[parsers][wire]") {
+  const Parsed p = Parse("r@1e-9*1e6 k");
+  REQUIRE(p.weights.size() == 1);
+  CHECK(p.weights[0] == kMaxCost / kMinRate);
+  CHECK(p.weights[0] <= sketch::HeavyHitters::kMaxWeight);
+  ExpectRejected("r@1e-9*1000000.1 k", Reject::kBadNumber);  // just above kMaxCost
+  ExpectRejected("r@0.99e-9 k", Reject::kBadNumber);         // just below kMinRate
+}
+
+TEST_CASE("Protocol: a bad line never spoils its neighbours", "[parsers][wire]") {
   const std::string datagram =
       "r a\n"
       "x b\n"  // unknown_op
@@ -202,7 +212,7 @@ TEST_CASE("Protocol: a bad line never spoils its neighbours", "[daemon][protocol
   CHECK(p.TotalRejected() == 5);
 }
 
-TEST_CASE("Protocol: the last newline is optional and adds no empty line", "[daemon][protocol]") {
+TEST_CASE("Protocol: the last newline is optional and adds no empty line", "[parsers][wire]") {
   const Parsed with = Parse("r a\nw b\n");
   const Parsed without = Parse("r a\nw b");
   CHECK(with.keys == without.keys);
@@ -210,14 +220,14 @@ TEST_CASE("Protocol: the last newline is optional and adds no empty line", "[dae
   CHECK(without.TotalRejected() == 0);
 }
 
-TEST_CASE("Protocol: an empty datagram has no events and no rejections", "[daemon][protocol]") {
+TEST_CASE("Protocol: an empty datagram has no events and no rejections", "[parsers][wire]") {
   const Parsed p = Parse("");
   CHECK(p.stats.events == 0);
   CHECK(p.TotalRejected() == 0);
   CHECK_FALSE(p.stats.header_rejected);
 }
 
-TEST_CASE("Protocol: every rejection reason has its label value", "[daemon][protocol]") {
+TEST_CASE("Protocol: every rejection reason has its label value", "[parsers][wire]") {
   CHECK(RejectName(Reject::kEmptyLine) == "empty_line");
   CHECK(RejectName(Reject::kUnknownOp) == "unknown_op");
   CHECK(RejectName(Reject::kMissingKey) == "missing_key");
@@ -226,7 +236,7 @@ TEST_CASE("Protocol: every rejection reason has its label value", "[daemon][prot
   CHECK(RejectName(Reject::kBadHeader) == "bad_header");
 }
 
-TEST_CASE("Protocol: ParseNumber accepts only unsigned decimal numbers", "[daemon][protocol]") {
+TEST_CASE("Protocol: ParseNumber accepts only unsigned decimal numbers", "[parsers][wire]") {
   struct Good {
     const char* text;
     double value;
@@ -249,7 +259,7 @@ TEST_CASE("Protocol: ParseNumber accepts only unsigned decimal numbers", "[daemo
   }
 }
 
-TEST_CASE("Protocol: ParseNumber rounds correctly to the nearest double", "[daemon][protocol]") {
+TEST_CASE("Protocol: ParseNumber rounds correctly to the nearest double", "[parsers][wire]") {
   // Each text reads as exactly the double the compiler makes of the same literal (C++
   // requires literals to be correctly rounded). Scaling digits by a power of ten, as the
   // parser once did, read 0.3 as 0.30000000000000004 and 1e23 as 1.0000000000000001e23.
@@ -282,7 +292,7 @@ TEST_CASE("Protocol: ParseNumber rounds correctly to the nearest double", "[daem
 }
 
 TEST_CASE("Protocol: ParseNumber keeps its precision behind many leading zeros",
-          "[daemon][protocol]") {
+          "[parsers][wire]") {
   // Leading zeros carry no precision; only significant digits may use up the 18 kept.
   double v = 0;
   REQUIRE(internal::ParseNumber("0000000000000000000000000001", &v));

@@ -40,6 +40,14 @@ enum class Reject : uint8_t {
   kBadHeader,   // a `!` header that is not a valid v1 header (the datagram is dropped)
 };
 inline constexpr size_t kNumRejects = 6;
+
+// The largest `*weight` (an op's cost) an event may carry: a larger one is a typo or an
+// attack, not a cost, and refusing it keeps one datagram from swamping every share.
+inline constexpr double kMaxCost = 1e6;
+// The smallest `@rate`: sampling below one in a billion would scale one event to a billion
+// ops. An event counts cost / rate, so at most kMaxCost / kMinRate, which the tracker counts
+// in full (at most sketch::HeavyHitters::kMaxWeight; wire.cc checks it).
+inline constexpr double kMinRate = 1e-9;
 // Label values for hotkey_events_rejected_total{reason}.
 std::string_view RejectName(Reject r);
 
