@@ -288,6 +288,53 @@ TEST_CASE("Tap: one flow's state fits TapOptions::kFlowStateBytes", "[tap]") {
   }
 }
 
+// Frames of a capture file, read with libpcap before anything is measured.
+struct Frames {
+  int link_type = 0;
+  std::vector<std::pair<std::string, absl::Time>> frames;
+};
+
+Frames ReadFrames(const std::string& file) {
+  char err[PCAP_ERRBUF_SIZE] = {};
+  pcap_t* p = pcap_open_offline(file.c_str(), err);
+  REQUIRE(p != nullptr);
+  Frames out;
+  out.link_type = pcap_datalink(p);
+  pcap_pkthdr* h = nullptr;
+  const u_char* data = nullptr;
+  while (pcap_next_ex(p, &h, &data) == 1) {
+    out.frames.emplace_back(std::string(reinterpret_cast<const char*>(data), h->caplen),
+                            absl::FromUnixMicros(int64_t{h->ts.tv_sec} * 1'000'000 + h->ts.tv_usec));
+  }
+  pcap_close(p);
+  return out;
+}
+
+TEST_CASE("Tap: the pipeline allocates nothing per frame once its flows are open", "[tap]") {
+  // redis-benchmark's 50 connections open at the start and stay open: after the first
+  // tenth of the capture every frame is a request (or an ACK) on an open flow.
+  const config::TapOptions o = Capture("redis_benchmark.pcap");
+  const Frames f = ReadFrames(o.file);
+  REQUIRE(f.frames.size() > 1000);
+  sketch::HeavyHitters tracker = *sketch::HeavyHitters::Create(ExactTracker(), absl::Now());
+  TapPipeline p(o, tracker);
+  const size_t warm = f.frames.size() / 10;
+  for (size_t i = 0; i < warm; ++i) p.Frame(f.link_type, f.frames[i].first, f.frames[i].second);
+  source::TapCounters before;
+  p.Fill(before);
+  const uint64_t events_before = p.events();
+  const uint64_t allocations = testing::AllocationsOnThisThread();
+  for (size_t i = warm; i + 1 < f.frames.size(); ++i) {
+    p.Frame(f.link_type, f.frames[i].first, f.frames[i].second);
+  }
+  const uint64_t allocated = testing::AllocationsOnThisThread() - allocations;
+  source::TapCounters after;
+  p.Fill(after);
+  REQUIRE(after.flows_opened == before.flows_opened);  // the premise: no flow opened
+  CHECK(p.events() - events_before > 10'000);          // and many keys were counted
+  CHECK(allocated == 0);
+}
+
 TEST_CASE("Tap: the filter names every port", "[tap]") {
   config::TapOptions o;
   o.ports = {6379};
