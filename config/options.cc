@@ -219,42 +219,6 @@ double AlertOptions::ThresholdFor(std::string_view key) const {
   return default_threshold;
 }
 
-struct ThresholdMatcher::Rule {
-  ThresholdRule::Kind kind;
-  std::string prefix;                // kPrefix
-  std::optional<CompiledGlob> glob;  // kGlob
-  double threshold;                  // +inf for ignore
-};
-
-ThresholdMatcher::ThresholdMatcher(const AlertOptions& alert)
-    : default_threshold_(alert.default_threshold), min_threshold_(alert.default_threshold) {
-  rules_.reserve(alert.rules.size());
-  for (const ThresholdRule& r : alert.rules) {
-    Rule rule{
-        r.kind, {}, std::nullopt, r.ignore ? std::numeric_limits<double>::infinity() : r.share};
-    min_threshold_ = std::min(min_threshold_, rule.threshold);
-    if (r.kind == ThresholdRule::kPrefix) {
-      rule.prefix = r.pattern;
-    } else {
-      rule.glob.emplace(r.pattern);
-    }
-    rules_.push_back(std::move(rule));
-  }
-}
-
-ThresholdMatcher::~ThresholdMatcher() = default;
-ThresholdMatcher::ThresholdMatcher(ThresholdMatcher&&) noexcept = default;
-ThresholdMatcher& ThresholdMatcher::operator=(ThresholdMatcher&&) noexcept = default;
-
-double ThresholdMatcher::ThresholdFor(std::string_view key) const {
-  for (const Rule& rule : rules_) {
-    const bool match = rule.kind == ThresholdRule::kPrefix ? key.starts_with(rule.prefix)
-                                                           : rule.glob->Matches(key);
-    if (match) return rule.threshold;
-  }
-  return default_threshold_;
-}
-
 absl::Status AlertOptions::Validate() const {
   if (!IsShare(default_threshold)) {
     return OutOfRange("alert share threshold", "(0, 1]", default_threshold);

@@ -19,16 +19,9 @@ namespace {
 using namespace std::string_literals;  // "a\0b"s keeps the NUL
 using Catch::Matchers::Contains;
 using testing::Message;
-
-ThresholdRule Prefix(std::string pattern, double share) {
-  return ThresholdRule{ThresholdRule::kPrefix, std::move(pattern), share, false};
-}
-ThresholdRule Glob(std::string pattern, double share) {
-  return ThresholdRule{ThresholdRule::kGlob, std::move(pattern), share, false};
-}
-ThresholdRule IgnoreGlob(std::string pattern) {
-  return ThresholdRule{ThresholdRule::kGlob, std::move(pattern), 0, true};
-}
+using testing::Prefix;
+using testing::Glob;
+using testing::IgnoreGlob;
 
 TEST_CASE("Options: every default validates", "[config][options]") {
   CHECK(UdpOptions{}.Validate().ok());
@@ -238,41 +231,6 @@ TEST_CASE("Options: export min key ops is a non-negative finite rate", "[config]
     e.min_key_ops_per_second = bad;
     CHECK_THAT(Message(e.Validate()), Contains("export min key ops must be in [0, 1e12]"));
   }
-}
-
-TEST_CASE("ThresholdMatcher: gives what AlertOptions::ThresholdFor gives", "[config][options]") {
-  AlertOptions alert;
-  alert.default_threshold = 0.15;
-  alert.rules = {Prefix("session:", 0.25), IgnoreGlob("health*"), Glob("user:*:[0-9]", 0.05),
-                 Glob("*\x00*"s, 0.5),     Prefix("user:", 0.3),  Glob("[!a-z]*", 0.7)};
-  REQUIRE(alert.Validate().ok());
-  const ThresholdMatcher matcher(alert);
-  std::mt19937 rng(7);
-  const std::string bytes = "user:sion0129h\0ealth[]-*Z\xff"s;
-  for (int i = 0; i < 20000; ++i) {
-    std::string key;
-    if (rng() % 2) key = std::vector<std::string>{"user:", "session:", "health"}[rng() % 3];
-    for (int n = rng() % 10; n > 0; --n) key += bytes[rng() % bytes.size()];
-    const double want = alert.ThresholdFor(key);
-    const double got = matcher.ThresholdFor(key);
-    INFO("key \"" << key << "\"");
-    REQUIRE((got == want || (std::isinf(got) && std::isinf(want))));
-    REQUIRE(got >= matcher.MinThreshold());
-  }
-  // The lowest any key can get: the 0.05 rule's, under the default.
-  CHECK(matcher.MinThreshold() == 0.05);
-  AlertOptions only_ignore;
-  only_ignore.rules = {IgnoreGlob("health*")};
-  CHECK(ThresholdMatcher(only_ignore).MinThreshold() == only_ignore.default_threshold);
-  AlertOptions higher;
-  higher.rules = {Prefix("big:", 0.9)};
-  CHECK(ThresholdMatcher(higher).MinThreshold() == higher.default_threshold);
-  CHECK(std::isinf(matcher.ThresholdFor("healthz")));
-  CHECK(matcher.ThresholdFor("user:a:7") == 0.05);
-  CHECK(matcher.ThresholdFor("user:a") == 0.3);
-  CHECK(matcher.ThresholdFor("x") == 0.15);
-  CHECK(matcher.ThresholdFor("X") == 0.7);
-  CHECK(ThresholdMatcher(AlertOptions{}).ThresholdFor("") == AlertOptions{}.default_threshold);
 }
 
 TEST_CASE("Glob: malformed patterns are rejected by validation", "[config][options]") {

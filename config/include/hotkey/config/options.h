@@ -220,7 +220,7 @@ struct ThresholdRule {
   bool ignore = false;  // keys matching are never hot
 
   // True if `key` matches. A glob is compiled on each call (it allocates); to match many
-  // keys use ThresholdMatcher, which compiles each rule once.
+  // keys use exporter::ThresholdMatcher, which compiles each rule once.
   bool Matches(std::string_view key) const;
   absl::Status Validate() const;
   friend bool operator==(const ThresholdRule&, const ThresholdRule&) = default;
@@ -256,33 +256,10 @@ struct AlertOptions {
 
   // The threshold for `key` (arbitrary bytes): the first matching rule's share, +infinity
   // if that rule says ignore, else default_threshold. Compiles glob rules on each call; to
-  // look up many keys build a ThresholdMatcher once.
+  // look up many keys build an exporter::ThresholdMatcher once.
   double ThresholdFor(std::string_view key) const;
   absl::Status Validate() const;
   friend bool operator==(const AlertOptions&, const AlertOptions&) = default;
-};
-
-// AlertOptions' threshold rules compiled once (each glob into a CompiledGlob, values.h),
-// for looking up many keys: ThresholdFor(key) gives what AlertOptions::ThresholdFor gives,
-// without allocating, in O(sum over the rules tried of (tokens + 1) * (|key| + 2)) steps.
-// Immutable after construction; thread-safe.
-class ThresholdMatcher {
- public:
-  explicit ThresholdMatcher(const AlertOptions& alert);
-  ~ThresholdMatcher();
-  ThresholdMatcher(ThresholdMatcher&&) noexcept;
-  ThresholdMatcher& operator=(ThresholdMatcher&&) noexcept;
-
-  double ThresholdFor(std::string_view key) const;
-  // The lowest threshold ThresholdFor() can give: a share at or under it is over no key's
-  // threshold. min(default, every rule's share).
-  double MinThreshold() const { return min_threshold_; }
-
- private:
-  struct Rule;  // options.cc: the rule and its compiled glob
-  std::vector<Rule> rules_;
-  double default_threshold_;
-  double min_threshold_;
 };
 
 // Everything main needs. Built by ParseFlags (flags.h).

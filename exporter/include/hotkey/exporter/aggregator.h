@@ -49,6 +49,7 @@
 #include "hotkey/exporter/alerter.h"
 #include "hotkey/exporter/key_label.h"
 #include "hotkey/exporter/snapshot.h"
+#include "hotkey/exporter/threshold_matcher.h"
 
 namespace hotkey::exporter {
 
@@ -125,7 +126,7 @@ class Aggregator {
   config::ReloadableOptions reloadable_;
   const std::string label_secret_;
   std::optional<KeyLabeler> labeler_;                // from reloadable_.exporter
-  std::optional<config::ThresholdMatcher> matcher_;  // from reloadable_.alert
+  std::optional<ThresholdMatcher> matcher_;  // from reloadable_.alert
   // Thresholds of the keys tracked at the last Build(), by key hash, with the tick that
   // last saw each (entries not seen are dropped, so it holds at most the tracked keys).
   struct CachedThreshold {
