@@ -45,11 +45,12 @@
 // 4 KiB in all). Both are pinned by tests/parsers and checked by fuzz/fuzz_resp.cc.
 //
 // Resync. A protocol error (no '$' where a bulk string must start, a bulk length above
-// Redis's proto-max-bulk-len of 512 MB, an array of more than INT_MAX elements, a missing
-// CRLF, an inline line longer than the limit) or a Gap() drops the request in progress, and
-// the parser skips bytes until a line start (the byte after '\n', or the first byte after
-// the gap or the failing byte, unless that is inside an overlong line) that reads
-//   *<1-10 digits, not 0>\r\n$<1-2 digits>\r\n<a command name the table knows>\r\n
+// Redis's proto-max-bulk-len of 512 MB, an array header of more than 1M elements (see
+// resp::kMaxRequestElements), a missing CRLF, an inline line longer than the limit) or a
+// Gap() drops the request in progress, and the parser skips bytes until a line start (the
+// byte after '\n', or the first byte after the gap or the failing byte, unless that is
+// inside an overlong line) that reads
+//   *<1-7 digits, not 0, at most 1M>\r\n$<1-2 digits>\r\n<a command name the table knows>\r\n
 // with an argc the command's arity allows. Limits: a bulk value that itself holds such a
 // line at a line start, seen before the real boundary, is parsed as a request (until the
 // next protocol error); an inline command is never a resync point. Replies resync at a

@@ -14,7 +14,6 @@
 #define HOTKEY_PARSERS_RESP_FRAMING_H_
 
 #include <algorithm>
-#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -26,9 +25,13 @@ namespace hotkey::parsers::resp {
 // Redis's proto-max-bulk-len default: a longer bulk string in a request is a protocol error
 // there.
 inline constexpr int64_t kMaxBulkBytes = 512LL * 1024 * 1024;
-// Redis rejects a request whose array header announces more than INT_MAX elements
-// ("invalid multibulk length").
-inline constexpr int64_t kMaxRequestElements = INT_MAX;
+// The most elements a request's array header may announce. Redis 7 accepts up to INT_MAX
+// ("invalid multibulk length" above), but a parser that took such a header would read
+// every later bulk string of the flow as that one request's arguments, reporting nothing
+// and moving no counter until the flow ends. Above this cap (the one older Redis releases
+// applied) the header is counted as a protocol error and resynced past instead; the cost
+// is that a real request with more arguments is not parsed, only counted.
+inline constexpr int64_t kMaxRequestElements = 1024 * 1024;
 // Digits of a header number: 10^18 fits int64_t; anything longer is far past every cap.
 inline constexpr int kMaxHeaderDigits = 18;
 
