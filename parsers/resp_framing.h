@@ -103,8 +103,15 @@ class Framer {
  public:
   template <class Handler>
   void Consume(std::string_view s, Handler& h, ParserCounters& counters) {
+    counters_ = &counters;
+    if (state_ == State::kBulk && remaining_ > s.size()) {  // all inside a long bulk string
+      h.OnBulkData(s);
+      remaining_ -= s.size();
+      bytes_ += s.size();
+      return;
+    }
     while (!s.empty()) {
-      const size_t n = state_ == State::kResync ? h.ScanResync(s) : Parse(s, h, counters);
+      const size_t n = state_ == State::kResync ? h.ScanResync(s) : Parse(s, h);
       s.remove_prefix(n);
     }
   }
@@ -155,9 +162,9 @@ class Framer {
   // Counts a protocol error at s[i] and resyncs from there (the byte is not consumed: it
   // may start the next frame, unless it is inside a line). Returns i.
   template <class Handler>
-  size_t Fail(size_t i, Handler& h, ParserCounters& counters, bool at_line_start = true) {
-    ++counters.protocol_errors;
-    ++counters.resyncs;
+  [[gnu::noinline]] size_t Fail(size_t i, Handler& h, bool at_line_start = true) {
+    ++counters_->protocol_errors;
+    ++counters_->resyncs;
     h.OnProtocolError();
     StartResync();
     line_start_ = at_line_start;
@@ -165,7 +172,7 @@ class Framer {
   }
 
   template <class Handler>
-  size_t Parse(std::string_view s, Handler& h, ParserCounters& counters) {
+  size_t Parse(std::string_view s, Handler& h) {
     size_t i = 0;
     while (i < s.size()) {
       switch (state_) {
@@ -173,7 +180,7 @@ class Framer {
           const char c = s[i];
           switch (h.OnType(c)) {
             case Opens::kError:
-              return Fail(i, h, counters);
+              return Fail(i, h);
             case Opens::kInline:
               state_ = State::kInline;
               continue;  // the byte is the line's
@@ -195,13 +202,17 @@ class Framer {
           break;
         }
         case State::kHeader: {
-          const HeaderNumber::Result r = number_.Feed(s[i]);
-          if (r == HeaderNumber::kError) return Fail(i, h, counters);
-          ++i;
-          ++bytes_;
+          // The whole number in one go when this piece holds it.
+          HeaderNumber::Result r;
+          do {
+            r = number_.Feed(s[i]);
+            if (r == HeaderNumber::kError) return Fail(i, h);
+            ++i;
+            ++bytes_;
+          } while (r == HeaderNumber::kMore && i < s.size());
           if (r == HeaderNumber::kDone) {
             state_ = State::kType;  // unless OnHeader starts a bulk string
-            if (!h.OnHeader(type_, number_)) return Fail(i, h, counters);
+            if (!h.OnHeader(type_, number_)) return Fail(i, h);
           }
           break;
         }
@@ -211,24 +222,27 @@ class Framer {
           i += take;
           bytes_ += take;
           remaining_ -= take;
-          if (remaining_ == 0) state_ = State::kBulkCr;
-          break;
+          if (remaining_ > 0) break;
+          state_ = State::kBulkCr;
+          if (i == s.size()) break;
+          [[fallthrough]];
         }
         case State::kBulkCr:
-          if (s[i] != '\r') return Fail(i, h, counters);
+          if (s[i] != '\r') return Fail(i, h);
           ++i;
           ++bytes_;
           state_ = State::kBulkLf;
-          break;
+          if (i == s.size()) break;
+          [[fallthrough]];
         case State::kBulkLf:
-          if (s[i] != '\n') return Fail(i, h, counters);
+          if (s[i] != '\n') return Fail(i, h);
           ++i;
           ++bytes_;
           state_ = State::kType;
           h.OnBulkEnd();
           break;
         case State::kLineLf:
-          if (s[i] != '\n') return Fail(i, h, counters);
+          if (s[i] != '\n') return Fail(i, h);
           ++i;
           ++bytes_;
           state_ = State::kType;
@@ -239,7 +253,7 @@ class Framer {
           const size_t cr = s.find('\r', i);
           const size_t end = cr == std::string_view::npos ? s.size() : cr;
           const size_t nl = s.substr(i, end - i).find('\n');
-          if (nl != std::string_view::npos) return Fail(i + nl, h, counters);
+          if (nl != std::string_view::npos) return Fail(i + nl, h);
           bytes_ += end - i;
           i = end;
           if (cr != std::string_view::npos) {
@@ -254,7 +268,7 @@ class Framer {
           const size_t end = nl == std::string_view::npos ? s.size() : nl;
           // Too long: where it fails depends on the cuts, but that is inside the line.
           if (!h.OnInlineData(s.substr(i, end - i))) {
-            return Fail(i, h, counters, /*at_line_start=*/false);
+            return Fail(i, h, /*at_line_start=*/false);
           }
           bytes_ += end - i;
           i = end;
@@ -279,6 +293,7 @@ class Framer {
   uint64_t remaining_ = 0;  // bytes of the bulk string still to come
   uint64_t bytes_ = 0;
   bool line_start_ = false;
+  ParserCounters* counters_ = nullptr;  // Consume()'s
 };
 
 }  // namespace hotkey::parsers::resp
