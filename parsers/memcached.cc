@@ -331,6 +331,7 @@ class MemcachedRequestParser final : public RequestParser {
 
  private:
   friend class memcached::Framer;
+  static constexpr bool kChecksDataEnd = true;  // "bad data chunk" is a protocol error
 
   struct Span {
     uint32_t offset;
@@ -706,6 +707,7 @@ class MemcachedReplyParser final : public ReplyParser {
 
  private:
   friend class memcached::Framer;
+  static constexpr bool kChecksDataEnd = false;
 
   // ---- Framing (memcached_framing.h) ----------------------------------------------------
 

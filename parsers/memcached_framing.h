@@ -146,6 +146,8 @@ struct BinaryHeader {
 //                                         error (unless resyncing) and skips to the "\n"
 //   void OnSkipped(uint64_t n)            bytes of a skipped line or data block as they pass
 //   void OnDataEnd(bool crlf)             a data block passed; crlf: it ended in "\r\n"
+//                                         (looked at only when kChecksDataEnd is true)
+//   static constexpr bool kChecksDataEnd  whether OnDataEnd's crlf is wanted
 //   bool OnBinaryHeader(const BinaryHeader&)  false: not framed (back to a line start)
 //   void OnBinaryKeyData(std::string_view)    the key's bytes, in runs
 //   void OnBinaryKey()                    after the key (at once when it is empty)
@@ -188,12 +190,14 @@ class Framer {
         }
         case State::kData: {
           const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, n - pos));
-          if (take >= 2) {
-            tail_[0] = bytes[pos + take - 2];
-            tail_[1] = bytes[pos + take - 1];
-          } else {
-            tail_[0] = tail_[1];
-            tail_[1] = bytes[pos];
+          if constexpr (Handler::kChecksDataEnd) {
+            if (take >= 2) {
+              tail_[0] = bytes[pos + take - 2];
+              tail_[1] = bytes[pos + take - 1];
+            } else {
+              tail_[0] = tail_[1];
+              tail_[1] = bytes[pos];
+            }
           }
           remaining_ -= take;
           pos += take;
