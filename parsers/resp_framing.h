@@ -5,7 +5,8 @@
 // handler says what each type byte opens and what a header's number means.
 //
 // Cost: one pass over the bytes, one byte at a time in headers and CRLFs, bulk data in runs
-// as they arrive; no allocation (the handler's hooks may buffer, within their own limits).
+// as they arrive; no allocation (the handler's hooks may buffer, within their own limits:
+// the parsers' "allocates nothing once warm" tests in tests/parsers/ run through it).
 // Reference: https://redis.io/docs/reference/protocol-spec/.
 //
 // Thread-compatible: one framer per parser, as the parser itself.
