@@ -10,6 +10,7 @@
 // neighbour does not skew them), as the median [min, max] of --repeats rounds.
 //
 //   hotkey-bench-memcached-parser [--megabytes=64] [--repeats=5]   each stream's size
+//   [--stream=NAME]   one stream only (e.g. to count its instructions under callgrind)
 
 #include <cstdint>
 #include <cstdio>
@@ -129,9 +130,11 @@ void Run(const char* name, const std::string& stream, bool replies, int repeats)
 
 int main(int argc, char** argv) {
   int megabytes = 64, repeats = 5;
+  std::string only;
   hotkey::config::FlagParser p("hotkey-bench-memcached-parser");
   p.AddInteger("megabytes", "Each stream's size in MiB.", &megabytes);
   p.AddInteger("repeats", "Rounds per stream (median, min and max are over these).", &repeats);
+  p.AddString("stream", "Run only this stream (text, meta, binary, text_replies).", &only);
   if (auto parsed = p.Parse(argc, argv); !parsed.ok() || megabytes <= 0 || repeats <= 0) {
     std::fprintf(stderr, "%s\n%s",
                  parsed.ok() ? "--megabytes and --repeats must be positive"
@@ -142,9 +145,12 @@ int main(int argc, char** argv) {
   const size_t bytes = static_cast<size_t>(megabytes) << 20;
   std::printf("{\"machine\":{\"cpu\":\"%s\",\"loadavg_1_5_15\":\"%s\"}}\n",
               hotkey::bench::CpuModel().c_str(), hotkey::bench::LoadAvg().c_str());
-  Run("text", Build(bytes, Text), false, repeats);
-  Run("meta", Build(bytes, Meta), false, repeats);
-  Run("binary", Build(bytes, BinaryMix), false, repeats);
-  Run("text_replies", Build(bytes, Replies), true, repeats);
+  const auto run = [&](const char* name, auto build, bool replies) {
+    if (only.empty() || only == name) Run(name, Build(bytes, build), replies, repeats);
+  };
+  run("text", Text, false);
+  run("meta", Meta, false);
+  run("binary", BinaryMix, false);
+  run("text_replies", Replies, true);
   return 0;
 }

@@ -5,7 +5,8 @@
 // the machine, then one JSON object per line per stream: requests (or replies) and bytes per
 // CPU-second of this thread (CLOCK_THREAD_CPUTIME_ID, so a busy neighbour does not skew
 // them) as the median [min, max] of --repeats rounds of --passes passes each, and the keys
-// reported per request. Run on demand: hotkey-bench-parsers [--repeats=5] [--passes=20].
+// reported per request. Run on demand: hotkey-bench-parsers [--repeats=5] [--passes=20]
+// [--stream=NAME] (one stream only, e.g. to count its instructions under callgrind).
 //   get_set       redis-benchmark's GET/SET mix (16-byte keys, 3-byte values), 50/50
 //   mixed         MGET of 10 keys, EVAL with 2 keys, XREAD STREAMS of 2, HSET, MULTI/EXEC
 //   set_400k      SET with 400 KB values: the values stream past unbuffered
@@ -101,9 +102,11 @@ void Report(const char* name, const std::string& stream, int repeats, int passes
 
 int main(int argc, char** argv) {
   int repeats = 5, passes = 20;
+  std::string only;
   hotkey::config::FlagParser p("hotkey-bench-parsers");
   p.AddInteger("repeats", "Rounds per stream (median, min and max are over these).", &repeats);
   p.AddInteger("passes", "Passes over the stream per round.", &passes);
+  p.AddString("stream", "Run only this stream (get_set, mixed, set_400k, replies).", &only);
   if (auto parsed = p.Parse(argc, argv); !parsed.ok() || repeats <= 0 || passes <= 0) {
     std::fprintf(stderr, "%s\n%s",
                  parsed.ok() ? "--repeats and --passes must be positive"
@@ -132,9 +135,12 @@ int main(int argc, char** argv) {
   }
   const std::string value(400 * 1024, 'v');
   for (int i = 0; i < 250; ++i) big += Cmd({"SET", Key(i), value});
-  Report("get_set", get_set, repeats, passes, false);
-  Report("mixed", mixed, repeats, passes, false);
-  Report("set_400k", big, repeats, passes, false);
-  Report("replies", replies, repeats, passes, true);
+  const auto run = [&](const char* name, const std::string& stream, bool is_replies) {
+    if (only.empty() || only == name) Report(name, stream, repeats, passes, is_replies);
+  };
+  run("get_set", get_set, false);
+  run("mixed", mixed, false);
+  run("set_400k", big, false);
+  run("replies", replies, true);
   return 0;
 }

@@ -46,11 +46,14 @@
 // group and SASL's a mechanism: not item keys, not reported. Each request is framed by its
 // body length, so a 1 MB binary set costs O(1) memory too.
 //
-// Framing and memory. Lines are tokenized as they pass; only the key arguments are kept,
-// in one arena bounded by ParserLimits::max_buffer_bytes (less the fixed buffers, see
-// kFixedBytes), and data blocks and binary values are skipped by counting. A non-retrieval
-// line over kMaxLineBytes is a protocol error and skipped to its end: memcached closes such
-// a connection when the line arrives in pieces (try_read_command_ascii), so no client
+// Framing and memory. Both parsers read bytes through one core, memcached::Framer
+// (memcached_framing.h): lines and their tokens, lines skipped to their end, data blocks
+// skipped by count, binary packets framed by their header, and the resync flag; each parser
+// says what a token, a line or a packet header means. Lines are tokenized as they pass; only the
+// key arguments are kept, in one arena bounded by ParserLimits::max_buffer_bytes (less the fixed
+// buffers, see kFixedBytes), and data blocks and binary values are skipped by counting. A
+// non-retrieval line over kMaxLineBytes is a protocol error and skipped to its end: memcached
+// closes such a connection when the line arrives in pieces (try_read_command_ascii), so no client
 // sends one. get and gets lines are unbounded, as in memcached (multi-gets); when their
 // keys fill the arena (or kMaxKeysPerPiece of them are held) the keys so far go out as a
 // Request with expects_reply false and the line goes on; the last piece carries the
@@ -95,21 +98,20 @@
 
 #include "factories.h"
 #include "hotkey/parsers/request.h"
+#include "memcached_framing.h"
 
 namespace hotkey::parsers {
 namespace {
 
+using memcached::BinaryHeader;
+using memcached::Framer;
+using memcached::kBinaryHeaderBytes;
+using memcached::kTokenBytes;
+
 // memcached's KEY_MAX_LENGTH: a longer key is answered CLIENT_ERROR.
 constexpr size_t kMaxKeyBytes = 250;
-// memcached closes a connection whose pending command line passes 2048 bytes without a
-// newline, unless it is a get or gets (try_read_command_ascii).
-constexpr uint64_t kMaxLineBytes = 2048;
-// The longest token kept when a token is cut by a segment boundary: a key (250) or a
-// number. Longer tokens are seen only as "too long".
-constexpr size_t kTokenBytes = 256;
 // Keys held before a long multi-get goes out in pieces: bounds the KeyRef vectors.
 constexpr size_t kMaxKeysPerPiece = 64;
-constexpr size_t kBinaryHeaderBytes = 24;
 constexpr uint8_t kBinaryRequestMagic = 0x80;
 constexpr uint8_t kBinaryReplyMagic = 0x81;
 // memcached refuses a <bytes> over INT_MAX - 2 without reading a data block.
@@ -171,102 +173,6 @@ long DecodeBase64InPlace(char* data, size_t size) {
   }
   return static_cast<long>(out);
 }
-
-uint32_t Be16(const uint8_t* p) { return (uint32_t{p[0]} << 8) | p[1]; }
-uint32_t Be32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-}
-
-// Splits command lines into tokens the way memcached's tokenize_command does, across
-// Feed() calls: ' ' separates, "\n" ends the line, a "\r" right before "\n" is dropped.
-// A token wholly inside one piece is passed as a view of it; one cut by a boundary is
-// copied into a fixed buffer (kTokenBytes; a longer one is passed as "too long").
-class LineScanner {
- public:
-  // Consumes bytes from data[pos] on; calls on_token(token, too_long) for each token and
-  // returns the position after what it consumed. Sets *line_end when it consumed the
-  // "\n", *too_long_line when the line passed `max_line` bytes (it stops there).
-  template <class OnToken>
-  size_t Scan(std::string_view data, size_t pos, const uint64_t* max_line, OnToken&& on_token,
-              bool* line_end, bool* too_long_line) {
-    const size_t n = data.size();
-    while (pos < n) {
-      const char c = data[pos];
-      if (pending_cr_) {
-        pending_cr_ = false;
-        if (c != '\n') Append("\r");  // not the line's end: the "\r" is token data
-      }
-      if (c == '\n') {
-        // The token first, as at a space: a piece sent from on_token counts the bytes
-        // up to the token's end, wherever the segment boundaries fell.
-        EndToken(on_token);
-        ++pos;
-        ++line_bytes_;
-        *line_end = true;
-        return pos;
-      }
-      if (c == ' ') {
-        EndToken(on_token);
-        ++pos;
-        ++line_bytes_;
-      } else if (c == '\r') {
-        pending_cr_ = true;
-        ++pos;
-        ++line_bytes_;
-      } else {
-        size_t end = pos + 1;
-        while (end < n && data[end] != ' ' && data[end] != '\r' && data[end] != '\n') ++end;
-        const std::string_view run = data.substr(pos, end - pos);
-        line_bytes_ += run.size();
-        pos = end;
-        if (!in_token_ && end < n && data[end] != '\r') {
-          // The whole token is in this piece: no copy.
-          if (line_bytes_ > *max_line) break;
-          on_token(run, false);
-          continue;
-        }
-        Append(run);
-      }
-      if (line_bytes_ > *max_line) break;
-    }
-    if (line_bytes_ > *max_line) *too_long_line = true;
-    return pos;
-  }
-
-  void Reset() {
-    line_bytes_ = 0;
-    token_len_ = 0;
-    in_token_ = false;
-    too_long_ = false;
-    pending_cr_ = false;
-  }
-  uint64_t line_bytes() const { return line_bytes_; }
-
- private:
-  // Keeps what fits: a too-long token still shows its first bytes (a meta flag's letter).
-  void Append(std::string_view run) {
-    in_token_ = true;
-    const size_t fits = std::min(run.size(), kTokenBytes - token_len_);
-    if (fits < run.size()) too_long_ = true;
-    std::memcpy(token_.data() + token_len_, run.data(), fits);
-    token_len_ += fits;
-  }
-  template <class OnToken>
-  void EndToken(OnToken& on_token) {
-    if (!in_token_) return;
-    on_token(std::string_view(token_.data(), token_len_), too_long_);
-    in_token_ = false;
-    too_long_ = false;
-    token_len_ = 0;
-  }
-
-  std::array<char, kTokenBytes> token_;
-  size_t token_len_ = 0;
-  uint64_t line_bytes_ = 0;
-  bool in_token_ = false;
-  bool too_long_ = false;
-  bool pending_cr_ = false;
-};
 
 // What a command word means for parsing: where its key and numbers are, how many tokens
 // (the word included) the server accepts, and its access.
@@ -406,68 +312,15 @@ class MemcachedRequestParser final : public RequestParser {
                                                            : 0) {}
 
   void Feed(std::string_view bytes, RequestSink& sink, ParserCounters& counters) override {
-    size_t pos = 0;
-    const size_t n = bytes.size();
-    while (pos < n) {
-      switch (state_) {
-        case State::kLineStart:
-          if (!resyncing_ && static_cast<uint8_t>(bytes[pos]) == kBinaryRequestMagic) {
-            header_len_ = 0;
-            state_ = State::kBinaryHeader;
-          } else {
-            StartLine();
-            state_ = State::kLine;
-          }
-          break;
-        case State::kLine:
-          pos = ScanLine(bytes, pos, sink, counters);
-          break;
-        case State::kSkipLine: {
-          const void* nl = std::memchr(bytes.data() + pos, '\n', n - pos);
-          if (nl == nullptr) {
-            pos = n;
-          } else {
-            pos = static_cast<size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
-            state_ = State::kLineStart;
-          }
-          break;
-        }
-        case State::kData: {
-          const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, n - pos));
-          if (take >= 2) {
-            tail_[0] = bytes[pos + take - 2];
-            tail_[1] = bytes[pos + take - 1];
-          } else {
-            tail_[0] = tail_[1];
-            tail_[1] = bytes[pos];
-          }
-          remaining_ -= take;
-          pos += take;
-          if (remaining_ == 0) {
-            if (tail_[0] != '\r' || tail_[1] != '\n') ProtocolError(counters);
-            state_ = State::kLineStart;
-          }
-          break;
-        }
-        case State::kBinaryHeader: {
-          const size_t take = std::min(kBinaryHeaderBytes - header_len_, n - pos);
-          std::memcpy(header_.data() + header_len_, bytes.data() + pos, take);
-          header_len_ += take;
-          pos += take;
-          if (header_len_ == kBinaryHeaderBytes) StartBinaryBody(sink, counters);
-          break;
-        }
-        case State::kBinaryBody:
-          pos = BinaryBody(bytes, pos, sink, counters);
-          break;
-      }
-    }
+    sink_ = &sink;
+    counters_ = &counters;
+    framer_.Feed(bytes, *this, counters);
+    sink_ = nullptr;
+    counters_ = nullptr;
   }
 
   void Gap(ParserCounters& counters) override {
-    ++counters.resyncs;
-    resyncing_ = true;
-    state_ = State::kLineStart;
+    framer_.Gap(counters);
     ClearKeys();
   }
 
@@ -477,14 +330,17 @@ class MemcachedRequestParser final : public RequestParser {
   }
 
  private:
-  enum class State : uint8_t { kLineStart, kLine, kSkipLine, kData, kBinaryHeader, kBinaryBody };
+  friend class memcached::Framer;
+  static constexpr bool kChecksDataEnd = true;  // "bad data chunk" is a protocol error
+
   struct Span {
     uint32_t offset;
     uint32_t size;
   };
 
-  void StartLine() {
-    scanner_.Reset();
+  // ---- Framing (memcached_framing.h) ----------------------------------------------------
+
+  void OnLineStart() {
     command_ = &kUnknownCommand;
     tokens_ = 0;
     reported_bytes_ = 0;
@@ -494,9 +350,67 @@ class MemcachedRequestParser final : public RequestParser {
     quiet_ = false;
     data_ok_ = false;
     data_bytes_ = 0;
-    max_line_ = kMaxLineBytes;
     ClearKeys();
   }
+
+  void OnToken(std::string_view token, bool too_long) {
+    OnToken(token, too_long, *sink_, *counters_);
+  }
+
+  void OnLineEnd() { EndLine(*sink_, *counters_); }
+
+  // The server would close the connection: no request, the line is skipped.
+  void OnLineTooLong() { ClearKeys(); }
+
+  void OnSkipped(uint64_t) {}  // a data block's bytes were charged to its request
+
+  void OnDataEnd(bool crlf) {
+    if (!crlf) ProtocolError(*counters_);
+  }
+
+  bool OnBinaryHeader(const BinaryHeader& h) {
+    bool known;
+    binary_op_ = BinaryOp(h.opcode, &known);
+    if (uint64_t{h.key_len} + h.extras_len > h.body_len) {
+      // memcached closes the connection; nothing here frames the rest.
+      ProtocolError(*counters_);
+      framer_.set_resyncing(true);
+      return false;
+    }
+    if (!known) ++counters_->unknown_commands;
+    binary_body_ = h.body_len;
+    binary_key_error_ = false;
+    ClearKeys();
+    reported_bytes_ = 0;
+    if (binary_op_.has_item_key && (h.key_len == 0 || h.key_len > kMaxKeyBytes)) {
+      // memcached answers EINVAL and swallows the body.
+      ProtocolError(*counters_);
+      binary_key_error_ = true;
+    }
+    key_scratch_len_ = 0;
+    return true;
+  }
+
+  void OnBinaryKeyData(std::string_view d) {
+    const bool keep = binary_op_.has_item_key && !binary_key_error_;
+    if (keep && key_scratch_len_ + d.size() <= key_scratch_.size()) {
+      std::memcpy(key_scratch_.data() + key_scratch_len_, d.data(), d.size());
+      key_scratch_len_ += d.size();
+    }
+  }
+
+  void OnBinaryKey() {
+    if (binary_op_.has_item_key && !binary_key_error_) {
+      AddKey(std::string_view(key_scratch_.data(), key_scratch_len_), false, false, *sink_,
+             *counters_);
+    }
+    Emit(binary_op_.access, !binary_op_.quiet, true, /*line_bytes=*/0,
+         kBinaryHeaderBytes + binary_body_, *sink_, *counters_);
+  }
+
+  void OnBinaryEnd() {}
+
+  // ---- Requests --------------------------------------------------------------------------
 
   void ClearKeys() {
     spans_.clear();
@@ -508,33 +422,13 @@ class MemcachedRequestParser final : public RequestParser {
     ++counters.resyncs;
   }
 
-  size_t ScanLine(std::string_view bytes, size_t pos, RequestSink& sink, ParserCounters& counters) {
-    bool line_end = false;
-    bool too_long = false;
-    pos = scanner_.Scan(
-        bytes, pos, &max_line_,
-        [&](std::string_view token, bool token_too_long) {
-          OnToken(token, token_too_long, sink, counters);
-        },
-        &line_end, &too_long);
-    if (too_long) {
-      // The server would close the connection: no request, the line is skipped.
-      if (!resyncing_) ProtocolError(counters);
-      ClearKeys();
-      state_ = State::kSkipLine;
-    } else if (line_end) {
-      EndLine(sink, counters);
-    }
-    return pos;
-  }
-
   void OnToken(std::string_view token, bool too_long, RequestSink& sink, ParserCounters& counters) {
     const size_t index = tokens_++;
     noreply_ = token == "noreply";
     if (index == 0) {
       command_ = too_long ? &kUnknownCommand : &LookUp(token);
       // get and gets lines are unbounded, as in memcached (multi-gets).
-      if (command_->kind == Kind::kRetrieval && command_->first_key == 1) max_line_ = UINT64_MAX;
+      if (command_->kind == Kind::kRetrieval && command_->first_key == 1) framer_.AllowLongLine();
       return;
     }
     if (line_error_) return;  // memcached stops at the first bad argument
@@ -607,7 +501,8 @@ class MemcachedRequestParser final : public RequestParser {
     }
     if (streaming && !spans_.empty() &&
         (spans_.size() == kMaxKeysPerPiece || arena_used_ + key.size() > arena_limit_)) {
-      Emit(Access::kRead, /*expects_reply=*/false, /*last_piece=*/false, 0, sink, counters);
+      Emit(Access::kRead, /*expects_reply=*/false, /*last_piece=*/false, framer_.line_bytes(), 0,
+           sink, counters);
     }
     if (arena_used_ + key.size() > arena_limit_) {
       ++counters.keys_dropped;
@@ -632,11 +527,11 @@ class MemcachedRequestParser final : public RequestParser {
     arena_capacity_ = capacity;
   }
 
-  // Sends the held keys as one Request; extra_bytes are wire bytes beyond the line's (a
-  // data block, a binary body).
-  void Emit(Access access, bool expects_reply, bool last_piece, uint64_t extra_bytes,
-            RequestSink& sink, ParserCounters& counters) {
-    resyncing_ = false;
+  // Sends the held keys as one Request; line_bytes are the line's bytes so far (0 for a
+  // binary request), extra_bytes the wire bytes beyond them (a data block, a binary body).
+  void Emit(Access access, bool expects_reply, bool last_piece, uint64_t line_bytes,
+            uint64_t extra_bytes, RequestSink& sink, ParserCounters& counters) {
+    framer_.set_resyncing(false);
     refs_.clear();
     for (const Span& s : spans_) {
       refs_.push_back({std::string_view(arena_.get() + s.offset, s.size), access});
@@ -645,9 +540,8 @@ class MemcachedRequestParser final : public RequestParser {
     if (last_piece) ++counters.requests;
     Request request;
     request.keys = refs_;
-    const uint64_t line = state_ == State::kLine ? scanner_.line_bytes() : 0;
-    request.wire_bytes = line - reported_bytes_ + extra_bytes;
-    reported_bytes_ = line;
+    request.wire_bytes = line_bytes - reported_bytes_ + extra_bytes;
+    reported_bytes_ = line_bytes;
     request.expects_reply = expects_reply;
     sink.OnRequest(request);
     ClearKeys();
@@ -656,8 +550,7 @@ class MemcachedRequestParser final : public RequestParser {
   void EndLine(RequestSink& sink, ParserCounters& counters) {
     const CommandInfo& c = *command_;
     const bool arity_ok = tokens_ >= c.min_tokens && tokens_ <= c.max_tokens;
-    state_ = State::kLineStart;  // unless a data block follows (below)
-    if (resyncing_ && (c.kind == Kind::kUnknown || !arity_ok || line_error_)) {
+    if (framer_.resyncing() && (c.kind == Kind::kUnknown || !arity_ok || line_error_)) {
       ClearKeys();  // not a request boundary we trust: discarded uncounted
       return;
     }
@@ -723,20 +616,13 @@ class MemcachedRequestParser final : public RequestParser {
       case Kind::kRetrieval:
         break;
     }
-    if (data > 0) {
-      remaining_ = data;
-      tail_ = {'\r', '\n'};
-      state_ = State::kData;
-    }
+    if (data > 0) framer_.StartData(data);
   }
 
   // The last piece of the line's request.
   void EmitLine(Access access, bool expects_reply, uint64_t data, RequestSink& sink,
                 ParserCounters& counters) {
-    const State saved = state_;
-    state_ = State::kLine;  // so that Emit counts the line's bytes
-    Emit(access, expects_reply, /*last_piece=*/true, data, sink, counters);
-    state_ = saved;
+    Emit(access, expects_reply, /*last_piece=*/true, framer_.line_bytes(), data, sink, counters);
   }
 
   bool DecodeKey() {
@@ -748,88 +634,14 @@ class MemcachedRequestParser final : public RequestParser {
     return true;
   }
 
-  void StartBinaryBody(RequestSink& sink, ParserCounters& counters) {
-    const uint8_t* h = header_.data();
-    const uint32_t key_len = Be16(h + 2);
-    const uint32_t extras_len = h[4];
-    const uint32_t body_len = Be32(h + 8);
-    bool known;
-    binary_op_ = BinaryOp(h[1], &known);
-    if (uint64_t{key_len} + extras_len > body_len) {
-      // memcached closes the connection; nothing here frames the rest.
-      ProtocolError(counters);
-      resyncing_ = true;
-      state_ = State::kLineStart;
-      return;
-    }
-    if (!known) ++counters.unknown_commands;
-    binary_extras_ = extras_len;
-    binary_key_ = key_len;
-    binary_rest_ = body_len - extras_len - key_len;
-    binary_body_ = body_len;
-    binary_reported_ = false;
-    binary_key_error_ = false;
-    ClearKeys();
-    reported_bytes_ = 0;
-    if (binary_op_.has_item_key && (key_len == 0 || key_len > kMaxKeyBytes)) {
-      // memcached answers EINVAL and swallows the body.
-      ProtocolError(counters);
-      binary_key_error_ = true;
-    }
-    key_scratch_len_ = 0;
-    state_ = State::kBinaryBody;
-    if (body_len == 0) FinishBinaryKey(sink, counters);
-  }
-
-  size_t BinaryBody(std::string_view bytes, size_t pos, RequestSink& sink,
-                    ParserCounters& counters) {
-    const size_t n = bytes.size();
-    if (binary_extras_ > 0) {
-      const size_t take = std::min<size_t>(binary_extras_, n - pos);
-      binary_extras_ -= static_cast<uint32_t>(take);
-      return pos + take;
-    }
-    if (!binary_reported_) {
-      const size_t take = std::min<size_t>(binary_key_, n - pos);
-      const bool keep = binary_op_.has_item_key && !binary_key_error_;
-      if (keep && key_scratch_len_ + take <= key_scratch_.size()) {
-        std::memcpy(key_scratch_.data() + key_scratch_len_, bytes.data() + pos, take);
-        key_scratch_len_ += take;
-      }
-      binary_key_ -= static_cast<uint32_t>(take);
-      pos += take;
-      if (binary_key_ == 0) FinishBinaryKey(sink, counters);
-      return pos;
-    }
-    const size_t take = static_cast<size_t>(std::min<uint64_t>(binary_rest_, n - pos));
-    binary_rest_ -= take;
-    pos += take;
-    if (binary_rest_ == 0) state_ = State::kLineStart;
-    return pos;
-  }
-
-  void FinishBinaryKey(RequestSink& sink, ParserCounters& counters) {
-    binary_reported_ = true;
-    if (binary_op_.has_item_key && !binary_key_error_) {
-      AddKey(std::string_view(key_scratch_.data(), key_scratch_len_), false, false, sink, counters);
-    }
-    const State saved = state_;
-    state_ = State::kBinaryBody;
-    Emit(binary_op_.access, !binary_op_.quiet, true, kBinaryHeaderBytes + binary_body_, sink,
-         counters);
-    state_ = saved;
-    if (binary_rest_ == 0) state_ = State::kLineStart;
-  }
-
   const size_t arena_limit_;
-  State state_ = State::kLineStart;
-  bool resyncing_ = false;
+  Framer framer_{kBinaryRequestMagic};
+  RequestSink* sink_ = nullptr;
+  ParserCounters* counters_ = nullptr;
 
   // The line in progress.
-  LineScanner scanner_;
   const CommandInfo* command_ = &kUnknownCommand;
   size_t tokens_ = 0;
-  uint64_t max_line_ = kMaxLineBytes;
   uint64_t reported_bytes_ = 0;  // line bytes already charged to a sent piece
   uint64_t data_bytes_ = 0;
   bool line_error_ = false;
@@ -838,19 +650,9 @@ class MemcachedRequestParser final : public RequestParser {
   bool quiet_ = false;
   bool data_ok_ = false;
 
-  // A data block being skipped, and its last two bytes (must be "\r\n").
-  uint64_t remaining_ = 0;
-  std::array<char, 2> tail_ = {'\r', '\n'};
-
   // A binary request in progress.
-  std::array<uint8_t, kBinaryHeaderBytes> header_;
-  size_t header_len_ = 0;
   BinaryOpcode binary_op_ = {};
-  uint32_t binary_extras_ = 0;
-  uint32_t binary_key_ = 0;
-  uint64_t binary_rest_ = 0;
   uint64_t binary_body_ = 0;
-  bool binary_reported_ = false;
   bool binary_key_error_ = false;
   std::array<char, kMaxKeyBytes> key_scratch_;
   size_t key_scratch_len_ = 0;
@@ -889,124 +691,46 @@ class MemcachedReplyParser final : public ReplyParser {
   explicit MemcachedReplyParser(const ParserLimits& /*limits*/) {}
 
   void Feed(std::string_view bytes, ReplySink& sink, ParserCounters& counters) override {
-    size_t pos = 0;
-    const size_t n = bytes.size();
-    while (pos < n) {
-      switch (state_) {
-        case State::kLineStart:
-          if (!resyncing_ && static_cast<uint8_t>(bytes[pos]) == kBinaryReplyMagic) {
-            header_len_ = 0;
-            state_ = State::kBinaryHeader;
-          } else {
-            scanner_.Reset();
-            tokens_ = 0;
-            kind_ = ReplyKind::kUnknown;
-            size_ok_ = false;
-            state_ = State::kLine;
-          }
-          break;
-        case State::kLine:
-          pos = ScanLine(bytes, pos, sink, counters);
-          break;
-        case State::kSkipLine: {
-          const void* nl = std::memchr(bytes.data() + pos, '\n', n - pos);
-          const size_t end =
-              nl == nullptr ? n
-                            : static_cast<size_t>(static_cast<const char*>(nl) - bytes.data()) + 1;
-          reply_bytes_ += end - pos;
-          pos = end;
-          if (nl != nullptr) state_ = State::kLineStart;
-          break;
-        }
-        case State::kData: {
-          const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, n - pos));
-          remaining_ -= take;
-          pos += take;
-          reply_bytes_ += take;
-          if (remaining_ == 0) {
-            state_ = State::kLineStart;
-            if (data_ends_reply_) Reply(sink);
-          }
-          break;
-        }
-        case State::kBinaryHeader: {
-          const size_t take = std::min(kBinaryHeaderBytes - header_len_, n - pos);
-          std::memcpy(header_.data() + header_len_, bytes.data() + pos, take);
-          header_len_ += take;
-          pos += take;
-          if (header_len_ == kBinaryHeaderBytes) {
-            const uint8_t* h = header_.data();
-            remaining_ = Be32(h + 8);
-            reply_bytes_ += kBinaryHeaderBytes + remaining_;
-            // Stat answers with one packet per statistic and ends with an empty key.
-            binary_ends_reply_ = !(h[1] == 0x10 && Be16(h + 2) > 0);
-            state_ = State::kBinaryBody;
-            if (remaining_ == 0) EndBinary(sink);
-          }
-          break;
-        }
-        case State::kBinaryBody: {
-          const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, n - pos));
-          remaining_ -= take;
-          pos += take;
-          if (remaining_ == 0) EndBinary(sink);
-          break;
-        }
-      }
-    }
+    sink_ = &sink;
+    counters_ = &counters;
+    framer_.Feed(bytes, *this, counters);
+    sink_ = nullptr;
+    counters_ = nullptr;
   }
 
   void Gap(ParserCounters& counters) override {
-    ++counters.resyncs;
-    resyncing_ = true;
+    framer_.Gap(counters);
     reply_bytes_ = 0;
-    state_ = State::kLineStart;
   }
 
   size_t memory_bytes() const override { return kTokenBytes + kBinaryHeaderBytes; }
 
  private:
-  enum class State : uint8_t { kLineStart, kLine, kSkipLine, kData, kBinaryHeader, kBinaryBody };
+  friend class memcached::Framer;
+  static constexpr bool kChecksDataEnd = false;
 
-  void Reply(ReplySink& sink) {
-    resyncing_ = false;
-    const uint64_t bytes = reply_bytes_;
-    reply_bytes_ = 0;
-    sink.OnReply(bytes);
+  // ---- Framing (memcached_framing.h) ----------------------------------------------------
+
+  void OnLineStart() {
+    tokens_ = 0;
+    kind_ = ReplyKind::kUnknown;
+    size_ok_ = false;
   }
 
-  void EndBinary(ReplySink& sink) {
-    state_ = State::kLineStart;
-    if (binary_ends_reply_) Reply(sink);
-  }
-
-  size_t ScanLine(std::string_view bytes, size_t pos, ReplySink& sink, ParserCounters& counters) {
-    bool line_end = false;
-    bool too_long = false;
-    pos = scanner_.Scan(
-        bytes, pos, &kMaxLineBytes,
-        [&](std::string_view token, bool token_too_long) {
-          const size_t index = tokens_++;
-          if (index == 0) {
-            kind_ = token_too_long ? ReplyKind::kUnknown : ClassifyReply(token);
-          } else if ((kind_ == ReplyKind::kVa && index == 1) ||
-                     (kind_ == ReplyKind::kValue && index == 3)) {
-            size_ok_ = !token_too_long && ParseUnsigned(token, kMaxDataBytes, &size_);
-          }
-        },
-        &line_end, &too_long);
-    if (too_long) {
-      reply_bytes_ += scanner_.line_bytes();
-      if (!resyncing_) {
-        ++counters.protocol_errors;
-        ++counters.resyncs;
-      }
-      state_ = State::kSkipLine;
-      return pos;
+  void OnToken(std::string_view token, bool too_long) {
+    const size_t index = tokens_++;
+    if (index == 0) {
+      kind_ = too_long ? ReplyKind::kUnknown : ClassifyReply(token);
+    } else if ((kind_ == ReplyKind::kVa && index == 1) ||
+               (kind_ == ReplyKind::kValue && index == 3)) {
+      size_ok_ = !too_long && ParseUnsigned(token, kMaxDataBytes, &size_);
     }
-    if (!line_end) return pos;
-    reply_bytes_ += scanner_.line_bytes();
-    state_ = State::kLineStart;
+  }
+
+  void OnLineTooLong() { reply_bytes_ += framer_.line_bytes(); }
+
+  void OnLineEnd() {
+    reply_bytes_ += framer_.line_bytes();
     ReplyKind kind = kind_;
     if ((kind == ReplyKind::kValue || kind == ReplyKind::kVa) && !size_ok_) {
       kind = ReplyKind::kUnknown;
@@ -1014,34 +738,59 @@ class MemcachedReplyParser final : public ReplyParser {
     switch (kind) {
       case ReplyKind::kValue:  // the reply goes on after the data block, up to END
       case ReplyKind::kVa:
-        resyncing_ = false;
-        remaining_ = size_ + 2;
+        framer_.set_resyncing(false);
         data_ends_reply_ = kind == ReplyKind::kVa;
-        state_ = State::kData;
+        framer_.StartData(size_ + 2);
         break;
       case ReplyKind::kListItem:  // the reply goes on up to END
-        resyncing_ = false;
+        framer_.set_resyncing(false);
         break;
       case ReplyKind::kEnd:
       case ReplyKind::kSingle:
         // Inside a VALUE or STAT list any other line (END, an error) ends it.
-        Reply(sink);
+        Reply();
         break;
       case ReplyKind::kUnknown:
-        if (resyncing_) {
+        if (framer_.resyncing()) {
           reply_bytes_ = 0;
         } else {
-          ++counters.protocol_errors;
-          ++counters.resyncs;
+          ++counters_->protocol_errors;
+          ++counters_->resyncs;
         }
         break;
     }
-    return pos;
   }
 
-  State state_ = State::kLineStart;
-  bool resyncing_ = false;
-  LineScanner scanner_;
+  void OnSkipped(uint64_t n) { reply_bytes_ += n; }
+
+  void OnDataEnd(bool /*crlf*/) {
+    if (data_ends_reply_) Reply();
+  }
+
+  bool OnBinaryHeader(const BinaryHeader& h) {
+    reply_bytes_ += kBinaryHeaderBytes + h.body_len;
+    // Stat answers with one packet per statistic and ends with an empty key.
+    binary_ends_reply_ = !(h.opcode == 0x10 && h.key_len > 0);
+    return true;
+  }
+
+  void OnBinaryKeyData(std::string_view) {}
+  void OnBinaryKey() {}
+
+  void OnBinaryEnd() {
+    if (binary_ends_reply_) Reply();
+  }
+
+  void Reply() {
+    framer_.set_resyncing(false);
+    const uint64_t bytes = reply_bytes_;
+    reply_bytes_ = 0;
+    sink_->OnReply(bytes);
+  }
+
+  Framer framer_{kBinaryReplyMagic};
+  ReplySink* sink_ = nullptr;
+  ParserCounters* counters_ = nullptr;
   size_t tokens_ = 0;
   ReplyKind kind_ = ReplyKind::kUnknown;
   uint64_t size_ = 0;
@@ -1049,9 +798,6 @@ class MemcachedReplyParser final : public ReplyParser {
   bool data_ends_reply_ = false;
   bool binary_ends_reply_ = true;
   uint64_t reply_bytes_ = 0;  // bytes of the reply in progress
-  uint64_t remaining_ = 0;
-  std::array<uint8_t, kBinaryHeaderBytes> header_;
-  size_t header_len_ = 0;
 };
 
 }  // namespace

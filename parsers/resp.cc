@@ -45,16 +45,23 @@
 // 4 KiB in all). Both are pinned by tests/parsers and checked by fuzz/fuzz_resp.cc.
 //
 // Resync. A protocol error (no '$' where a bulk string must start, a bulk length above
-// Redis's proto-max-bulk-len of 512 MB, an array of more than INT_MAX elements, a missing
-// CRLF, an inline line longer than the limit) or a Gap() drops the request in progress, and
-// the parser skips bytes until a line start (the byte after '\n', or the first byte after
-// the gap or the failing byte, unless that is inside an overlong line) that reads
-//   *<1-10 digits, not 0>\r\n$<1-2 digits>\r\n<a command name the table knows>\r\n
+// Redis's proto-max-bulk-len of 512 MB, an array header of more than 1M elements (see
+// resp::kMaxRequestElements), a missing CRLF, an inline line longer than the limit) or a
+// Gap() drops the request in progress, and the parser skips bytes until a line start (the
+// byte after '\n', or the first byte after the gap or the failing byte, unless that is
+// inside an overlong line) that reads
+//   *<1-7 digits, not 0, at most 1M>\r\n$<1-2 digits>\r\n<a command name the table knows>\r\n
 // with an argc the command's arity allows. Limits: a bulk value that itself holds such a
 // line at a line start, seen before the real boundary, is parsed as a request (until the
 // next protocol error); an inline command is never a resync point. Replies resync at a
 // line start whose byte is a RESP type, which is weaker (a value line can look like that):
 // after a gap, reply sizes are approximate until the pipeline drains.
+//
+// Framing. Both parsers read bytes through one core, resp::Framer (resp_framing.h): type
+// bytes, header numbers, bulk strings and their CRLF, simple and inline lines, the caps on
+// lengths, protocol errors and the resync state. Each parser says what a type byte opens and
+// what a header means: the request parser accepts '*' arrays of '$' bulk strings and inline
+// lines, the reply parser every RESP2/RESP3 type.
 //
 // Replication. A flow that sends PSYNC, SYNC or REPLCONF is a replica's link to its master:
 // that request and every later one on the flow count in excluded_requests, never as keys.
@@ -62,13 +69,13 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "factories.h"
 #include "resp_commands.h"
+#include "resp_framing.h"
 
 namespace hotkey::parsers {
 namespace {
@@ -76,21 +83,18 @@ namespace {
 using resp::BeginSearch;
 using resp::CommandSpec;
 using resp::FindKeys;
+using resp::Framer;
+using resp::HeaderNumber;
 using resp::KeyFinder;
 using resp::KeySpec;
 using resp::kMaxSpecs;
+using resp::Opens;
 
-// Redis's proto-max-bulk-len default: a longer bulk string is a protocol error there.
-constexpr int64_t kMaxBulkBytes = 512LL * 1024 * 1024;
-// Redis rejects a multibulk length above INT_MAX ("invalid multibulk length").
-constexpr int64_t kMaxArgs = INT_MAX;
 // Longer than every command and subcommand name of the table (29 bytes).
 constexpr size_t kMaxNameBytes = 32;
 // The longest argument read to find keys: a numkeys (at most 19 digits and a sign) or a
 // keyword or option ("STOREDIST", "overflow").
 constexpr size_t kScratchBytes = 24;
-// Digits of a header length: 10^18 fits int64_t; anything longer is far past every limit.
-constexpr int kMaxHeaderDigits = 18;
 // A resync candidate: '*' 10 digits CRLF '$' 2 digits CRLF name CRLF.
 constexpr size_t kMaxCandidateBytes = 1 + 10 + 2 + 1 + 2 + 2 + kMaxNameBytes + 2;
 // Nesting of a reply: Redis's own replies nest a few levels (a script's reply can nest
@@ -131,48 +135,6 @@ bool ParseInt(std::string_view s, int64_t* out) {
   *out = negative ? -v : v;
   return true;
 }
-
-// The number of a header line ("*3\r\n" after its type byte), one byte at a time, so a
-// header split across segments needs no buffer.
-class HeaderNumber {
- public:
-  enum Result { kMore, kDone, kError };
-  void Reset(bool allow_question) {
-    *this = HeaderNumber();
-    allow_question_ = allow_question;
-  }
-  Result Feed(char c) {
-    if (cr_) return c == '\n' ? kDone : kError;
-    if (c == '\r') {
-      if (digits_ == 0 && !question_) return kError;
-      cr_ = true;
-      return kMore;
-    }
-    if (question_) return kError;
-    if (c == '?' && allow_question_ && digits_ == 0 && !negative_) {
-      question_ = true;
-      return kMore;
-    }
-    if (c == '-' && digits_ == 0 && !negative_) {
-      negative_ = true;
-      return kMore;
-    }
-    if (c < '0' || c > '9' || digits_ >= kMaxHeaderDigits) return kError;
-    value_ = value_ * 10 + (c - '0');
-    ++digits_;
-    return kMore;
-  }
-  int64_t value() const { return negative_ ? -value_ : value_; }
-  bool question() const { return question_; }  // RESP3 streamed: "$?" or "*?"
-
- private:
-  int64_t value_ = 0;
-  int digits_ = 0;
-  bool negative_ = false;
-  bool cr_ = false;
-  bool question_ = false;
-  bool allow_question_ = false;
-};
 
 // ---------------------------------------------------------------------------------------
 // Inline commands: Redis's sdssplitargs, one token at a time. The line ends at its first
@@ -283,32 +245,20 @@ class RespRequestParser final : public RequestParser {
   void Feed(std::string_view bytes, RequestSink& sink, ParserCounters& counters) override {
     sink_ = &sink;
     counters_ = &counters;
-    Consume(bytes);
+    framer_.Consume(bytes, *this, counters);
     sink_ = nullptr;
     counters_ = nullptr;
   }
 
   void Gap(ParserCounters& counters) override {
     ++counters.resyncs;
-    AbandonRequest();
-    StartResync();
+    OnProtocolError();
+    framer_.StartResync();
   }
 
   size_t memory_bytes() const override { return sizeof(*this) + HeldBytes(); }
 
  private:
-  enum class State : uint8_t {
-    kIdle,      // at a request boundary
-    kArrayLen,  // after '*'
-    kBulkType,  // expecting '$'
-    kBulkLen,   // after '$'
-    kBulkData,
-    kBulkCr,
-    kBulkLf,
-    kInline,  // buffering an inline line into line_
-    kResync,  // looking for a request boundary
-  };
-
   // A stored argument: store_[offset, offset + len) is argument `index`.
   struct Entry {
     int64_t index;
@@ -326,136 +276,46 @@ class RespRequestParser final : public RequestParser {
     int64_t match = -1;                      // kBackward: the last keyword seen
   };
 
-  // ---- Bytes in --------------------------------------------------------------------------
+  // ---- Framing (resp_framing.h) ---------------------------------------------------------
 
-  void Consume(std::string_view s) {
-    while (!s.empty()) {
-      const size_t n = state_ == State::kResync ? ScanResync(s) : Parse(s);
-      s.remove_prefix(n);
-    }
+  friend class resp::Framer;
+
+  Opens OnType(char c) {
+    if (argc_ > 0) return c == '$' ? Opens::kHeader : Opens::kError;  // an argument
+    framer_.ResetBytes();                                             // a request starts
+    return c == '*' ? Opens::kHeader : Opens::kInline;
   }
 
-  // Counts a protocol error at s[i] and resyncs from there (the byte is not consumed: it may
-  // start the next request, unless it is inside a line). Returns i.
-  size_t Fail(size_t i, bool at_line_start = true) {
-    ++counters_->protocol_errors;
-    ++counters_->resyncs;
+  bool OnHeader(char type, const HeaderNumber& number) {
+    const int64_t n = number.value();
+    if (type == '*') {
+      if (n > resp::kMaxRequestElements) return false;
+      if (n > 0) BeginRequest(n);  // Redis ignores an empty or negative multibulk: no reply
+      return true;
+    }
+    if (n < 0 || n > resp::kMaxBulkBytes) return false;
+    BeginArg(static_cast<uint64_t>(n));
+    framer_.StartBulk(static_cast<uint64_t>(n));
+    return true;
+  }
+
+  void OnBulkData(std::string_view d) { ArgData(d); }
+
+  void OnBulkEnd() {
+    EndArg();
+    if (++arg_index_ == argc_) EndRequest();
+  }
+
+  void OnLineEnd(char) {}  // OnType opens no simple line
+  bool OnInlineData(std::string_view part) { return AppendLine(part); }
+  void OnInlineEnd() { ProcessInline(); }
+
+  void OnProtocolError() {
     AbandonRequest();
-    StartResync();
-    line_start_ = at_line_start;
-    return i;
-  }
-
-  size_t Parse(std::string_view s) {
-    size_t i = 0;
-    while (i < s.size()) {
-      switch (state_) {
-        case State::kIdle:
-          wire_ = 0;
-          if (s[i] == '*') {
-            number_.Reset(false);
-            state_ = State::kArrayLen;
-            ++i;
-            ++wire_;
-          } else {
-            state_ = State::kInline;
-          }
-          break;
-        case State::kArrayLen: {
-          const HeaderNumber::Result r = number_.Feed(s[i]);
-          if (r == HeaderNumber::kError) return Fail(i);
-          ++i;
-          ++wire_;
-          if (r == HeaderNumber::kDone) {
-            const int64_t n = number_.value();
-            if (n > kMaxArgs) return Fail(i);
-            if (n <= 0) {  // Redis ignores an empty or negative multibulk: no reply
-              state_ = State::kIdle;
-            } else {
-              BeginRequest(n);
-              state_ = State::kBulkType;
-            }
-          }
-          break;
-        }
-        case State::kBulkType:
-          if (s[i] != '$') return Fail(i);
-          ++i;
-          ++wire_;
-          number_.Reset(false);
-          state_ = State::kBulkLen;
-          break;
-        case State::kBulkLen: {
-          const HeaderNumber::Result r = number_.Feed(s[i]);
-          if (r == HeaderNumber::kError) return Fail(i);
-          ++i;
-          ++wire_;
-          if (r == HeaderNumber::kDone) {
-            const int64_t n = number_.value();
-            if (n < 0 || n > kMaxBulkBytes) return Fail(i);
-            BeginArg(static_cast<uint64_t>(n));
-            bulk_remaining_ = static_cast<uint64_t>(n);
-            state_ = n > 0 ? State::kBulkData : State::kBulkCr;
-          }
-          break;
-        }
-        case State::kBulkData: {
-          const size_t take =
-              static_cast<size_t>(std::min<uint64_t>(bulk_remaining_, s.size() - i));
-          ArgData(s.substr(i, take));
-          i += take;
-          wire_ += take;
-          bulk_remaining_ -= take;
-          if (bulk_remaining_ == 0) state_ = State::kBulkCr;
-          break;
-        }
-        case State::kBulkCr:
-          if (s[i] != '\r') return Fail(i);
-          ++i;
-          ++wire_;
-          state_ = State::kBulkLf;
-          break;
-        case State::kBulkLf:
-          if (s[i] != '\n') return Fail(i);
-          ++i;
-          ++wire_;
-          EndArg();
-          if (++arg_index_ == argc_) {
-            EndRequest();
-            state_ = State::kIdle;
-          } else {
-            state_ = State::kBulkType;
-          }
-          break;
-        case State::kInline: {
-          const size_t nl = s.find('\n', i);
-          const size_t end = nl == std::string_view::npos ? s.size() : nl;
-          // Too long: where it fails depends on the cuts, but that is inside the line.
-          if (!AppendLine(s.substr(i, end - i))) return Fail(i, /*at_line_start=*/false);
-          wire_ += end - i;
-          i = end;
-          if (nl != std::string_view::npos) {
-            ++i;
-            ++wire_;
-            ProcessInline();
-            state_ = State::kIdle;
-          }
-          break;
-        }
-        case State::kResync:
-          return i;
-      }
-    }
-    return i;
+    candidate_len_ = 0;
   }
 
   // ---- Resync ----------------------------------------------------------------------------
-
-  void StartResync() {
-    state_ = State::kResync;
-    line_start_ = true;
-    candidate_len_ = 0;
-  }
 
   enum class Candidate { kMore, kBad, kGood };
 
@@ -471,7 +331,7 @@ class RespRequestParser final : public RequestParser {
       argc = argc * 10 + (c[p] - '0');
     }
     if (p == c.size()) return Candidate::kMore;
-    if (digits == 0 || argc > kMaxArgs || c[p] != '\r') return Candidate::kBad;
+    if (digits == 0 || argc > resp::kMaxRequestElements || c[p] != '\r') return Candidate::kBad;
     if (++p == c.size()) return Candidate::kMore;
     if (c[p] != '\n') return Candidate::kBad;
     if (++p == c.size()) return Candidate::kMore;
@@ -500,17 +360,17 @@ class RespRequestParser final : public RequestParser {
 
   // Skips bytes up to a request boundary; returns the bytes of s it used.
   size_t ScanResync(std::string_view s) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      const char b = s[i];
-      if (candidate_len_ == 0) {
-        if (line_start_ && b == '*') {
-          candidate_[0] = '*';
-          candidate_len_ = 1;
-        }
-        line_start_ = b == '\n';
-        continue;
-      }
-      candidate_[candidate_len_++] = b;
+    size_t i = 0;
+    if (candidate_len_ == 0) {
+      i = framer_.FindLineStart(s, [](char b) { return b == '*'; });
+      if (i == s.size()) return i;
+      candidate_[0] = '*';
+      candidate_len_ = 1;
+      framer_.set_line_start(false);
+      ++i;
+    }
+    for (; i < s.size(); ++i) {
+      candidate_[candidate_len_++] = s[i];
       const Candidate c = CheckCandidate();
       if (c == Candidate::kMore) continue;
       // Either way the candidate's bytes leave candidate_ and are looked at again: as the
@@ -520,11 +380,11 @@ class RespRequestParser final : public RequestParser {
       std::memcpy(copy.data(), candidate_.data(), n);
       candidate_len_ = 0;
       if (c == Candidate::kGood) {
-        state_ = State::kIdle;
-        Consume(std::string_view(copy.data(), n));
+        framer_.Resume();
+        framer_.Consume(std::string_view(copy.data(), n), *this, *counters_);
       } else {
-        line_start_ = false;
-        Consume(std::string_view(copy.data() + 1, n - 1));
+        framer_.set_line_start(false);
+        framer_.Consume(std::string_view(copy.data() + 1, n - 1), *this, *counters_);
       }
       return i + 1;
     }
@@ -628,7 +488,6 @@ class RespRequestParser final : public RequestParser {
   void AbandonRequest() {
     ResetRequest();
     ClearLine();
-    bulk_remaining_ = 0;
   }
 
   void BeginRequest(int64_t argc) {
@@ -1033,7 +892,7 @@ class RespRequestParser final : public RequestParser {
     }
     Request request;
     request.keys = std::span<const KeyRef>(refs_.data(), refs_.size());
-    request.wire_bytes = wire_;
+    request.wire_bytes = framer_.bytes();
     sink_->OnRequest(request);
     ResetRequest();
   }
@@ -1072,14 +931,10 @@ class RespRequestParser final : public RequestParser {
   RequestSink* sink_ = nullptr;
   ParserCounters* counters_ = nullptr;
 
-  State state_ = State::kIdle;
-  HeaderNumber number_;
-  uint64_t bulk_remaining_ = 0;
-  uint64_t wire_ = 0;  // bytes of the request so far
+  Framer framer_;  // bytes() counts the request's bytes so far
   bool excluded_ = false;
 
-  // Resync.
-  bool line_start_ = false;
+  // Resync: a prefix of a possible request boundary.
   std::array<char, kMaxCandidateBytes> candidate_;
   size_t candidate_len_ = 0;
 
@@ -1122,35 +977,20 @@ class RespReplyParser final : public ReplyParser {
 
   void Feed(std::string_view bytes, ReplySink& sink, ParserCounters& counters) override {
     sink_ = &sink;
-    counters_ = &counters;
-    while (!bytes.empty()) {
-      const size_t n = state_ == State::kResync ? ScanResync(bytes) : Parse(bytes);
-      bytes.remove_prefix(n);
-    }
+    framer_.Consume(bytes, *this, counters);
     sink_ = nullptr;
-    counters_ = nullptr;
   }
 
   void Gap(ParserCounters& counters) override {
     ++counters.resyncs;
-    StartResync();
+    OnProtocolError();
+    framer_.StartResync();
   }
 
   size_t memory_bytes() const override { return sizeof(*this) + stack_.capacity() * sizeof(Frame); }
 
  private:
-  enum class State : uint8_t {
-    kType,
-    kLine,  // a simple frame's line, to its CR
-    kLineLf,
-    kHeader,  // the length or count after a type byte
-    kBulk,
-    kBulkCr,
-    kBulkLf,
-    kChunkType,  // a streamed string ($?): ';' next
-    kChunkLen,
-    kResync,
-  };
+  friend class resp::Framer;
 
   struct Frame {
     int64_t remaining;  // elements still to come; ignored when streamed
@@ -1158,23 +998,8 @@ class RespReplyParser final : public ReplyParser {
     bool streamed;      // "*?": ends at '.'
   };
 
-  void StartResync() {
-    state_ = State::kResync;
-    line_start_ = true;
-    stack_.clear();
-    bytes_ = 0;
-    top_push_ = false;
-    in_chunk_ = false;
-  }
-
-  size_t Fail(size_t i) {
-    ++counters_->protocol_errors;
-    ++counters_->resyncs;
-    StartResync();
-    return i;
-  }
-
-  static bool IsType(char c) {
+  // What a reply's type byte opens ('.' only inside a streamed aggregate).
+  static Opens TypeOpens(char c) {
     switch (c) {
       case '+':
       case '-':
@@ -1183,29 +1008,110 @@ class RespReplyParser final : public ReplyParser {
       case '#':
       case ',':
       case '(':
-      case '$':
+      case '.':
+        return Opens::kLine;
       case '!':
       case '=':
+        return Opens::kHeader;
+      case '$':
       case '*':
       case '~':
       case '>':
       case '%':
       case '|':
-        return true;
+        return Opens::kStreamableHeader;
       default:
-        return false;
+        return Opens::kError;
     }
   }
 
-  size_t ScanResync(std::string_view s) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (line_start_ && IsType(s[i])) {
-        state_ = State::kType;
-        return i;
+  // ---- Framing (resp_framing.h) ---------------------------------------------------------
+
+  Opens OnType(char c) {
+    if (in_chunk_) return c == ';' ? Opens::kHeader : Opens::kError;  // a streamed string
+    if (c == '.' && (stack_.empty() || !stack_.back().streamed)) return Opens::kError;
+    if (c == '>' && stack_.empty()) top_push_ = true;
+    return TypeOpens(c);
+  }
+
+  // A header line ended; false on a protocol error.
+  bool OnHeader(char type, const HeaderNumber& number) {
+    const int64_t n = number.value();
+    if (type == ';') {  // a chunk of a streamed string; ";0" ends it
+      if (n < 0) return false;
+      if (n == 0) {
+        in_chunk_ = false;
+        Complete(false);
+      } else {
+        framer_.StartBulk(static_cast<uint64_t>(n));
       }
-      line_start_ = s[i] == '\n';
+      return true;
     }
-    return s.size();
+    const bool aggregate = type == '*' || type == '~' || type == '>' || type == '%' || type == '|';
+    if (!aggregate) {
+      if (number.question()) {  // "$?": chunks follow
+        in_chunk_ = true;
+        return true;
+      }
+      if (n == -1 && type == '$') {  // the RESP2 null bulk string
+        Complete(false);
+        return true;
+      }
+      if (n < 0) return false;
+      framer_.StartBulk(static_cast<uint64_t>(n));
+      return true;
+    }
+    const bool attribute = type == '|';
+    if (number.question()) {
+      if (stack_.size() >= kMaxReplyDepth) return false;
+      stack_.push_back(Frame{0, attribute, true});
+      return true;
+    }
+    if (n == -1 && type == '*') {  // the RESP2 null array
+      Complete(false);
+      return true;
+    }
+    if (n < 0) return false;
+    const int64_t elements = (type == '%' || type == '|') ? 2 * n : n;
+    if (elements == 0) {
+      Complete(attribute);
+      return true;
+    }
+    if (stack_.size() >= kMaxReplyDepth) return false;
+    stack_.push_back(Frame{elements, attribute, false});
+    return true;
+  }
+
+  void OnBulkData(std::string_view) {}
+
+  void OnBulkEnd() {
+    if (!in_chunk_) Complete(false);  // in a streamed string, the next chunk follows
+  }
+
+  void OnLineEnd(char type) {
+    if (type == '.') {  // the end of a streamed aggregate
+      const bool attribute = stack_.back().attribute;
+      stack_.pop_back();
+      Complete(attribute);
+    } else {
+      Complete(false);
+    }
+  }
+
+  bool OnInlineData(std::string_view) { return false; }  // OnType opens no inline line
+  void OnInlineEnd() {}
+
+  void OnProtocolError() {
+    stack_.clear();
+    top_push_ = false;
+    in_chunk_ = false;
+  }
+
+  size_t ScanResync(std::string_view s) {
+    const size_t i =
+        framer_.FindLineStart(s, [](char c) { return c != '.' && TypeOpens(c) != Opens::kError; });
+    if (i < s.size()) framer_.Resume();
+    return i;
   }
 
   // The frame that just ended is an element of its parent (unless an attribute); closes
@@ -1219,199 +1125,15 @@ class RespReplyParser final : public ReplyParser {
       stack_.pop_back();
     }
     if (attribute) return;  // its bytes belong to the reply that follows
-    if (!top_push_) sink_->OnReply(bytes_);
-    bytes_ = 0;
+    if (!top_push_) sink_->OnReply(framer_.bytes());
+    framer_.ResetBytes();
     top_push_ = false;
   }
 
-  size_t Parse(std::string_view s) {
-    size_t i = 0;
-    while (i < s.size()) {
-      switch (state_) {
-        case State::kType: {
-          const char c = s[i];
-          type_ = c;
-          switch (c) {
-            case '+':
-            case '-':
-            case ':':
-            case '_':
-            case '#':
-            case ',':
-            case '(':
-            case '.':
-              if (c == '.' && (stack_.empty() || !stack_.back().streamed)) return Fail(i);
-              state_ = State::kLine;
-              break;
-            case '$':
-            case '!':
-            case '=':
-              number_.Reset(c == '$');
-              state_ = State::kHeader;
-              break;
-            case '*':
-            case '~':
-            case '>':
-            case '%':
-            case '|':
-              number_.Reset(true);
-              state_ = State::kHeader;
-              if (c == '>' && stack_.empty()) top_push_ = true;
-              break;
-            default:
-              return Fail(i);
-          }
-          ++i;
-          ++bytes_;
-          break;
-        }
-        case State::kLine: {
-          const size_t cr = s.find('\r', i);
-          const size_t end = cr == std::string_view::npos ? s.size() : cr;
-          if (s.substr(i, end - i).find('\n') != std::string_view::npos) {
-            return Fail(i + s.substr(i, end - i).find('\n'));
-          }
-          bytes_ += end - i;
-          i = end;
-          if (cr != std::string_view::npos) {
-            ++i;
-            ++bytes_;
-            state_ = State::kLineLf;
-          }
-          break;
-        }
-        case State::kLineLf:
-          if (s[i] != '\n') return Fail(i);
-          ++i;
-          ++bytes_;
-          state_ = State::kType;
-          if (type_ == '.') {  // the end of a streamed aggregate
-            const bool attribute = stack_.back().attribute;
-            stack_.pop_back();
-            Complete(attribute);
-          } else {
-            Complete(false);
-          }
-          break;
-        case State::kHeader: {
-          const HeaderNumber::Result r = number_.Feed(s[i]);
-          if (r == HeaderNumber::kError) return Fail(i);
-          ++i;
-          ++bytes_;
-          if (r == HeaderNumber::kDone && !HeaderDone()) return Fail(i);
-          break;
-        }
-        case State::kBulk: {
-          const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, s.size() - i));
-          i += take;
-          bytes_ += take;
-          remaining_ -= take;
-          if (remaining_ == 0) state_ = State::kBulkCr;
-          break;
-        }
-        case State::kBulkCr:
-          if (s[i] != '\r') return Fail(i);
-          ++i;
-          ++bytes_;
-          state_ = State::kBulkLf;
-          break;
-        case State::kBulkLf:
-          if (s[i] != '\n') return Fail(i);
-          ++i;
-          ++bytes_;
-          if (in_chunk_) {
-            state_ = State::kChunkType;
-          } else {
-            state_ = State::kType;
-            Complete(false);
-          }
-          break;
-        case State::kChunkType:
-          if (s[i] != ';') return Fail(i);
-          ++i;
-          ++bytes_;
-          number_.Reset(false);
-          state_ = State::kChunkLen;
-          break;
-        case State::kChunkLen: {
-          const HeaderNumber::Result r = number_.Feed(s[i]);
-          if (r == HeaderNumber::kError) return Fail(i);
-          ++i;
-          ++bytes_;
-          if (r == HeaderNumber::kDone) {
-            const int64_t n = number_.value();
-            if (n < 0) return Fail(i);
-            if (n == 0) {
-              in_chunk_ = false;
-              state_ = State::kType;
-              Complete(false);
-            } else {
-              remaining_ = static_cast<uint64_t>(n);
-              state_ = State::kBulk;
-            }
-          }
-          break;
-        }
-        case State::kResync:
-          return i;
-      }
-    }
-    return i;
-  }
-
-  // A header line ended; false on a protocol error.
-  bool HeaderDone() {
-    const int64_t n = number_.value();
-    const bool aggregate =
-        type_ == '*' || type_ == '~' || type_ == '>' || type_ == '%' || type_ == '|';
-    if (!aggregate) {
-      if (number_.question()) {  // "$?": chunks follow
-        in_chunk_ = true;
-        state_ = State::kChunkType;
-        return true;
-      }
-      if (n == -1 && type_ == '$') {  // the RESP2 null bulk string
-        state_ = State::kType;
-        Complete(false);
-        return true;
-      }
-      if (n < 0) return false;
-      remaining_ = static_cast<uint64_t>(n);
-      state_ = n > 0 ? State::kBulk : State::kBulkCr;
-      return true;
-    }
-    state_ = State::kType;
-    const bool attribute = type_ == '|';
-    if (number_.question()) {
-      if (stack_.size() >= kMaxReplyDepth) return false;
-      stack_.push_back(Frame{0, attribute, true});
-      return true;
-    }
-    if (n == -1 && type_ == '*') {  // the RESP2 null array
-      Complete(false);
-      return true;
-    }
-    if (n < 0) return false;
-    const int64_t elements = (type_ == '%' || type_ == '|') ? 2 * n : n;
-    if (elements == 0) {
-      Complete(attribute);
-      return true;
-    }
-    if (stack_.size() >= kMaxReplyDepth) return false;
-    stack_.push_back(Frame{elements, attribute, false});
-    return true;
-  }
-
   ReplySink* sink_ = nullptr;
-  ParserCounters* counters_ = nullptr;
-  State state_ = State::kType;
-  char type_ = 0;
-  HeaderNumber number_;
-  uint64_t remaining_ = 0;  // bytes of the bulk string (or chunk) still to come
-  uint64_t bytes_ = 0;      // bytes of the reply in progress, attributes before it included
-  bool top_push_ = false;   // the frame in progress is an out-of-band push
-  bool in_chunk_ = false;   // inside a streamed string
-  bool line_start_ = false;
+  Framer framer_;             // bytes() counts the reply's bytes, attributes before it included
+  bool top_push_ = false;     // the frame in progress is an out-of-band push
+  bool in_chunk_ = false;     // inside a streamed string
   std::vector<Frame> stack_;  // open aggregates, at most kMaxReplyDepth
 };
 

@@ -249,6 +249,20 @@ TEST_CASE("memcached: binary requests are framed by their header and their keys 
   CHECK(empty_key.counters.protocol_errors == 1);
 }
 
+TEST_CASE("memcached: a binary request or reply is reported when its last byte arrives",
+          "[parsers]") {
+  // Flush with its 4-byte expiry and no key: the extras are the packet's last bytes. Each
+  // piece ends the packet; nothing may wait for a byte of the next one.
+  const std::string flush = Binary(0x80, 0x08, std::string(4, '\0'), "", "");
+  const std::string flush_reply = Binary(0x81, 0x08, std::string(4, '\0'), "", "");
+  for (size_t cut : {size_t{0}, size_t{24}, size_t{26}}) {
+    INFO("cut at " << cut);
+    const std::vector<size_t> cuts = cut > 0 ? std::vector<size_t>{cut} : std::vector<size_t>{};
+    CHECK(ParseCut(flush, cuts).lines == std::vector<std::string>{"|reply|28"});
+    CHECK(ParseRepliesCut(flush_reply, cuts).replies == std::vector<uint64_t>{28});
+  }
+}
+
 TEST_CASE("memcached: a 1 MB value passes without being buffered", "[parsers]") {
   const std::string value(1 << 20, 'v');
   const std::string stream = "set big 0 0 " + std::to_string(value.size()) + "\r\n" + value +

@@ -269,6 +269,33 @@ TEST_CASE("RESP: hostile lengths are protocol errors followed by a resync", "[pa
   CHECK(parser->memory_bytes() < 4096);
 }
 
+TEST_CASE("RESP: an array header above 1M elements is a counted protocol error, not a sink",
+          "[parsers][resp]") {
+  // A header of INT_MAX elements, then 400,000 bulk strings: taken as one request, they
+  // would pass without a counter moving. The header is refused at once; the bulk strings
+  // are skipped by the resync (none is at a request boundary) up to the next request.
+  std::string s = "*2147483647\r\n";
+  for (int i = 0; i < 400000; ++i) s += "$3\r\nabc\r\n";
+  auto parser = NewRespRequestParser({});
+  RecordingSink sink;
+  ParserCounters c;
+  parser->Feed(s, sink, c);
+  CHECK(c.protocol_errors == 1);
+  CHECK(c.resyncs == 1);
+  parser->Feed(Cmd({"GET", "after"}), sink, c);
+  CHECK(c.protocol_errors == 1);
+  REQUIRE(sink.requests.size() == 1);
+  CHECK(sink.requests[0].keys == Keys{{"after", R}});
+
+  // The cap is 1024 * 1024 = 1048576 elements: a header at the cap starts a request.
+  const Result at_cap = FeedAll("*1048576\r\n$3\r\nDEL\r\n$1\r\nk\r\n");
+  CHECK(at_cap.counters.protocol_errors == 0);
+  CHECK(at_cap.requests.empty());  // 1048574 arguments still to come
+  const Result above = FeedAll("*1048577\r\n$3\r\nDEL\r\n$1\r\nk\r\n");
+  CHECK(above.counters.protocol_errors == 1);
+  CHECK(above.requests.empty());
+}
+
 TEST_CASE("RESP: garbage bytes are skipped up to the next request", "[parsers][resp]") {
   std::string garbage;
   for (int i = 0; i < 4096; ++i) garbage.push_back(static_cast<char>((i * 7919) & 0xff));
