@@ -8,8 +8,10 @@
 // as an array of max_flows: the request parser of the client-to-server stream and, with
 // TapWeight::kBytes, the reply parser of the server-to-client stream and a queue of the
 // requests awaiting their replies. Parsers and queue are made at the flow's first bytes
-// and freed when the flow ends (one allocation each per flow, none per packet or per
-// request); a flow joined mid-stream starts with a Gap(), so its parser resyncs at the
+// and freed when the flow ends; the parsers' buffers grow (doubling, up to
+// flow_buffer_bytes) to what the flow's requests need, so a flow allocates a few times
+// while it warms up and not per packet or per request after that (tests/tap pins it); a
+// flow joined mid-stream starts with a Gap(), so its parser resyncs at the
 // next request boundary instead of misparsing.
 //
 // Weights:
@@ -34,8 +36,8 @@
 // (flow_buffer_bytes): at most TapOptions::MemoryBoundBytes() less the capture ring.
 // memory_bytes() reports what is held now; tests/tap pins both.
 //
-// Hot path: no allocation per packet or per request (only per flow, above), no lock, no
-// exception. Thread-compatible: one thread.
+// Hot path: no allocation per packet or per request once a flow has warmed up (above), no
+// lock, no exception. Thread-compatible: one thread.
 
 #ifndef HOTKEY_TAP_PIPELINE_H_
 #define HOTKEY_TAP_PIPELINE_H_

@@ -303,36 +303,39 @@ Frames ReadFrames(const std::string& file) {
   pcap_pkthdr* h = nullptr;
   const u_char* data = nullptr;
   while (pcap_next_ex(p, &h, &data) == 1) {
-    out.frames.emplace_back(std::string(reinterpret_cast<const char*>(data), h->caplen),
-                            absl::FromUnixMicros(int64_t{h->ts.tv_sec} * 1'000'000 + h->ts.tv_usec));
+    out.frames.emplace_back(
+        std::string(reinterpret_cast<const char*>(data), h->caplen),
+        absl::FromUnixMicros(int64_t{h->ts.tv_sec} * 1'000'000 + h->ts.tv_usec));
   }
   pcap_close(p);
   return out;
 }
 
-TEST_CASE("Tap: the pipeline allocates nothing per frame once its flows are open", "[tap]") {
-  // redis-benchmark's 50 connections open at the start and stay open: after the first
-  // tenth of the capture every frame is a request (or an ACK) on an open flow.
+TEST_CASE("Tap: a flow allocates while it warms up, never per packet or request after", "[tap]") {
+  // redis-benchmark -P 16, one run of connections per command tested. Every frame is fed
+  // alone: the frames that allocate are bounded by the flows (each flow's session, parsers
+  // and their buffers' growth to what its requests need), not by the requests.
   const config::TapOptions o = Capture("redis_benchmark.pcap");
   const Frames f = ReadFrames(o.file);
-  REQUIRE(f.frames.size() > 1000);
   sketch::HeavyHitters tracker = *sketch::HeavyHitters::Create(ExactTracker(), absl::Now());
   TapPipeline p(o, tracker);
-  const size_t warm = f.frames.size() / 10;
-  for (size_t i = 0; i < warm; ++i) p.Frame(f.link_type, f.frames[i].first, f.frames[i].second);
-  source::TapCounters before;
-  p.Fill(before);
-  const uint64_t events_before = p.events();
-  const uint64_t allocations = testing::AllocationsOnThisThread();
-  for (size_t i = warm; i + 1 < f.frames.size(); ++i) {
-    p.Frame(f.link_type, f.frames[i].first, f.frames[i].second);
+  size_t allocating_frames = 0;
+  size_t frames_with_keys = 0;
+  for (const auto& [frame, time] : f.frames) {
+    const uint64_t events_before = p.events();
+    const uint64_t allocations = testing::AllocationsOnThisThread();
+    p.Frame(f.link_type, frame, time);
+    if (testing::AllocationsOnThisThread() != allocations) ++allocating_frames;
+    if (p.events() > events_before) ++frames_with_keys;
   }
-  const uint64_t allocated = testing::AllocationsOnThisThread() - allocations;
-  source::TapCounters after;
-  p.Fill(after);
-  REQUIRE(after.flows_opened == before.flows_opened);  // the premise: no flow opened
-  CHECK(p.events() - events_before > 10'000);          // and many keys were counted
-  CHECK(allocated == 0);
+  source::TapCounters c;
+  p.Fill(c);
+  INFO("flows " << c.flows_opened << ", frames with keys " << frames_with_keys
+                << ", frames that allocated " << allocating_frames);
+  REQUIRE(c.flows_opened > 0);
+  CHECK(p.events() > 1000);
+  CHECK(allocating_frames <= 5 * c.flows_opened);
+  CHECK(allocating_frames * 10 < frames_with_keys);
 }
 
 TEST_CASE("Tap: the filter names every port", "[tap]") {
