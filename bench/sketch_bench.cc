@@ -1,7 +1,8 @@
 // hotkey-bench-sketch: throughput and accuracy of hotkey::sketch::HeavyHitters.
 //
 // Generates every stream in memory before timing (Zipf s = 0.9, 1.0, 1.2 over 1,000,000
-// distinct 16-byte keys, 32M updates each, and a drifting hot set), then, in one process
+// distinct 16-byte keys, 32M updates each, a drifting hot set, and a flat drifting one
+// shaped like real traces), then, in one process
 // and on one thread, runs `--repeats` rounds that alternate the tracker with an exact
 // baseline: an absl::flat_hash_map<std::string, double> that owns a copy of every key, as
 // a real exact counter must, and counts exact decayed weights on the tracker's clock.
@@ -406,7 +407,8 @@ void RegisterFlags(hotkey::config::FlagParser& p, Config& c, absl::Duration* hal
   p.AddString("trace", "a trace of `<op> <key>` lines (plain or gzip) instead of the streams",
               &c.trace)
       .Shown("FILE");
-  p.AddString("stream", "only this generated stream: zipf-0.9, zipf-1.0, zipf-1.2 or drift",
+  p.AddString("stream",
+              "only this generated stream: zipf-0.9, zipf-1.0, zipf-1.2, drift or flat-drift",
               &c.only_stream)
       .Shown("NAME");
   p.AddInteger("updates", "updates per generated stream", &c.updates);
@@ -456,8 +458,10 @@ int main(int argc, char** argv) {
         "--keys, --updates, --rate and --repeats must be positive, --max-weight at least 1");
   }
   if (bad.ok() && !c.only_stream.empty() && c.only_stream != "zipf-0.9" &&
-      c.only_stream != "zipf-1.0" && c.only_stream != "zipf-1.2" && c.only_stream != "drift") {
-    bad = absl::InvalidArgumentError("--stream must be zipf-0.9, zipf-1.0, zipf-1.2 or drift");
+      c.only_stream != "zipf-1.0" && c.only_stream != "zipf-1.2" && c.only_stream != "drift" &&
+      c.only_stream != "flat-drift") {
+    bad = absl::InvalidArgumentError(
+        "--stream must be zipf-0.9, zipf-1.0, zipf-1.2, drift or flat-drift");
   }
   if (bad.ok() && c.hash_only && !c.callgrind) {
     bad = absl::InvalidArgumentError("--hash-only needs --callgrind");
@@ -491,9 +495,16 @@ int main(int argc, char** argv) {
     uint64_t drift;
   };
   // The drifting stream moves the Zipf(1.0) rank-to-key mapping by 25 ranks every
-  // sixteenth of the stream: a quarter of the top 100 is new in each phase.
-  const Spec specs[] = {
-      {"zipf-0.9", 0.9, 0}, {"zipf-1.0", 1.0, 0}, {"zipf-1.2", 1.2, 0}, {"drift", 1.0, 25}};
+  // sixteenth of the stream: a quarter of the top 100 is new in each phase. The flat
+  // drifting one is shaped like the real traces (bench/README of ../shared/traces): Zipf
+  // 0.7 puts about 0.5% of events on the top key and 2% on the top 10, neighbours around
+  // rank 100 differ by a few percent, and 5 ranks move every sixteenth of the stream (half
+  // the top 10 is new in each phase).
+  const Spec specs[] = {{"zipf-0.9", 0.9, 0},
+                        {"zipf-1.0", 1.0, 0},
+                        {"zipf-1.2", 1.2, 0},
+                        {"drift", 1.0, 25},
+                        {"flat-drift", 0.7, 5}};
   if (c.callgrind && c.only_stream.empty()) c.only_stream = "zipf-1.0";
   for (const Spec& s : specs) {
     if (!c.only_stream.empty() && c.only_stream != s.name) continue;

@@ -47,12 +47,8 @@ inline double CountMinSketch::Update4Inline(uint64_t hash, double weight) {
   return target;
 }
 
-// The same value as Update4Inline<false>(), and the same stores. Each max-store reads its
-// counter again, after the store before it (which the compiler cannot tell apart from it),
-// so GCC takes the counter as maxsd's memory operand rather than keep the four values in
-// registers: fewer instructions and registers on the tracker's miss path
-// (bench/callgrind.sh at the defaults, Zipf 1.0: 134.8 instructions an update against 138.8
-// with Update4Inline<false>() there).
+// The same value as Update4Inline<false>(), and the same stores, each cell addressed where
+// it is read or written.
 inline double CountMinSketch::Update4Lean(uint64_t hash, double weight) {
   assert(depth_ == 4 && weight > 0 && std::isfinite(weight));
   Counter* const row0 = counters_.data();

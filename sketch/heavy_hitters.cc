@@ -257,8 +257,6 @@ inline int32_t HeavyHitters::FindCode(uint64_t hash, const char* key, uint32_t c
                                       uint64_t first) const {
   const uint32_t tag = Tag(hash);
   for (uint64_t b = first;; b = (b + 1) & index_mask_) {
-    // Read in place, field by field: fewer instructions than a copy of the bucket split into
-    // its fields (bench/callgrind.sh at 150 candidates: 150.7 an update against 153.4).
     const Bucket& bucket = index_[b];
     if (bucket.slot == kEmpty) return kEmpty;
     if (bucket.tag == tag && Holds(entries_[bucket.slot], bucket.slot, hash, key, code)) {
@@ -344,13 +342,8 @@ void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated
 inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key, Op op,
                                              double weight) {
   // This body holds the common paths only: a hit in the key's home index bucket, and a miss
-  // whose home bucket is empty (the sketch, and the lobby at depth 4). Every other path (the
-  // rest of a probe run, another sketch depth, a settle, an admission from a table miss) is
-  // a tail call to an out-of-line function; a lobby way's promotion (Promote()) is an
-  // ordinary call. So this body's frame stays small: GCC saves the registers
-  // that any path of a function needs near its entry, for all but its earliest exits
-  // (bench/callgrind.sh at the defaults, Zipf 1.0: 146.4 instructions an update with one
-  // body for all paths, 138.8 with this split alone).
+  // whose home bucket is empty. Every other path (the rest of a probe run, a settle, an
+  // admission) is an out-of-line call, so the common paths keep a small frame.
   if (!(weight >= kMinWeight)) return;  // also NaN: such an event carries no weight
   // Every sum below rounds to nearest, and so does the product: the event's two roundings
   // are counted, and the bounds are widened by them when read (see RoundingKeep()). The
@@ -359,8 +352,6 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
     UpdateSettling(hash, key, op, weight);
     return;
   }
-  // Not std::min(weight, kMaxWeight): the same value (weight is not NaN here), but in this
-  // order GCC emits one minsd with the constant in memory (three instructions the other way).
   weight = std::min(kMaxWeight, weight);
   const int o = static_cast<int>(op);
   const double w = weight * factor_;  // factor_ >= 1 and weight >= kMinWeight: no underflow
@@ -398,8 +389,7 @@ inline void HeavyHitters::AddHit(Entry& e, int o, double w, double weight) {
 inline void HeavyHitters::UpdateMissInline(uint64_t hash, const char* key, uint32_t code, Op op,
                                            double w, double weight) {
   if (plain_miss_) {
-    // No lobby, and the default depth: one test for both (bench/callgrind.sh at 150
-    // candidates: 147.6 instructions an update against 150.7 with the two tests).
+    // No lobby, and the default depth: one test for both.
     const double estimate = cms_.Update4Lean(hash, w);
     // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1
     // while the table has room: an estimate at or below it cannot be admitted, and the

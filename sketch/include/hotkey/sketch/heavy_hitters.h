@@ -1,99 +1,63 @@
 // HeavyHitters: the top keys by share of recent traffic, in fixed memory.
 //
-// Three tiers, filter first: the Augmented Sketch (Roy, Khan & Alonso, SIGMOD 2016), with a
-// keyless "lobby" after the Cuckoo Heavy Keeper's (the design Redis 8.6's HOTKEYS uses).
-// Unlike that lobby, whose counts start at zero and decay by chance, a way here starts at
-// its key's sketch estimate, so it is an upper bound like everything else:
+// Three tiers, filter first: the Augmented Sketch (Roy, Khan & Alonso, SIGMOD 2016), with an
+// optional keyless "lobby" after the Cuckoo Heavy Keeper's:
 //   * a table of `candidates` keys (about 2K for a top-K) holding each key's bytes, an upper
 //     bound on its weight, and the weight seen since it was admitted (a lower bound), split
-//     by op (read/write); an open-addressing index by hash (8-byte buckets holding 32 bits
-//     of the hash, load at most 1/4) finds a key, and a min-heap by upper bound finds the
-//     weakest entry. About 176 bytes a key at max_key_bytes = 64;
-//   * a lobby of `lobby` keyless entries, 16 bytes each: a set-associative array of 4-way
-//     buckets (one 64-byte cache line, chosen by the hash), each way a key's 64-bit hash
-//     and an upper bound on its weight. It counts the keys just below the table exactly
-//     (from their entry on), for an eleventh of a keyed entry's memory;
+//     by op (read/write); an open-addressing index by hash (8-byte buckets holding 32 bits of
+//     the hash, load at most 1/4) finds a key, and a min-heap by upper bound finds the
+//     weakest entry;
+//   * a lobby of `lobby` keyless entries (0 by default): 4-way buckets of one cache line
+//     chosen by the hash, each way a key's 64-bit hash and an upper bound on its weight;
 //   * a count-min sketch (count_min.h) for every other key.
-// A table hit updates the entry and skips the rest. A miss probes the key's lobby bucket: a
-// lobby hit adds the weight to its way and skips the sketch; a lobby miss updates the
-// sketch. Most events are not table hits unless the traffic is steep: at 200 candidates and
-// no lobby, 25%, 41% and 73% of events hit the table on Zipf streams of s = 0.9, 1.0 and
-// 1.2, and 17% to 18% on the real traces we measured; at 100 candidates and a lobby of 860
-// (the 64 KiB configuration of the README), the table takes 11% and the lobby 31% of
-// cache2k_orm_busy, 14% and 20% of arc_oltp (hotkey-bench-sketch prints table_hit_share and
-// lobby_hit_share), so every path is kept short. A hit is the probe and three adds to its
-// entry; the heap is not touched (its nodes lag behind their entries, and the root is
-// brought up to date only when an estimate passes it). A miss is the probe, the lobby probe
-// (four hash compares in one line), then an add to the way or the sketch's update, and one
-// comparison with the heap root's node, which is at most the weakest entry's bound, so the
-// common miss stops there; a lobby miss also compares its estimate with the bucket's
-// weakest way. The lobby's cost in instructions is counted in the README (Benchmarks,
-// bench/callgrind.sh at 100 candidates with and without it); it also reads a cache line
-// more per table miss.
+// A table hit adds to its entry and stops: the heap node lags (see HeapNode). A miss probes
+// the lobby, then adds to its way or to the sketch, and compares the new estimate with the
+// weakest entry's node; only an estimate that passes it leaves the common path.
 //
-// Moves between tiers, each keeping every bound: a key is admitted to the table when its
-// estimate (its way's bound, or the sketch's) beats the weakest entry's current upper bound,
-// both compared as stored (a read widens both alike); the evicted entry is demoted to its lobby
-// bucket (into its way, or the weakest way if it beats it), else written back to the sketch
-// (RaiseTo). A lobby miss whose sketch estimate beats its bucket's weakest way takes that
-// way; the old way's bound is written back to the sketch. A way is keyless: keys that share
-// a 64-bit hash share it (and their sketch cells), so its bound covers each of them, and a
-// way leaving for the table raises the sketch to its bound for the others. No lower bound
-// ever comes from a way: a key promoted from the lobby starts with the promoting event's
-// weight as its lower bound, like a fresh admission. So for every key
-//   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),   and
-//   true total <= Total(),
-// exactly, for any stream of weights in [kMinWeight, kMaxWeight], with decay on or off:
-// true(k) is the exact (real-number) sum of the key's decayed event weights, each being the
-// event's weight times the tracker's decay factors (below).
+// Moves between tiers keep every bound: a key is admitted when its estimate (its way's bound,
+// or the sketch's) beats the weakest entry's upper bound; the evicted entry's bound goes to
+// its lobby bucket (its way, or the weakest way if it beats it), else back to the sketch
+// (RaiseTo). A way leaving the lobby writes its bound back to the sketch first. A way is
+// keyless: keys sharing a 64-bit hash share it, so no lower bound ever comes from a way.
 //
-// Rounding: the per-event path keeps every sum (and the event's decayed weight) a double
-// rounded to nearest, which may land on either side of the exact sum, and counts the
-// roundings instead: R, two per event (the product and one sum per value). With u = 2^-53,
-// a stored upper value S (a bound, the total, a sketch cell, a lobby way) then has
-// S >= U * (1 - u)^R, and a stored lower value L has L <= L' * (1 + u)^R, where U and L'
-// are what exact arithmetic would hold (max and RaiseTo round nothing; rescales and
-// merges round outward). So a read widens: an upper bound is S divided by keep = 1 - R * u,
-// rounded up, a lower bound L times keep, rounded down (rounding.h). No sum loses an event
-// however large it has grown: 2^53 + 1 stays 2^53 in a double, and the read adds the lost
-// 1 back (float counters, used long ago, dropped any event below 2^-24 of a cell). Every
-// 2^31 events the count is settled: every stored value is widened once by its keep
-// (rounding outward) and R restarts at 0, so R <= 2^32 and a read's own widening stays
-// under a relative 2^-21. A settle widens values no event touched too, so weight that
-// stays through k settles is off by up to about k * 2^-21 (2^-52 per event counted since
-// it arrived): with decay off that grows without end (1/16 after 2^48 events); with
-// decay, old weight fades, and a value's slack is about 2^-52 times the events of its
-// last few half-lives (the daemon's half-life is at most 24 h). Rounding every add
-// outward instead (used before) cost about 30 instructions an event (bench/callgrind.sh at
-// the defaults, 2M updates: 210.3 before this scheme, 179.8 with it, the same loop). For a
-// key outside the table and the lobby,
-//   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
-// (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
-// one of the same sketch_bytes); a key in the lobby is over by no more than its bound was
-// when it took its way (its sketch estimate, or its table entry's bound when demoted, and
-// the sketch's when that was higher), plus any weight of other keys of its 64-bit hash.
-// A key in the table has UpperBound - LowerBound = its estimate when it was admitted (plus
-// the rounding slack above), which is small for keys that were heavy from the start.
+// Guarantees. For every key k and any stream of weights in [kMinWeight, kMaxWeight], with
+// decay on or off, where true(k) is the exact (real-number) sum of k's decayed event weights
+// (each event's weight times the tracker's decay factor, below):
+//   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),
+//   sum over k of true(k) <= Total(),
+// exactly (tests/sketch/rounding_accounting_test.cc, saturation_test.cc). For a key outside
+// the table and the lobby, with probability >= 1 - delta (the count-min bound, epsilon =
+// e / width):
+//   UpperBound(k) - true(k) <= epsilon * Total().
+// A key in the table has UpperBound(k) - LowerBound(k) <= its estimate when admitted, plus
+// the rounding slack below.
 //
-// Why a lobby: on flat real traces the keys around rank 100 differ by a few percent, and a
-// key's admission estimate is what ranks it wrong. Exact counts for more keys fix that, and
-// a keyless way is 16 bytes against a keyed entry's 176: at 64 KiB, 150 candidates and no
-// lobby reach a precision@100 of 0.95 on cache2k_orm_busy, 100 candidates and 860 ways
-// 0.99 to 1.00 (README, Benchmarks).
+// Rounding: the per-event path keeps every sum, and the event's decayed weight, a double
+// rounded to nearest, and counts the roundings: R, two per event. With u = 2^-53, a stored
+// upper value S (a bound, a total, a sketch cell, a way) has S >= U * (1 - u)^R, and a stored
+// lower value L has L <= L' * (1 + u)^R, where U and L' are what exact arithmetic would hold;
+// a read therefore divides an upper value by keep = 1 - R * u (rounding up) and multiplies a
+// lower one by keep (rounding down), with the directed helpers of rounding.h. Every
+// kSettleEvents events the count is settled (every stored value widened once by keep, R
+// restarts at 0), so R <= kMaxRoundings and 1 / keep <= 1 + 2^-20. A value kept through j
+// settles is within a relative (j + 1) * 2^-21 of its exact value (pinned by
+// rounding_accounting_test.cc).
 //
 // Time decay: exponential, with half-life h, by forward decay (Cormode, Shkapenyuk,
 // Srivastava & Xu, "Forward Decay", ICDE 2009). An event at time t adds w * 2^((t - L)/h)
-// against a landmark L, so old weight never has to be touched; every reported figure is
-// divided by 2^((now - L)/h). These factors, as the tracker computes them (exp2 of the
-// elapsed half-lives, within an ulp of the real power), define an event's decayed weight
-// in the bounds above. When the factor passes 2^kRescaleExponent every counter is
-// scaled down and L moves to now: O(memory) once per kRescaleExponent half-lives, O(1) per
-// update otherwise. A key's weight then means "its weight over roughly the last half-life",
-// and its share is weight / Total(). Time only moves through Advance(): the caller's clock,
-// read once per batch, never a global.
+// against a landmark L, so old weight is never touched; every reported figure is divided by
+// 2^((now - L)/h). These factors, as computed (exp2 of the elapsed half-lives), define an
+// event's decayed weight in the bounds above. When the factor passes 2^kRescaleExponent every
+// value is scaled down (rounding outward) and L moves to now: O(memory) once per
+// kRescaleExponent half-lives, O(1) per update otherwise. Time only moves through Advance()
+// or FollowClock(): the caller's clock, never a global.
 //
-// Memory: fixed at Create(), whatever the number of distinct keys: MemoryBytes(), about
-// 176 bytes a candidate (64-byte keys), 16 a lobby entry (64 a bucket), plus the sketch.
+// Cost: Update() is O(1), with no allocation, lock or exception (heavy_hitters_test.cc runs
+// it under an allocation guard); an admission is O(log candidates). Memory is fixed at
+// Create(), whatever the number of distinct keys: MemoryBytes(). Figures (instructions an
+// update, updates per CPU-second, precision at a memory budget) are in
+// docs/benchmarks/tracker.md.
+//
 // Keys are arbitrary bytes. A key longer than `max_key_bytes` is stored as its first
 // max_key_bytes bytes plus its 64-bit hash (HeavyHitter::truncated), not rejected.
 //
@@ -168,7 +132,7 @@ class HeavyHitters {
   static constexpr uint32_t kLobbyWays = 4;
   // Largest weight of one event; larger ones count as this. 1e15 is the daemon's largest
   // (a weight of 1e6 at a sampling rate of 1e-9). With the decay factor's 2^40 on top an
-  // event adds at most ~1.1e27, so a double counter (max 1.8e308) cannot overflow.
+  // event adds at most kMaxWeight * 2^40 < 1.2e27, so a double (max 1.8e308) cannot overflow.
   static constexpr double kMaxWeight = 1e15;
   // Smallest weight of one event; smaller ones are ignored. It keeps every event's decayed
   // weight (weight times a decay factor >= 1) a normal double, whose rounding errs by a
@@ -181,8 +145,8 @@ class HeavyHitters {
   // Roundings counted per event: the product weight * factor and one sum per value.
   static constexpr uint64_t kRoundingsPerEvent = 2;
   // The count of roundings is settled into the stored values (SettleRoundings) every 2^31
-  // events, so it stays at most 2^32 and a read widens a stored value by a relative 2^-21
-  // at most; the O(memory) settling runs once per 2^31 events.
+  // events, so R <= 2^32 and a read widens a stored value by at most a relative 2^-21 * (1 +
+  // 2^-20); the O(memory) settling runs once per 2^31 events.
   static constexpr int64_t kSettleEvents = int64_t{1} << 31;
   static constexpr uint64_t kMaxRoundings = kRoundingsPerEvent * kSettleEvents;
 
@@ -207,9 +171,8 @@ class HeavyHitters {
 
   // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
   // and a weight below kMinWeight (2^-900: not positive, or nearly so) or NaN is ignored.
-  // No allocation, no exceptions.
-  // For a key of up to 16 bytes the hash is inlined (no call), and so are UpdateHashed()'s
-  // common paths; a longer key takes a call to each.
+  // No allocation, no exceptions (heavy_hitters_test.cc). A key of up to 16 bytes is hashed
+  // inline; a longer one takes a call.
   void Update(std::string_view key, Op op, double weight = 1.0);
   // The same with the key's hash already computed (HashKey(key, options().seed)).
   void UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight);
