@@ -390,7 +390,7 @@ inline void HeavyHitters::UpdateMissInline(uint64_t hash, const char* key, uint3
                                            double w, double weight) {
   if (plain_miss_) {
     // No lobby, and the default depth: one test for both.
-    const double estimate = cms_.Update4Lean(hash, w);
+    const double estimate = cms_.Update4Inline<false>(hash, w);
     // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1
     // while the table has room: an estimate at or below it cannot be admitted, and the
     // common miss stops there.
@@ -427,7 +427,8 @@ inline void HeavyHitters::LobbyMiss(uint64_t hash, const char* key, uint32_t cod
     }
     return;
   }
-  const double estimate = kDepth4 ? cms_.Update4Lean(hash, w) : cms_.UpdateInline<false>(hash, w);
+  const double estimate =
+      kDepth4 ? cms_.Update4Inline<false>(hash, w) : cms_.UpdateInline<false>(hash, w);
   if (estimate > admit_floor_) [[unlikely]] {
     AdmitOrEnterLobby(b, hash, key, code, op, w, weight, estimate);
     return;
