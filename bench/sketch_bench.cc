@@ -65,7 +65,6 @@ struct Config {
   uint64_t updates = 32'000'000;
   uint64_t keys = 1'000'000;
   uint32_t candidates = 200;
-  uint32_t lobby = 0;
   size_t sketch_bytes = 32 * 1024;  // the daemon's default (--track.sketch-bytes)
   uint32_t depth = 4;
   uint32_t key_bytes = 64;
@@ -178,7 +177,6 @@ absl::Time SimTime(uint64_t i, const Config& c) {
 HeavyHitters MakeTracker(const Config& c) {
   HeavyHittersOptions o;
   o.candidates = c.candidates;
-  o.lobby = c.lobby;
   o.sketch_bytes = c.sketch_bytes;
   o.sketch_depth = c.depth;
   o.max_key_bytes = c.key_bytes;
@@ -317,20 +315,16 @@ Accuracy Score(const Stream& st, const Config& c, const ExactCounts& ex, const H
 
 // The share of events whose key is in the table when the event arrives. A key in the
 // table has a positive lower bound (its admitting event's weight); a key outside has 0.
-struct HitShares {
-  double table, lobby;
-};
-HitShares TableHitShare(const Stream& st, const Config& c) {
+double TableHitShare(const Stream& st, const Config& c) {
   HeavyHitters hh = MakeTracker(c);
-  uint64_t hits = 0, lobby_hits = 0;
+  uint64_t hits = 0;
   for (uint64_t i = 0; i < st.size(); ++i) {
     if (i % kAdvanceEvery == 0) hh.Advance(SimTime(i, c));
     const std::string_view key = st.key(i);
     hits += hh.LowerBound(key) > 0;
-    if (c.lobby > 0) lobby_hits += hh.InLobby(key);
     hh.Update(key, st.op(i), st.weight(i));
   }
-  return {static_cast<double>(hits) / st.size(), static_cast<double>(lobby_hits) / st.size()};
+  return static_cast<double>(hits) / st.size();
 }
 
 void Report(const Stream& st, const Config& c) {
@@ -363,17 +357,17 @@ void Report(const Stream& st, const Config& c) {
     ratio.push_back(hk / ex);
   }
   const Accuracy a = Score(st, c, truth, *last);
-  const HitShares hit_share = TableHitShare(st, c);
+  const double hit_share = TableHitShare(st, c);
   absl::PrintF(
       "{\"stream\":\"%s\",\"structure\":\"heavy_hitters\",\"bytes\":%zu,\"updates\":%.0f,"
       "\"repeats\":%u,\"updates_per_cpu_sec\":%s,\"ratio_to_exact\":%s,"
       "\"precision_at_100\":%.4f,\"recall_at_100\":%.4f,\"are_true_top100\":%.3g,"
-      "\"under_top100\":%zu,\"table_hit_share\":%.4f,\"lobby_hit_share\":%.4f,"
-      "\"candidates\":%u,\"lobby\":%u,\"sketch_bytes\":%zu,"
+      "\"under_top100\":%zu,\"table_hit_share\":%.4f,"
+      "\"candidates\":%u,\"sketch_bytes\":%zu,"
       "\"depth\":%u,\"half_life_s\":%g,\"max_weight\":%g,\"distinct_keys\":%zu}\n",
       st.name, last->MemoryBytes(), n, c.repeats, SpreadJson(hotkey_rate, 4), SpreadJson(ratio, 3),
-      a.precision, a.recall, a.are, a.under, hit_share.table, hit_share.lobby, c.candidates,
-      c.lobby, c.sketch_bytes, c.depth, c.half_life_s, c.max_weight, st.distinct);
+      a.precision, a.recall, a.are, a.under, hit_share, c.candidates, c.sketch_bytes, c.depth,
+      c.half_life_s, c.max_weight, st.distinct);
   absl::PrintF(
       "{\"stream\":\"%s\",\"structure\":\"exact\",\"bytes\":%zu,\"updates\":%.0f,"
       "\"repeats\":%u,\"updates_per_cpu_sec\":%s,\"distinct_keys\":%zu}\n",
@@ -395,10 +389,9 @@ void Callgrind(const Stream& st, const Config& c) {
   }
   absl::PrintF(
       "{\"stream\":\"%s\",\"mode\":\"callgrind\",\"loop\":\"%s\",\"updates\":%zu,"
-      "\"bytes\":%zu,\"candidates\":%u,\"lobby\":%u,\"sketch_bytes\":%zu,\"checksum\":%u}\n",
+      "\"bytes\":%zu,\"candidates\":%u,\"sketch_bytes\":%zu,\"checksum\":%u}\n",
       st.name, c.hash_only ? "hotkey_bench::HashOnlyLoop" : "hotkey_bench::TrackerUpdateLoop",
-      st.size(), bytes, c.candidates, c.lobby, c.sketch_bytes,
-      static_cast<unsigned>(checksum & 0xffff));
+      st.size(), bytes, c.candidates, c.sketch_bytes, static_cast<unsigned>(checksum & 0xffff));
   std::fflush(stdout);
 }
 
@@ -414,7 +407,6 @@ void RegisterFlags(hotkey::config::FlagParser& p, Config& c, absl::Duration* hal
   p.AddInteger("updates", "updates per generated stream", &c.updates);
   p.AddInteger("keys", "distinct keys of the generated streams", &c.keys);
   p.AddInteger("candidates", "tracker table slots", &c.candidates);
-  p.AddInteger("lobby", "keyless lobby entries (16 bytes each, 4 to a bucket; 0: none)", &c.lobby);
   p.AddSize("sketch-bytes", "count-min sketch memory", &c.sketch_bytes);
   p.AddInteger("depth", "count-min rows", &c.depth);
   p.AddInteger("key-bytes", "key bytes stored per candidate", &c.key_bytes);

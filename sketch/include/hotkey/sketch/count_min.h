@@ -105,6 +105,8 @@ class CountMinSketch {
   // nearest, not up: for the tracker, which counts its roundings (heavy_hitters.h).
   template <bool kRoundUp>
   [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
+  // UpdateInline<false>(), out of line: for the tracker's miss path at depths other than 4.
+  [[gnu::noinline]] double UpdateNearest(uint64_t hash, double weight);
   // The same for a sketch known to have depth 4.
   template <bool kRoundUp>
   [[gnu::always_inline]] inline double Update4Inline(uint64_t hash, double weight);

@@ -1,24 +1,22 @@
 // HeavyHitters: the top keys by share of recent traffic, in fixed memory.
 //
-// Three tiers, filter first: the Augmented Sketch (Roy, Khan & Alonso, SIGMOD 2016), with an
-// optional keyless "lobby" after the Cuckoo Heavy Keeper's:
+// Two tiers, filter first: the Augmented Sketch (Roy, Khan & Alonso, SIGMOD 2016):
 //   * a table of `candidates` keys (about 2K for a top-K) holding each key's bytes, an upper
 //     bound on its weight, and the weight seen since it was admitted (a lower bound), split
 //     by op (read/write); an open-addressing index by hash (8-byte buckets holding 32 bits of
 //     the hash, load at most 1/4) finds a key, and a min-heap by upper bound finds the
 //     weakest entry;
-//   * a lobby of `lobby` keyless entries (0 by default): 4-way buckets of one cache line
-//     chosen by the hash, each way a key's 64-bit hash and an upper bound on its weight;
 //   * a count-min sketch (count_min.h) for every other key.
-// A table hit adds to its entry and stops: the heap node lags (see HeapNode). A miss probes
-// the lobby, then adds to its way or to the sketch, and compares the new estimate with the
-// weakest entry's node; only an estimate that passes it leaves the common path.
+// A table hit adds to its entry and stops: the heap node lags (see HeapNode). A miss adds to
+// the sketch and compares the new estimate with the weakest entry's node; only an estimate
+// that passes it leaves the common path. A key is admitted when its sketch estimate beats
+// the weakest entry's upper bound; the evicted entry's bound goes back to the sketch
+// (RaiseTo), so every bound holds across the move.
 //
-// Moves between tiers keep every bound: a key is admitted when its estimate (its way's bound,
-// or the sketch's) beats the weakest entry's upper bound; the evicted entry's bound goes to
-// its lobby bucket (its way, or the weakest way if it beats it), else back to the sketch
-// (RaiseTo). A way leaving the lobby writes its bound back to the sketch first. A way is
-// keyless: keys sharing a 64-bit hash share it, so no lower bound ever comes from a way.
+// (A keyless "lobby" tier, after the Cuckoo Heavy Keeper's, sat between the two until format
+// version 5: it halved the update rate and lifted precision on one real trace out of two
+// (docs/benchmarks/tracker.md). A saved tracker with a lobby loads with its ways handed to
+// the sketch.)
 //
 // Guarantees. For every key k and any stream of weights in [kMinWeight, kMaxWeight], with
 // decay on or off, where true(k) is the exact (real-number) sum of k's decayed event weights
@@ -26,7 +24,7 @@
 //   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),
 //   sum over k of true(k) <= Total(),
 // exactly (tests/sketch/rounding_accounting_test.cc, saturation_test.cc). For a key outside
-// the table and the lobby, with probability >= 1 - delta (the count-min bound, epsilon =
+// the table, with probability >= 1 - delta (the count-min bound, epsilon =
 // e / width):
 //   UpperBound(k) - true(k) <= epsilon * Total().
 // A key in the table has UpperBound(k) - LowerBound(k) <= its estimate when admitted, plus
@@ -96,8 +94,8 @@ struct HeavyHittersOptions {
   uint32_t max_key_bytes = 64;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
   absl::Duration half_life = absl::Seconds(10);
-  // Keyless lobby entries between the sketch and the table (see above), 16 bytes each;
-  // rounded up to a whole number of 4-way buckets. 0: no lobby.
+  // Must be 0 (Validate() refuses any other value): the keyless lobby tier is gone. The field
+  // stays only until the daemon's --track.lobby flag, which sets it, is removed.
   uint32_t lobby = 0;
   // Hash seed: sketches merge only with the same seed.
   uint64_t seed = kDefaultSeed;
@@ -126,10 +124,6 @@ class HeavyHitters {
   // Bound on candidates * max_key_bytes, the key table's size: each factor alone is
   // bounded, but their product would otherwise reach 64 GiB.
   static constexpr uint64_t kMaxTableBytes = uint64_t{256} << 20;
-  // Bound on the lobby's entries (64 MiB of them): protects Deserialize like kMaxCandidates.
-  static constexpr uint32_t kMaxLobby = 1u << 22;
-  // Ways of a lobby bucket: 4 x 16 bytes, one 64-byte cache line.
-  static constexpr uint32_t kLobbyWays = 4;
   // Largest weight of one event; larger ones count as this. 1e15 is the daemon's largest
   // (a weight of 1e6 at a sampling rate of 1e-9). With the decay factor's 2^40 on top an
   // event adds at most kMaxWeight * 2^40 < 1.2e27, so a double (max 1.8e308) cannot overflow.
@@ -188,9 +182,6 @@ class HeavyHitters {
   // The same for a key whose events were given to UpdateHashed() with `hash`.
   double UpperBoundHashed(uint64_t hash, std::string_view key) const;
   double LowerBoundHashed(uint64_t hash, std::string_view key) const;
-  // Whether `key` is outside the table and a lobby way holds its hash (then the way, not
-  // the sketch, gives its UpperBound). For tests and benchmarks.
-  bool InLobby(std::string_view key) const;
   // Roundings to nearest counted since they were last settled (R above, at most
   // kMaxRoundings). For tests.
   uint64_t roundings() const {
@@ -224,20 +215,19 @@ class HeavyHitters {
   size_t size() const { return size_; }
 
   // Adds `other` (same options, else an error) into this tracker. The result tracks the
-  // union of both tables' keys, keeping the heaviest, and its bounds still hold. Both
-  // lobbies are handed to the sketch (RaiseTo); the merged lobby holds the table entries
-  // the merge left out. Allocates a list of both tables' keys, nothing per lobby entry.
+  // union of both tables' keys, keeping the heaviest, and its bounds still hold: the keys
+  // left out go back to the sketch (RaiseTo). Allocates a list of both tables' keys.
   absl::Status Merge(const HeavyHitters& other);
 
   // A versioned, checksummed byte string; Deserialize() returns an error for any buffer
-  // that is truncated, corrupt, or of another version, never undefined behaviour.
+  // that is truncated, corrupt, or of another version, never undefined behaviour. Versions
+  // 2 to 4 still load (a lobby they hold is handed to the sketch, keeping every bound).
   std::string Serialize() const;
   static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes);
 
-  // Replaces the lobby by an empty one of `lobby` entries (options().lobby becomes that),
-  // handing every entry's bound to the sketch first, so every bound still holds. For a
-  // tracker restored with another lobby size (a version-2 file has none). Allocates.
-  absl::Status ResizeLobby(uint32_t lobby);
+  // OK for 0, which changes nothing; an error for anything else (there is no lobby). Kept
+  // only until the daemon's storage stops calling it, with --track.lobby.
+  absl::Status ResizeLobby(uint32_t lobby) const;
 
   // Bytes of memory held, fixed at Create().
   size_t MemoryBytes() const;
@@ -267,59 +257,7 @@ class HeavyHitters {
   };
   static constexpr int32_t kEmpty = -1;
 
-  // A lobby bucket: 4 ways, each the 64-bit hash of the key it counts and an upper bound on
-  // that key's weight (forward-decayed units, a stored upper value); upper == 0 marks a
-  // free way (a stored upper value is never 0: weights are at least kMinWeight, a sum of
-  // positive doubles is positive, and MulUp and DivUp never round a positive value to 0). Struct of
-  // arrays, so a probe compares four hashes in one line:
-  //   +---------+---------+---------+---------+---------+---------+---------+---------+
-  //   | hash[0] | hash[1] | hash[2] | hash[3] | upper[0]| upper[1]| upper[2]| upper[3]|
-  //   +---------+---------+---------+---------+---------+---------+---------+---------+
-  //   0         8        16        24        32        40        48        56        64
-  // Invariant: for every key k outside the table, if a way of k's bucket holds HashKey(k)
-  // its upper >= true(k), else the sketch's Estimate >= true(k). Keys sharing a 64-bit
-  // hash share a way, whose bound then covers each of them (never their lower bounds).
-  struct alignas(64) LobbyBucket {
-    uint64_t hash[kLobbyWays];
-    double upper[kLobbyWays];
-  };
-  static_assert(sizeof(LobbyBucket) == 64);
-
   HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cms, absl::Time now);
-
-  // The key's lobby bucket: a multiplicative remix of the hash (whose low bits choose the
-  // sketch's columns), reduced to the bucket count by the high half of a 128-bit product.
-  LobbyBucket& LobbyHome(uint64_t hash) {
-    return lobby_[static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(hash * kLobbyMix) * lobby_buckets_) >> 64)];
-  }
-  // The smallest bound of the bucket's ways (0 if one is free).
-  static double WeakestWay(const LobbyBucket& b) {
-    return std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
-  }
-  const LobbyBucket& LobbyHome(uint64_t hash) const {
-    return const_cast<HeavyHitters*>(this)->LobbyHome(hash);
-  }
-  static constexpr uint64_t kLobbyMix = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio, odd
-  // The bound for a key of `hash` outside the table: its lobby way, else the sketch.
-  double OutsideUpper(uint64_t hash) const;
-  // A key's lobby way reached `upper`, past the weakest entry's node: admits it if it beats
-  // the weakest entry once that is current. Out of line.
-  void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, const char* key, uint32_t code, Op op,
-               double weight, double raw);
-  // A miss whose sketch estimate beat the weakest way of its bucket: that way's bound goes
-  // to the sketch, and the key takes the way. Out of line.
-  void EnterLobby(LobbyBucket& b, uint64_t hash, double estimate);
-  // A lobby miss whose sketch estimate passed admit_floor_: MaybeAdmit(), else EnterLobby()
-  // if the estimate beats the bucket's weakest way. Out of line.
-  [[gnu::noinline]] void AdmitOrEnterLobby(LobbyBucket& b, uint64_t hash, const char* key,
-                                           uint32_t code, Op op, double weight, double raw,
-                                           double estimate);
-  // Hands the bound `upper` of a key of `hash` leaving the table to the lobby (its way, or
-  // the weakest one if `upper` beats it), else to the sketch.
-  void Demote(uint64_t hash, double upper);
-  // Writes every lobby way's bound into the sketch and frees the ways.
-  void FlushLobby();
 
   // Index of the slot holding the key, or kEmpty. `stored` is the key cut to max_key_bytes.
   int32_t Find(uint64_t hash, std::string_view stored, bool truncated) const;
@@ -354,18 +292,10 @@ class HeavyHitters {
   // probe from the next bucket on, then the hit or the miss. Arguments as for MaybeAdmit().
   [[gnu::noinline]] void UpdateProbe(uint64_t hash, const char* key, uint32_t code, Op op,
                                      double weight, double raw);
-  // A table miss: the lobby and the sketch, then maybe the table. Arguments as for
-  // MaybeAdmit().
-  [[gnu::always_inline]] inline void UpdateMissInline(uint64_t hash, const char* key, uint32_t code,
-                                                      Op op, double weight, double raw);
-  // The same for a sketch depth other than 4 (with or without a lobby), out of line.
-  [[gnu::noinline]] void UpdateMiss(uint64_t hash, const char* key, uint32_t code, Op op,
-                                    double weight, double raw);
-  // A table miss with a lobby: the lobby's probe, then its way or the sketch (of depth 4 if
-  // kDepth4, else any depth).
-  template <bool kDepth4>
-  [[gnu::always_inline]] inline void LobbyMiss(uint64_t hash, const char* key, uint32_t code, Op op,
-                                               double weight, double raw);
+  // A table miss: the sketch, then the table if the estimate passes admit_floor_.
+  // Arguments as for MaybeAdmit().
+  [[gnu::always_inline]] inline void UpdateMiss(uint64_t hash, const char* key, uint32_t code,
+                                                Op op, double weight, double raw);
   // The miss path past the sketch: admits the key if the table has room or `estimate`
   // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
   // short. `key` and `code` as for FindCode() (the stored bytes and truncation are worked
@@ -401,10 +331,9 @@ class HeavyHitters {
   // Applies RoundingKeep() to every stored value, rounding outward, and restarts the count
   // of roundings at 0. O(memory); once per kSettleEvents events.
   void SettleRoundings();
-  // Replaces every stored upper value S (sketch counters, totals, entries, heap nodes and
-  // lobby ways) with up(S) and every stored lower value with down(S). Both must be monotone
-  // (the heap's order and node <= entry then hold) and map 0 to 0; a lobby way whose bound
-  // becomes 0 is freed. Calls SyncFloor().
+  // Replaces every stored upper value S (sketch counters, totals, entries and heap nodes)
+  // with up(S) and every stored lower value with down(S). Both must be monotone (the heap's
+  // order and node <= entry then hold) and map 0 to 0. Calls SyncFloor().
   template <typename Up, typename Down>
   void ScaleStored(Up up, Down down);
   // admit_floor_ = the heap root's node value, or -1 while the table has room. Called
@@ -440,9 +369,6 @@ class HeavyHitters {
   };
   std::vector<Bucket> index_;  // open addressing, linear probing, load <= 1/4
   uint64_t index_mask_;
-  std::vector<LobbyBucket> lobby_;  // options_.lobby / kLobbyWays buckets (rounded up)
-  uint64_t lobby_buckets_ = 0;      // lobby_.size(), kept beside it for the per-event path
-  bool plain_miss_ = false;         // no lobby and a sketch of depth 4: a miss's common path
 };
 
 }  // namespace hotkey::sketch
