@@ -369,8 +369,12 @@ inline void HeavyHitters::UpdateMiss(uint64_t hash, const char* key, uint32_t co
                                      double weight) {
   // The default depth inline; any other through a call, so that its loop does not weigh
   // on this path's frame.
-  const double estimate =
-      cms_.depth() == 4 ? cms_.Update4Inline<false>(hash, w) : cms_.UpdateNearest(hash, w);
+  double estimate;
+  if (cms_.depth() == 4) [[likely]] {
+    estimate = cms_.Update4Inline<false>(hash, w);
+  } else {
+    estimate = cms_.UpdateNearest(hash, w);
+  }
   // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1 while
   // the table has room: an estimate at or below it cannot be admitted, and the common miss
   // stops there.
@@ -416,16 +420,15 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
   UpdateHashedInline(hash, key, op, weight);
 }
 
-bool HeavyHitters::MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight,
+void HeavyHitters::MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight,
                               double raw, double estimate) {
   if (size_ == options_.candidates) {
     RefreshRoot();
     // Both sides of the comparison are stored upper values, which a read widens alike: a
     // key whose estimate passes the weakest entry's is admitted, however large both are.
-    if (!(estimate > heap_[0].upper)) return false;
+    if (!(estimate > heap_[0].upper)) return;
   }
   Admit(hash, StoredOf(key, code), code > options_.max_key_bytes, op, weight, raw, estimate);
-  return true;
 }
 
 void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated, Op op,

@@ -24,11 +24,9 @@
 //   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),
 //   sum over k of true(k) <= Total(),
 // exactly (tests/sketch/rounding_accounting_test.cc, saturation_test.cc). For a key outside
-// the table, with probability >= 1 - delta (the count-min bound, epsilon =
-// e / width):
+// the table, with probability >= 1 - delta (the count-min bound, epsilon = e / width;
+// heavy_hitters_test.cc):
 //   UpperBound(k) - true(k) <= epsilon * Total().
-// A key in the table has UpperBound(k) - LowerBound(k) <= its estimate when admitted, plus
-// the rounding slack below.
 //
 // Rounding: the per-event path keeps every sum, and the event's decayed weight, a double
 // rounded to nearest, and counts the roundings: R, two per event. With u = 2^-53, a stored
@@ -50,11 +48,10 @@
 // kRescaleExponent half-lives, O(1) per update otherwise. Time only moves through Advance()
 // or FollowClock(): the caller's clock, never a global.
 //
-// Cost: Update() is O(1), with no allocation, lock or exception (heavy_hitters_test.cc runs
-// it under an allocation guard); an admission is O(log candidates). Memory is fixed at
-// Create(), whatever the number of distinct keys: MemoryBytes(). Figures (instructions an
-// update, updates per CPU-second, precision at a memory budget) are in
-// docs/benchmarks/tracker.md.
+// Cost: Update() takes no allocation, lock or exception (heavy_hitters_test.cc counts the
+// allocations). Memory is fixed at Create(), whatever the number of distinct keys:
+// MemoryBytes() (heavy_hitters_test.cc). Figures (instructions an update, updates per
+// CPU-second, precision at a memory budget) are in docs/benchmarks/tracker.md.
 //
 // Keys are arbitrary bytes. A key longer than `max_key_bytes` is stored as its first
 // max_key_bytes bytes plus its 64-bit hash (HeavyHitter::truncated), not rejected.
@@ -297,11 +294,10 @@ class HeavyHitters {
   [[gnu::always_inline]] inline void UpdateMiss(uint64_t hash, const char* key, uint32_t code,
                                                 Op op, double weight, double raw);
   // The miss path past the sketch: admits the key if the table has room or `estimate`
-  // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
-  // short. `key` and `code` as for FindCode() (the stored bytes and truncation are worked
-  // out here, off the common path); `weight` is the event's decayed weight as counted,
-  // `raw` its weight.
-  bool MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight, double raw,
+  // beats the weakest entry. Out of line, so the common miss stays short. `key` and `code` as for
+  // FindCode() (the stored bytes and truncation are worked out here, off the common path); `weight`
+  // is the event's decayed weight as counted, `raw` its weight.
+  void MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight, double raw,
                   double estimate);
   void SetKey(uint32_t slot, std::string_view stored, bool truncated);
   std::string_view StoredKey(uint32_t slot) const {
