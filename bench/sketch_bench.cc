@@ -1,7 +1,8 @@
 // hotkey-bench-sketch: throughput and accuracy of hotkey::sketch::HeavyHitters.
 //
 // Generates every stream in memory before timing (Zipf s = 0.9, 1.0, 1.2 over 1,000,000
-// distinct 16-byte keys, 32M updates each, and a drifting hot set), then, in one process
+// distinct 16-byte keys, 32M updates each, a drifting hot set, and a flat drifting one
+// shaped like real traces), then, in one process
 // and on one thread, runs `--repeats` rounds that alternate the tracker with an exact
 // baseline: an absl::flat_hash_map<std::string, double> that owns a copy of every key, as
 // a real exact counter must, and counts exact decayed weights on the tracker's clock.
@@ -64,7 +65,6 @@ struct Config {
   uint64_t updates = 32'000'000;
   uint64_t keys = 1'000'000;
   uint32_t candidates = 200;
-  uint32_t lobby = 0;
   size_t sketch_bytes = 32 * 1024;  // the daemon's default (--track.sketch-bytes)
   uint32_t depth = 4;
   uint32_t key_bytes = 64;
@@ -177,7 +177,6 @@ absl::Time SimTime(uint64_t i, const Config& c) {
 HeavyHitters MakeTracker(const Config& c) {
   HeavyHittersOptions o;
   o.candidates = c.candidates;
-  o.lobby = c.lobby;
   o.sketch_bytes = c.sketch_bytes;
   o.sketch_depth = c.depth;
   o.max_key_bytes = c.key_bytes;
@@ -316,20 +315,16 @@ Accuracy Score(const Stream& st, const Config& c, const ExactCounts& ex, const H
 
 // The share of events whose key is in the table when the event arrives. A key in the
 // table has a positive lower bound (its admitting event's weight); a key outside has 0.
-struct HitShares {
-  double table, lobby;
-};
-HitShares TableHitShare(const Stream& st, const Config& c) {
+double TableHitShare(const Stream& st, const Config& c) {
   HeavyHitters hh = MakeTracker(c);
-  uint64_t hits = 0, lobby_hits = 0;
+  uint64_t hits = 0;
   for (uint64_t i = 0; i < st.size(); ++i) {
     if (i % kAdvanceEvery == 0) hh.Advance(SimTime(i, c));
     const std::string_view key = st.key(i);
     hits += hh.LowerBound(key) > 0;
-    if (c.lobby > 0) lobby_hits += hh.InLobby(key);
     hh.Update(key, st.op(i), st.weight(i));
   }
-  return {static_cast<double>(hits) / st.size(), static_cast<double>(lobby_hits) / st.size()};
+  return static_cast<double>(hits) / st.size();
 }
 
 void Report(const Stream& st, const Config& c) {
@@ -362,17 +357,17 @@ void Report(const Stream& st, const Config& c) {
     ratio.push_back(hk / ex);
   }
   const Accuracy a = Score(st, c, truth, *last);
-  const HitShares hit_share = TableHitShare(st, c);
+  const double hit_share = TableHitShare(st, c);
   absl::PrintF(
       "{\"stream\":\"%s\",\"structure\":\"heavy_hitters\",\"bytes\":%zu,\"updates\":%.0f,"
       "\"repeats\":%u,\"updates_per_cpu_sec\":%s,\"ratio_to_exact\":%s,"
       "\"precision_at_100\":%.4f,\"recall_at_100\":%.4f,\"are_true_top100\":%.3g,"
-      "\"under_top100\":%zu,\"table_hit_share\":%.4f,\"lobby_hit_share\":%.4f,"
-      "\"candidates\":%u,\"lobby\":%u,\"sketch_bytes\":%zu,"
+      "\"under_top100\":%zu,\"table_hit_share\":%.4f,"
+      "\"candidates\":%u,\"sketch_bytes\":%zu,"
       "\"depth\":%u,\"half_life_s\":%g,\"max_weight\":%g,\"distinct_keys\":%zu}\n",
       st.name, last->MemoryBytes(), n, c.repeats, SpreadJson(hotkey_rate, 4), SpreadJson(ratio, 3),
-      a.precision, a.recall, a.are, a.under, hit_share.table, hit_share.lobby, c.candidates,
-      c.lobby, c.sketch_bytes, c.depth, c.half_life_s, c.max_weight, st.distinct);
+      a.precision, a.recall, a.are, a.under, hit_share, c.candidates, c.sketch_bytes, c.depth,
+      c.half_life_s, c.max_weight, st.distinct);
   absl::PrintF(
       "{\"stream\":\"%s\",\"structure\":\"exact\",\"bytes\":%zu,\"updates\":%.0f,"
       "\"repeats\":%u,\"updates_per_cpu_sec\":%s,\"distinct_keys\":%zu}\n",
@@ -394,10 +389,9 @@ void Callgrind(const Stream& st, const Config& c) {
   }
   absl::PrintF(
       "{\"stream\":\"%s\",\"mode\":\"callgrind\",\"loop\":\"%s\",\"updates\":%zu,"
-      "\"bytes\":%zu,\"candidates\":%u,\"lobby\":%u,\"sketch_bytes\":%zu,\"checksum\":%u}\n",
+      "\"bytes\":%zu,\"candidates\":%u,\"sketch_bytes\":%zu,\"checksum\":%u}\n",
       st.name, c.hash_only ? "hotkey_bench::HashOnlyLoop" : "hotkey_bench::TrackerUpdateLoop",
-      st.size(), bytes, c.candidates, c.lobby, c.sketch_bytes,
-      static_cast<unsigned>(checksum & 0xffff));
+      st.size(), bytes, c.candidates, c.sketch_bytes, static_cast<unsigned>(checksum & 0xffff));
   std::fflush(stdout);
 }
 
@@ -406,13 +400,13 @@ void RegisterFlags(hotkey::config::FlagParser& p, Config& c, absl::Duration* hal
   p.AddString("trace", "a trace of `<op> <key>` lines (plain or gzip) instead of the streams",
               &c.trace)
       .Shown("FILE");
-  p.AddString("stream", "only this generated stream: zipf-0.9, zipf-1.0, zipf-1.2 or drift",
+  p.AddString("stream",
+              "only this generated stream: zipf-0.9, zipf-1.0, zipf-1.2, drift or flat-drift",
               &c.only_stream)
       .Shown("NAME");
   p.AddInteger("updates", "updates per generated stream", &c.updates);
   p.AddInteger("keys", "distinct keys of the generated streams", &c.keys);
   p.AddInteger("candidates", "tracker table slots", &c.candidates);
-  p.AddInteger("lobby", "keyless lobby entries (16 bytes each, 4 to a bucket; 0: none)", &c.lobby);
   p.AddSize("sketch-bytes", "count-min sketch memory", &c.sketch_bytes);
   p.AddInteger("depth", "count-min rows", &c.depth);
   p.AddInteger("key-bytes", "key bytes stored per candidate", &c.key_bytes);
@@ -456,8 +450,10 @@ int main(int argc, char** argv) {
         "--keys, --updates, --rate and --repeats must be positive, --max-weight at least 1");
   }
   if (bad.ok() && !c.only_stream.empty() && c.only_stream != "zipf-0.9" &&
-      c.only_stream != "zipf-1.0" && c.only_stream != "zipf-1.2" && c.only_stream != "drift") {
-    bad = absl::InvalidArgumentError("--stream must be zipf-0.9, zipf-1.0, zipf-1.2 or drift");
+      c.only_stream != "zipf-1.0" && c.only_stream != "zipf-1.2" && c.only_stream != "drift" &&
+      c.only_stream != "flat-drift") {
+    bad = absl::InvalidArgumentError(
+        "--stream must be zipf-0.9, zipf-1.0, zipf-1.2, drift or flat-drift");
   }
   if (bad.ok() && c.hash_only && !c.callgrind) {
     bad = absl::InvalidArgumentError("--hash-only needs --callgrind");
@@ -491,9 +487,16 @@ int main(int argc, char** argv) {
     uint64_t drift;
   };
   // The drifting stream moves the Zipf(1.0) rank-to-key mapping by 25 ranks every
-  // sixteenth of the stream: a quarter of the top 100 is new in each phase.
-  const Spec specs[] = {
-      {"zipf-0.9", 0.9, 0}, {"zipf-1.0", 1.0, 0}, {"zipf-1.2", 1.2, 0}, {"drift", 1.0, 25}};
+  // sixteenth of the stream: a quarter of the top 100 is new in each phase. The flat
+  // drifting one is shaped like the real traces (bench/README of ../shared/traces): Zipf
+  // 0.7 puts about 0.5% of events on the top key and 2% on the top 10, neighbours around
+  // rank 100 differ by a few percent, and 5 ranks move every sixteenth of the stream (half
+  // the top 10 is new in each phase).
+  const Spec specs[] = {{"zipf-0.9", 0.9, 0},
+                        {"zipf-1.0", 1.0, 0},
+                        {"zipf-1.2", 1.2, 0},
+                        {"drift", 1.0, 25},
+                        {"flat-drift", 0.7, 5}};
   if (c.callgrind && c.only_stream.empty()) c.only_stream = "zipf-1.0";
   for (const Spec& s : specs) {
     if (!c.only_stream.empty() && c.only_stream != s.name) continue;

@@ -23,11 +23,9 @@ void Write(const std::string& dir, const std::string& name, char mode, const std
   std::ofstream(dir + "/" + name, std::ios::binary) << mode << s;
 }
 
-HeavyHitters Make(uint32_t candidates, uint32_t max_key_bytes, absl::Duration half_life,
-                  uint32_t lobby = 0) {
+HeavyHitters Make(uint32_t candidates, uint32_t max_key_bytes, absl::Duration half_life) {
   HeavyHittersOptions o;
   o.candidates = candidates;
-  o.lobby = lobby;
   o.sketch_bytes = 256;
   o.sketch_depth = 2;
   o.max_key_bytes = max_key_bytes;
@@ -77,18 +75,10 @@ int main(int argc, char** argv) {
   large.Update("big", Op::kWrite, 1);
   Write(dir, "hh_large", 2, large.Serialize());
 
-  // A lobby of two buckets, full, with keys promoted from it and demoted into it, decayed.
-  // Every seed here is in format version 4 (with its count of roundings); the version-2
-  // seed hh_full_v2 (no lobby) and the version-3 hh_lobby_v3 (no count) are kept as they
-  // were made.
-  HeavyHitters lobby = Make(3, 8, absl::Seconds(1), 8);
-  for (int j = 0; j < 200; ++j) {
-    lobby.Update(std::string("k") + std::to_string((j * 7) % 23), j % 4 ? Op::kRead : Op::kWrite,
-                 1 + j % 3);
-    if (j % 10 == 0) lobby.Advance(t0 + absl::Milliseconds(20 * j));
-  }
-  Write(dir, "hh_lobby", 2, lobby.Serialize());
-  Write(dir, "hh_lobby_checksummed", 0, lobby.Serialize());
+  // Every seed here is in format version 5. The older seeds are kept as they were made:
+  // hh_full_v2 (version 2: no lobby, no count of roundings), hh_lobby_v3 (version 3: a lobby,
+  // no count) and hh_lobby, hh_lobby_checksummed (version 4: a lobby of two full buckets,
+  // and a count of roundings).
 
   // Count-min sketches: empty and with counts.
   CountMinSketch cms = *CountMinSketch::Create(8, 2);

@@ -76,6 +76,10 @@ double CountMinSketch::Update(uint64_t hash, double weight) {
   return UpdateInline<true>(hash, weight);
 }
 
+double CountMinSketch::UpdateNearest(uint64_t hash, double weight) {
+  return UpdateInline<false>(hash, weight);
+}
+
 void CountMinSketch::RaiseTo(uint64_t hash, double value) { RaiseToInline(hash, value); }
 
 double CountMinSketch::Estimate(uint64_t hash) const {

@@ -1,10 +1,9 @@
 // CountMinSketch::UpdateInline(): the conservative update, defined here so that the
 // tracker's per-event path (heavy_hitters.cc) inlines it. Internal to hotkey::sketch.
 //
-// The default depth of 4 has its rows unrolled: four columns (Cells4()), one minimum, one sum
-// and four max-stores, with no loop. Other depths take the loop. RaiseToInline() likewise.
-// Update4Lean() is Update4Inline<false>() written for the tracker's miss path, each cell
-// addressed by Column() where it is read or written. All follow Column()'s mapping (pinned by
+// The default depth of 4 has its rows unrolled: one minimum of four cells, one sum and four
+// max-stores, each cell addressed by Column() where it is read or written. Other depths take
+// the loop. RaiseToInline() likewise. All follow Column()'s mapping (pinned by
 // heavy_hitters_eviction_test.cc). The sum rounds up for Update() (the sketch's own
 // guarantee), or to nearest for the tracker, which counts its roundings and widens its
 // bounds when it reads them (heavy_hitters.h).
@@ -22,43 +21,13 @@
 
 namespace hotkey::sketch {
 
-inline void CountMinSketch::Cells4(uint64_t hash, Counter* c[4]) {
-  const uint32_t lo = static_cast<uint32_t>(hash);
-  const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // as Column()
-  Counter* const row0 = counters_.data();
-  c[0] = row0 + (lo & mask_);
-  c[1] = row0 + width_ + ((lo + hi) & mask_);
-  c[2] = row0 + 2 * size_t{width_} + ((lo + 2 * hi) & mask_);
-  c[3] = row0 + 3 * size_t{width_} + ((lo + 3 * hi) & mask_);
-}
-
 template <bool kRoundUp>
 inline double CountMinSketch::Update4Inline(uint64_t hash, double weight) {
-  assert(depth_ == 4 && weight > 0 && std::isfinite(weight));
-  Counter* c[4];
-  Cells4(hash, c);
-  const Counter v0 = *c[0], v1 = *c[1], v2 = *c[2], v3 = *c[3];
-  const Counter min = std::min(std::min(v0, v1), std::min(v2, v3));
-  const Counter target = kRoundUp ? internal::AddUp(min, weight) : min + weight;
-  *c[0] = std::max(v0, target);
-  *c[1] = std::max(v1, target);
-  *c[2] = std::max(v2, target);
-  *c[3] = std::max(v3, target);
-  return target;
-}
-
-// The same value as Update4Inline<false>(), and the same stores. Each max-store reads its
-// counter again, after the store before it (which the compiler cannot tell apart from it),
-// so GCC takes the counter as maxsd's memory operand rather than keep the four values in
-// registers: fewer instructions and registers on the tracker's miss path
-// (bench/callgrind.sh at the defaults, Zipf 1.0: 134.8 instructions an update against 138.8
-// with Update4Inline<false>() there).
-inline double CountMinSketch::Update4Lean(uint64_t hash, double weight) {
   assert(depth_ == 4 && weight > 0 && std::isfinite(weight));
   Counter* const row0 = counters_.data();
   const auto cell = [&](uint32_t r) -> Counter& { return row0[Column(hash, r)]; };
   const Counter min = std::min(std::min(cell(0), cell(1)), std::min(cell(2), cell(3)));
-  const Counter target = min + weight;
+  const Counter target = kRoundUp ? internal::AddUp(min, weight) : min + weight;
   cell(0) = std::max(cell(0), target);
   cell(1) = std::max(cell(1), target);
   cell(2) = std::max(cell(2), target);
@@ -89,12 +58,11 @@ inline void CountMinSketch::RaiseToInline(uint64_t hash, double value) {
   // The tracker's lobby writes replaced ways back on its per-event path: the default depth
   // is unrolled as in UpdateInline.
   if (depth_ == 4) {
-    Counter* c[4];
-    Cells4(hash, c);
-    *c[0] = std::max(*c[0], value);
-    *c[1] = std::max(*c[1], value);
-    *c[2] = std::max(*c[2], value);
-    *c[3] = std::max(*c[3], value);
+    Counter* const row0 = counters_.data();
+    for (uint32_t r = 0; r < 4; ++r) {
+      Counter& c = row0[Column(hash, r)];
+      c = std::max(c, value);
+    }
     return;
   }
   for (uint32_t r = 0; r < depth_; ++r) {

@@ -20,12 +20,19 @@ namespace hotkey::sketch {
 namespace {
 
 constexpr char kMagic[] = "HKHH";
-// Version 2: f64 sketch counters (version 1 had f32 ones, which saturate). Version 3: the
-// lobby, after the entries. Version 4: the count of roundings not yet settled, after the
-// raw totals. Versions 2 and 3 are still read: their values rounded outward, so they load
-// with no roundings to count (and a version-2 tracker with no lobby).
-constexpr uint16_t kVersion = 4;
+// Version 2: f64 sketch counters (version 1 had f32 ones, which saturate). Version 3: a
+// keyless lobby, after the entries. Version 4: the count of roundings not yet settled, after
+// the raw totals. Version 5: no lobby. Versions 2 to 4 are still read: 2 and 3 rounded their
+// values outward, so they load with no roundings to count, and the ways of a version-3 or -4
+// lobby are raised into the sketch (each way bounds the keys of its hash outside the table,
+// so the sketch then does).
+constexpr uint16_t kVersion = 5;
 constexpr uint16_t kOldestVersion = 2;
+constexpr uint16_t kFirstWithLobby = 3;
+constexpr uint16_t kLastWithLobby = 4;
+// The largest lobby versions 3 and 4 accepted, and its ways per bucket.
+constexpr uint32_t kMaxLoadedLobby = 1u << 22;
+constexpr uint32_t kLobbyWays = 4;
 
 // The index's home bucket: the hash's middle bits, which neither the count-min columns
 // (low bits plus multiples of the high half) nor the truncation marker lean on alone.
@@ -88,9 +95,9 @@ absl::Status HeavyHittersOptions::Validate() const {
                                                    HeavyHitters::kMaxTableBytes, " bytes, got ",
                                                    uint64_t{candidates} * max_key_bytes));
   }
-  if (lobby > HeavyHitters::kMaxLobby) {
+  if (lobby != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("lobby must be in [0, ", HeavyHitters::kMaxLobby, "], got ", lobby));
+        absl::StrCat("lobby must be 0 (the keyless lobby was removed), got ", lobby));
   }
   if (half_life <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -126,32 +133,12 @@ HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cm
   const uint64_t buckets = std::bit_ceil(uint64_t{4} * options.candidates);
   index_.assign(buckets, Bucket{0, kEmpty});
   index_mask_ = buckets - 1;
-  lobby_.assign((uint64_t{options.lobby} + kLobbyWays - 1) / kLobbyWays, LobbyBucket{});
-  lobby_buckets_ = lobby_.size();
-  plain_miss_ = lobby_buckets_ == 0 && cms_.depth() == 4;
 }
 
-absl::Status HeavyHitters::ResizeLobby(uint32_t lobby) {
+absl::Status HeavyHitters::ResizeLobby(uint32_t lobby) const {
   HeavyHittersOptions o = options_;
   o.lobby = lobby;
-  if (absl::Status s = o.Validate(); !s.ok()) return s;
-  FlushLobby();
-  options_.lobby = lobby;
-  lobby_.assign((uint64_t{lobby} + kLobbyWays - 1) / kLobbyWays, LobbyBucket{});
-  lobby_.shrink_to_fit();
-  lobby_buckets_ = lobby_.size();
-  plain_miss_ = lobby_buckets_ == 0 && cms_.depth() == 4;
-  return absl::OkStatus();
-}
-
-void HeavyHitters::FlushLobby() {
-  for (LobbyBucket& b : lobby_) {
-    for (uint32_t w = 0; w < kLobbyWays; ++w) {
-      if (b.upper[w] > 0) cms_.RaiseTo(b.hash[w], b.upper[w]);
-      b.hash[w] = 0;
-      b.upper[w] = 0;
-    }
-  }
+  return o.Validate();
 }
 
 void HeavyHitters::Advance(absl::Time now) {
@@ -197,13 +184,6 @@ void HeavyHitters::ScaleStored(Up up, Down down) {
     for (double& w : e.weight) w = down(w);
     heap_[i].upper = up(heap_[i].upper);
   }
-  // A free way holds hash 0 (and bound 0).
-  for (LobbyBucket& b : lobby_) {
-    for (uint32_t i = 0; i < kLobbyWays; ++i) {
-      b.upper[i] = up(b.upper[i]);
-      if (b.upper[i] == 0) b.hash[i] = 0;
-    }
-  }
   SyncFloor();
 }
 
@@ -215,8 +195,7 @@ void HeavyHitters::Rescale() {
   assert(scale >= 0 && scale <= 1);
   // Upper bounds round up and lower bounds down, so both stay on their side of the truth.
   // A positive upper stays positive (MulUp) unless the scale itself is 0: after a clock
-  // jump of more than about 1075 half-lives every weight decays to nothing, and every
-  // lobby way is freed.
+  // jump of more than about 1075 half-lives every weight decays to nothing.
   ScaleStored([scale](double s) { return internal::MulUp(s, scale); },
               [scale](double s) { return internal::MulDown(s, scale); });
   landmark_ = now_;
@@ -227,7 +206,7 @@ void HeavyHitters::SettleRoundings() {
   // Each stored value S of an upper bound has S >= (its exact value) * keep, and each lower
   // bound L has L <= (its exact value) / keep (RoundingKeep()): dividing the first by keep
   // rounding up, and multiplying the second by it rounding down, makes both hold with no
-  // rounding counted. 0 stays 0, so a free lobby way stays free.
+  // rounding counted.
   if (settle_left_ == kSettleEvents) return;
   const double keep = RoundingKeep();
   ScaleStored([keep](double s) { return internal::DivUp(s, keep); },
@@ -257,8 +236,6 @@ inline int32_t HeavyHitters::FindCode(uint64_t hash, const char* key, uint32_t c
                                       uint64_t first) const {
   const uint32_t tag = Tag(hash);
   for (uint64_t b = first;; b = (b + 1) & index_mask_) {
-    // Read in place, field by field: fewer instructions than a copy of the bucket split into
-    // its fields (bench/callgrind.sh at 150 candidates: 150.7 an update against 153.4).
     const Bucket& bucket = index_[b];
     if (bucket.slot == kEmpty) return kEmpty;
     if (bucket.tag == tag && Holds(entries_[bucket.slot], bucket.slot, hash, key, code)) {
@@ -343,14 +320,9 @@ void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated
 
 inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key, Op op,
                                              double weight) {
-  // This body holds the common paths only: a hit in the key's home index bucket, and a miss
-  // whose home bucket is empty (the sketch, and the lobby at depth 4). Every other path (the
-  // rest of a probe run, another sketch depth, a settle, an admission from a table miss) is
-  // a tail call to an out-of-line function; a lobby way's promotion (Promote()) is an
-  // ordinary call. So this body's frame stays small: GCC saves the registers
-  // that any path of a function needs near its entry, for all but its earliest exits
-  // (bench/callgrind.sh at the defaults, Zipf 1.0: 146.4 instructions an update with one
-  // body for all paths, 138.8 with this split alone).
+  // The common paths only: a hit in the key's home index bucket, and a miss whose home
+  // bucket is empty. The others (the rest of a probe run, a settle, an admission) are
+  // out-of-line calls, so the common paths keep a small frame.
   if (!(weight >= kMinWeight)) return;  // also NaN: such an event carries no weight
   // Every sum below rounds to nearest, and so does the product: the event's two roundings
   // are counted, and the bounds are widened by them when read (see RoundingKeep()). The
@@ -359,8 +331,6 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
     UpdateSettling(hash, key, op, weight);
     return;
   }
-  // Not std::min(weight, kMaxWeight): the same value (weight is not NaN here), but in this
-  // order GCC emits one minsd with the constant in memory (three instructions the other way).
   weight = std::min(kMaxWeight, weight);
   const int o = static_cast<int>(op);
   const double w = weight * factor_;  // factor_ >= 1 and weight >= kMinWeight: no underflow
@@ -375,7 +345,7 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
   // of the probe run.
   const Bucket& bucket = index_[Home(hash, index_mask_)];
   if (bucket.slot == kEmpty) {
-    UpdateMissInline(hash, key.data(), code, op, w, weight);
+    UpdateMiss(hash, key.data(), code, op, w, weight);
     return;
   }
   if (bucket.tag == Tag(hash)) {
@@ -395,63 +365,22 @@ inline void HeavyHitters::AddHit(Entry& e, int o, double w, double weight) {
   // The heap node lags; see HeapNode.
 }
 
-inline void HeavyHitters::UpdateMissInline(uint64_t hash, const char* key, uint32_t code, Op op,
-                                           double w, double weight) {
-  if (plain_miss_) {
-    // No lobby, and the default depth: one test for both (bench/callgrind.sh at 150
-    // candidates: 147.6 instructions an update against 150.7 with the two tests).
-    const double estimate = cms_.Update4Lean(hash, w);
-    // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1
-    // while the table has room: an estimate at or below it cannot be admitted, and the
-    // common miss stops there.
-    if (estimate > admit_floor_) [[unlikely]] {
-      MaybeAdmit(hash, key, code, op, w, weight, estimate);
-    }
-    return;
+inline void HeavyHitters::UpdateMiss(uint64_t hash, const char* key, uint32_t code, Op op, double w,
+                                     double weight) {
+  // The default depth inline; any other through a call, so that its loop does not weigh
+  // on this path's frame.
+  double estimate;
+  if (cms_.depth() == 4) [[likely]] {
+    estimate = cms_.Update4Inline<false>(hash, w);
+  } else {
+    estimate = cms_.UpdateNearest(hash, w);
   }
-  if (lobby_buckets_ == 0 || cms_.depth() != 4) {
-    UpdateMiss(hash, key, code, op, w, weight);
-    return;
-  }
-  LobbyMiss<true>(hash, key, code, op, w, weight);
-}
-
-template <bool kDepth4>
-inline void HeavyHitters::LobbyMiss(uint64_t hash, const char* key, uint32_t code, Op op, double w,
-                                    double weight) {
-  LobbyBucket& b = LobbyHome(hash);
-  // At most one used way holds a hash. Free ways (upper 0) hold hash 0, so a match counts
-  // only with a positive upper (the upper is read only on a hash match, which is rare
-  // but for lobby hits).
-  uint32_t way = kLobbyWays;
-#pragma GCC unroll 4
-  for (uint32_t i = 0; i < kLobbyWays; ++i) {
-    if (b.hash[i] == hash && b.upper[i] > 0) way = i;
-  }
-  if (way < kLobbyWays) {
-    // A lobby hit: the way bounds the key, the sketch is not touched.
-    const double upper = b.upper[way] + w;
-    b.upper[way] = upper;
-    if (upper > admit_floor_) [[unlikely]] {
-      Promote(b, way, hash, key, code, op, w, weight);
-    }
-    return;
-  }
-  const double estimate = kDepth4 ? cms_.Update4Lean(hash, w) : cms_.UpdateInline<false>(hash, w);
+  // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1 while
+  // the table has room: an estimate at or below it cannot be admitted, and the common miss
+  // stops there.
   if (estimate > admit_floor_) [[unlikely]] {
-    AdmitOrEnterLobby(b, hash, key, code, op, w, weight, estimate);
-    return;
+    MaybeAdmit(hash, key, code, op, w, weight, estimate);
   }
-  // The estimate did not pass the weakest entry: it may still pass the bucket's weakest way.
-  if (estimate > WeakestWay(b)) [[unlikely]] {
-    EnterLobby(b, hash, estimate);
-  }
-}
-
-void HeavyHitters::AdmitOrEnterLobby(LobbyBucket& b, uint64_t hash, const char* key, uint32_t code,
-                                     Op op, double weight, double raw, double estimate) {
-  if (MaybeAdmit(hash, key, code, op, weight, raw, estimate)) return;
-  if (estimate > WeakestWay(b)) EnterLobby(b, hash, estimate);
 }
 
 void HeavyHitters::UpdateSettling(uint64_t hash, std::string_view key, Op op, double weight) {
@@ -470,19 +399,7 @@ void HeavyHitters::UpdateProbe(uint64_t hash, const char* key, uint32_t code, Op
     AddHit(entries_[slot], static_cast<int>(op), w, weight);
     return;
   }
-  UpdateMissInline(hash, key, code, op, w, weight);
-}
-
-void HeavyHitters::UpdateMiss(uint64_t hash, const char* key, uint32_t code, Op op, double w,
-                              double weight) {
-  if (lobby_buckets_ > 0) {
-    LobbyMiss<false>(hash, key, code, op, w, weight);
-    return;
-  }
-  const double estimate = cms_.UpdateInline<false>(hash, w);
-  if (estimate > admit_floor_) [[unlikely]] {
-    MaybeAdmit(hash, key, code, op, w, weight, estimate);
-  }
+  UpdateMiss(hash, key, code, op, w, weight);
 }
 
 void HeavyHitters::Update(std::string_view key, Op op, double weight) {
@@ -503,70 +420,15 @@ void HeavyHitters::UpdateHashed(uint64_t hash, std::string_view key, Op op, doub
   UpdateHashedInline(hash, key, op, weight);
 }
 
-bool HeavyHitters::MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight,
+void HeavyHitters::MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight,
                               double raw, double estimate) {
   if (size_ == options_.candidates) {
     RefreshRoot();
     // Both sides of the comparison are stored upper values, which a read widens alike: a
     // key whose estimate passes the weakest entry's is admitted, however large both are.
-    if (!(estimate > heap_[0].upper)) return false;
+    if (!(estimate > heap_[0].upper)) return;
   }
   Admit(hash, StoredOf(key, code), code > options_.max_key_bytes, op, weight, raw, estimate);
-  return true;
-}
-
-void HeavyHitters::Promote(LobbyBucket& b, uint32_t way, uint64_t hash, const char* key,
-                           uint32_t code, Op op, double weight, double raw) {
-  const double upper = b.upper[way];
-  if (size_ == options_.candidates) {
-    RefreshRoot();
-    if (!(upper > heap_[0].upper)) return;
-  }
-  // The way leaves the lobby. It may also bound other keys of the same 64-bit hash (a
-  // collision): they fall back to the sketch, which is raised to the way's bound first.
-  // The key itself starts in the table like a fresh admission: its upper bound is the
-  // way's, its lower bound this event's weight (a keyless way proves no weight of its own).
-  cms_.RaiseTo(hash, upper);
-  b.hash[way] = 0;
-  b.upper[way] = 0;
-  Admit(hash, StoredOf(key, code), code > options_.max_key_bytes, op, weight, raw, upper);
-}
-
-void HeavyHitters::EnterLobby(LobbyBucket& b, uint64_t hash, double estimate) {
-  uint32_t weakest = 0;
-  for (uint32_t i = 1; i < kLobbyWays; ++i) {
-    if (b.upper[i] < b.upper[weakest]) weakest = i;
-  }
-  // The sketch bounds the replaced key again. `estimate` is the sketch's bound for every
-  // key of `hash` outside the table, so the new way bounds them all.
-  if (b.upper[weakest] > 0) cms_.RaiseToInline(b.hash[weakest], b.upper[weakest]);
-  b.hash[weakest] = hash;
-  b.upper[weakest] = estimate;
-}
-
-void HeavyHitters::Demote(uint64_t hash, double upper) {
-  if (lobby_.empty()) {
-    cms_.RaiseTo(hash, upper);
-    return;
-  }
-  LobbyBucket& b = LobbyHome(hash);
-  uint32_t weakest = 0;
-  for (uint32_t i = 0; i < kLobbyWays; ++i) {
-    if (b.upper[i] > 0 && b.hash[i] == hash) {
-      // Another key of this hash is in the lobby: one way bounds both.
-      b.upper[i] = std::max(b.upper[i], upper);
-      return;
-    }
-    if (b.upper[i] < b.upper[weakest]) weakest = i;
-  }
-  if (!(upper > b.upper[weakest])) {
-    cms_.RaiseTo(hash, upper);
-    return;
-  }
-  if (b.upper[weakest] > 0) cms_.RaiseTo(b.hash[weakest], b.upper[weakest]);
-  b.hash[weakest] = hash;
-  // Other keys of this hash outside the table are bounded by the sketch until now.
-  b.upper[weakest] = std::max(upper, cms_.Estimate(hash));
 }
 
 void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated, Op op,
@@ -577,12 +439,12 @@ void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated,
     slot = size_;
     pos = size_++;
   } else {
-    // Evict the weakest entry; its upper bound goes to the lobby or the sketch, so that
-    // the key's bound outside the table stays >= its true weight.
+    // Evict the weakest entry; its upper bound goes to the sketch, so that the key's bound
+    // outside the table stays >= its true weight.
     slot = heap_[0].slot;
     pos = 0;
     const Entry& old = entries_[slot];
-    Demote(old.hash, old.upper);
+    cms_.RaiseTo(old.hash, old.upper);
     IndexErase(old.hash, slot);
   }
   Entry& e = entries_[slot];
@@ -610,16 +472,6 @@ double HeavyHitters::UpperStored(uint64_t hash, std::string_view key, int32_t* s
   const bool truncated = key.size() > options_.max_key_bytes;
   *slot = Find(hash, truncated ? key.substr(0, options_.max_key_bytes) : key, truncated);
   if (*slot != kEmpty) return entries_[*slot].upper;
-  return OutsideUpper(hash);
-}
-
-double HeavyHitters::OutsideUpper(uint64_t hash) const {
-  if (!lobby_.empty()) {
-    const LobbyBucket& b = LobbyHome(hash);
-    for (uint32_t i = 0; i < kLobbyWays; ++i) {
-      if (b.upper[i] > 0 && b.hash[i] == hash) return b.upper[i];
-    }
-  }
   return cms_.Estimate(hash);
 }
 
@@ -628,21 +480,8 @@ double HeavyHitters::UpperBoundHashed(uint64_t hash, std::string_view key) const
   return internal::DivUp(UpperStored(hash, key, &slot), UpperDivisor());
 }
 
-bool HeavyHitters::InLobby(std::string_view key) const {
-  const uint64_t hash = HashKey(key, options_.seed);
-  int32_t slot;
-  UpperStored(hash, key, &slot);
-  if (slot != kEmpty || lobby_.empty()) return false;
-  const LobbyBucket& b = LobbyHome(hash);
-  for (uint32_t i = 0; i < kLobbyWays; ++i) {
-    if (b.upper[i] > 0 && b.hash[i] == hash) return true;
-  }
-  return false;
-}
-
 double HeavyHitters::LowerBoundHashed(uint64_t hash, std::string_view key) const {
-  // A key outside the table has no lower bound but 0: a lobby way is keyless, and may
-  // count other keys of its hash.
+  // A key outside the table has no lower bound but 0.
   int32_t slot;
   UpperStored(hash, key, &slot);
   if (slot == kEmpty) return 0;
@@ -718,16 +557,15 @@ std::vector<HeavyHitter> HeavyHitters::TopK(size_t n) const {
 
 size_t HeavyHitters::MemoryBytes() const {
   return sizeof(*this) + cms_.bytes() + entries_.capacity() * sizeof(Entry) + keys_.capacity() +
-         heap_.capacity() * sizeof(HeapNode) + index_.capacity() * sizeof(Bucket) +
-         lobby_.capacity() * sizeof(LobbyBucket);
+         heap_.capacity() * sizeof(HeapNode) + index_.capacity() * sizeof(Bucket);
 }
 
 absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
   const HeavyHittersOptions& a = options_;
   const HeavyHittersOptions& b = other.options_;
   if (a.candidates != b.candidates || a.max_key_bytes != b.max_key_bytes ||
-      a.half_life != b.half_life || a.seed != b.seed || a.lobby != b.lobby ||
-      cms_.width() != other.cms_.width() || cms_.depth() != other.cms_.depth()) {
+      a.half_life != b.half_life || a.seed != b.seed || cms_.width() != other.cms_.width() ||
+      cms_.depth() != other.cms_.depth()) {
     return absl::InvalidArgumentError(
         "cannot merge heavy-hitter trackers of different options or seeds");
   }
@@ -766,7 +604,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
       }
       m.admitted_ns = std::min(e.admitted_ns, o.admitted_ns);
     } else {
-      m.upper = internal::AddUp(m.upper, internal::MulUp(other.OutsideUpper(e.hash), scale));
+      m.upper = internal::AddUp(m.upper, internal::MulUp(other.cms_.Estimate(e.hash), scale));
       for (int k = 0; k < kNumOps; ++k) {
         m.weight[k] = e.weight[k];
         m.raw[k] = e.raw[k];
@@ -781,7 +619,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     if (FindCode(o.hash, key.data(), o.key_code, Home(o.hash, index_mask_)) != kEmpty) {
       continue;  // merged above
     }
-    const double upper = internal::AddUp(internal::MulUp(o.upper, scale), OutsideUpper(o.hash));
+    const double upper = internal::AddUp(internal::MulUp(o.upper, scale), cms_.Estimate(o.hash));
     Merged m{o.hash, std::string(key), other.Truncated(slot), upper, {}, {}, o.admitted_ns};
     for (int k = 0; k < kNumOps; ++k) {
       m.weight[k] = internal::MulDown(o.weight[k], scale);
@@ -790,18 +628,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
     merged.push_back(std::move(m));
   }
 
-  // The lobbies go through the sketch: ours is written into our sketch before the sketches
-  // add, and each of the other's ways raises its key's merged estimate by the way's bound
-  // (the merged estimate already covers our share). The merged lobby starts empty.
-  FlushLobby();
   if (absl::Status s = cms_.Merge(other.cms_, scale); !s.ok()) return s;
-  for (const LobbyBucket& ob : other.lobby_) {
-    for (uint32_t w = 0; w < kLobbyWays; ++w) {
-      if (!(ob.upper[w] > 0)) continue;
-      cms_.RaiseTo(ob.hash[w],
-                   internal::AddUp(cms_.Estimate(ob.hash[w]), internal::MulUp(ob.upper[w], scale)));
-    }
-  }
   if (other.counted()) start_ = counted() ? std::min(start_, other.start_) : other.start_;
   // Each merged value's roundings are those of one side, at most: the sums and products
   // here round outward, so they add none.
@@ -815,7 +642,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
   std::sort(merged.begin(), merged.end(),
             [](const Merged& x, const Merged& y) { return x.upper > y.upper; });
   const size_t keep = std::min<size_t>(merged.size(), options_.candidates);
-  for (size_t i = keep; i < merged.size(); ++i) Demote(merged[i].hash, merged[i].upper);
+  for (size_t i = keep; i < merged.size(); ++i) cms_.RaiseTo(merged[i].hash, merged[i].upper);
   std::fill(index_.begin(), index_.end(), Bucket{0, kEmpty});
   size_ = 0;
   for (size_t i = 0; i < keep; ++i) {
@@ -846,8 +673,8 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
 //   u32 entries, then per entry:
 //     u64 hash | f64 upper | f64 weight[2] | f64 raw[2] | i64 admitted_ns | u8 truncated
 //     | u32 key_len | key bytes
-//   version 3 and later: u32 lobby, then for each way of the ceil(lobby / 4) buckets in order:
-//     u64 hash | f64 upper  (a free way: both 0)
+//   versions 3 and 4 only: u32 lobby, then for each way of the ceil(lobby / 4) buckets in
+//     order: u64 hash | f64 upper  (a free way: both 0)
 //   u64 checksum
 std::string HeavyHitters::Serialize() const {
   internal::ByteWriter w(kMagic, kVersion);
@@ -880,13 +707,6 @@ std::string HeavyHitters::Serialize() const {
     w.U8(Truncated(slot) ? 1 : 0);
     w.U32(static_cast<uint32_t>(StoredKey(slot).size()));
     w.Bytes(StoredKey(slot));
-  }
-  w.U32(options_.lobby);
-  for (const LobbyBucket& b : lobby_) {
-    for (uint32_t i = 0; i < kLobbyWays; ++i) {
-      w.U64(b.hash[i]);
-      w.F64(b.upper[i]);
-    }
   }
   return std::move(w).Finish();
 }
@@ -987,32 +807,26 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
     hh->IndexInsert(hash, slot);
     hh->heap_[slot] = HeapNode{upper, slot};
   }
-  if (version >= 3) {
+  if (version >= kFirstWithLobby && version <= kLastWithLobby) {
     uint32_t lobby;
     if (!r.U32(&lobby)) return corrupt("short lobby");
-    o.lobby = lobby;
-    if (absl::Status s = o.Validate(); !s.ok()) return corrupt(s.message());
+    if (lobby > kMaxLoadedLobby) return corrupt("lobby out of range");
     const uint64_t ways = (uint64_t{lobby} + kLobbyWays - 1) / kLobbyWays * kLobbyWays;
-    // Exactly the ways must follow, before anything is allocated for them.
     if (r.remaining() != ways * (sizeof(uint64_t) + sizeof(double))) {
       return corrupt("lobby of the wrong length");
     }
-    if (absl::Status s = hh->ResizeLobby(lobby); !s.ok()) return corrupt(s.message());
-    for (size_t bi = 0; bi < hh->lobby_.size(); ++bi) {
-      LobbyBucket& b = hh->lobby_[bi];
-      for (uint32_t i = 0; i < kLobbyWays; ++i) {
-        r.U64(&b.hash[i]);
-        r.F64(&b.upper[i]);
-        if (!Loadable(b.upper[i])) return corrupt("lobby bound out of range");
-        if (b.upper[i] == 0) {
-          if (b.hash[i] != 0) return corrupt("free lobby way with a hash");
-          continue;
-        }
-        if (&hh->LobbyHome(b.hash[i]) != &b) return corrupt("lobby way in the wrong bucket");
-        for (uint32_t j = 0; j < i; ++j) {
-          if (b.upper[j] > 0 && b.hash[j] == b.hash[i]) return corrupt("duplicate lobby way");
-        }
+    // Each used way bounds the keys of its hash outside the table: the sketch takes it over.
+    for (uint64_t i = 0; i < ways; ++i) {
+      uint64_t hash = 0;
+      double upper = 0;
+      r.U64(&hash);  // cannot fail: the length was checked
+      r.F64(&upper);
+      if (!Loadable(upper)) return corrupt("lobby bound out of range");
+      if (upper == 0) {
+        if (hash != 0) return corrupt("free lobby way with a hash");
+        continue;
       }
+      hh->cms_.RaiseTo(hash, upper);
     }
   }
   if (r.remaining() != 0) return corrupt("trailing bytes");

@@ -413,5 +413,39 @@ TEST_CASE("HeavyHitters: ForEach allocates once, however many keys it visits",
   }
 }
 
+TEST_CASE("HeavyHitters: updates never allocate, on hits, misses, admissions and evictions",
+          "[sketch][heavy_hitters]") {
+  HeavyHittersOptions o = NoDecay();
+  o.candidates = 64;
+  o.max_key_bytes = 16;
+  HeavyHitters hh = MustCreate(o);
+  // Keys made beforehand; long keys (past 16 bytes and past max_key_bytes) take the other
+  // hash path and the truncated form.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 5000; ++i) {
+    keys.push_back(i % 7 == 0 ? "a-long-key-past-the-limit:" + std::to_string(i) : KeyFor(i));
+  }
+  std::mt19937_64 gen(5);
+  ZipfDistribution zipf(keys.size(), 1.0);
+  std::vector<size_t> order(200000);
+  for (size_t& k : order) k = zipf(gen) - 1;
+  const uint64_t before = hotkey::testing::AllocationsOnThisThread();
+  for (size_t k : order) hh.Update(keys[k], k % 10 == 0 ? Op::kWrite : Op::kRead, 1 + k % 3);
+  CHECK(hotkey::testing::AllocationsOnThisThread() - before == 0);
+  CHECK(hh.size() == o.candidates);
+}
+
+TEST_CASE("HeavyHitters: a lobby other than 0 is refused, with the reason",
+          "[sketch][heavy_hitters]") {
+  HeavyHittersOptions o = NoDecay();
+  o.lobby = 860;
+  const absl::Status s = HeavyHitters::Create(o, absl::UnixEpoch()).status();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()).find("lobby") != std::string::npos);
+  HeavyHitters hh = MustCreate(NoDecay());
+  CHECK(hh.ResizeLobby(0).ok());
+  CHECK_FALSE(hh.ResizeLobby(8).ok());
+}
+
 }  // namespace
 }  // namespace hotkey::sketch

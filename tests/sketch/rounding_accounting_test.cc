@@ -48,10 +48,9 @@ HeavyHitters MustCreate(const HeavyHittersOptions& o) {
   return *std::move(hh);
 }
 
-HeavyHittersOptions NoDecay(uint32_t candidates, uint32_t lobby) {
+HeavyHittersOptions NoDecay(uint32_t candidates) {
   HeavyHittersOptions o;
   o.candidates = candidates;
-  o.lobby = lobby;
   o.half_life = absl::InfiniteDuration();
   return o;
 }
@@ -95,7 +94,7 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest would stall still bounds
   constexpr double kBig = HeavyHitters::kMaxWeight;  // 1e15, the largest weight counted
   REQUIRE(1e16 + 1.0 == 1e16);
   REQUIRE(2e16 + 1.0 == 2e16);
-  HeavyHitters hh = MustCreate(NoDecay(1, 0));
+  HeavyHitters hh = MustCreate(NoDecay(1));
   // "big" takes the one table slot; "cm" stays in the sketch, its estimate (at most 1e16)
   // never passing big's bound (2e16).
   for (int i = 0; i < 20; ++i) hh.Update("big", Op::kRead, kBig);
@@ -108,7 +107,6 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest would stall still bounds
   REQUIRE(hh.size() == 1);
   REQUIRE(hh.LowerBound("big") > 0);  // in the table
   REQUIRE(hh.LowerBound("cm") == 0);  // not in it: the sketch bounds it
-  REQUIRE_FALSE(hh.InLobby("cm"));
   REQUIRE(hh.roundings() == 2 * (20 + 1000 + 10 + 1000));
 
   // The stored totals did stall: they hold none of the 2000 unit events.
@@ -150,7 +148,7 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest lifts stays within twice
   // The other way: at 1e16 (ulp 2), 1e16 + 1.5 rounds to 1e16 + 2, so each event of weight
   // 1.5 lifts the stored sum 0.5 above the truth. The read widens the lifted sum again.
   REQUIRE(1e16 + 1.5 == 1e16 + 2);
-  HeavyHitters hh = MustCreate(NoDecay(1, 0));
+  HeavyHitters hh = MustCreate(NoDecay(1));
   for (int i = 0; i < 10; ++i) hh.Update("k", Op::kRead, HeavyHitters::kMaxWeight);
   for (int i = 0; i < 1000; ++i) hh.Update("k", Op::kRead, 1.5);
   const double truth = 1e16 + 1500;
@@ -165,9 +163,9 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest lifts stays within twice
 }
 
 TEST_CASE("HeavyHitters: two roundings are counted per event", "[sketch][rounding]") {
-  // Every path an event takes (table hit, lobby hit, sketch miss, admission, promotion),
+  // Every path an event takes (table hit, sketch miss, admission, eviction),
   // with decay (a factor that is not 1) and clock moves, which count none.
-  HeavyHittersOptions o = NoDecay(8, 8);
+  HeavyHittersOptions o = NoDecay(8);
   o.sketch_bytes = 1024;
   o.half_life = absl::Seconds(1);
   HeavyHitters hh = MustCreate(o);
@@ -214,7 +212,7 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
   // A tracker settles its count every 2^31 events, too many to run here. A saved tracker is
   // given a count one event short of that instead (counting more roundings than were made
   // is safe), and a few events take it through the settling.
-  HeavyHitters fed = MustCreate(NoDecay(8, 8));
+  HeavyHitters fed = MustCreate(NoDecay(8));
   absl::flat_hash_map<std::string, double> truth;
   double total = 0;
   auto feed = [&](HeavyHitters& hh, int key, double weight) {
@@ -223,8 +221,8 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
     total += weight;
   };
   // Keys 0..7 fill the table at their first events, 100 - i events of weight 3 each; keys
-  // 8..59, 30 to 36 events of weight 1 to 3 each, interleaved, share the lobby's 8 ways and
-  // the sketch. Keys 60..79 are never fed.
+  // 8..59, 30 to 36 events of weight 1 to 3 each, interleaved, share the sketch. Keys 60..79
+  // are never fed.
   for (int i = 0; i < 8; ++i) {
     for (int n = 0; n < 100 - i; ++n) feed(fed, i, 3);
   }
@@ -248,15 +246,14 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
 
   struct Seen {
     double upper, lower;
-    bool in_lobby;
   };
   absl::flat_hash_map<std::string, Seen> before;
-  size_t in_table = 0, in_lobby = 0;
+  size_t in_table = 0;
   for (int i = 0; i < 80; ++i) {
     const std::string k = KeyFor(i);
     const double exact = truth.contains(k) ? truth[k] : 0.0;
     INFO(k << " truth " << exact);
-    const Seen s{hh->UpperBound(k), hh->LowerBound(k), hh->InLobby(k)};
+    const Seen s{hh->UpperBound(k), hh->LowerBound(k)};
     REQUIRE(s.upper >= exact);
     REQUIRE(s.lower <= exact);
     REQUIRE((s.lower > 0) == (i < 8));  // keys 0..7 hold the table
@@ -268,11 +265,9 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
       REQUIRE(s.upper > exact);
     }
     in_table += s.lower > 0;
-    in_lobby += s.in_lobby;
     before[k] = s;
   }
   REQUIRE(in_table == 8);
-  REQUIRE(in_lobby >= 4);
   const double total_before = hh->Total();
   REQUIRE_THAT(total_before, UpperBoundOf(total, *hh));
 
@@ -293,7 +288,6 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
            << " -> " << lower);
     REQUIRE(upper >= exact);
     REQUIRE(lower <= exact);
-    REQUIRE(hh->InLobby(k) == s.in_lobby);
     REQUIRE((lower > 0) == (s.lower > 0));
     if (k != hot) {  // no events since `before`: the settling alone
       REQUIRE(upper >= s.upper);
@@ -317,7 +311,7 @@ TEST_CASE("HeavyHitters: a merge counts the larger of the two counts of rounding
           "[sketch][rounding][merge]") {
   // Each merged value is a value of one side plus one of the other, summed rounding up (or
   // down, for lower values): its drift from the exact sum is at most the larger side's.
-  const HeavyHittersOptions o = NoDecay(8, 8);
+  const HeavyHittersOptions o = NoDecay(8);
   HeavyHitters a = MustCreate(o), b = MustCreate(o);
   absl::flat_hash_map<std::string, double> truth;
   // Keys 0..3 go to both, 4..5 to `a` only, 6..7 to `b` only: 8 keys, all in every table.
@@ -361,7 +355,7 @@ TEST_CASE(
   // the table at their first events, 20 reads and 20 writes of weight 1000 + i each, so their
   // stored sums are their exact truths; keys 8..19 stay in the sketch, 1 + i % 5 events of
   // weight 1 + i % 3 each; "tick" takes the event that settles each time, into the sketch.
-  HeavyHitters hh = MustCreate(NoDecay(8, 0));
+  HeavyHitters hh = MustCreate(NoDecay(8));
   absl::flat_hash_map<std::string, long double> truth;
   long double total = 0;
   auto feed = [&](HeavyHitters& t, const std::string& key, Op op, double weight) {
@@ -447,7 +441,7 @@ TEST_CASE(
   // is within the larger count's widening, not the smaller's.
   REQUIRE(1e16 + 1.0 == 1e16);
   REQUIRE(1e16 + 1.5 == 1e16 + 2);
-  const HeavyHittersOptions o = NoDecay(4, 0);
+  const HeavyHittersOptions o = NoDecay(4);
   auto make = [&](int small_events) {
     HeavyHitters hh = MustCreate(o);
     for (int i = 0; i < 10; ++i) hh.Update("s", Op::kRead, HeavyHitters::kMaxWeight);
@@ -522,7 +516,7 @@ TEST_CASE("HeavyHitters: the decayed weight's product is rounded and counted",
   // 1.1 s, ... after the landmark (half-life 1 s), so no factor is a power of two, and up to
   // 19.9 s (below the rescale at 40 half-lives, which rounds outward and counts none). Most
   // weights are near kMaxWeight: stored sums pass 2^53 at the first events and reach 1e21.
-  HeavyHittersOptions o = NoDecay(8, 0);
+  HeavyHittersOptions o = NoDecay(8);
   o.half_life = absl::Seconds(1);
   HeavyHitters hh = MustCreate(o);
   const double half_life_s = absl::ToDoubleSeconds(o.half_life);

@@ -13,9 +13,9 @@
 //            | @98 u64 roundings | @106 u32 width | @110 f64 counters | u32 n | n entries:
 //            +0 u64 hash | +8 f64 upper | +16 f64 weight[2] | +32 f64 raw[2]
 //            | +48 i64 admitted_ns | +56 u8 truncated | +57 u32 key_len | +61 key bytes
-//            | u32 lobby ways | ways: u64 hash | f64 upper
-//   (version 4; version 3 has no roundings field, so what follows it is 8 bytes earlier;
-//   version 2 has no lobby either)
+//   (version 5; version 4 adds a keyless lobby after the entries, u32 lobby ways then
+//   ways of u64 hash | f64 upper; version 3 has that lobby but no roundings field, so what
+//   follows it is 8 bytes earlier; version 2 has neither)
 
 #include <catch2/catch.hpp>
 
@@ -28,6 +28,7 @@
 #include <new>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -326,8 +327,8 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
   CHECK(HeavyHitters::Deserialize(magic).status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_FALSE(HeavyHitters::Deserialize(SmallCountMin().Serialize()).ok());
   // Version 1 (float counters) and unknown versions are refused, naming the version (2,
-  // without a lobby, 3, without a count of roundings, and 4 are read).
-  for (uint16_t v : {0, 1, 5, 0xffff}) {
+  // without a lobby, 3, without a count of roundings, 4 and 5 are read).
+  for (uint16_t v : {0, 1, 6, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
@@ -452,7 +453,6 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
 HeavyHitters LoadedAtLimit(absl::Time t) {
   HeavyHittersOptions o;
   o.candidates = 4;
-  o.lobby = 4;
   o.half_life = absl::Seconds(1);
   absl::StatusOr<HeavyHitters> hh = HeavyHitters::Create(o, t);
   REQUIRE(hh.ok());
@@ -562,20 +562,39 @@ TEST_CASE("HeavyHitters: a round trip keeps the count of roundings", "[sketch][s
   CHECK(back->roundings() == 2 * 200001);
 }
 
+// `v5` (a version-5 buffer) as an older version: `version` 4 or 3, with a lobby of
+// `ways` (4 a bucket) appended after the entries; version 3 without the count of roundings.
+std::string AsOlderVersion(std::string v5, uint16_t version,
+                           const std::vector<std::pair<uint64_t, double>>& ways) {
+  v5.resize(v5.size() - 8);  // the checksum
+  if (version == 3) v5.erase(kRoundingsAt, 8);
+  Patch<uint16_t>(&v5, 4, version);
+  const uint32_t n = static_cast<uint32_t>((ways.size() + 3) / 4 * 4);
+  std::string lobby(4 + 16 * size_t{n}, '\0');
+  Patch<uint32_t>(&lobby, 0, n);
+  for (size_t i = 0; i < ways.size(); ++i) {
+    Patch<uint64_t>(&lobby, 4 + 16 * i, ways[i].first);
+    Patch<double>(&lobby, 4 + 16 * i + 8, ways[i].second);
+  }
+  v5 += lobby;
+  v5.append(8, '\0');
+  Rechecksum(&v5);
+  return v5;
+}
+
 TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
           "[sketch][serialize]") {
   // A version-3 tracker rounded every sum outward, so its values are bounds as saved. To
   // make one: a stream whose every sum is a double (integer weights, decay off), whose
-  // values rounded to nearest are those version 3 would have saved, and its version-4
-  // buffer without the count of roundings.
+  // values rounded to nearest are those version 3 would have saved, and its buffer without
+  // the count of roundings, with an empty lobby.
   HeavyHittersOptions o;
   o.candidates = 4;
-  o.lobby = 8;
   o.sketch_bytes = 256;
   o.half_life = absl::InfiniteDuration();
   HeavyHitters hh = MustCreate(o);
   // Four keys admitted at their first event (the table has room) and heavier than the 30
-  // others, which share the lobby and the sketch.
+  // others, which share the sketch.
   for (int r = 0; r < 50; ++r) {
     for (int i = 0; i < 4; ++i) hh.Update(KeyFor(i), Op::kRead, 2);
   }
@@ -583,20 +602,15 @@ TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
     for (int i = 4; i < 34; ++i) hh.Update(KeyFor(i), Op::kWrite, 1);
   }
   REQUIRE(hh.roundings() == 2 * (200 + 90));
-  const std::string v4 = hh.Serialize();
-  std::string v3 = v4;
-  v3.erase(kRoundingsAt, 8);
-  Patch<uint16_t>(&v3, 4, 3);
-  Rechecksum(&v3);
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(v3);
+  const std::string v5 = hh.Serialize();
+  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(AsOlderVersion(v5, 3, {}));
   INFO(back.status());
   REQUIRE(back.ok());
   CHECK(back->roundings() == 0);
-  CHECK(back->options().lobby == 8);
-  std::string v4_without_roundings = v4;
-  Patch<uint64_t>(&v4_without_roundings, kRoundingsAt, 0);
-  Rechecksum(&v4_without_roundings);
-  CHECK(back->Serialize() == v4_without_roundings);
+  std::string v5_without_roundings = v5;
+  Patch<uint64_t>(&v5_without_roundings, kRoundingsAt, 0);
+  Rechecksum(&v5_without_roundings);
+  CHECK(back->Serialize() == v5_without_roundings);
   // With no roundings counted, bounds read exactly as version 3 read them: the table keys'
   // bounds are their exact weights, where hh's are widened by its 580 roundings.
   CHECK(back->Total() == 4 * 100 + 30 * 3);
@@ -611,10 +625,53 @@ TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
   }
   for (int i = 4; i < 34; ++i) {
     INFO(KeyFor(i));
-    CHECK(back->InLobby(KeyFor(i)) == hh.InLobby(KeyFor(i)));
     CHECK(back->UpperBound(KeyFor(i)) >= 3);
     CHECK_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(back->UpperBound(KeyFor(i)), hh));
   }
+}
+
+TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch",
+          "[sketch][serialize]") {
+  // Versions 3 and 4 kept a keyless lobby: each used way an upper bound on the keys of its
+  // hash outside the table. Loaded, the sketch takes each bound over, so UpperBound() of
+  // such a key is at least its way's, and keys of the table keep theirs.
+  HeavyHittersOptions o;
+  o.candidates = 2;
+  o.sketch_bytes = 1024;
+  o.half_life = absl::InfiniteDuration();
+  HeavyHitters hh = MustCreate(o);
+  for (int n = 0; n < 10; ++n) {
+    hh.Update(KeyFor(0), Op::kRead);
+    hh.Update(KeyFor(1), Op::kRead);
+  }
+  const std::vector<std::pair<uint64_t, double>> ways = {
+      {HashKey(KeyFor(7), o.seed), 9}, {0, 0}, {HashKey(KeyFor(8), o.seed), 4}};
+  for (uint16_t version : {3, 4}) {
+    INFO("version " << version);
+    absl::StatusOr<HeavyHitters> back =
+        HeavyHitters::Deserialize(AsOlderVersion(hh.Serialize(), version, ways));
+    INFO(back.status());
+    REQUIRE(back.ok());
+    CHECK(back->UpperBound(KeyFor(7)) >= 9);
+    CHECK(back->UpperBound(KeyFor(8)) >= 4);
+    CHECK(back->LowerBound(KeyFor(7)) == 0);
+    // Key 0 is still in the table, with both bounds around its 10 events.
+    CHECK(back->UpperBound(KeyFor(0)) >= 10);
+    CHECK(back->LowerBound(KeyFor(0)) <= 10);
+    CHECK(back->LowerBound(KeyFor(0)) > 0);
+    // Saved again, it is version 5: no lobby.
+    CHECK(Peek<uint16_t>(back->Serialize(), 4) == 5);
+  }
+  // A free way (bound 0) that holds a hash, a negative bound, and a lobby of the wrong
+  // length are refused.
+  for (const auto& bad : std::vector<std::vector<std::pair<uint64_t, double>>>{
+           {{1234, 0}}, {{HashKey(KeyFor(7), o.seed), -1}}}) {
+    CHECK_FALSE(HeavyHitters::Deserialize(AsOlderVersion(hh.Serialize(), 4, bad)).ok());
+  }
+  std::string short_lobby = AsOlderVersion(hh.Serialize(), 4, ways);
+  short_lobby.erase(short_lobby.size() - 8 - 16, 16);
+  Rechecksum(&short_lobby);
+  CHECK_FALSE(HeavyHitters::Deserialize(short_lobby).ok());
 }
 
 // Deserialize(b) under a per-allocation limit: "rejected", "accepted", or what it tried to

@@ -105,15 +105,13 @@ class CountMinSketch {
   // nearest, not up: for the tracker, which counts its roundings (heavy_hitters.h).
   template <bool kRoundUp>
   [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
+  // UpdateInline<false>(), out of line: for the tracker's miss path at depths other than 4.
+  [[gnu::noinline]] double UpdateNearest(uint64_t hash, double weight);
   // The same for a sketch known to have depth 4.
   template <bool kRoundUp>
   [[gnu::always_inline]] inline double Update4Inline(uint64_t hash, double weight);
-  // Update4Inline<false>(), written for the tracker's miss path (count_min_inline.h).
-  [[gnu::always_inline]] inline double Update4Lean(uint64_t hash, double weight);
   // RaiseTo(), the same way, for the tracker's lobby write-backs.
   [[gnu::always_inline]] inline void RaiseToInline(uint64_t hash, double value);
-  // The four counters of `hash` at depth 4, by Column()'s mapping, with no loop.
-  [[gnu::always_inline]] inline void Cells4(uint64_t hash, Counter* c[4]);
 
   size_t Column(uint64_t hash, uint32_t row) const {
     const uint32_t lo = static_cast<uint32_t>(hash);

@@ -4,7 +4,8 @@
 // versions, machines and processes) and a seed. Every structure derives what it needs from
 // that one value (count-min rows, table index), so sketches built from the same seed can be
 // merged across processes and restored from disk. Its cost is counted by
-// bench/callgrind.sh's floor loop (README, Benchmarks); HeavyHitters::Update() inlines it.
+// bench/callgrind.sh's floor loop (docs/benchmarks/tracker.md); HeavyHitters::Update()
+// inlines it.
 //
 // Use a fixed seed when sketches must be merged or stored; use a secret seed when an
 // adversary must not be able to aim many keys at the same counters.

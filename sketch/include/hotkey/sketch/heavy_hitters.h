@@ -1,99 +1,58 @@
 // HeavyHitters: the top keys by share of recent traffic, in fixed memory.
 //
-// Three tiers, filter first: the Augmented Sketch (Roy, Khan & Alonso, SIGMOD 2016), with a
-// keyless "lobby" after the Cuckoo Heavy Keeper's (the design Redis 8.6's HOTKEYS uses).
-// Unlike that lobby, whose counts start at zero and decay by chance, a way here starts at
-// its key's sketch estimate, so it is an upper bound like everything else:
+// Two tiers, filter first: the Augmented Sketch (Roy, Khan & Alonso, SIGMOD 2016):
 //   * a table of `candidates` keys (about 2K for a top-K) holding each key's bytes, an upper
 //     bound on its weight, and the weight seen since it was admitted (a lower bound), split
-//     by op (read/write); an open-addressing index by hash (8-byte buckets holding 32 bits
-//     of the hash, load at most 1/4) finds a key, and a min-heap by upper bound finds the
-//     weakest entry. About 176 bytes a key at max_key_bytes = 64;
-//   * a lobby of `lobby` keyless entries, 16 bytes each: a set-associative array of 4-way
-//     buckets (one 64-byte cache line, chosen by the hash), each way a key's 64-bit hash
-//     and an upper bound on its weight. It counts the keys just below the table exactly
-//     (from their entry on), for an eleventh of a keyed entry's memory;
+//     by op (read/write); an open-addressing index by hash (8-byte buckets holding 32 bits of
+//     the hash, load at most 1/4) finds a key, and a min-heap by upper bound finds the
+//     weakest entry;
 //   * a count-min sketch (count_min.h) for every other key.
-// A table hit updates the entry and skips the rest. A miss probes the key's lobby bucket: a
-// lobby hit adds the weight to its way and skips the sketch; a lobby miss updates the
-// sketch. Most events are not table hits unless the traffic is steep: at 200 candidates and
-// no lobby, 25%, 41% and 73% of events hit the table on Zipf streams of s = 0.9, 1.0 and
-// 1.2, and 17% to 18% on the real traces we measured; at 100 candidates and a lobby of 860
-// (the 64 KiB configuration of the README), the table takes 11% and the lobby 31% of
-// cache2k_orm_busy, 14% and 20% of arc_oltp (hotkey-bench-sketch prints table_hit_share and
-// lobby_hit_share), so every path is kept short. A hit is the probe and three adds to its
-// entry; the heap is not touched (its nodes lag behind their entries, and the root is
-// brought up to date only when an estimate passes it). A miss is the probe, the lobby probe
-// (four hash compares in one line), then an add to the way or the sketch's update, and one
-// comparison with the heap root's node, which is at most the weakest entry's bound, so the
-// common miss stops there; a lobby miss also compares its estimate with the bucket's
-// weakest way. The lobby's cost in instructions is counted in the README (Benchmarks,
-// bench/callgrind.sh at 100 candidates with and without it); it also reads a cache line
-// more per table miss.
+// A table hit adds to its entry and stops: the heap node lags (see HeapNode). A miss adds to
+// the sketch and compares the new estimate with the weakest entry's node; only an estimate
+// that passes it leaves the common path. A key is admitted when its sketch estimate beats
+// the weakest entry's upper bound; the evicted entry's bound goes back to the sketch
+// (RaiseTo), so every bound holds across the move.
 //
-// Moves between tiers, each keeping every bound: a key is admitted to the table when its
-// estimate (its way's bound, or the sketch's) beats the weakest entry's current upper bound,
-// both compared as stored (a read widens both alike); the evicted entry is demoted to its lobby
-// bucket (into its way, or the weakest way if it beats it), else written back to the sketch
-// (RaiseTo). A lobby miss whose sketch estimate beats its bucket's weakest way takes that
-// way; the old way's bound is written back to the sketch. A way is keyless: keys that share
-// a 64-bit hash share it (and their sketch cells), so its bound covers each of them, and a
-// way leaving for the table raises the sketch to its bound for the others. No lower bound
-// ever comes from a way: a key promoted from the lobby starts with the promoting event's
-// weight as its lower bound, like a fresh admission. So for every key
-//   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),   and
-//   true total <= Total(),
-// exactly, for any stream of weights in [kMinWeight, kMaxWeight], with decay on or off:
-// true(k) is the exact (real-number) sum of the key's decayed event weights, each being the
-// event's weight times the tracker's decay factors (below).
+// (A keyless "lobby" tier, after the Cuckoo Heavy Keeper's, sat between the two until format
+// version 5: it halved the update rate and lifted precision on one real trace out of two
+// (docs/benchmarks/tracker.md). A saved tracker with a lobby loads with its ways handed to
+// the sketch.)
 //
-// Rounding: the per-event path keeps every sum (and the event's decayed weight) a double
-// rounded to nearest, which may land on either side of the exact sum, and counts the
-// roundings instead: R, two per event (the product and one sum per value). With u = 2^-53,
-// a stored upper value S (a bound, the total, a sketch cell, a lobby way) then has
-// S >= U * (1 - u)^R, and a stored lower value L has L <= L' * (1 + u)^R, where U and L'
-// are what exact arithmetic would hold (max and RaiseTo round nothing; rescales and
-// merges round outward). So a read widens: an upper bound is S divided by keep = 1 - R * u,
-// rounded up, a lower bound L times keep, rounded down (rounding.h). No sum loses an event
-// however large it has grown: 2^53 + 1 stays 2^53 in a double, and the read adds the lost
-// 1 back (float counters, used long ago, dropped any event below 2^-24 of a cell). Every
-// 2^31 events the count is settled: every stored value is widened once by its keep
-// (rounding outward) and R restarts at 0, so R <= 2^32 and a read's own widening stays
-// under a relative 2^-21. A settle widens values no event touched too, so weight that
-// stays through k settles is off by up to about k * 2^-21 (2^-52 per event counted since
-// it arrived): with decay off that grows without end (1/16 after 2^48 events); with
-// decay, old weight fades, and a value's slack is about 2^-52 times the events of its
-// last few half-lives (the daemon's half-life is at most 24 h). Rounding every add
-// outward instead (used before) cost about 30 instructions an event (bench/callgrind.sh at
-// the defaults, 2M updates: 210.3 before this scheme, 179.8 with it, the same loop). For a
-// key outside the table and the lobby,
-//   UpperBound(k) - true(k) <= epsilon * Total()   with probability >= 1 - delta
-// (the count-min bound; epsilon = e / width, and a double sketch is half as wide as a float
-// one of the same sketch_bytes); a key in the lobby is over by no more than its bound was
-// when it took its way (its sketch estimate, or its table entry's bound when demoted, and
-// the sketch's when that was higher), plus any weight of other keys of its 64-bit hash.
-// A key in the table has UpperBound - LowerBound = its estimate when it was admitted (plus
-// the rounding slack above), which is small for keys that were heavy from the start.
+// Guarantees. For every key k and any stream of weights in [kMinWeight, kMaxWeight], with
+// decay on or off, where true(k) is the exact (real-number) sum of k's decayed event weights
+// (each event's weight times the tracker's decay factor, below):
+//   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),
+//   sum over k of true(k) <= Total(),
+// exactly (tests/sketch/rounding_accounting_test.cc, saturation_test.cc). For a key outside
+// the table, with probability >= 1 - delta (the count-min bound, epsilon = e / width;
+// heavy_hitters_test.cc):
+//   UpperBound(k) - true(k) <= epsilon * Total().
 //
-// Why a lobby: on flat real traces the keys around rank 100 differ by a few percent, and a
-// key's admission estimate is what ranks it wrong. Exact counts for more keys fix that, and
-// a keyless way is 16 bytes against a keyed entry's 176: at 64 KiB, 150 candidates and no
-// lobby reach a precision@100 of 0.95 on cache2k_orm_busy, 100 candidates and 860 ways
-// 0.99 to 1.00 (README, Benchmarks).
+// Rounding: the per-event path keeps every sum, and the event's decayed weight, a double
+// rounded to nearest, and counts the roundings: R, two per event. With u = 2^-53, a stored
+// upper value S (a bound, a total, a sketch cell, a way) has S >= U * (1 - u)^R, and a stored
+// lower value L has L <= L' * (1 + u)^R, where U and L' are what exact arithmetic would hold;
+// a read therefore divides an upper value by keep = 1 - R * u (rounding up) and multiplies a
+// lower one by keep (rounding down), with the directed helpers of rounding.h. Every
+// kSettleEvents events the count is settled (every stored value widened once by keep, R
+// restarts at 0), so R <= kMaxRoundings and 1 / keep <= 1 + 2^-20. A value kept through j
+// settles is within a relative (j + 1) * 2^-21 of its exact value (pinned by
+// rounding_accounting_test.cc).
 //
 // Time decay: exponential, with half-life h, by forward decay (Cormode, Shkapenyuk,
 // Srivastava & Xu, "Forward Decay", ICDE 2009). An event at time t adds w * 2^((t - L)/h)
-// against a landmark L, so old weight never has to be touched; every reported figure is
-// divided by 2^((now - L)/h). These factors, as the tracker computes them (exp2 of the
-// elapsed half-lives, within an ulp of the real power), define an event's decayed weight
-// in the bounds above. When the factor passes 2^kRescaleExponent every counter is
-// scaled down and L moves to now: O(memory) once per kRescaleExponent half-lives, O(1) per
-// update otherwise. A key's weight then means "its weight over roughly the last half-life",
-// and its share is weight / Total(). Time only moves through Advance(): the caller's clock,
-// read once per batch, never a global.
+// against a landmark L, so old weight is never touched; every reported figure is divided by
+// 2^((now - L)/h). These factors, as computed (exp2 of the elapsed half-lives), define an
+// event's decayed weight in the bounds above. When the factor passes 2^kRescaleExponent every
+// value is scaled down (rounding outward) and L moves to now: O(memory) once per
+// kRescaleExponent half-lives, O(1) per update otherwise. Time only moves through Advance()
+// or FollowClock(): the caller's clock, never a global.
 //
-// Memory: fixed at Create(), whatever the number of distinct keys: MemoryBytes(), about
-// 176 bytes a candidate (64-byte keys), 16 a lobby entry (64 a bucket), plus the sketch.
+// Cost: Update() takes no allocation, lock or exception (heavy_hitters_test.cc counts the
+// allocations). Memory is fixed at Create(), whatever the number of distinct keys:
+// MemoryBytes() (heavy_hitters_test.cc). Figures (instructions an update, updates per
+// CPU-second, precision at a memory budget) are in docs/benchmarks/tracker.md.
+//
 // Keys are arbitrary bytes. A key longer than `max_key_bytes` is stored as its first
 // max_key_bytes bytes plus its 64-bit hash (HeavyHitter::truncated), not rejected.
 //
@@ -132,8 +91,8 @@ struct HeavyHittersOptions {
   uint32_t max_key_bytes = 64;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
   absl::Duration half_life = absl::Seconds(10);
-  // Keyless lobby entries between the sketch and the table (see above), 16 bytes each;
-  // rounded up to a whole number of 4-way buckets. 0: no lobby.
+  // Must be 0 (Validate() refuses any other value): the keyless lobby tier is gone. The field
+  // stays only until the daemon's --track.lobby flag, which sets it, is removed.
   uint32_t lobby = 0;
   // Hash seed: sketches merge only with the same seed.
   uint64_t seed = kDefaultSeed;
@@ -162,13 +121,9 @@ class HeavyHitters {
   // Bound on candidates * max_key_bytes, the key table's size: each factor alone is
   // bounded, but their product would otherwise reach 64 GiB.
   static constexpr uint64_t kMaxTableBytes = uint64_t{256} << 20;
-  // Bound on the lobby's entries (64 MiB of them): protects Deserialize like kMaxCandidates.
-  static constexpr uint32_t kMaxLobby = 1u << 22;
-  // Ways of a lobby bucket: 4 x 16 bytes, one 64-byte cache line.
-  static constexpr uint32_t kLobbyWays = 4;
   // Largest weight of one event; larger ones count as this. 1e15 is the daemon's largest
   // (a weight of 1e6 at a sampling rate of 1e-9). With the decay factor's 2^40 on top an
-  // event adds at most ~1.1e27, so a double counter (max 1.8e308) cannot overflow.
+  // event adds at most kMaxWeight * 2^40 < 1.2e27, so a double (max 1.8e308) cannot overflow.
   static constexpr double kMaxWeight = 1e15;
   // Smallest weight of one event; smaller ones are ignored. It keeps every event's decayed
   // weight (weight times a decay factor >= 1) a normal double, whose rounding errs by a
@@ -181,8 +136,8 @@ class HeavyHitters {
   // Roundings counted per event: the product weight * factor and one sum per value.
   static constexpr uint64_t kRoundingsPerEvent = 2;
   // The count of roundings is settled into the stored values (SettleRoundings) every 2^31
-  // events, so it stays at most 2^32 and a read widens a stored value by a relative 2^-21
-  // at most; the O(memory) settling runs once per 2^31 events.
+  // events, so R <= 2^32 and a read widens a stored value by at most a relative 2^-21 * (1 +
+  // 2^-20); the O(memory) settling runs once per 2^31 events.
   static constexpr int64_t kSettleEvents = int64_t{1} << 31;
   static constexpr uint64_t kMaxRoundings = kRoundingsPerEvent * kSettleEvents;
 
@@ -207,9 +162,8 @@ class HeavyHitters {
 
   // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
   // and a weight below kMinWeight (2^-900: not positive, or nearly so) or NaN is ignored.
-  // No allocation, no exceptions.
-  // For a key of up to 16 bytes the hash is inlined (no call), and so are UpdateHashed()'s
-  // common paths; a longer key takes a call to each.
+  // No allocation, no exceptions (heavy_hitters_test.cc). A key of up to 16 bytes is hashed
+  // inline; a longer one takes a call.
   void Update(std::string_view key, Op op, double weight = 1.0);
   // The same with the key's hash already computed (HashKey(key, options().seed)).
   void UpdateHashed(uint64_t hash, std::string_view key, Op op, double weight);
@@ -225,9 +179,6 @@ class HeavyHitters {
   // The same for a key whose events were given to UpdateHashed() with `hash`.
   double UpperBoundHashed(uint64_t hash, std::string_view key) const;
   double LowerBoundHashed(uint64_t hash, std::string_view key) const;
-  // Whether `key` is outside the table and a lobby way holds its hash (then the way, not
-  // the sketch, gives its UpperBound). For tests and benchmarks.
-  bool InLobby(std::string_view key) const;
   // Roundings to nearest counted since they were last settled (R above, at most
   // kMaxRoundings). For tests.
   uint64_t roundings() const {
@@ -261,20 +212,19 @@ class HeavyHitters {
   size_t size() const { return size_; }
 
   // Adds `other` (same options, else an error) into this tracker. The result tracks the
-  // union of both tables' keys, keeping the heaviest, and its bounds still hold. Both
-  // lobbies are handed to the sketch (RaiseTo); the merged lobby holds the table entries
-  // the merge left out. Allocates a list of both tables' keys, nothing per lobby entry.
+  // union of both tables' keys, keeping the heaviest, and its bounds still hold: the keys
+  // left out go back to the sketch (RaiseTo). Allocates a list of both tables' keys.
   absl::Status Merge(const HeavyHitters& other);
 
   // A versioned, checksummed byte string; Deserialize() returns an error for any buffer
-  // that is truncated, corrupt, or of another version, never undefined behaviour.
+  // that is truncated, corrupt, or of another version, never undefined behaviour. Versions
+  // 2 to 4 still load (a lobby they hold is handed to the sketch, keeping every bound).
   std::string Serialize() const;
   static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes);
 
-  // Replaces the lobby by an empty one of `lobby` entries (options().lobby becomes that),
-  // handing every entry's bound to the sketch first, so every bound still holds. For a
-  // tracker restored with another lobby size (a version-2 file has none). Allocates.
-  absl::Status ResizeLobby(uint32_t lobby);
+  // OK for 0, which changes nothing; an error for anything else (there is no lobby). Kept
+  // only until the daemon's storage stops calling it, with --track.lobby.
+  absl::Status ResizeLobby(uint32_t lobby) const;
 
   // Bytes of memory held, fixed at Create().
   size_t MemoryBytes() const;
@@ -304,59 +254,7 @@ class HeavyHitters {
   };
   static constexpr int32_t kEmpty = -1;
 
-  // A lobby bucket: 4 ways, each the 64-bit hash of the key it counts and an upper bound on
-  // that key's weight (forward-decayed units, a stored upper value); upper == 0 marks a
-  // free way (a stored upper value is never 0: weights are at least kMinWeight, a sum of
-  // positive doubles is positive, and MulUp and DivUp never round a positive value to 0). Struct of
-  // arrays, so a probe compares four hashes in one line:
-  //   +---------+---------+---------+---------+---------+---------+---------+---------+
-  //   | hash[0] | hash[1] | hash[2] | hash[3] | upper[0]| upper[1]| upper[2]| upper[3]|
-  //   +---------+---------+---------+---------+---------+---------+---------+---------+
-  //   0         8        16        24        32        40        48        56        64
-  // Invariant: for every key k outside the table, if a way of k's bucket holds HashKey(k)
-  // its upper >= true(k), else the sketch's Estimate >= true(k). Keys sharing a 64-bit
-  // hash share a way, whose bound then covers each of them (never their lower bounds).
-  struct alignas(64) LobbyBucket {
-    uint64_t hash[kLobbyWays];
-    double upper[kLobbyWays];
-  };
-  static_assert(sizeof(LobbyBucket) == 64);
-
   HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cms, absl::Time now);
-
-  // The key's lobby bucket: a multiplicative remix of the hash (whose low bits choose the
-  // sketch's columns), reduced to the bucket count by the high half of a 128-bit product.
-  LobbyBucket& LobbyHome(uint64_t hash) {
-    return lobby_[static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(hash * kLobbyMix) * lobby_buckets_) >> 64)];
-  }
-  // The smallest bound of the bucket's ways (0 if one is free).
-  static double WeakestWay(const LobbyBucket& b) {
-    return std::min(std::min(b.upper[0], b.upper[1]), std::min(b.upper[2], b.upper[3]));
-  }
-  const LobbyBucket& LobbyHome(uint64_t hash) const {
-    return const_cast<HeavyHitters*>(this)->LobbyHome(hash);
-  }
-  static constexpr uint64_t kLobbyMix = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio, odd
-  // The bound for a key of `hash` outside the table: its lobby way, else the sketch.
-  double OutsideUpper(uint64_t hash) const;
-  // A key's lobby way reached `upper`, past the weakest entry's node: admits it if it beats
-  // the weakest entry once that is current. Out of line.
-  void Promote(LobbyBucket& b, uint32_t way, uint64_t hash, const char* key, uint32_t code, Op op,
-               double weight, double raw);
-  // A miss whose sketch estimate beat the weakest way of its bucket: that way's bound goes
-  // to the sketch, and the key takes the way. Out of line.
-  void EnterLobby(LobbyBucket& b, uint64_t hash, double estimate);
-  // A lobby miss whose sketch estimate passed admit_floor_: MaybeAdmit(), else EnterLobby()
-  // if the estimate beats the bucket's weakest way. Out of line.
-  [[gnu::noinline]] void AdmitOrEnterLobby(LobbyBucket& b, uint64_t hash, const char* key,
-                                           uint32_t code, Op op, double weight, double raw,
-                                           double estimate);
-  // Hands the bound `upper` of a key of `hash` leaving the table to the lobby (its way, or
-  // the weakest one if `upper` beats it), else to the sketch.
-  void Demote(uint64_t hash, double upper);
-  // Writes every lobby way's bound into the sketch and frees the ways.
-  void FlushLobby();
 
   // Index of the slot holding the key, or kEmpty. `stored` is the key cut to max_key_bytes.
   int32_t Find(uint64_t hash, std::string_view stored, bool truncated) const;
@@ -391,24 +289,15 @@ class HeavyHitters {
   // probe from the next bucket on, then the hit or the miss. Arguments as for MaybeAdmit().
   [[gnu::noinline]] void UpdateProbe(uint64_t hash, const char* key, uint32_t code, Op op,
                                      double weight, double raw);
-  // A table miss: the lobby and the sketch, then maybe the table. Arguments as for
-  // MaybeAdmit().
-  [[gnu::always_inline]] inline void UpdateMissInline(uint64_t hash, const char* key, uint32_t code,
-                                                      Op op, double weight, double raw);
-  // The same for a sketch depth other than 4 (with or without a lobby), out of line.
-  [[gnu::noinline]] void UpdateMiss(uint64_t hash, const char* key, uint32_t code, Op op,
-                                    double weight, double raw);
-  // A table miss with a lobby: the lobby's probe, then its way or the sketch (of depth 4 if
-  // kDepth4, else any depth).
-  template <bool kDepth4>
-  [[gnu::always_inline]] inline void LobbyMiss(uint64_t hash, const char* key, uint32_t code, Op op,
-                                               double weight, double raw);
+  // A table miss: the sketch, then the table if the estimate passes admit_floor_.
+  // Arguments as for MaybeAdmit().
+  [[gnu::always_inline]] inline void UpdateMiss(uint64_t hash, const char* key, uint32_t code,
+                                                Op op, double weight, double raw);
   // The miss path past the sketch: admits the key if the table has room or `estimate`
-  // beats the weakest entry (returns whether it did). Out of line, so the common miss stays
-  // short. `key` and `code` as for FindCode() (the stored bytes and truncation are worked
-  // out here, off the common path); `weight` is the event's decayed weight as counted,
-  // `raw` its weight.
-  bool MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight, double raw,
+  // beats the weakest entry. Out of line, so the common miss stays short. `key` and `code` as for
+  // FindCode() (the stored bytes and truncation are worked out here, off the common path); `weight`
+  // is the event's decayed weight as counted, `raw` its weight.
+  void MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight, double raw,
                   double estimate);
   void SetKey(uint32_t slot, std::string_view stored, bool truncated);
   std::string_view StoredKey(uint32_t slot) const {
@@ -438,10 +327,9 @@ class HeavyHitters {
   // Applies RoundingKeep() to every stored value, rounding outward, and restarts the count
   // of roundings at 0. O(memory); once per kSettleEvents events.
   void SettleRoundings();
-  // Replaces every stored upper value S (sketch counters, totals, entries, heap nodes and
-  // lobby ways) with up(S) and every stored lower value with down(S). Both must be monotone
-  // (the heap's order and node <= entry then hold) and map 0 to 0; a lobby way whose bound
-  // becomes 0 is freed. Calls SyncFloor().
+  // Replaces every stored upper value S (sketch counters, totals, entries and heap nodes)
+  // with up(S) and every stored lower value with down(S). Both must be monotone (the heap's
+  // order and node <= entry then hold) and map 0 to 0. Calls SyncFloor().
   template <typename Up, typename Down>
   void ScaleStored(Up up, Down down);
   // admit_floor_ = the heap root's node value, or -1 while the table has room. Called
@@ -477,9 +365,6 @@ class HeavyHitters {
   };
   std::vector<Bucket> index_;  // open addressing, linear probing, load <= 1/4
   uint64_t index_mask_;
-  std::vector<LobbyBucket> lobby_;  // options_.lobby / kLobbyWays buckets (rounded up)
-  uint64_t lobby_buckets_ = 0;      // lobby_.size(), kept beside it for the per-event path
-  bool plain_miss_ = false;         // no lobby and a sketch of depth 4: a miss's common path
 };
 
 }  // namespace hotkey::sketch
