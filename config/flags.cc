@@ -141,7 +141,6 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddDuration("track.publish-interval", "How often trackers publish a snapshot for metrics, API and alerts.", &o.track.publish_interval).Advanced();
   p.AddInteger("track.candidates", "Keys tracked exactly per receiver (top-K table slots).", &o.track.candidates).Advanced();
   p.AddSize("track.sketch-bytes", "Memory of the count-min sketch per receiver.", &o.track.sketch_bytes).Advanced();
-  p.AddInteger("track.lobby", "Keyless entries (16 bytes each) per receiver that track more keys than the table holds, for flat traffic; 0: none.", &o.track.lobby).Advanced();
 
   p.Section("Cluster (the advice model)");
   p.AddInteger("cluster.shards", "Shards in the cluster (N), for the advice model.", &o.cluster.shards);

@@ -159,7 +159,6 @@ absl::Status TrackOptions::Validate() const {
   if (!InRange<uint32_t>(candidates, 1, 1u << 20)) {
     return OutOfRange("track candidates", "[1, 1048576]", candidates);
   }
-  if (lobby > (1u << 22)) return OutOfRange("track lobby", "[0, 4194304]", lobby);
   if (!InRange<size_t>(sketch_bytes, size_t{1} << 10, size_t{1} << 30)) {
     return OutOfRange("track sketch bytes", "[1KiB, 1GiB]", FormatByteSize(sketch_bytes));
   }

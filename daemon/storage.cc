@@ -35,7 +35,7 @@ bool WriteAll(int fd, const std::string& data) {
   return true;
 }
 
-// Every option but the lobby's size, which Load() adapts (see there).
+// The options a saved tracker must share with the daemon's to be restored.
 bool SameOptions(const sketch::HeavyHittersOptions& a, const sketch::HeavyHittersOptions& b) {
   return a.candidates == b.candidates && a.sketch_bytes == b.sketch_bytes &&
          a.sketch_depth == b.sketch_depth && a.max_key_bytes == b.max_key_bytes &&
@@ -104,14 +104,6 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
       out.problem += absl::StrCat(" (and it could not be moved aside: ", std::strerror(errno), ")");
     }
     return out;
-  }
-  // The lobby is keyless: a state saved with another lobby size (a version-2 file has
-  // none) keeps every bound when its lobby is handed to the sketch and resized.
-  if (hh->options().lobby != expected.lobby) {
-    if (absl::Status s = hh->ResizeLobby(expected.lobby); !s.ok()) {
-      out.problem = std::string(s.message());
-      return out;
-    }
   }
   hh->Advance(now);  // the downtime decays its weights like any other time
   out.tracker = *std::move(hh);

@@ -46,10 +46,9 @@ class StateStore {
     std::string problem;   // why the file was not used (empty if it was, or was absent)
     std::string moved_to;  // where an unusable file was moved
   };
-  // Reads the file; a tracker is returned only if its options equal `expected`, but for the
-  // lobby's size, which is changed to `expected`'s (HeavyHitters::ResizeLobby(): every bound
-  // kept), so a state saved before the lobby existed (format version 2) is kept. A missing
-  // file is not a problem (first start).
+  // Reads the file; a tracker is returned only if its options equal `expected` (a state
+  // saved with a lobby, format versions 3 and 4, loads with it handed to the sketch). A
+  // missing file is not a problem (first start).
   Loaded Load(const sketch::HeavyHittersOptions& expected, absl::Time now) const;
 
   const std::string& path() const { return path_; }

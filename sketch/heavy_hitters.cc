@@ -95,10 +95,6 @@ absl::Status HeavyHittersOptions::Validate() const {
                                                    HeavyHitters::kMaxTableBytes, " bytes, got ",
                                                    uint64_t{candidates} * max_key_bytes));
   }
-  if (lobby != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lobby must be 0 (the keyless lobby was removed), got ", lobby));
-  }
   if (half_life <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("half_life must be positive, got ", absl::FormatDuration(half_life)));
@@ -133,12 +129,6 @@ HeavyHitters::HeavyHitters(const HeavyHittersOptions& options, CountMinSketch cm
   const uint64_t buckets = std::bit_ceil(uint64_t{4} * options.candidates);
   index_.assign(buckets, Bucket{0, kEmpty});
   index_mask_ = buckets - 1;
-}
-
-absl::Status HeavyHitters::ResizeLobby(uint32_t lobby) const {
-  HeavyHittersOptions o = options_;
-  o.lobby = lobby;
-  return o.Validate();
 }
 
 void HeavyHitters::Advance(absl::Time now) {

@@ -56,7 +56,6 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.track.candidates == 200);
   CHECK(o.track.sketch_bytes == 32u << 10);
   CHECK(o.track.stored_key_bytes == 128);
-  CHECK(o.track.lobby == 0);
   CHECK(o.exporter.top_k == 10);
   CHECK(o.exporter.min_share == 0.01);
   CHECK(o.exporter.hysteresis == 0.2);
@@ -90,7 +89,6 @@ TEST_CASE("Flags: every kind of value is parsed", "[config][flags]") {
       "--udp.read-buffer=64KiB",
       "--track.sketch-bytes=1MB",
       "--key.max-bytes=1KiB",
-      "--track.lobby=860",
       "--track.half-life=1m30s",
       "--storage.interval=1h",
       "--udp.allowed-sources=10.0.0.0/8, ::1/128,,192.168.1.7",
@@ -103,7 +101,6 @@ TEST_CASE("Flags: every kind of value is parsed", "[config][flags]") {
   CHECK(o.udp.read_buffer_bytes == 65536);
   CHECK(o.track.sketch_bytes == 1000000);
   CHECK(o.track.stored_key_bytes == 1024);
-  CHECK(o.track.lobby == 860);
   CHECK(o.track.half_life == absl::Seconds(90));
   CHECK(o.storage.interval == absl::Hours(1));
   CHECK(o.udp.allowed_sources == std::vector<std::string>{"10.0.0.0/8", "::1/128", "192.168.1.7"});
@@ -161,7 +158,6 @@ TEST_CASE("Flags: out-of-range options are rejected with the allowed range", "[c
   CHECK_THAT(ParseError({"--track.half-life=0s"}), Contains("track half-life"));
   CHECK_THAT(ParseError({"--track.publish-interval=1ms"}), Contains("track publish interval"));
   CHECK_THAT(ParseError({"--track.rate-window=100ms"}), Contains("track rate window"));
-  CHECK_THAT(ParseError({"--track.lobby=4194305"}), Contains("track lobby"));
   CHECK_THAT(ParseError({"--udp.allowed-sources=10.0.0.0/8,10.0.0.0/33"}),
              Contains("udp allowed sources") && Contains("10.0.0.0/33"));
   CHECK_THAT(ParseError({"--udp.allowed-sources=not-an-ip"}), Contains("not-an-ip"));
@@ -341,7 +337,7 @@ TEST_CASE("Flags: tuning flags are listed only by --help-all, and still accepted
   CHECK(r->action == FlagsResult::Action::kPrintHelp);
   CHECK(r->text == all);
   for (const char* flag : {"--udp.batch=", "--tap.snaplen=", "--track.publish-interval=",
-                           "--udp.read-buffer=", "--tap.flow-buffer-bytes=", "--track.lobby="}) {
+                           "--udp.read-buffer=", "--tap.flow-buffer-bytes="}) {
     INFO(flag);
     CHECK_THAT(help, !Contains(flag));
     CHECK_THAT(all, Contains(flag));

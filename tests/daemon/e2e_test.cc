@@ -402,31 +402,6 @@ TEST_CASE(
   CHECK(d.TopKey("bad\\xff\\xfe utf8 \\xc3").has_value());
 }
 
-TEST_CASE("E2E: --track.lobby gives each receiver's tracker a lobby, counted in its memory",
-          "[daemon][e2e]") {
-  config::DaemonOptions o = Options();
-  o.track.lobby = 860;
-  TestDaemon d(o);
-  absl::StatusOr<sketch::HeavyHitters> with =
-      sketch::HeavyHitters::Create(source::TrackerOptions(o.track), absl::UnixEpoch());
-  o.track.lobby = 0;
-  absl::StatusOr<sketch::HeavyHitters> without =
-      sketch::HeavyHitters::Create(source::TrackerOptions(o.track), absl::UnixEpoch());
-  REQUIRE(with.ok());
-  REQUIRE(without.ok());
-  CHECK(with->options().lobby == 860);
-  CHECK(with->MemoryBytes() >= without->MemoryBytes() + 860 * 16);
-  // The daemon's tracker is that one: its memory is the lobby's tracker's.
-  CHECK(d.Top()["sketch_bytes"].number == static_cast<double>(with->MemoryBytes()));
-  UdpClient c(d.udp());
-  std::string dg;
-  for (int i = 0; i < 100; ++i) dg += i % 2 ? "r k\n" : absl::StrCat("r other:", i, "\n");
-  c.Send(dg);
-  REQUIRE(d.WaitEvents(100));
-  REQUIRE(WaitFor([&] { return d.TopKey("k").has_value(); }));
-  CHECK((*d.TopKey("k"))["share"].number == Approx(0.5));
-}
-
 TEST_CASE("E2E: hotkey_last_event_timestamp_seconds is when the last event was counted",
           "[daemon][e2e]") {
   FakeClock clock;

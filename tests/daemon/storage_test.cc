@@ -124,33 +124,5 @@ TEST_CASE("StateWriter: a failed write is reported and leaves no temporary file"
   CHECK_FALSE(std::filesystem::exists(dir.File("missing/state.tmp")));
 }
 
-TEST_CASE("StateStore: a state saved with another lobby size loads with the expected one",
-          "[daemon][storage]") {
-  TempDir dir;
-  StateStore store(dir.File("state"));
-  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
-  sketch::HeavyHittersOptions saved;
-  saved.candidates = 4;
-  saved.lobby = 8;
-  saved.half_life = absl::Seconds(10);
-  sketch::HeavyHitters hh = sketch::HeavyHitters::Create(saved, t0).value();
-  for (int i = 0; i < 400; ++i) hh.Update(absl::StrCat("k", i % 40), sketch::Op::kRead);
-  REQUIRE(store.Save(hh).ok());
-  for (const uint32_t lobby : {0u, 8u, 64u}) {
-    INFO("lobby " << lobby);
-    sketch::HeavyHittersOptions expected = saved;
-    expected.lobby = lobby;
-    StateStore::Loaded loaded = store.Load(expected, t0);
-    REQUIRE(loaded.problem.empty());
-    REQUIRE(loaded.tracker.has_value());
-    CHECK(loaded.tracker->options().lobby == lobby);
-    for (int i = 0; i < 40; ++i) {
-      const std::string k = absl::StrCat("k", i);
-      CHECK(loaded.tracker->UpperBound(k) >= hh.UpperBound(k));
-      CHECK(loaded.tracker->LowerBound(k) == hh.LowerBound(k));
-    }
-  }
-}
-
 }  // namespace
 }  // namespace hotkey::daemon

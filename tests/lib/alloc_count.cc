@@ -1,7 +1,7 @@
 // Replaces the global operator new/delete of the test executable it is linked into with
 // malloc/free plus the per-thread count and size limit of alloc_count.h. Every form is
 // replaced (plain, array, nothrow, sized and aligned), so sanitizers see matching pairs:
-// Catch2 uses the nothrow forms, and the tracker's lobby buckets are cache-line aligned.
+// Catch2 uses the nothrow forms, and aligned forms must be counted too.
 
 #include "alloc_count.h"
 

@@ -435,17 +435,5 @@ TEST_CASE("HeavyHitters: updates never allocate, on hits, misses, admissions and
   CHECK(hh.size() == o.candidates);
 }
 
-TEST_CASE("HeavyHitters: a lobby other than 0 is refused, with the reason",
-          "[sketch][heavy_hitters]") {
-  HeavyHittersOptions o = NoDecay();
-  o.lobby = 860;
-  const absl::Status s = HeavyHitters::Create(o, absl::UnixEpoch()).status();
-  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
-  CHECK(std::string(s.message()).find("lobby") != std::string::npos);
-  HeavyHitters hh = MustCreate(NoDecay());
-  CHECK(hh.ResizeLobby(0).ok());
-  CHECK_FALSE(hh.ResizeLobby(8).ok());
-}
-
 }  // namespace
 }  // namespace hotkey::sketch

@@ -151,9 +151,6 @@ struct TrackOptions {
   uint32_t candidates = 200;
   // Memory of the count-min sketch per receiver; in [1 KiB, 1 GiB].
   size_t sketch_bytes = size_t{32} << 10;
-  // Keyless lobby entries per receiver between the sketch and the table (16 bytes each,
-  // rounded up to whole 4-entry buckets); 0 (the default) is none. In [0, 4194304].
-  uint32_t lobby = 0;
   // --key.max-bytes: key bytes stored per candidate, from every source. A longer key is
   // not rejected: it is tracked as its first stored_key_bytes bytes plus the hash of the
   // whole key, so two long keys with one prefix stay distinct. In [16, 65536]: below 16

@@ -91,9 +91,6 @@ struct HeavyHittersOptions {
   uint32_t max_key_bytes = 64;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
   absl::Duration half_life = absl::Seconds(10);
-  // Must be 0 (Validate() refuses any other value): the keyless lobby tier is gone. The field
-  // stays only until the daemon's --track.lobby flag, which sets it, is removed.
-  uint32_t lobby = 0;
   // Hash seed: sketches merge only with the same seed.
   uint64_t seed = kDefaultSeed;
 
@@ -221,10 +218,6 @@ class HeavyHitters {
   // 2 to 4 still load (a lobby they hold is handed to the sketch, keeping every bound).
   std::string Serialize() const;
   static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes);
-
-  // OK for 0, which changes nothing; an error for anything else (there is no lobby). Kept
-  // only until the daemon's storage stops calling it, with --track.lobby.
-  absl::Status ResizeLobby(uint32_t lobby) const;
 
   // Bytes of memory held, fixed at Create().
   size_t MemoryBytes() const;

@@ -12,7 +12,6 @@ inline sketch::HeavyHittersOptions TrackerOptions(const config::TrackOptions& t)
   sketch::HeavyHittersOptions o;
   o.candidates = t.candidates;
   o.sketch_bytes = t.sketch_bytes;
-  o.lobby = t.lobby;
   o.max_key_bytes = t.stored_key_bytes;
   o.half_life = t.half_life;
   return o;
