@@ -240,7 +240,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
                                                    });
   WebHooks hooks;
   hooks.snapshot = [this] { return snapshot(); };
-  // Without --web.enable-lifecycle, POST /-/reload answers 403 (web.h).
+  // Without --web.enable-lifecycle, POST /-/reload answers 403 (exporter/web.h).
   if (options_.web.enable_lifecycle) hooks.reload = [this] { return Reload(); };
   hooks.cluster = [this] {
     std::lock_guard<std::mutex> l(mu_);

@@ -1,6 +1,6 @@
 // TapSource: the shard's own traffic as events, with no client change: an source::EventSource
 // (event_source.h) of kind "tap" that captures the server port's TCP traffic with libpcap,
-// and turns it into key counts through TapPipeline (tap_pipeline.h: decode, reassembly,
+// and turns it into key counts through TapPipeline (pipeline.h: decode, reassembly,
 // request parsing, and reply sizes with --tap.weight=bytes).
 //
 // Capture (live, --tap.interface): pcap_create, the snap length, the ring size

@@ -248,7 +248,7 @@ struct AlertOptions {
   std::vector<ThresholdRule> rules;
 
   // Bounds the cost of working out one key's threshold: at most kMaxRules matches. The
-  // daemon does it once per tracked key and configuration (aggregator.h), not per tick.
+  // daemon does it once per tracked key and configuration (exporter/aggregator.h), not per tick.
   static constexpr size_t kMaxRules = 1024;
 
   // The threshold for `key` (arbitrary bytes): the first matching rule's share, +infinity
@@ -315,7 +315,7 @@ struct DaemonOptions {
   // with --tap.interface or --tap.file.
   int Sources() const { return udp.receivers + (demo ? 1 : 0) + (tap.enabled() ? 1 : 0); }
   // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
-  // Sources(), each of 40 bytes (aggregator.h). Validate() rejects more than
+  // Sources(), each of 40 bytes (exporter/aggregator.h). Validate() rejects more than
   // kMaxRateHistoryKeys (2.5 GiB of entries): 8,800 by default.
   uint64_t RateHistoryKeys() const;
   static constexpr uint64_t kMaxRateHistoryKeys = uint64_t{1} << 26;

@@ -1,6 +1,6 @@
 // Daemon: hotkeyd assembled. Event sources (event_source.h: the UDP receivers, and any
 // given to Create, such as the demo load; one thread each) feed trackers; on every publish
-// the daemon's io_context builds a Snapshot (aggregator.h); the HTTP server (same
+// the daemon's io_context builds a Snapshot (exporter/aggregator.h); the HTTP server (same
 // io_context) serves it; SIGHUP or POST /-/reload (with --web.enable-lifecycle) reload the rules
 // (through the loader it is given: the daemon reads no configuration file itself); SIGTERM/SIGINT
 // stop it.
@@ -105,7 +105,7 @@ class Daemon {
   // the next snapshot.
   absl::Status Reload();
 
-  // The latest snapshot (snapshot.h); null before the first publish.
+  // The latest snapshot (exporter/snapshot.h); null before the first publish.
   std::shared_ptr<const exporter::Snapshot> snapshot() const;
   // The HTTP server's first listening address, and every one (one per
   // --web.listen-address, or per socket systemd passed).

@@ -2,11 +2,10 @@
 // them; each runs on its own thread, counts into its own tracker (single writer, no lock
 // and no allocation per event) and publishes an immutable SourceReport every tick.
 //
-// Implementations: UdpReceiver (receiver.h, clients send sampled events over UDP),
-// DemoSource (demo_source.h, the --demo load generated in-process) and tap::TapSource
-// (tap_source.h, the shard's own traffic captured with libpcap). A report's type,
-// SourceReport, is private to daemon/ (source_report.h): sources live in daemon/ and fill
-// it, and only the daemon reads it.
+// Implementations: UdpReceiver (udp_receiver.h, clients send sampled events over UDP),
+// DemoSource (demo.h, the --demo load generated in-process) and tap::TapSource (tap/, the
+// shard's own traffic captured with libpcap). A source fills its SourceReport (report.h);
+// the exporter's aggregator reads and merges them.
 //
 // Life cycle: Create (the implementation's factory; binds, validates), Start() once,
 // Stop() once (stop input, drain, publish a last report, join); the destructor stops.

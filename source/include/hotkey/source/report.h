@@ -20,7 +20,7 @@
 
 namespace hotkey::source {
 
-// The tap's counts (tap_source.h); all 0 for other kinds of source. Gauges (flows,
+// The tap's counts (tap/tap_source.h); all 0 for other kinds of source. Gauges (flows,
 // memory) sum over taps like the counters do.
 struct TapCounters {
   uint64_t taps = 0;             // 1 for a tap source
@@ -50,7 +50,7 @@ struct TapCounters {
   uint64_t excluded_requests = 0;
   uint64_t reply_protocol_errors = 0;  // the reply parsers' (--tap.weight=bytes)
   uint64_t reply_resyncs = 0;
-  // --tap.weight=bytes (tap_pipeline.h): replies matched to their requests; replies with
+  // --tap.weight=bytes (tap/pipeline.h): replies matched to their requests; replies with
   // no request waiting (a push, a stream joined mid-way); requests with keys charged their
   // request bytes only because the queue of requests awaiting replies was full, because
   // the flow had lost bytes (a gap) and had not yet resynced, or because the flow ended.

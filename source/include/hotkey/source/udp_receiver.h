@@ -3,14 +3,14 @@
 // The thread runs its own Asio io_context. When the socket is readable it drains it with
 // recvmmsg (up to `batch` datagrams a system call, through the native handle: Asio has no
 // batched receive), reads the clock once per batch, parses every datagram in place
-// (protocol.h) and counts each event in its HeavyHitters. Nothing on that path allocates,
+// (parsers/wire.h) and counts each event in its HeavyHitters. Nothing on that path allocates,
 // locks or throws. Every publish interval it copies its tracker and counters into a
 // recycled, immutable SourceReport (report_buffer.h: no allocation once warm) that other
 // threads read through Latest(). It is an EventSource (event_source.h) of kind "udp".
 //
 // With --udp.receivers=N the daemon opens N sockets on one port with SO_REUSEPORT: the
 // kernel spreads senders over them by flow hash, and each receiver's tracker is merged
-// into the snapshot (aggregator.h).
+// into the snapshot (exporter/aggregator.h).
 //
 // Shutdown, in phases: Stop() closes input (the socket), drains what the kernel already
 // holds, publishes a last report, and joins the thread.
