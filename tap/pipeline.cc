@@ -268,6 +268,10 @@ void TapPipeline::OnReply(uint64_t wire_bytes) {
     return;
   }
   ++replies_matched_;
+  ChargeFront(s, wire_bytes);
+}
+
+uint32_t TapPipeline::ChargeFront(Session& s, uint64_t reply_bytes) {
   const char* p = s.Front();
   uint64_t request_bytes;
   uint32_t keys, record;
@@ -275,7 +279,7 @@ void TapPipeline::OnReply(uint64_t wire_bytes) {
   std::memcpy(&keys, p + 8, 4);
   std::memcpy(&record, p + 12, 4);
   if (keys > 0) {
-    const double w = static_cast<double>(request_bytes + wire_bytes) / keys;
+    const double w = static_cast<double>(request_bytes + reply_bytes) / keys;
     const char* k = p + kRecordHeaderBytes;
     for (uint32_t i = 0; i < keys; ++i) {
       uint32_t len;
@@ -287,30 +291,12 @@ void TapPipeline::OnReply(uint64_t wire_bytes) {
     events_ += keys;
   }
   s.Pop(record);
+  return keys;
 }
 
 void TapPipeline::Flush(Session& s, uint64_t& reason) {
   while (s.pending > 0) {
-    const char* p = s.Front();
-    uint64_t request_bytes;
-    uint32_t keys, record;
-    std::memcpy(&request_bytes, p, 8);
-    std::memcpy(&keys, p + 8, 4);
-    std::memcpy(&record, p + 12, 4);
-    if (keys > 0) {
-      ++reason;
-      const double w = static_cast<double>(request_bytes) / keys;
-      const char* k = p + kRecordHeaderBytes;
-      for (uint32_t i = 0; i < keys; ++i) {
-        uint32_t len;
-        std::memcpy(&len, k, 4);
-        const auto access = static_cast<parsers::Access>(k[4]);
-        tracker_.Update(std::string_view(k + kKeyHeaderBytes, len), ToOp(access), w);
-        k += kKeyHeaderBytes + len;
-      }
-      events_ += keys;
-    }
-    s.Pop(record);
+    if (ChargeFront(s, 0) > 0) ++reason;
   }
   s.charged_tail = 0;
 }

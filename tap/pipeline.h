@@ -109,6 +109,9 @@ class TapPipeline final : private tcp::StreamHandler,
   void OnReply(uint64_t wire_bytes) override;
 
   void Charge(const parsers::Request& request, double bytes);
+  // Charges the keys of `s`'s oldest waiting request their share of its request bytes plus
+  // `reply_bytes`, and pops it; returns its number of keys.
+  uint32_t ChargeFront(Session& s, uint64_t reply_bytes);
   // Charges every waiting request its request bytes only; counts each under `reason`.
   void Flush(Session& s, uint64_t& reason);
 
