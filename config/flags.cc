@@ -115,15 +115,17 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddCustom("tap.protocol", "The tapped server's protocol: redis (RESP2 and RESP3) or memcached (text, meta and binary requests, each counted with its keys).",
       std::string(TapProtocolName(o.tap.protocol)),
       [&o](std::string_view v) {
-       if (v == "redis") { o.tap.protocol = TapProtocol::kRedis; return absl::OkStatus(); }
-       if (v == "memcached") { o.tap.protocol = TapProtocol::kMemcached; return absl::OkStatus(); }
-       return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\" is not redis or memcached"));});
+       absl::StatusOr<TapProtocol> p = ParseTapProtocol(v);
+       if (!p.ok()) return p.status();
+       o.tap.protocol = *p;
+       return absl::OkStatus();});
   p.AddCustom("tap.weight", "What a tapped request weighs: ops (each key it touches counts 1) or bytes (its request bytes plus its reply's bytes, split evenly over its keys; captures the replies too).",
       std::string(TapWeightName(o.tap.weight)),
       [&o](std::string_view v) {
-       if (v == "ops") { o.tap.weight = TapWeight::kOps; return absl::OkStatus(); }
-       if (v == "bytes") { o.tap.weight = TapWeight::kBytes; return absl::OkStatus(); }
-       return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\" is not ops or bytes"));});
+       absl::StatusOr<TapWeight> w = ParseTapWeight(v);
+       if (!w.ok()) return w.status();
+       o.tap.weight = *w;
+       return absl::OkStatus();});
   p.AddInteger("tap.max-flows", "TCP connections tracked at once, 1 to 1048576; past it the least recently active is evicted (counted).", &o.tap.max_flows).Advanced();
   p.AddSize("tap.buffer-bytes", "The kernel's capture ring (pcap_set_buffer_size; libpcap may map up to twice this), 64KiB to 1GiB; packets past it are dropped and counted.", &o.tap.buffer_bytes).Advanced();
   p.AddSize("tap.flow-buffer-bytes", "Bytes one connection direction may hold (a partial request and its keys; with bytes weight also the requests awaiting replies), 256B to 16MiB. Worst-case tap memory: max-flows x (this x 1, or 3 with bytes weight, + 1KiB) + 2 x buffer-bytes (hotkey_tap_memory_bound_bytes).", &o.tap.flow_buffer_bytes).Advanced();

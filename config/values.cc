@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -159,12 +160,26 @@ std::string_view KeyLabelModeName(KeyLabelMode mode) {
   return "unknown";
 }
 
+namespace internal {
+std::string QuoteForError(std::string_view text) {
+  return absl::StrCat("\"", absl::CHexEscape(Av(text.substr(0, 64))), "\"");
+}
+}  // namespace internal
+
 absl::StatusOr<KeyLabelMode> ParseKeyLabelMode(std::string_view text) {
-  for (KeyLabelMode m : {KeyLabelMode::kRaw, KeyLabelMode::kHash, KeyLabelMode::kPrefix}) {
-    if (text == KeyLabelModeName(m)) return m;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("\"", Av(text), "\" is not a key label mode (use raw, hash or prefix)"));
+  static constexpr KeyLabelMode kAll[] = {KeyLabelMode::kRaw, KeyLabelMode::kHash,
+                                          KeyLabelMode::kPrefix};
+  return ParseEnum(text, kAll, &KeyLabelModeName, "key label mode");
+}
+
+absl::StatusOr<TapProtocol> ParseTapProtocol(std::string_view text) {
+  static constexpr TapProtocol kAll[] = {TapProtocol::kRedis, TapProtocol::kMemcached};
+  return ParseEnum(text, kAll, &TapProtocolName, "tap protocol");
+}
+
+absl::StatusOr<TapWeight> ParseTapWeight(std::string_view text) {
+  static constexpr TapWeight kAll[] = {TapWeight::kOps, TapWeight::kBytes};
+  return ParseEnum(text, kAll, &TapWeightName, "tap weight");
 }
 
 std::vector<std::string> SplitList(std::string_view text) {

@@ -141,7 +141,7 @@ TEST_CASE("Flags: a value that does not parse names the flag and the value", "[c
              Contains("--udp.read-buffer") && Contains("unknown size unit"));
   CHECK_THAT(ParseError({"--cluster.capacity=nan"}), Contains("not a finite number"));
   CHECK_THAT(ParseError({"--tap.protocol=http"}),
-             Contains("--tap.protocol") && Contains("redis or memcached"));
+             Contains("--tap.protocol") && Contains("(redis, memcached)"));
   CHECK_THAT(ParseError({"--cluster.order=none,teleport"}), Contains("--cluster.order"));
 }
 

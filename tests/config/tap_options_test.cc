@@ -36,9 +36,9 @@ TEST_CASE("TapOptions: bad values are clear errors", "[config][tap]") {
   CHECK_THAT(std::string(Parse({"--tap.port=0"}).status().message()), Contains("not a port"));
   CHECK_THAT(std::string(Parse({"--tap.port=65536"}).status().message()), Contains("not a port"));
   CHECK_THAT(std::string(Parse({"--tap.protocol=mysql"}).status().message()),
-             Contains("not redis or memcached"));
+             Contains("is not a tap protocol (redis, memcached)"));
   CHECK_THAT(std::string(Parse({"--tap.weight=keys"}).status().message()),
-             Contains("not ops or bytes"));
+             Contains("is not a tap weight (ops, bytes)"));
   CHECK_THAT(
       std::string(
           Parse({"--tap.interface=lo", "--tap.file=x.pcap", "--tap.port=1"}).status().message()),

@@ -38,6 +38,26 @@ TEST_CASE("Values: bad byte sizes are rejected with the text quoted", "[config][
   CHECK_FALSE(ParseByteSize("99999999999999999999999").ok());
 }
 
+TEST_CASE("Values: every enum name parses back, and an unknown one is named with them all",
+          "[config][values]") {
+  for (KeyLabelMode m : {KeyLabelMode::kRaw, KeyLabelMode::kHash, KeyLabelMode::kPrefix}) {
+    CHECK(ParseKeyLabelMode(KeyLabelModeName(m)).value() == m);
+  }
+  for (TapProtocol p : {TapProtocol::kRedis, TapProtocol::kMemcached}) {
+    CHECK(ParseTapProtocol(TapProtocolName(p)).value() == p);
+  }
+  for (TapWeight w : {TapWeight::kOps, TapWeight::kBytes}) {
+    CHECK(ParseTapWeight(TapWeightName(w)).value() == w);
+  }
+  CHECK(Message(ParseTapProtocol("Redis")) == "\"Redis\" is not a tap protocol (redis, memcached)");
+  CHECK(Message(ParseTapWeight("")) == "\"\" is not a tap weight (ops, bytes)");
+  CHECK(Message(ParseKeyLabelMode("x")) == "\"x\" is not a key label mode (raw, hash, prefix)");
+  // Arbitrary bytes are escaped and cut, never echoed raw.
+  const std::string bad = Message(ParseTapWeight(std::string("\xff\n") + std::string(100, 'a')));
+  CHECK_THAT(bad, Contains("\\xff\\n"));
+  CHECK(bad.size() < 150);
+}
+
 TEST_CASE("Values: byte sizes format in their shortest exact form", "[config][values]") {
   CHECK(FormatByteSize(16u << 20) == "16MiB");
   CHECK(FormatByteSize(32u << 10) == "32KiB");
