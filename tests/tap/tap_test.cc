@@ -338,6 +338,41 @@ TEST_CASE("Tap: a flow allocates while it warms up, never per packet or request 
   CHECK(allocating_frames * 10 < frames_with_keys);
 }
 
+TEST_CASE("Tap: at the smallest flow buffer, each open flow stays within its share of the bound",
+          "[tap]") {
+  // The bound (TapOptions::MemoryBoundBytes) gives each flow flow_buffer_bytes x
+  // BuffersPerFlow() + kFlowStateBytes: kFlowStateBytes must cover the session, the flow
+  // table's share and the parsers' own objects, whatever their buffers. Checked after
+  // every frame, for each protocol and weight, at the smallest flow buffer allowed and
+  // with the flow table full.
+  for (const char* file : {"redis_mix.pcap", "redis_bytes.pcap", "memcached.pcap"}) {
+    for (config::TapWeight weight : {config::TapWeight::kOps, config::TapWeight::kBytes}) {
+      config::TapOptions o = Capture(file);
+      if (std::string(file) == "memcached.pcap") o.protocol = config::TapProtocol::kMemcached;
+      o.weight = weight;
+      o.flow_buffer_bytes = 256;
+      o.max_flows = 1;  // the captures hold one flow at a time: the table is full
+      REQUIRE(o.Validate().ok());
+      const Frames f = ReadFrames(o.file);
+      sketch::HeavyHitters tracker = *sketch::HeavyHitters::Create(ExactTracker(), absl::Now());
+      TapPipeline p(o, tracker);
+      const uint64_t per_flow =
+          uint64_t{o.flow_buffer_bytes} * o.BuffersPerFlow() + config::TapOptions::kFlowStateBytes;
+      uint64_t most_flows = 0;
+      for (const auto& [frame, time] : f.frames) {
+        p.Frame(f.link_type, frame, time);
+        source::TapCounters c;
+        p.Fill(c);
+        most_flows = std::max(most_flows, c.flows);
+        INFO(file << " weight " << config::TapWeightName(weight) << ", flows " << c.flows);
+        REQUIRE(p.memory_bytes() <= o.max_flows * per_flow);
+        REQUIRE(o.max_flows * per_flow == o.MemoryBoundBytes());  // a file has no ring
+      }
+      CHECK(most_flows == o.max_flows);
+    }
+  }
+}
+
 TEST_CASE("Tap: the filter names every port", "[tap]") {
   config::TapOptions o;
   o.ports = {6379};
