@@ -48,13 +48,13 @@ absl::StatusOr<std::unique_ptr<DemoSource>> DemoSource::Create(
 
 DemoSource::DemoSource(double rate, sketch::HeavyHitters tracker, absl::Duration publish_interval,
                        const clock::Clock& clock, uint64_t seed)
-    : rate_(rate),
+    : PublishingSource(tracker),
+      rate_(rate),
       publish_interval_(publish_interval),
       clock_(clock),
       gen_(seed),
       zipf_(kBackgroundKeys - 1, kZipfExponent, 1.0),
-      tracker_(std::move(tracker)),
-      reports_(tracker_) {
+      tracker_(std::move(tracker)) {
   std::memcpy(key_, "key:", 4);
 }
 
@@ -122,11 +122,7 @@ void DemoSource::MakeEvent() {
   tracker_.Update(std::string_view(key_, end - key_), op);
 }
 
-void DemoSource::Publish(absl::Time now) {
-  tracker_.FollowClock(now);
-  reports_.Publish(now, tracker_, counters_);
-  if (on_publish_) on_publish_();
-}
+void DemoSource::Publish(absl::Time now) { PublishReport(now, tracker_, counters_); }
 
 absl::StatusOr<std::unique_ptr<EventSource>> NewDemoSource(const config::DaemonOptions& options,
                                                            const clock::Clock& clock) {

@@ -39,13 +39,13 @@
 #include "absl/time/time.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "hotkey/source/event_source.h"
+#include "hotkey/source/publishing_source.h"
 #include "hotkey/source/report.h"
 #include "hotkey/source/report_buffer.h"
 
 namespace hotkey::source {
 
-class DemoSource final : public EventSource {
+class DemoSource final : public PublishingSource {
  public:
   struct Celebrity {
     std::string_view key;
@@ -70,12 +70,8 @@ class DemoSource final : public EventSource {
   ~DemoSource() override;
 
   std::string_view kind() const override { return "demo"; }
-  void SetPublishCallback(PublishCallback on_publish) override {
-    on_publish_ = std::move(on_publish);
-  }
   void Start() override;
   void Stop() override;
-  std::shared_ptr<const SourceReport> Latest() const override { return reports_.Latest(); }
 
   // Makes the events due by the clock's present time and publishes if a publish is due;
   // returns how long until the next event or publish is due. Not concurrently with a
@@ -93,7 +89,6 @@ class DemoSource final : public EventSource {
   const double rate_;
   const absl::Duration publish_interval_;
   const clock::Clock& clock_;
-  PublishCallback on_publish_;  // set before Start()
 
   std::thread thread_;
   std::atomic<bool> stopping_{false};
@@ -108,8 +103,6 @@ class DemoSource final : public EventSource {
   absl::Time next_publish_;
   uint64_t made_ = 0;  // events due so far, made or dropped as backlog
   char key_[24] = {};  // "key:" + up to 20 digits
-
-  ReportBuffer reports_;
 };
 
 }  // namespace hotkey::source

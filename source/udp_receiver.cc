@@ -53,18 +53,18 @@ absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
 UdpReceiver::UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
                          absl::Duration publish_interval, const clock::Clock& clock,
                          PublishCallback on_publish)
-    : udp_(udp),
+    : PublishingSource(tracker),
+      udp_(udp),
       publish_interval_(publish_interval),
       clock_(clock),
-      on_publish_(std::move(on_publish)),
       socket_(io_),
       timer_(io_),
       tracker_(std::move(tracker)),
       buffers_(static_cast<size_t>(udp.batch) * kMaxDatagram),
       msgs_(udp.batch),
       iovecs_(udp.batch),
-      sources_(udp.batch),
-      reports_(tracker_) {
+      sources_(udp.batch) {
+  SetPublishCallback(std::move(on_publish));
   for (int i = 0; i < udp.batch; ++i) {
     iovecs_[i] = {&buffers_[static_cast<size_t>(i) * kMaxDatagram], kMaxDatagram};
     std::memset(&msgs_[i], 0, sizeof msgs_[i]);
@@ -200,11 +200,6 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
   for (size_t i = 0; i < parsers::kNumRejects; ++i) counters_.rejected[i] += st.rejected[i];
 }
 
-void UdpReceiver::Publish() {
-  const absl::Time now = clock_.Now();
-  tracker_.FollowClock(now);
-  reports_.Publish(now, tracker_, counters_);
-  if (on_publish_) on_publish_();
-}
+void UdpReceiver::Publish() { PublishReport(clock_.Now(), tracker_, counters_); }
 
 }  // namespace hotkey::source

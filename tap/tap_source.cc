@@ -97,12 +97,12 @@ absl::StatusOr<std::unique_ptr<TapSource>> TapSource::Create(
 
 TapSource::TapSource(const config::TapOptions& tap, sketch::HeavyHitters tracker,
                      absl::Duration publish_interval, const clock::Clock& clock)
-    : tap_(tap),
+    : PublishingSource(tracker),
+      tap_(tap),
       publish_interval_(publish_interval),
       clock_(clock),
       tracker_(std::move(tracker)),
-      pipeline_(tap_, tracker_),
-      reports_(tracker_) {
+      pipeline_(tap_, tracker_) {
   counters_.tap.taps = 1;
   counters_.tap.memory_bound_bytes = tap_.MemoryBoundBytes();
 }
@@ -298,9 +298,7 @@ void TapSource::Publish(absl::Time now) {
   }
   counters_.events = pipeline_.events();
   pipeline_.Fill(counters_.tap);
-  tracker_.FollowClock(now);
-  reports_.Publish(now, tracker_, counters_);
-  if (on_publish_) on_publish_();
+  PublishReport(now, tracker_, counters_);
 }
 
 absl::StatusOr<std::unique_ptr<source::EventSource>> NewTapSource(

@@ -48,7 +48,7 @@
 #include "hotkey/clock/clock.h"
 #include "hotkey/config/options.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "hotkey/source/event_source.h"
+#include "hotkey/source/publishing_source.h"
 #include "hotkey/source/report.h"
 #include "hotkey/source/report_buffer.h"
 #include "pipeline.h"
@@ -58,7 +58,7 @@ struct pcap_pkthdr;
 
 namespace hotkey::tap {
 
-class TapSource final : public source::EventSource {
+class TapSource final : public source::PublishingSource {
  public:
   // Frames per pcap_dispatch call: bounds the work between two clock reads.
   static constexpr int kBatch = 256;
@@ -78,12 +78,8 @@ class TapSource final : public source::EventSource {
   std::vector<std::pair<std::string, std::string>> Describe() const override {
     return description_;
   }
-  void SetPublishCallback(PublishCallback on_publish) override {
-    on_publish_ = std::move(on_publish);
-  }
   void Start() override;
   void Stop() override;
-  std::shared_ptr<const source::SourceReport> Latest() const override { return reports_.Latest(); }
 
   // Waits up to `wait` for frames (live), reads what is there (a file: up to
   // kRoundsPerStep batches), and publishes if due. Returns false once a file is read to its
@@ -114,7 +110,6 @@ class TapSource final : public source::EventSource {
   const config::TapOptions tap_;
   const absl::Duration publish_interval_;
   const clock::Clock& clock_;
-  PublishCallback on_publish_;  // set before Start()
   pcap* pcap_ = nullptr;
   int fd_ = -1;  // selectable descriptor (live)
   int link_type_ = 0;
@@ -135,8 +130,6 @@ class TapSource final : public source::EventSource {
   absl::Time batch_time_;
   absl::Time capture_time_ = absl::InfinitePast();  // the flows' clock (see above)
   absl::Time next_publish_;
-
-  source::ReportBuffer reports_;
 };
 
 }  // namespace hotkey::tap

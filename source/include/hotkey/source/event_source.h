@@ -5,7 +5,8 @@
 // Implementations: UdpReceiver (udp_receiver.h, clients send sampled events over UDP),
 // DemoSource (demo.h, the --demo load generated in-process) and tap::TapSource (tap/, the
 // shard's own traffic captured with libpcap). A source fills its SourceReport (report.h);
-// the exporter's aggregator reads and merges them.
+// the exporter's aggregator reads and merges them. Each derives from PublishingSource
+// (publishing_source.h), which holds the callback and the report buffer they share.
 //
 // Life cycle: Create (the implementation's factory; binds, validates), Start() once,
 // Stop() once (stop input, drain, publish a last report, join); the destructor stops.

@@ -39,13 +39,13 @@
 #include "hotkey/config/values.h"
 #include "hotkey/parsers/wire.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "hotkey/source/event_source.h"
+#include "hotkey/source/publishing_source.h"
 #include "hotkey/source/report.h"
 #include "hotkey/source/report_buffer.h"
 
 namespace hotkey::source {
 
-class UdpReceiver final : public EventSource {
+class UdpReceiver final : public PublishingSource {
  public:
   // Opens and binds the socket (SO_REUSEPORT, SO_RCVBUF raised); does not start reading.
   static absl::StatusOr<std::unique_ptr<UdpReceiver>> Create(
@@ -58,12 +58,8 @@ class UdpReceiver final : public EventSource {
   void Restore(sketch::HeavyHitters tracker) { tracker_ = std::move(tracker); }
 
   std::string_view kind() const override { return "udp"; }
-  void SetPublishCallback(PublishCallback on_publish) override {
-    on_publish_ = std::move(on_publish);
-  }
   void Start() override;
   void Stop() override;
-  std::shared_ptr<const SourceReport> Latest() const override { return reports_.Latest(); }
 
   boost::asio::ip::udp::endpoint local_endpoint() const { return local_; }
   // The socket's inode: its row in /proc/net/udp (kernel drop counts).
@@ -85,7 +81,6 @@ class UdpReceiver final : public EventSource {
   const config::UdpOptions udp_;
   const absl::Duration publish_interval_;
   const clock::Clock& clock_;
-  PublishCallback on_publish_;  // set before Start()
   std::vector<config::Cidr> allowed_;
 
   boost::asio::io_context io_;
@@ -105,8 +100,6 @@ class UdpReceiver final : public EventSource {
   std::vector<struct mmsghdr> msgs_;
   std::vector<struct iovec> iovecs_;
   std::vector<sockaddr_storage> sources_;
-
-  ReportBuffer reports_;
 };
 
 }  // namespace hotkey::source
