@@ -9,10 +9,10 @@
 // Checked beyond "no crash, no sanitizer report": the cut stream parses exactly as the
 // whole one (requests, keys, access, wire bytes, replies and every counter); every key is
 // 1 to 250 bytes and is a substring of the stream, or its base64 form is (a meta key
-// given with the b flag is reported decoded; non-canonical padding bits allowed); the key counters add up to the keys
-// reported; replies never claim more bytes than the stream holds; and memory_bytes()
-// stays within max_buffer_bytes (or the parser's fixed buffers, when the limit is below
-// them) at every step, the Gap() run included.
+// given with the b flag is reported decoded; non-canonical padding bits allowed); the key
+// counters add up to the keys reported; replies never claim more bytes than the stream
+// holds; and memory_bytes() stays within max_buffer_bytes (or the parser's fixed buffers,
+// when the limit is below them) at every step, the Gap() run included.
 
 #include <algorithm>
 #include <cstddef>

@@ -18,10 +18,10 @@ namespace {
 
 using namespace std::string_literals;  // "a\0b"s keeps the NUL
 using Catch::Matchers::Contains;
-using testing::Message;
-using testing::Prefix;
 using testing::Glob;
 using testing::IgnoreGlob;
+using testing::Message;
+using testing::Prefix;
 
 TEST_CASE("Options: every default validates", "[config][options]") {
   CHECK(UdpOptions{}.Validate().ok());

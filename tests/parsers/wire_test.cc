@@ -47,8 +47,7 @@ void ExpectRejected(std::string_view line, Reject reason) {
   CHECK(p.TotalRejected() == 1);
 }
 
-TEST_CASE("Protocol: a plain read and a plain write are one event of weight 1",
-          "[parsers][wire]") {
+TEST_CASE("Protocol: a plain read and a plain write are one event of weight 1", "[parsers][wire]") {
   const Parsed p = Parse("r user:42\nw cart:9");
   REQUIRE(p.keys == std::vector<std::string>{"user:42", "cart:9"});
   CHECK(p.ops == std::vector<Op>{Op::kRead, Op::kWrite});

@@ -125,7 +125,7 @@ class Aggregator {
   const config::TrackOptions track_;
   config::ReloadableOptions reloadable_;
   const std::string label_secret_;
-  std::optional<KeyLabeler> labeler_;                // from reloadable_.exporter
+  std::optional<KeyLabeler> labeler_;        // from reloadable_.exporter
   std::optional<ThresholdMatcher> matcher_;  // from reloadable_.alert
   // Thresholds of the keys tracked at the last Build(), by key hash, with the tick that
   // last saw each (entries not seen are dropped, so it holds at most the tracked keys).
