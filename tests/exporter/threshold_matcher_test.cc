@@ -17,7 +17,6 @@ namespace {
 
 using namespace std::string_literals;  // "a\0b"s keeps the NUL
 using config::AlertOptions;
-using config::ThresholdRule;
 using config::testing::Glob;
 using config::testing::IgnoreGlob;
 using config::testing::Prefix;
