@@ -383,7 +383,7 @@ def case_restart():
     try:
         for _ in range(40):  # "hot:restart" takes 40% of the traffic
             d.send(b"\n".join([b"r hot:restart"] * 40 + [b"r cold:%d" % i for i in range(60)]))
-            time.sleep(0.02)  # paced: the traffic spans the decay, not one instant
+            time.sleep(0.02)  # paced: spread over 0.8 s, not one burst
         wait_until(lambda: os.path.exists(state), 5, "state saved within its interval")
     finally:
         d.kill()  # SIGKILL: no shutdown save
