@@ -25,7 +25,7 @@ Import it from a test with
     import hotkeyd_e2e as e2e
 
 No wait here is unbounded, and no fixed sleep stands in for a condition: where a test paces
-a load on purpose, it sleeps itself and says why.
+a load on purpose, it sleeps itself and says why. hotkeyd_e2e_test.py pins these promises.
 """
 
 import atexit
