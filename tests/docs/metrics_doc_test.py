@@ -18,9 +18,7 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
