@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl_compat.h"
+#include "hotkey/text/number.h"
 
 namespace hotkey::config {
 namespace {
@@ -134,7 +135,7 @@ absl::StatusOr<int64_t> ParseInteger(std::string_view text) {
 
 absl::StatusOr<double> ParseNumber(std::string_view text) {
   double v = 0;
-  if (!absl::SimpleAtod(Av(text), &v) || !std::isfinite(v)) {
+  if (!text::ParseFiniteNumber(text, &v)) {
     return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" is not a finite number"));
   }
   return v;

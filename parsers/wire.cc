@@ -1,8 +1,6 @@
 #include "hotkey/parsers/wire.h"
 
-#include <charconv>
-#include <cmath>
-#include <system_error>
+#include "hotkey/text/number.h"
 
 namespace hotkey::parsers {
 
@@ -29,38 +27,6 @@ std::string_view RejectName(Reject r) {
 
 namespace internal {
 
-bool ParseNumber(std::string_view s, double* out) {
-  // The character check keeps the protocol's grammar, [digits][.digits][e[+-]digits] with
-  // a digit before or after the point; std::from_chars alone would also take a sign, "inf",
-  // "nan" and "1e" (as 1, stopping at the e). from_chars then converts, correctly rounded,
-  // without a locale, an allocation or an exception.
-  size_t i = 0;
-  const auto digits = [&] {
-    const size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-    return i - start;
-  };
-  size_t mantissa_digits = digits();
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    mantissa_digits += digits();
-  }
-  if (mantissa_digits == 0) return false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    if (digits() == 0) return false;
-  }
-  if (i != s.size()) return false;
-  double v;
-  const std::from_chars_result r = std::from_chars(s.data(), s.data() + s.size(), v);
-  // A value beyond a double's range either way (1e400, 1e-400) is refused: no caller has a
-  // use for it (rates and weights have bounds far inside the range).
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(v)) return false;
-  *out = v;
-  return true;
-}
-
 bool ParseModifiers(std::string_view mods, double* rate, double* weight) {
   // Any order, each at most once: `@p`, `*w`, `@p*w`, `*w@p`.
   bool seen_rate = false, seen_weight = false;
@@ -71,7 +37,7 @@ bool ParseModifiers(std::string_view mods, double* rate, double* weight) {
     const std::string_view num = mods.substr(0, end);
     mods = end == std::string_view::npos ? std::string_view() : mods.substr(end);
     double v;
-    if (!ParseNumber(num, &v)) return false;
+    if (!text::ParseFiniteNumber(num, &v)) return false;
     if (kind == '@') {
       if (seen_rate || !(v >= kMinRate && v <= 1.0)) return false;
       seen_rate = true;
@@ -100,8 +66,8 @@ bool ParseHeader(std::string_view line, double* rate) {
     line = end == std::string_view::npos ? std::string_view() : line.substr(end);
     constexpr std::string_view kRate = "rate=";
     double v;
-    if (param.substr(0, kRate.size()) != kRate || !ParseNumber(param.substr(kRate.size()), &v) ||
-        !(v >= kMinRate && v <= 1.0)) {
+    if (param.substr(0, kRate.size()) != kRate ||
+        !text::ParseFiniteNumber(param.substr(kRate.size()), &v) || !(v >= kMinRate && v <= 1.0)) {
       return false;
     }
     *rate = v;

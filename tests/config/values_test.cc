@@ -87,6 +87,15 @@ TEST_CASE("Values: numbers, integers and booleans", "[config][values]") {
   CHECK_FALSE(ParseNumber("inf").ok());
   CHECK_FALSE(ParseNumber("nan").ok());
   CHECK_FALSE(ParseNumber("0.2x").ok());
+  // The grammar of text/number.h (pinned in tests/text/number_test.cc): a minus, no plus,
+  // no white space, no hex, nothing that rounds to zero or beyond a double.
+  CHECK(*ParseNumber("-0.5") == -0.5);
+  CHECK_FALSE(ParseNumber("+0.5").ok());
+  CHECK_FALSE(ParseNumber(" 0.5").ok());
+  CHECK_FALSE(ParseNumber("0x10").ok());
+  CHECK_FALSE(ParseNumber("1e-400").ok());
+  CHECK_FALSE(ParseNumber("1e400").ok());
+  CHECK_THAT(Message(ParseNumber("1,5")), Contains("\"1,5\" is not a finite number"));
   CHECK(*ParseInteger("-3") == -3);
   CHECK_FALSE(ParseInteger("3.0").ok());
   CHECK(*ParseBool("TRUE"));

@@ -78,7 +78,7 @@ held=$(free_port tcp)
 python3 -c 'import socket,sys,time
 s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(60)' "$held" &
 pids+=($!)
-sleep 0.3
+wait_for 10 "a listener holds port $held" bash -c "exec 5<>/dev/tcp/127.0.0.1/$held"
 check() {  # WANT_RC GREP FLAGS...
   local want=$1 pattern=$2 rc=0
   shift 2

@@ -173,6 +173,13 @@ send() {  # send ARGS...: starts a sender in the background, sets $sender
   pids+=("$sender")
 }
 stop_sender() { kill "$sender" 2>/dev/null || true; wait "$sender" 2>/dev/null || true; }
+# wait_scrapes N: waits until Prometheus has scraped hotkeyd N more times (1 s apart).
+scrapes='count_over_time(up{job="hotkeyd"}[1h])'
+wait_scrapes() {
+  local from
+  from=$(query "$scrapes")
+  wait_for $(($1 * 2 + 10)) "$1 more scrapes" query_cmp "$scrapes" '>=' "$((${from:-0} + $1))"
+}
 
 wait_for 10 "target up" query_cmp 'up{job="hotkeyd"}' == 1
 send --hot-share 0.3 --bad-datagrams-per-second 1
@@ -180,7 +187,7 @@ share='hotkey_key_share_ratio{job="hotkeyd",key="hot:e2e"}'
 wait_for 20 "$share exported" query_cmp "$share" '>' 0
 # Two readings a few scrapes apart, both in 0.30 +- 0.02.
 wait_for 15 "$share within 0.30 +- 0.02" query_cmp "abs($share - 0.30)" '<=' 0.02
-sleep 3
+wait_scrapes 3
 v=$(query "$share")
 python3 -c "import sys; sys.exit(0 if abs(float('$v') - 0.30) <= 0.02 else 1)" ||
   fail "$share drifted to $v (want 0.30 +- 0.02)"
@@ -213,7 +220,7 @@ stop_sender
 
 # ---------------------------------------------------------------- invalid UTF-8 key
 send --hot-share 0.3 --hot-key-hex "$(printf '\xff\xfe\x80bad' | od -An -tx1 | tr -d ' \n')"
-sleep 5  # several scrapes while the key is the top key
+wait_scrapes 5  # several scrapes while the key is the top key
 wait_for 10 "target healthy with a non-UTF-8 key" target_healthy
 wait_for 5 "up == 1" query_cmp 'up{job="hotkeyd"}' == 1
 wait_for 5 "scrape_samples_scraped > 0" query_cmp 'scrape_samples_scraped{job="hotkeyd"}' '>' 0

@@ -20,9 +20,14 @@ hostile = [b'\xff\xfe\x80bad', b'say "hi"', b'back\\slash', b'ctl\x01\x7f', b'nu
 for _ in range(400):
     s.sendto(b"\n".join(b"r " + k for k in hostile), ("127.0.0.1", int(sys.argv[1])))
 PY
-sleep 0.5
-page=$(curl -sf "http://127.0.0.1:$web/metrics")
+# Polls (10 s at most) until the hostile keys are published.
+escaped='hotkey_key_share_ratio{key="\\xff\\xfe\\x80bad"}'
+page=
+for _ in $(seq 200); do
+  page=$(curl -sf "http://127.0.0.1:$web/metrics") && grep -qF "$escaped" <<<"$page" && break
+  sleep 0.05
+done
 echo "$page" | promtool check metrics
-grep -q 'hotkey_key_share_ratio{key="\\\\xff\\\\xfe\\\\x80bad"}' <<<"$page" || {
+grep -qF "$escaped" <<<"$page" || {
   echo "FAIL: the invalid-UTF-8 key is not exported as an escaped label"; echo "$page" | grep share_ratio; exit 1; }
 echo "PASS: promtool check metrics on a live page with hostile keys"

@@ -74,7 +74,7 @@ def main():
         if args.duration and now - start >= args.duration:
             break
         if now < next_send:
-            time.sleep(min(next_send - now, 0.05))
+            time.sleep(min(next_send - now, 0.05))  # paced: the load's steady rate
             continue
         datagram, cursor = build_datagram(lines, args.hot_share, hot_key, args.background_keys, cursor)
         try:

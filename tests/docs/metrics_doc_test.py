@@ -16,12 +16,14 @@ Everything it starts is stopped on exit; every wait is bounded.
 
 import argparse
 import json
+import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import hotkeyd_e2e as e2e  # noqa: E402
 
 ROW = re.compile(r"^\| `([a-z_:]+)` \| (\w+) \| ([^|]*) \|")
 
@@ -75,44 +77,31 @@ def main():
     ap.add_argument("--pcap", required=True)
     args = ap.parse_args()
 
-    work = tempfile.mkdtemp(prefix="metrics-doc-")
-    loads = f"{work}/loads.json"
+    work = e2e.Workdir("metrics-doc")
+    loads = work.file("loads.json")
     with open(loads, "w") as f:
         json.dump({"timestamp": time.time(), "ops_per_second": [100, 50]}, f)
-    web_config = f"{work}/web.yml"
+    web_config = work.file("web.yml")
     open(web_config, "w").close()
-    log = open(f"{work}/log", "w+")
-    proc = subprocess.Popen(
-        [args.hotkeyd, "--demo", f"--tap.file={args.pcap}",
-         f"--tap.port={pcap_server_port(args.pcap)}", "--web.listen-address=127.0.0.1:0",
-         "--udp.listen-address=127.0.0.1:0", f"--model.measured-loads-file={loads}",
-         f"--web.config.file={web_config}"],
-        stderr=log)
+    ok = False
     try:
-        web = None
-        text = ""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if web is None:
-                log.seek(0)
-                m = re.search(r"web=(\S+)", log.read())
-                web = m.group(1) if m else None
-            if web:
-                try:
-                    with urllib.request.urlopen(f"http://{web}/metrics", timeout=5) as r:
-                        text = r.read().decode()
-                except OSError:
-                    text = ""
-                if ("hotkey_tap_capture_file_done 1" in text and "hotkey_key_hot{" in text
-                        and "hotkey_measured_loads_timestamp_seconds" in text):
-                    break
-            time.sleep(0.2)
-        else:
-            log.seek(0)
-            sys.exit(f"FAIL: no complete /metrics within 30 s; log:\n{log.read()}")
+        d = e2e.Hotkeyd(args.hotkeyd, "--demo", f"--tap.file={args.pcap}",
+                        f"--tap.port={pcap_server_port(args.pcap)}",
+                        f"--model.measured-loads-file={loads}",
+                        f"--web.config.file={web_config}", work=work, ready_timeout=30)
+
+        def complete():
+            text = d.metrics_text()
+            return text if ("hotkey_tap_capture_file_done 1" in text and "hotkey_key_hot{" in text
+                            and "hotkey_measured_loads_timestamp_seconds" in text) else None
+        text = e2e.wait_until(complete, 30, "a /metrics page with the capture read, a hot key "
+                              "and the measured loads", interval=0.1)
+        ok = True
+    except AssertionError as e:
+        sys.exit(f"FAIL: {e}\n{work.log_tails()}")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        e2e.Procs.stop_all()
+        work.finish(ok)
 
     doc = documented(open(args.doc).read())
     got = served(text)

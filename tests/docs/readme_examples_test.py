@@ -45,17 +45,17 @@ Everything it starts is stopped on exit; every wait is bounded.
 """
 
 import argparse
-import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import hotkeyd_e2e as e2e  # noqa: E402
 
 HTTP_PORT = "10110"
 UDP_PORT = "10111"
@@ -169,12 +169,6 @@ def classify(block, repo):
                   "`<!-- readme-test: run -->` or `<!-- readme-test: skip (reason) -->`")
 
 
-def free_port(kind):
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def rewrite_ports(block, text, http_port, udp_port, need_udp):
     if need_udp and not re.search(rf"\b{UDP_PORT}\b", text):
         raise Failure(f"{block.where()}: sends events but not to the documented UDP port "
@@ -183,62 +177,29 @@ def rewrite_ports(block, text, http_port, udp_port, need_udp):
     return re.sub(rf"\b{HTTP_PORT}\b", str(http_port), text)
 
 
-class Daemon:
-    """A hotkeyd on free loopback ports; stop() always ends it."""
+class Daemon(e2e.Hotkeyd):
+    """A hotkeyd on free loopback ports, its log hotkeyd-<name>.log in work_dir; stop()
+    always ends it."""
 
     def __init__(self, binary, work_dir, name, extra=()):
-        self.http_port = free_port(socket.SOCK_STREAM)
-        self.udp_port = free_port(socket.SOCK_DGRAM)
-        self.log_path = os.path.join(work_dir, f"hotkeyd-{name}.log")
-        self.log_file = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [binary, f"--web.listen-address=127.0.0.1:{self.http_port}",
-             f"--udp.listen-address=127.0.0.1:{self.udp_port}", *extra],
-            stdout=self.log_file, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + WAIT_SECONDS
-        while True:
-            if self.proc.poll() is not None:
-                raise Failure(f"hotkeyd exited at start; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(self.url("/-/ready"), timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise Failure(f"hotkeyd not ready after {WAIT_SECONDS}s; see {self.log_path}")
-            time.sleep(0.1)
-
-    def url(self, path):
-        return f"http://127.0.0.1:{self.http_port}{path}"
-
-    def top(self):
-        with urllib.request.urlopen(self.url("/api/v1/top"), timeout=5) as r:
-            return json.loads(r.read())
+        try:
+            super().__init__(binary, *extra, work=work_dir,
+                             log_path=os.path.join(work_dir, f"hotkeyd-{name}.log"),
+                             ready_timeout=WAIT_SECONDS)
+        except AssertionError as e:
+            raise Failure(f"{e}; see {self.log_path}") from None
+        self.http_port, self.udp_port = self.web, self.udp
 
     def wait_events(self, want):
-        """Polls /api/v1/top until events_received reaches `want` and holds still for half
-        a second (snapshots come every publish interval), or time is up; returns it."""
-        deadline = time.monotonic() + WAIT_SECONDS
-        last, still_since = None, time.monotonic()
-        while True:
-            top = self.top()
-            n = top["events_received"]
-            if n != last:
-                last, still_since = n, time.monotonic()
-            if (n >= want and time.monotonic() - still_since >= 0.5) or time.monotonic() > deadline:
-                return top
-            time.sleep(0.1)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log_file.close()
+        """Polls /api/v1/top until events_received reaches `want` and then holds still for
+        half a second (snapshots come every publish interval: a count past `want` shows
+        too), or time is up; returns /api/v1/top then. The caller compares the counts."""
+        try:
+            self.wait_top_field("events_received", want, WAIT_SECONDS)
+            self.settled_top_field("events_received", timeout=WAIT_SECONDS, quiet=0.5)
+        except AssertionError:
+            pass  # check_counts names the shortfall
+        return self.top()
 
 
 def rejections(top):

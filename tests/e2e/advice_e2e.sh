@@ -100,7 +100,7 @@ for i in 1 2 3 4; do
   check top "$hk" "${want[@]}" > "$tmp/last-check.out" 2>&1 ||
     { sed 's/^/    /' "$tmp/last-check.out" >&4; fail "wrong advice on reading $i"; }
   [ "$i" -gt 1 ] || { log "ok: /api/v1/top: advice cache, split, split_cache"; sed 's/^/    /' "$tmp/last-check.out" >&3; }
-  sleep 0.5
+  sleep 0.5  # on purpose: readings a couple of snapshots apart, to see the advice hold
 done
 log "ok: the advice held for three more readings"
 

@@ -34,7 +34,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,10 @@ import urllib.parse
 import urllib.request
 
 import websocket  # python3-websocket (websocket-client)
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import hotkeyd_e2e as e2e  # noqa: E402
 
 HOT_KEY = "user:celebrity:profile"
 STRATEGIES = ["none", "cache", "replicate", "split", "split_cache"]
@@ -59,18 +62,12 @@ def log(msg):
     print(f"[playground {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-class Failure(Exception):
-    pass
+class Failure(AssertionError):
+    """A failed check: an AssertionError, so hotkeyd_e2e.wait_until passes it on at once."""
 
 
 class Overtime(BaseException):
     """Raised by SIGALRM: a BaseException, so no `except Exception` on the way swallows it."""
-
-
-def free_port(kind=socket.SOCK_STREAM):
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_get(url, timeout=3):
@@ -80,23 +77,16 @@ def http_get(url, timeout=3):
 
 def wait_for(seconds, what, probe, interval=0.2):
     """Calls probe() until it returns a true value (returned) or `seconds` pass (Failure).
-    Exceptions from probe count as "not yet"; the last one is reported on a timeout."""
-    deadline = time.monotonic() + seconds
-    last = None
-    while True:
-        try:
-            value = probe()
-            if value:
-                log(f"ok: {what}")
-                return value
-        except Failure:
-            raise
-        except Exception as e:  # noqa: BLE001 - anything is "not yet" until the deadline
-            last = e
-        if time.monotonic() >= deadline:
-            raise Failure(f"timed out after {seconds}s waiting for: {what}"
-                          + (f" (last error: {last!r})" if last else ""))
-        time.sleep(interval)
+    Exceptions from probe count as "not yet" (a Failure ends the wait at once); the last
+    one is reported on a timeout."""
+    try:
+        value = e2e.wait_until(probe, seconds, what, interval=interval, ignore=(Exception,))
+    except Failure:
+        raise
+    except AssertionError as e:
+        raise Failure(str(e)) from None
+    log(f"ok: {what}")
+    return value
 
 
 class Cdp:
@@ -285,24 +275,16 @@ def click_and_compare(cdp, base):
 
 
 def run(args, tmp, procs):
-    hport, uport = free_port(), free_port(socket.SOCK_DGRAM)
-    base = f"http://127.0.0.1:{hport}"
-
     # ------------------------------------------------------------------ hotkeyd --demo
-    hk_log = open(os.path.join(tmp, "hotkeyd.log"), "wb")
-    hk = subprocess.Popen([args.hotkeyd, f"--web.listen-address=127.0.0.1:{hport}",
-                           f"--udp.listen-address=127.0.0.1:{uport}", "--demo",
-                           f"--cluster.shards={SHARDS}", f"--demo.rate={DEMO_RATE}",
-                           "--track.publish-interval=100ms"],
-                          stdout=hk_log, stderr=subprocess.STDOUT)
-    procs.append(("hotkeyd", hk, False))
-    log(f"hotkeyd pid {hk.pid}: http {base}, udp 127.0.0.1:{uport}")
-
-    def ready():
-        if hk.poll() is not None:
-            raise Failure(f"hotkeyd exited with {hk.returncode} at start")
-        return http_get(f"{base}/-/ready", timeout=1)
-    wait_for(15, "hotkeyd /-/ready", ready)
+    try:
+        hk = e2e.Hotkeyd(args.hotkeyd, "--demo", f"--cluster.shards={SHARDS}",
+                         f"--demo.rate={DEMO_RATE}", "--track.publish-interval=100ms",
+                         work=tmp, log_path=os.path.join(tmp, "hotkeyd.log"))
+    except AssertionError as e:
+        raise Failure(str(e)) from None
+    procs.append(("hotkeyd", hk.proc, False))
+    base = f"http://127.0.0.1:{hk.web}"
+    log(f"hotkeyd pid {hk.proc.pid}: http {base}, udp 127.0.0.1:{hk.udp}")
 
     # ------------------------------------------------------------------ chromium
     profile = os.path.join(tmp, "chromium-profile")
@@ -366,17 +348,14 @@ def run(args, tmp, procs):
         row = wait_for(10, f"top-keys table lists {HOT_KEY} as hot",
                        lambda: (lambda r: r if r and r["hot"] and r["state"] == "hot" else None)(
                            cdp.eval(row_js)))
-        top = json.loads(http_get(f"{base}/api/v1/top"))
-        api_advice = {k["key"]: k["advice"] for k in top["keys"]}.get(HOT_KEY)
-        if row["advice"] != NAMES.get(api_advice, api_advice):
-            # The table refreshes every second; allow one refresh before calling it wrong.
-            time.sleep(1.2)
-            row = cdp.eval(row_js)
+        def row_as_api():
+            """The row and /api/v1/top's advice for the key, once the two agree."""
+            r = cdp.eval(row_js)
             top = json.loads(http_get(f"{base}/api/v1/top"))
-            api_advice = {k["key"]: k["advice"] for k in top["keys"]}.get(HOT_KEY)
-            if not row or row["advice"] != NAMES.get(api_advice, api_advice):
-                raise Failure(f"table says {HOT_KEY} advice {row and row['advice']!r}, "
-                              f"/api/v1/top says {api_advice!r}")
+            advice = {k["key"]: k["advice"] for k in top["keys"]}.get(HOT_KEY)
+            return (r, advice) if r and r["advice"] == NAMES.get(advice, advice) else None
+        # The table refreshes every second: a fresh advice may take a refresh to show.
+        row, _ = wait_for(3, f"the table's advice for {HOT_KEY} to be /api/v1/top's", row_as_api)
         log(f"ok: table row for {HOT_KEY}: state {row['state']}, advice {row['advice']} "
             f"(as /api/v1/top)")
 

@@ -336,7 +336,7 @@ def main():
             s = socket.create_connection(("127.0.0.1", port))
             s.settimeout(5)
             s.sendall(head)
-            time.sleep(0.2)
+            time.sleep(0.2)  # on purpose: the server reads the head alone before the tail
             try:
                 s.sendall(tail)
                 data = s.recv(65536)

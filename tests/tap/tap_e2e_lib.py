@@ -6,51 +6,32 @@ libpcap on `lo`, drive the servers with real clients and compare what hotkeyd co
 the truth: the client's own record of what it sent, and the server's own counters (Redis
 INFO commandstats, memcached stats).
 
-Provided here:
+Provided here (beside what tests/lib/hotkeyd_e2e.py provides to every e2e test, re-exported
+so a tap test imports from one place):
   require_capture()   exits 1 with a clear message unless the process may capture
                       (root or CAP_NET_RAW); CI runs as root, so this is a failure, not a skip
-  Procs               every process started is registered; stop_all() (also at exit and on
-                      SIGTERM/SIGINT) ends each one, SIGTERM then SIGKILL after 5 s
   RedisServer, Memcached   a real server on a free loopback port, stopped by Procs
   Hotkeyd             a real hotkeyd with the tap on; its /metrics, /api/v1/top and counters
   TapCounts           the tap's counters at one moment, with deltas between two moments
-  wait_until, settle  polling with an overall deadline (no fixed sleep is an assertion)
-  check, run_cases    assertions that print what they checked; a case runner that runs
-                      every case, reports each failure and exits non-zero on any
+  check_shares, check_no_secret   what every tap test asserts of the exported keys
 
 Every wait is bounded; everything started is stopped, on failure too.
 """
 
-import atexit
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 
-# Under a sanitizer RSS holds shadow memory and quarantine: memory bounds are checked only
-# in the plain build (as tests/hardening/hostile_e2e.py does).
-SANITIZED = bool(os.environ.get("HOTKEY_SANITIZER"))
-KEEP = os.environ.get("E2E_KEEP") == "1"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from hotkeyd_e2e import (KEEP, MIB, SANITIZED, Procs, Workdir, check, free_port,  # noqa: E402,F401
+                         free_udp_port, log, parse_metrics, run_cases, settle, wait_until)
+from hotkeyd_e2e import Hotkeyd as _Hotkeyd  # noqa: E402
+
 CAP_NET_RAW = 13
-MIB = 1 << 20
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    log(f"  ok: {what}")
 
 
 def require_capture(name):
@@ -69,116 +50,6 @@ def require_programs(*names):
     missing = [n for n in names if not shutil.which(n)]
     if missing:
         sys.exit(f"FAIL: not installed: {', '.join(missing)} (tools/install-deps.sh installs them)")
-
-
-def free_port():
-    """A loopback TCP port that was free a moment ago (never 6379 or 11211: the kernel
-    hands out ephemeral ports, 32768 and up here)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def free_udp_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_until(pred, timeout, what, interval=0.05):
-    """Polls pred() until it returns a true value (returned) or `timeout` seconds pass
-    (AssertionError naming `what` and the last value)."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        last = pred()
-        if last:
-            return last
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
-        time.sleep(interval)
-
-
-def settle(read, timeout=30, quiet=0.5, interval=0.05):
-    """Polls read() (a comparable value) until it has not changed for `quiet` seconds, and
-    returns it: the counts have caught up with traffic that has stopped. `quiet` must be
-    several publish intervals. Raises when the value keeps moving for `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last, since = read(), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(interval)
-        now = read()
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return now
-    raise AssertionError(f"counts still moving after {timeout} s: {last!r}")
-
-
-class Procs:
-    """Every process a test starts. stop_all() runs at exit, so a failing (or interrupted)
-    test leaves nothing running."""
-    procs = []
-
-    @classmethod
-    def start(cls, argv, log_path, **kw):
-        f = open(log_path, "ab")
-        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             **kw)
-        f.close()
-        cls.procs.append(p)
-        return p
-
-    @classmethod
-    def stop(cls, p, sig=signal.SIGTERM):
-        if p.poll() is None:
-            try:
-                p.send_signal(sig)
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            except ProcessLookupError:
-                pass
-        if p in cls.procs:
-            cls.procs.remove(p)
-
-    @classmethod
-    def stop_all(cls):
-        for p in list(reversed(cls.procs)):
-            cls.stop(p)
-
-
-atexit.register(Procs.stop_all)
-
-
-def _on_signal(signum, _frame):
-    raise SystemExit(128 + signum)  # unwinds through the finally blocks, then atexit
-
-
-signal.signal(signal.SIGTERM, _on_signal)
-signal.signal(signal.SIGINT, _on_signal)
-
-
-class Workdir:
-    """The test's scratch directory: removed on success unless E2E_KEEP=1, kept (and
-    named) on failure."""
-
-    def __init__(self, name):
-        self.path = tempfile.mkdtemp(prefix=f"hotkeyd-{name}-")
-
-    def file(self, name):
-        return os.path.join(self.path, name)
-
-    def finish(self, ok):
-        if ok and not KEEP:
-            shutil.rmtree(self.path, ignore_errors=True)
-        else:
-            log(f"logs kept in {self.path}")
 
 
 # ------------------------------------------------------------------------------ servers
@@ -315,22 +186,6 @@ TAP_METRICS = {
     "write_keys": ("hotkey_tap_keys_total", {"access": "write"}),
 }
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text):
-    """[(name, {label: value}, float)] for every sample of a Prometheus text page."""
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        if m:
-            out.append((m.group(1), dict(_LABEL.findall(m.group(3) or "")), float(m.group(4))))
-    return out
-
-
 class TapCounts:
     """The tap's counters at one moment (by TAP_METRICS); `a - b` gives deltas."""
 
@@ -356,66 +211,21 @@ class TapCounts:
         return json.dumps({k: v for k, v in self.v.items() if v})
 
 
-class Hotkeyd:
-    """A real hotkeyd tapping `ports` on lo with `protocol`, on free web and UDP ports,
-    its log in the workdir. Fails at once (with the log) if it exits during start."""
+class Hotkeyd(_Hotkeyd):
+    """A real hotkeyd tapping `ports` on lo with `protocol`, with FAST_FLAGS and FAST_RULES,
+    on free web and UDP ports, its log in the workdir. Fails at once (with the log) if it
+    exits during start."""
 
     def __init__(self, binary, work, ports, protocol, *flags, interface="lo"):
-        self.binary = binary
-        self.web = free_port()
-        self.udp = free_udp_port()
-        self.log_path = work.file(f"hotkeyd-{self.web}.log")
         if isinstance(ports, int):
             ports = [ports]
-        rules = work.file(f"hotkeyd-{self.web}-rules.yml")
-        with open(rules, "w") as f:
+        self.rules_path = work.file(f"hotkeyd-rules-{free_port()}.yml")
+        with open(self.rules_path, "w") as f:
             f.write(FAST_RULES)
-        self.flags = [f"--web.listen-address=127.0.0.1:{self.web}",
-                      f"--config.file={rules}",
-                      f"--udp.listen-address=127.0.0.1:{self.udp}",
-                      f"--tap.interface={interface}",
-                      f"--tap.port={','.join(str(p) for p in ports)}",
-                      f"--tap.protocol={protocol}", *FAST_FLAGS, *flags]
-        self.proc = Procs.start([binary, *self.flags], self.log_path)
-        wait_until(self._ready, 15, "hotkeyd /-/ready")
-
-    def _ready(self):
-        if self.proc.poll() is not None:
-            raise AssertionError(f"hotkeyd exited at start (rc {self.proc.returncode}): "
-                                 f"{self.logs().decode(errors='replace')[-3000:]}")
-        try:
-            return self.get("/-/ready", timeout=1)[0] == 200
-        except OSError:
-            return False
-
-    def get(self, path, timeout=5):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.web}{path}", timeout=timeout) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
-
-    def alive(self):
-        """Still running, and still answering /-/healthy and /metrics."""
-        if self.proc.poll() is not None:
-            return False
-        try:
-            return self.get("/-/healthy")[0] == 200 and self.get("/metrics")[0] == 200
-        except OSError:
-            return False
-
-    def metrics_text(self):
-        status, body = self.get("/metrics")
-        assert status == 200, f"/metrics answered {status}"
-        return body.decode("utf-8")  # raises if the page is not valid UTF-8
-
-    def top_raw(self):
-        status, body = self.get("/api/v1/top")
-        assert status == 200, f"/api/v1/top answered {status}"
-        return body
-
-    def top(self):
-        return json.loads(self.top_raw())
+        super().__init__(binary, f"--config.file={self.rules_path}",
+                         f"--tap.interface={interface}",
+                         f"--tap.port={','.join(str(p) for p in ports)}",
+                         f"--tap.protocol={protocol}", *FAST_FLAGS, *flags, work=work)
 
     def tap_source(self, top=None):
         top = top or self.top()
@@ -441,38 +251,33 @@ class Hotkeyd:
         reported a drop, for at most `timeout` seconds; the caller's checks then compare.
         A quiet spell alone (settled()) does not show that a tap slowed down (a sanitized
         build on a loaded machine) has drained its ring: a client sends faster than that."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def counted():
             delta = self.counts() - base
-            if delta.commands >= commands or delta.drops():
-                return
-            time.sleep(0.05)
+            return delta.commands >= commands or delta.drops()
+        try:
+            wait_until(counted, timeout, f"{commands} commands counted")
+        except AssertionError:
+            pass  # the caller's checks name the figures that fell short
 
     def wait_capturing(self, poke, timeout=15):
         """Calls poke() (which sends one request on the tapped port) until the tap counts a
         command: /-/ready may answer before the capture sees its first packet."""
         base = self.counts().commands
 
-        def seen():
-            poke()
-            time.sleep(0.1)
+        def counted():
             return self.counts().commands > base
-        wait_until(seen, timeout, "the tap to count its first command", interval=0.1)
+
+        def poked_and_seen():
+            poke()
+            try:  # a poke is counted within a few publish intervals once capture runs
+                return wait_until(counted, 0.5, "the poke counted")
+            except AssertionError:
+                return False
+        wait_until(poked_and_seen, timeout, "the tap to count its first command", interval=0)
 
     def keys(self, top=None):
         """{label: key entry} for the exported keys of /api/v1/top."""
         return {k["key"]: k for k in (top or self.top())["keys"]}
-
-    def rss(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024
-
-    def logs(self):
-        with open(self.log_path, "rb") as f:
-            return f.read()
-
-    def stop(self):
-        Procs.stop(self.proc)
 
 
 def hotkeyd_has_tap(binary):
@@ -562,37 +367,3 @@ def check_no_secret(d, secrets, extra_logs=()):
         s = secret.encode() if isinstance(secret, str) else secret
         for where, blob in places:
             check(s not in blob, f"the secret {secret[:4]!r}... is not in {where}")
-
-
-# ------------------------------------------------------------------------------ runner
-
-def run_cases(name, cases, argv):
-    """Runs the cases named in argv (all when none), each to its end, and exits 1 if any
-    failed. Each case is a function(work) that raises on failure; it stops what it starts
-    in its own finally blocks, and Procs stops whatever is left between cases."""
-    only = set(argv)
-    unknown = only - {n for n, _ in cases}
-    if unknown:
-        sys.exit(f"unknown case(s): {', '.join(sorted(unknown))}")
-    work = Workdir(name)
-    failed = []
-    t_all = time.monotonic()
-    try:
-        for case, fn in cases:
-            if only and case not in only:
-                continue
-            log(f"== {case}")
-            t0 = time.monotonic()
-            try:
-                fn(work)
-            except Exception as e:  # noqa: BLE001 (report and go on: one run shows every failure)
-                failed.append(case)
-                log(f"  FAIL: {case}: {e}")
-            finally:
-                Procs.stop_all()
-            log(f"  ({time.monotonic() - t0:.1f} s)")
-    finally:
-        Procs.stop_all()
-        work.finish(not failed)
-    log(f"{'FAIL: ' + ', '.join(failed) if failed else 'PASS'} ({time.monotonic() - t_all:.1f} s)")
-    sys.exit(1 if failed else 0)

@@ -271,7 +271,7 @@ def split(r, g):
     before = g.d.counts().packets
     for i in range(len(request)):
         s.send(request[i:i + 1])
-        time.sleep(0.004)
+        time.sleep(0.004)  # on purpose: one byte a packet (Nagle off, a pause between sends)
     s.settimeout(5)
     check(s.recv(100) == b"$-1\r\n", "redis answered the byte-split GET")
     s.close()
@@ -330,7 +330,7 @@ def _steady_client(port, stop, out):
                 if not chunk:
                     raise OSError("connection closed")
                 reply += chunk
-            time.sleep(0.002)
+            time.sleep(0.002)  # paced: one GET every 2 ms, as the docstring says
         s.close()
         out.put((sent, None))
     except OSError as e:

@@ -115,7 +115,11 @@ redis-cli -p "$rport" info commandstats | tr -d '\r' | grep -E '^cmdstat_(get|se
 mport=$(free_port)
 memcached -p "$mport" -l 127.0.0.1 -U 0 -u nobody >"$work/mc.log" 2>&1 &
 pids+=($!)
-sleep 0.5
+for _ in $(seq 50); do
+  "$PY" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()' \
+    "$mport" 2>/dev/null && break
+  sleep 0.1
+done
 capture "$out/memcached.pcap" "$mport"
 "$PY" - "$mport" <<'PY'
 import sys, socket

@@ -36,7 +36,9 @@ absl::StatusOr<absl::Duration> ParseDurationText(std::string_view text);
 absl::StatusOr<absl::Duration> ParseDurationOrInfinite(std::string_view text);
 
 absl::StatusOr<int64_t> ParseInteger(std::string_view text);
-// A finite decimal number.
+// A finite decimal number by the one grammar of hotkey/text/number.h (as the UDP protocol
+// reads its numbers): "0.25", "-1", "2e-3"; not "+1", " 1", "0x10", "inf". InvalidArgument
+// naming the text otherwise.
 absl::StatusOr<double> ParseNumber(std::string_view text);
 // true/false, 1/0, yes/no, on/off (case-insensitive).
 absl::StatusOr<bool> ParseBool(std::string_view text);

@@ -7,7 +7,9 @@
 //
 // `op` is `r` (read) or `w` (write). `@p` is the probability with which the client sampled
 // this event, in (0, 1]: it stands for 1/p ops (default: the header's rate, else 1).
-// `*weight` is the op's cost, a positive finite number (default 1). The key is every byte
+// `*weight` is the op's cost, a positive finite number (default 1). Both numbers are read
+// by the one decimal grammar of hotkey/text/number.h (no "+", no hex, no inf/nan, no white
+// space); as both must be positive, a "-" never makes a line valid. The key is every byte
 // after the first space to the end of the line: any bytes but "\n", spaces included.
 // So `r user:42` is a valid datagram forever, as typed into `nc -u`.
 //
@@ -69,10 +71,6 @@ template <class OnEvent>
 ParseStats ParseDatagram(std::string_view datagram, size_t max_key_bytes, OnEvent&& on_event);
 
 namespace internal {
-// A number of the protocol: [digits][.digits][e[+-]digits], no sign, no hex, no inf/nan,
-// correctly rounded to the nearest double. Returns false for anything else, and for values
-// that overflow or underflow a double. Locale-free.
-bool ParseNumber(std::string_view text, double* out);
 // Splits the op token's modifiers. Returns false on a malformed modifier.
 bool ParseModifiers(std::string_view mods, double* rate, double* weight);
 // Parses a `!...` header line into the default rate.
