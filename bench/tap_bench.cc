@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeats; ++r) {
     auto tracker = hotkey::sketch::HeavyHitters::Create(t, frames[0].time);
     hotkey::tap::TapPipeline pipe(o, *tracker);
-    hotkey::source::TapCounters c;
+    hotkey::tap::TapCounters c;
     const double start = hotkey::bench::ProcessCpuSeconds();
     absl::Duration shift;
     const absl::Duration span = frames.back().time - frames[0].time + absl::Milliseconds(1);
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
     }
     const double cpu = hotkey::bench::ProcessCpuSeconds() - start;
     pipe.Fill(c);
-    commands = c.commands[0] + c.commands[1];
+    commands = c.commands;
     rates.push_back(commands / cpu);
   }
   const hotkey::bench::Spread spread = hotkey::bench::SpreadOf(rates);

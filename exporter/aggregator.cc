@@ -177,10 +177,18 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     if (!r) continue;
     ++snap->receivers;
     snap->counters.Add(r->counters);
-    if (snap->source_counts.empty()) snap->source_counts.reserve(reports.size());
-    snap->source_counts.emplace_back(r->counters.datagrams, r->counters.events);
-    if (snap->source_taps.empty()) snap->source_taps.reserve(reports.size());
-    snap->source_taps.push_back(r->counters.tap);
+    if (snap->sources.empty()) snap->sources.reserve(reports.size());
+    snap->sources.push_back(r->counters);
+    if (const source::SourceMetrics& own = r->counters.own; own.schema != nullptr) {
+      auto same =
+          std::find_if(snap->source_metrics.begin(), snap->source_metrics.end(),
+                       [&](const source::SourceMetrics& m) { return m.schema == own.schema; });
+      if (same == snap->source_metrics.end()) {
+        snap->source_metrics.push_back(own);
+      } else {
+        same->Add(own);
+      }
+    }
     snap->sketch_bytes += r->tracker.MemoryBytes();
     if (!tracker_) {
       single_ = r;
@@ -355,7 +363,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->merged_tracker_bytes = merged_ ? merged_->MemoryBytes() : 0;
   snap->rate_history_bytes = RateHistoryBytes();
   snap->memory_budget_bytes =
-      MemoryBudget(track_, reports.size(), tracker_bytes) + snap->counters.tap.memory_bound_bytes;
+      MemoryBudget(track_, reports.size(), tracker_bytes) + snap->counters.memory_bound_bytes;
   return snap;
 }
 

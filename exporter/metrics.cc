@@ -40,140 +40,22 @@ void AddSingle(std::vector<MetricFamily>& out, std::string name, std::string hel
   out.push_back(std::move(f));
 }
 
-constexpr const char* kProtocolNames[] = {"redis", "memcached"};
-// By tcp::DecodeStatus, kOk (unused) first.
-constexpr const char* kSkipReasons[] = {"ok",        "not_tcp",   "other_port",      "fragment",
-                                        "truncated", "malformed", "unsupported_link"};
-
-// The tap's families (tap_source.h), only when a tap runs.
-void AddTapFamilies(const source::TapCounters& t, std::vector<MetricFamily>& out) {
-  const MetricType kGauge = MetricType::Gauge;
-  const MetricType kCounter = MetricType::Counter;
-  auto d = [](uint64_t v) { return static_cast<double>(v); };
-  AddSingle(out, "hotkey_tap_packets_total", "Frames the tap read from the capture.", kCounter,
-            d(t.packets));
-  AddSingle(out, "hotkey_tap_captured_bytes_total",
-            "Bytes of the frames the tap read, as captured (at most --tap.snaplen each).", kCounter,
-            d(t.captured_bytes));
-  {
-    MetricFamily f = Family("hotkey_tap_capture_drops_total",
-                            "Packets the capture lost (pcap_stats), by where: kernel (ps_drop, "
-                            "no room in the capture ring: raise --tap.buffer-bytes) and "
-                            "interface (ps_ifdrop, dropped by the interface or its driver).",
-                            kCounter);
-    Add(f, d(t.kernel_drops), {{"where", "kernel"}});
-    Add(f, d(t.interface_drops), {{"where", "interface"}});
-    out.push_back(std::move(f));
-  }
-  {
-    MetricFamily f = Family("hotkey_tap_frames_skipped_total",
-                            "Captured frames not used, by reason (not_tcp, other_port, fragment, "
-                            "truncated: cut by --tap.snaplen or broken, malformed, "
-                            "unsupported_link).",
-                            kCounter);
-    for (size_t i = 1; i < t.frames_skipped.size(); ++i) {
-      Add(f, d(t.frames_skipped[i]), {{"reason", kSkipReasons[i]}});
+// Appends the families of one kind of source's own metrics (source_metrics.h): a family
+// per run of samples with one name.
+void AddSourceFamilies(const source::SourceMetrics& m, std::vector<MetricFamily>& out) {
+  const std::span<const source::MetricSample> samples = m.schema->samples;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const source::MetricSample& s = samples[i];
+    if (i == 0 || samples[i - 1].family != s.family) {
+      out.push_back(Family(std::string(s.family), std::string(s.help),
+                           s.counter ? MetricType::Counter : MetricType::Gauge));
     }
-    out.push_back(std::move(f));
-  }
-  AddSingle(out, "hotkey_tap_flows", "TCP connections the tap tracks now.", kGauge, d(t.flows));
-  AddSingle(out, "hotkey_tap_flows_opened_total", "TCP connections the tap started tracking.",
-            kCounter, d(t.flows_opened));
-  {
-    MetricFamily f = Family("hotkey_tap_flows_ended_total",
-                            "TCP connections the tap stopped tracking, by reason: closed (FIN or "
-                            "RST), expired (idle past --tap.idle-timeout), evicted (the table of "
-                            "--tap.max-flows was full; the least recently active went).",
-                            kCounter);
-    Add(f, d(t.flows_closed), {{"reason", "closed"}});
-    Add(f, d(t.flows_expired), {{"reason", "expired"}});
-    Add(f, d(t.flows_evicted), {{"reason", "evicted"}});
-    out.push_back(std::move(f));
-  }
-  AddSingle(out, "hotkey_tap_flows_joined_midstream_total",
-            "TCP connections first seen without their SYN (open before the tap started): each "
-            "resyncs at its next request.",
-            kCounter, d(t.joined_midstream));
-  AddSingle(out, "hotkey_tap_gaps_total",
-            "Stream bytes lost (a dropped or reordered segment): the parser resyncs after each.",
-            kCounter, d(t.gaps));
-  AddSingle(out, "hotkey_tap_retransmitted_bytes_total",
-            "Payload bytes seen twice (TCP retransmissions), trimmed.", kCounter,
-            d(t.retransmitted_bytes));
-  {
-    MetricFamily f = Family("hotkey_tap_resyncs_total",
-                            "Searches for the next message boundary after a gap or a protocol "
-                            "error, by direction (request; reply with --tap.weight=bytes).",
-                            kCounter);
-    Add(f, d(t.resyncs), {{"direction", "request"}});
-    Add(f, d(t.reply_resyncs), {{"direction", "reply"}});
-    out.push_back(std::move(f));
-  }
-  {
-    MetricFamily f =
-        Family("hotkey_tap_protocol_errors_total",
-               "Bytes that did not frame as a message of the protocol, by direction.", kCounter);
-    Add(f, d(t.protocol_errors), {{"direction", "request"}});
-    Add(f, d(t.reply_protocol_errors), {{"direction", "reply"}});
-    out.push_back(std::move(f));
-  }
-  {
-    MetricFamily c = Family("hotkey_tap_commands_total",
-                            "Requests parsed, by protocol (each queued command of MULTI/EXEC "
-                            "counts; known to the command table or not).",
-                            kCounter);
-    MetricFamily k = Family("hotkey_tap_keys_total",
-                            "Keys the parsed requests touched, by protocol and access (read, "
-                            "write): MGET a b c is three reads.",
-                            kCounter);
-    for (size_t p = 0; p < 2; ++p) {
-      Add(c, d(t.commands[p]), {{"protocol", kProtocolNames[p]}});
-      Add(k, d(t.read_keys[p]), {{"protocol", kProtocolNames[p]}, {"access", "read"}});
-      Add(k, d(t.write_keys[p]), {{"protocol", kProtocolNames[p]}, {"access", "write"}});
+    std::vector<ClientMetric::Label> labels;
+    for (const source::MetricLabel& l : s.labels) {
+      if (!l.name.empty()) labels.push_back({std::string(l.name), std::string(l.value)});
     }
-    out.push_back(std::move(c));
-    out.push_back(std::move(k));
+    Add(out.back(), static_cast<double>(m.values[i]), std::move(labels));
   }
-  AddSingle(out, "hotkey_tap_unknown_commands_total",
-            "Well-framed requests whose command is not in the command table: counted, their "
-            "keys not.",
-            kCounter, d(t.unknown_commands));
-  AddSingle(out, "hotkey_tap_excluded_requests_total",
-            "Requests left out by design: replication links (PSYNC, REPLCONF), memcached's "
-            "binary protocol.",
-            kCounter, d(t.excluded_requests));
-  AddSingle(out, "hotkey_tap_keys_dropped_total",
-            "Keys longer than --tap.flow-buffer-bytes allows: not counted.", kCounter,
-            d(t.keys_dropped));
-  AddSingle(out, "hotkey_tap_replies_total",
-            "Replies matched to their requests (--tap.weight=bytes).", kCounter, d(t.replies));
-  AddSingle(out, "hotkey_tap_replies_unmatched_total",
-            "Replies with no request waiting (--tap.weight=bytes): pushes, a stream joined or "
-            "resynced mid-way.",
-            kCounter, d(t.replies_unmatched));
-  {
-    MetricFamily f = Family("hotkey_tap_requests_unanswered_total",
-                            "Requests charged their request bytes only (--tap.weight=bytes), by "
-                            "reason: queue_full (the flow's queue of --tap.flow-buffer-bytes was "
-                            "full), gap (the flow lost bytes and had not resynced), closed (the "
-                            "flow ended first).",
-                            kCounter);
-    Add(f, d(t.unanswered_queue_full), {{"reason", "queue_full"}});
-    Add(f, d(t.unanswered_gap), {{"reason", "gap"}});
-    Add(f, d(t.unanswered_closed), {{"reason", "closed"}});
-    out.push_back(std::move(f));
-  }
-  AddSingle(out, "hotkey_tap_memory_bytes",
-            "Memory the tap holds now besides its tracker: flow table, parsers, reply queues.",
-            kGauge, d(t.memory_bytes));
-  AddSingle(
-      out, "hotkey_tap_memory_bound_bytes",
-      "The most memory the tap can hold besides its tracker: --tap.max-flows x "
-      "(--tap.flow-buffer-bytes x 1, or 3 with bytes weight, + 1 KiB) + 2 x --tap.buffer-bytes "
-      "(the capture ring).",
-      kGauge, d(t.memory_bound_bytes));
-  AddSingle(out, "hotkey_tap_capture_file_done",
-            "1 once --tap.file was read to its end (its counts stay).", kGauge, d(t.file_done));
 }
 
 }  // namespace
@@ -246,18 +128,6 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   if (!snap) return out;
 
   const source::ReceiverCounters& c = snap->counters;
-  AddSingle(out, "hotkey_datagrams_received_total", "UDP datagrams received.", kCounter,
-            static_cast<double>(c.datagrams));
-  {
-    MetricFamily f = Family("hotkey_datagrams_rejected_total",
-                            "Datagrams dropped whole, by reason: bad_header (an unknown "
-                            "protocol version), source_denied (outside --udp.allowed-sources).",
-                            kCounter);
-    Add(f, static_cast<double>(c.rejected[static_cast<size_t>(parsers::Reject::kBadHeader)]),
-        {{"reason", "bad_header"}});
-    Add(f, static_cast<double>(c.datagrams_denied), {{"reason", "source_denied"}});
-    out.push_back(std::move(f));
-  }
   AddSingle(out, "hotkey_events_received_total",
             "Event lines parsed and counted (before sampling is scaled).", kCounter,
             static_cast<double>(c.events));
@@ -268,20 +138,7 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
             c.last_event == absl::InfinitePast()
                 ? 0
                 : absl::ToDoubleSeconds(c.last_event - absl::UnixEpoch()));
-  {
-    MetricFamily f =
-        Family("hotkey_events_rejected_total", "Event lines rejected, by reason.", kCounter);
-    for (size_t i = 0; i < parsers::kNumRejects; ++i) {
-      if (static_cast<parsers::Reject>(i) == parsers::Reject::kBadHeader)
-        continue;  // counted per datagram
-      Add(f, static_cast<double>(c.rejected[i]),
-          {{"reason", std::string(parsers::RejectName(static_cast<parsers::Reject>(i)))}});
-    }
-    out.push_back(std::move(f));
-  }
-  AddSingle(out, "hotkey_udp_receive_errors_total",
-            "Receive system calls that failed for a reason other than no data.", kCounter,
-            static_cast<double>(c.receive_errors));
+  for (const source::SourceMetrics& m : snap->source_metrics) AddSourceFamilies(m, out);
   AddSingle(out, "hotkey_udp_kernel_drops_total",
             "Datagrams the kernel dropped because our receive buffer was full (/proc/net/udp).",
             kCounter, static_cast<double>(snap->kernel_drops));
@@ -312,8 +169,6 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
             kGauge, static_cast<double>(snap->memory_budget_bytes));
   AddSingle(out, "hotkey_hot_keys", "Keys currently in a hot episode.", kGauge,
             static_cast<double>(snap->hot_keys));
-
-  if (const source::TapCounters& t = c.tap; t.taps > 0) AddTapFamilies(t, out);
 
   MetricFamily share = Family("hotkey_key_share_ratio",
                               "The key's share of this shard's traffic (0..1), decayed over "

@@ -60,6 +60,25 @@ json::object ByOp(const double (&v)[sketch::kNumOps]) {
   return o;
 }
 
+// Adds a source's own metrics that have a JSON field (MetricSample::json) to `o`; with
+// `totals_only`, those summed at the snapshot's top level.
+void AddSourceFields(const source::SourceMetrics& m, bool totals_only, json::object& o) {
+  for (size_t i = 0; i < m.schema->samples.size(); ++i) {
+    const source::MetricSample& sample = m.schema->samples[i];
+    if (sample.json.empty() || (totals_only && !sample.json_total)) continue;
+    json::object* into = &o;
+    std::string_view name = sample.json;
+    if (const size_t dot = name.find('.'); dot != std::string_view::npos) {
+      json::value& outer = o[name.substr(0, dot)];
+      if (!outer.is_object()) outer = json::object();
+      into = &outer.as_object();
+      name = name.substr(dot + 1);
+    }
+    json::value& field = (*into)[name];
+    field = (field.is_uint64() ? field.as_uint64() : uint64_t{0}) + m.values[i];
+  }
+}
+
 }  // namespace
 
 std::string SnapshotJson(const Snapshot& s) {
@@ -71,34 +90,20 @@ std::string SnapshotJson(const Snapshot& s) {
   o["rate_window_seconds"] = s.rate_window_seconds;
   o["ops_per_second"] = ByOp(s.ops_per_second);
   o["decayed_ops_per_second"] = ByOp(s.decayed_ops_per_second);
-  o["datagrams_received"] = s.counters.datagrams;
   o["events_received"] = s.counters.events;
   json::array sources;
-  for (size_t i = 0; i < s.source_counts.size(); ++i) {
-    const auto& [datagrams, events] = s.source_counts[i];
-    json::object src{{"datagrams_received", datagrams}, {"events_received", events}};
-    if (i < s.source_taps.size() && s.source_taps[i].taps > 0) {
-      const source::TapCounters& t = s.source_taps[i];
-      src["kind"] = "tap";
-      src["packets"] = t.packets;
-      src["kernel_drops"] = t.kernel_drops;
-      src["interface_drops"] = t.interface_drops;
-      src["flows"] = t.flows;
-      src["commands"] = t.commands[0] + t.commands[1];
-      src["read_keys"] = t.read_keys[0] + t.read_keys[1];
-      src["write_keys"] = t.write_keys[0] + t.write_keys[1];
-      src["gaps"] = t.gaps;
-      src["resyncs"] = t.resyncs;
+  for (const source::SourceCounters& c : s.sources) {
+    json::object src{{"events_received", c.events}};
+    if (c.own.schema != nullptr) {
+      src["kind"] = c.own.schema->kind;
+      AddSourceFields(c.own, /*totals_only=*/false, src);
     }
     sources.push_back(std::move(src));
   }
   o["sources"] = std::move(sources);
-  json::object rejected;
-  for (size_t i = 0; i < parsers::kNumRejects; ++i) {
-    rejected[parsers::RejectName(static_cast<parsers::Reject>(i))] = s.counters.rejected[i];
+  for (const source::SourceMetrics& m : s.source_metrics) {
+    AddSourceFields(m, /*totals_only=*/true, o);
   }
-  o["events_rejected"] = std::move(rejected);
-  o["datagrams_denied"] = s.counters.datagrams_denied;
   o["kernel_drops"] = s.kernel_drops;
   o["tracked_keys"] = s.tracked_keys;
   o["sketch_bytes"] = s.sketch_bytes;

@@ -30,6 +30,7 @@
 #include "hotkey/http/query.h"
 #include "hotkey/http/server.h"
 #include "hotkey/parsers/wire.h"
+#include "hotkey/source/udp_counters.h"
 
 namespace hotkey::fuzz {
 
@@ -68,16 +69,18 @@ std::shared_ptr<const exporter::Snapshot> MakeSnapshot() {
       absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(o, t0);
       FUZZ_CHECK_OK(hh);
       source::ReceiverCounters counters;
+      source::UdpCounters udp;
       const std::string_view datagram =
           "!v1 rate=0.5\nr post:viral\nw post:viral\nr q\"uote\\\xff\xfe\nr health\n"
           "w@0.1*3 user:42:profile\nr a-key-much-longer-than-thirty-two-bytes-of-storage\nx";
       for (int i = 0; i < 50; ++i) {
-        ++counters.datagrams;
+        ++udp.datagrams;
         const parsers::ParseStats st = parsers::ParseDatagram(
             datagram, 1024, [&](const parsers::Event& e) { hh->Update(e.key, e.op, e.weight); });
         counters.events += st.events;
-        for (size_t k = 0; k < parsers::kNumRejects; ++k) counters.rejected[k] += st.rejected[k];
+        for (size_t k = 0; k < parsers::kNumRejects; ++k) udp.rejected[k] += st.rejected[k];
       }
+      udp.Fill(counters.own);
       hh->Advance(now);
       reports.push_back(std::make_shared<const source::ReceiverReport>(
           source::ReceiverReport{now, *std::move(hh), counters}));

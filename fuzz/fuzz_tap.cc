@@ -71,12 +71,12 @@ int FuzzTap(const uint8_t* data, size_t size) {
 
     FUZZ_CHECK(pipeline.events() >= events);
     events = pipeline.events();
-    source::TapCounters c;
+    tap::TapCounters c;
     pipeline.Fill(c);
     FUZZ_CHECK(c.memory_bytes <= bound);
     FUZZ_CHECK(c.flows <= o.max_flows);
     FUZZ_CHECK(c.flows_opened == c.flows_closed + c.flows_expired + c.flows_evicted + c.flows);
-    const uint64_t keys = c.read_keys[0] + c.read_keys[1] + c.write_keys[0] + c.write_keys[1];
+    const uint64_t keys = c.read_keys + c.write_keys;
     const double raw = tracker->RawTotal(sketch::Op::kRead) + tracker->RawTotal(sketch::Op::kWrite);
     FUZZ_CHECK(std::isfinite(raw));
     if (o.weight == config::TapWeight::kOps) {

@@ -160,7 +160,7 @@ void UdpReceiver::Drain(int max_rounds) {
     const int n = ::recvmmsg(fd, msgs_.data(), udp_.batch, MSG_DONTWAIT, nullptr);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EBADF) ++counters_.receive_errors;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EBADF) ++udp_counters_.receive_errors;
       return;
     }
     batch_time_ = clock_.Now();  // one clock read per batch, not per event
@@ -173,7 +173,7 @@ void UdpReceiver::Drain(int max_rounds) {
 }
 
 void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& from) {
-  ++counters_.datagrams;
+  ++udp_counters_.datagrams;
   if (!allowed_.empty()) {
     std::span<const uint8_t> addr;
     if (from.ss_family == AF_INET) {
@@ -188,7 +188,7 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
     bool ok = false;
     for (const config::Cidr& c : allowed_) ok = ok || c.Contains(addr);
     if (!ok) {
-      ++counters_.datagrams_denied;
+      ++udp_counters_.datagrams_denied;
       return;
     }
   }
@@ -197,9 +197,12 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
       [this](const parsers::Event& e) { tracker_.Update(e.key, e.op, e.weight); });
   counters_.events += st.events;
   if (st.events > 0) counters_.last_event = batch_time_;
-  for (size_t i = 0; i < parsers::kNumRejects; ++i) counters_.rejected[i] += st.rejected[i];
+  for (size_t i = 0; i < parsers::kNumRejects; ++i) udp_counters_.rejected[i] += st.rejected[i];
 }
 
-void UdpReceiver::Publish() { PublishReport(clock_.Now(), tracker_, counters_); }
+void UdpReceiver::Publish() {
+  udp_counters_.Fill(counters_.own);
+  PublishReport(clock_.Now(), tracker_, counters_);
+}
 
 }  // namespace hotkey::source

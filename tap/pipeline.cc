@@ -301,7 +301,7 @@ void TapPipeline::Flush(Session& s, uint64_t& reason) {
   s.charged_tail = 0;
 }
 
-void TapPipeline::Fill(source::TapCounters& out) const {
+void TapPipeline::Fill(TapCounters& out) const {
   const tcp::Counters& r = reassembler_.counters();
   out.frames_skipped = frames_skipped_;
   out.flows = reassembler_.flows();
@@ -312,13 +312,10 @@ void TapPipeline::Fill(source::TapCounters& out) const {
   out.joined_midstream = r.joined_midstream;
   out.gaps = r.gaps;
   out.retransmitted_bytes = r.retransmitted_bytes;
-  const size_t p = static_cast<size_t>(protocol_);
-  out.commands = {};
-  out.read_keys = {};
-  out.write_keys = {};
-  out.commands[p] = requests_.requests;
-  out.read_keys[p] = requests_.read_keys;
-  out.write_keys[p] = requests_.write_keys;
+  out.protocol = options_.protocol;
+  out.commands = requests_.requests;
+  out.read_keys = requests_.read_keys;
+  out.write_keys = requests_.write_keys;
   out.unknown_commands = requests_.unknown_commands;
   out.protocol_errors = requests_.protocol_errors;
   out.resyncs = requests_.resyncs;

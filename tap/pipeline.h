@@ -53,7 +53,7 @@
 #include "hotkey/config/options.h"
 #include "hotkey/parsers/request.h"
 #include "hotkey/sketch/heavy_hitters.h"
-#include "hotkey/source/report.h"
+#include "hotkey/tap/tap_counters.h"
 #include "hotkey/tcp/packet.h"
 #include "hotkey/tcp/reassembler.h"
 
@@ -87,7 +87,7 @@ class TapPipeline final : private tcp::StreamHandler,
   uint64_t events() const { return events_; }
   // The decode, reassembly, parser and reply-matching counts, and memory_bytes(), written
   // into `out` (the capture's own fields, packets and drops, are the caller's).
-  void Fill(source::TapCounters& out) const;
+  void Fill(TapCounters& out) const;
   // Bytes held now: flow table, sessions, parsers, queues.
   size_t memory_bytes() const;
   // Queue record header: exposed for the memory test.

@@ -103,8 +103,8 @@ TapSource::TapSource(const config::TapOptions& tap, sketch::HeavyHitters tracker
       clock_(clock),
       tracker_(std::move(tracker)),
       pipeline_(tap_, tracker_) {
-  counters_.tap.taps = 1;
-  counters_.tap.memory_bound_bytes = tap_.MemoryBoundBytes();
+  counters_.memory_bound_bytes = tap_.MemoryBoundBytes();
+  tap_counters_.memory_bound_bytes = counters_.memory_bound_bytes;
 }
 
 TapSource::~TapSource() {
@@ -228,8 +228,8 @@ void TapSource::Stop() {
 void TapSource::OnFrame(unsigned char* user, const pcap_pkthdr* header,
                         const unsigned char* bytes) {
   auto* self = reinterpret_cast<TapSource*>(user);
-  ++self->counters_.tap.packets;
-  self->counters_.tap.captured_bytes += header->caplen;
+  ++self->tap_counters_.packets;
+  self->tap_counters_.captured_bytes += header->caplen;
   if (!self->tap_.file.empty()) {
     self->capture_time_ = absl::TimeFromTimeval(header->ts);
   }
@@ -248,7 +248,7 @@ bool TapSource::Dispatch(int rounds) {
     const int n =
         pcap_dispatch(pcap_, kBatch, &TapSource::OnFrame, reinterpret_cast<unsigned char*>(this));
     if (n < 0) {  // an error (or pcap_breakloop): a live capture tries again next wake-up
-      ++counters_.receive_errors;
+      ++tap_counters_.capture_errors;
       if (!tap_.file.empty()) return false;
       return true;
     }
@@ -274,7 +274,7 @@ bool TapSource::Step(absl::Duration wait) {
       if (r > 0) Dispatch(kLiveRounds);
     } else if (!Dispatch(kFileRounds)) {
       file_done_ = true;
-      counters_.tap.file_done = 1;
+      tap_counters_.file_done = 1;
       Publish(clock_.Now());  // the whole file, at once
     }
   }
@@ -292,12 +292,13 @@ void TapSource::Publish(absl::Time now) {
   if (tap_.file.empty()) {
     struct pcap_stat ps;
     if (pcap_stats(pcap_, &ps) == 0) {
-      counters_.tap.kernel_drops = ps.ps_drop;
-      counters_.tap.interface_drops = ps.ps_ifdrop;
+      tap_counters_.kernel_drops = ps.ps_drop;
+      tap_counters_.interface_drops = ps.ps_ifdrop;
     }
   }
   counters_.events = pipeline_.events();
-  pipeline_.Fill(counters_.tap);
+  pipeline_.Fill(tap_counters_);
+  tap_counters_.Fill(counters_.own);
   PublishReport(now, tracker_, counters_);
 }
 

@@ -89,6 +89,7 @@ class TapSource final : public source::PublishingSource {
   // The thread's counts so far (pcap's as of the last publish); for tests, not
   // concurrently with a running thread.
   const source::SourceCounters& counters() const { return counters_; }
+  const TapCounters& tap_counters() const { return tap_counters_; }
   const sketch::HeavyHitters& tracker() const { return tracker_; }
   // PACKET_VERSION of a live capture's socket (1 = TPACKET_V2, 2 = TPACKET_V3), and the
   // bytes of its mapped ring; -1 and 0 for a file or when unknown.
@@ -125,6 +126,7 @@ class TapSource final : public source::PublishingSource {
   sketch::HeavyHitters tracker_;
   TapPipeline pipeline_;
   source::SourceCounters counters_;
+  TapCounters tap_counters_;
   bool started_ = false;
   bool file_done_ = false;
   absl::Time batch_time_;

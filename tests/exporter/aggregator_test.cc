@@ -49,7 +49,6 @@ class Stream {
   }
   // Parses a datagram of the wire protocol into the tracker, as a receiver does.
   void FeedDatagram(std::string_view datagram) {
-    ++counters_.datagrams;
     const parsers::ParseStats st = parsers::ParseDatagram(
         datagram, 1024,
         [this](const parsers::Event& e) { tracker_.Update(e.key, e.op, e.weight); });
@@ -965,6 +964,40 @@ TEST_CASE("Aggregator: a tick labels only what it exports and merges into a reus
   AllocationCounter count;
   target = source->tracker;
   CHECK(count.count() == 0);
+}
+
+TEST_CASE("Aggregator: sources' own metrics are summed per kind, and each source is kept",
+          "[daemon][aggregator]") {
+  static constexpr source::MetricSample kSamples[] = {{"hotkey_x_total", "X.", true, {}, "x"}};
+  static const source::MetricSchema kX = {"x", kSamples};
+  static const source::MetricSchema kY = {"y", kSamples};
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
+  std::vector<std::shared_ptr<const source::ReceiverReport>> reports;
+  const uint64_t values[] = {3, 4, 5};
+  const source::MetricSchema* schemas[] = {&kX, &kY, &kX};
+  for (int i = 0; i < 3; ++i) {
+    Stream s;
+    s.Feed("k", Op::kRead, 1, i + 1);
+    s.AdvanceTo(kT0 + absl::Milliseconds(100));
+    source::SourceCounters c;
+    c.events = i + 1;
+    c.memory_bound_bytes = 1000;
+    c.own.schema = schemas[i];
+    c.own.values[0] = values[i];
+    reports.push_back(std::make_shared<const source::ReceiverReport>(
+        source::ReceiverReport{kT0 + absl::Milliseconds(100), s.Report()->tracker, c}));
+  }
+  reports.push_back(Stream().Report());  // a source with no metrics of its own
+  const auto snap = agg.Build(reports, kT0 + absl::Milliseconds(100), 0);
+  REQUIRE(snap->sources.size() == 4);
+  CHECK(snap->sources[1].own.values[0] == 4);
+  CHECK(snap->counters.events == 6);
+  CHECK(snap->counters.memory_bound_bytes == 3000);
+  REQUIRE(snap->source_metrics.size() == 2);
+  CHECK(snap->source_metrics[0].schema == &kX);
+  CHECK(snap->source_metrics[0].values[0] == 8);
+  CHECK(snap->source_metrics[1].schema == &kY);
+  CHECK(snap->source_metrics[1].values[0] == 4);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "checkers.h"
 #include "hotkey/exporter/aggregator.h"
 #include "hotkey/exporter/metrics.h"
+#include "hotkey/source/udp_counters.h"
 #include "hotkey/text/json.h"
 
 namespace hotkey::exporter {
@@ -42,12 +43,16 @@ std::shared_ptr<Snapshot> MakeSnapshot(const std::string& tricky_label) {
   s->rate_window_seconds = 5;
   s->ops_per_second[0] = 900;
   s->ops_per_second[1] = 100;
-  s->counters.datagrams = 1234567;
   s->counters.events = 98765432;
   s->counters.last_event = absl::FromUnixSeconds(1'699'999'990);
-  s->counters.rejected[static_cast<size_t>(parsers::Reject::kBadNumber)] = 3;
-  s->counters.rejected[static_cast<size_t>(parsers::Reject::kBadHeader)] = 2;
-  s->counters.datagrams_denied = 1;
+  source::UdpCounters udp;
+  udp.datagrams = 1234567;
+  udp.rejected[static_cast<size_t>(parsers::Reject::kBadNumber)] = 3;
+  udp.rejected[static_cast<size_t>(parsers::Reject::kBadHeader)] = 2;
+  udp.datagrams_denied = 1;
+  udp.Fill(s->counters.own);
+  s->sources = {s->counters};
+  s->source_metrics = {s->counters.own};
   s->kernel_drops = 4;
   s->tracked_keys = 77;
   s->sketch_bytes = 40000;
@@ -702,6 +707,62 @@ TEST_CASE(
     if (s.labels.count("key")) CHECK(s.labels.at("key").size() < 200);
   }
   CHECK(text.find("new\nline") == std::string::npos);
+}
+
+// A kind of source the exporter knows nothing about: its families and JSON fields come from
+// its schema alone.
+constexpr source::MetricSample kProbeSamples[] = {
+    {"hotkey_probe_frames_total",
+     "Frames the probe saw, by lane.",
+     true,
+     {{{"lane", "a"}}},
+     "frames",
+     true},
+    {"hotkey_probe_frames_total",
+     "Frames the probe saw, by lane.",
+     true,
+     {{{"lane", "b"}}},
+     "frames",
+     true},
+    {"hotkey_probe_queue", "Frames queued now.", false, {}, "detail.queue"},
+};
+const source::MetricSchema kProbe = {"probe", kProbeSamples};
+
+TEST_CASE("Web: a source's own metrics are served from its schema, per source and summed",
+          "[daemon][web]") {
+  Fixture f;
+  auto s = std::make_shared<Snapshot>();
+  source::SourceCounters demo;  // no metrics of its own
+  demo.events = 5;
+  source::SourceCounters p1, p2;
+  p1.own.schema = p2.own.schema = &kProbe;
+  p1.own.values[0] = 3, p1.own.values[1] = 4, p1.own.values[2] = 7;
+  p2.own.values[0] = 10, p2.own.values[1] = 20, p2.own.values[2] = 1;
+  s->sources = {demo, p1, p2};
+  s->source_metrics = {p1.own};
+  s->source_metrics[0].Add(p2.own);
+  f.snapshot = s;
+
+  const Exposition e = MustParseMetrics(f.Get("/metrics").body);
+  CHECK(e.types.at("hotkey_probe_frames_total") == "counter");
+  CHECK(e.types.at("hotkey_probe_queue") == "gauge");
+  CHECK(e.Value("hotkey_probe_frames_total", {{"lane", "a"}}) == 13);
+  CHECK(e.Value("hotkey_probe_frames_total", {{"lane", "b"}}) == 24);
+  CHECK(e.Value("hotkey_probe_queue") == 8);
+  // No UDP receiver in this snapshot: no UDP families.
+  CHECK(e.types.count("hotkey_datagrams_received_total") == 0);
+
+  const Json j = MustParse(f.Get("/api/v1/top").body);
+  const std::vector<Json>& sources = j["sources"].array;
+  REQUIRE(sources.size() == 3);
+  CHECK(sources[0]["events_received"].number == 5);
+  CHECK_FALSE(sources[0].Has("kind"));
+  CHECK(sources[1]["kind"].string == "probe");
+  CHECK(sources[1]["frames"].number == 7);  // both lanes
+  CHECK(sources[1]["detail"]["queue"].number == 7);
+  CHECK(sources[2]["frames"].number == 30);
+  CHECK(j["frames"].number == 37);  // marked to be summed at the top level
+  CHECK_FALSE(j.Has("detail"));     // not so marked
 }
 
 }  // namespace

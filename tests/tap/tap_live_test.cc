@@ -93,13 +93,25 @@ TEST_CASE("Tap live: counts a real redis-server's traffic on lo", "[tap][live]")
   (*tap)->Stop();
   r = (*tap)->Latest();
   REQUIRE(r != nullptr);
-  const source::TapCounters& c = r->counters.tap;
-  CHECK(c.kernel_drops == 0);
+  // What the report carries, as /metrics shows it.
+  const source::SourceMetrics& c = r->counters.own;
+  auto sample = [&](std::string_view family, std::string_view label) {
+    for (size_t i = 0; i < c.schema->samples.size(); ++i) {
+      const source::MetricSample& s = c.schema->samples[i];
+      if (s.family == family && (s.labels[0].value == label || s.labels[1].value == label)) {
+        return c.values[i];
+      }
+    }
+    FAIL("no sample " << family << " " << label);
+    return uint64_t{0};
+  };
+  REQUIRE(c.schema == &TapMetricSchema());
+  CHECK(sample("hotkey_tap_capture_drops_total", "kernel") == 0);
   CHECK(r->counters.events == 53);
-  CHECK(c.read_keys[0] == 43);
-  CHECK(c.write_keys[0] == 10);
-  CHECK(c.joined_midstream == 0);
-  CHECK(c.protocol_errors == 0);
+  CHECK(sample("hotkey_tap_keys_total", "read") == 43);
+  CHECK(sample("hotkey_tap_keys_total", "write") == 10);
+  CHECK(c.Sum("hotkey_tap_flows_joined_midstream_total") == 0);
+  CHECK(sample("hotkey_tap_protocol_errors_total", "request") == 0);
   double hot_r = 0, hot_w = 0;
   for (const sketch::HeavyHitter& h : r->tracker.TopK(r->tracker.size())) {
     if (h.key == "live:hot") hot_r = h.raw_weight[0], hot_w = h.raw_weight[1];

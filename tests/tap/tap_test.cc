@@ -101,12 +101,12 @@ TEST_CASE("Tap: a redis-py mix counts every key it touched, by read and write", 
   CheckKey(got, "dst", 0, 1);
   CheckKey(got, "gd", 0, 1);  // GETDEL is a write
   CHECK(got.size() == 12);
-  const source::TapCounters& t = s->counters().tap;
+  const TapCounters& t = s->tap_counters();
   // 30 + 10 + 5 + 2 + 3 + 4 + 20 + MULTI, SET, GET, EXEC + SMOVE, GETDEL, the unknown, PING
-  CHECK(t.commands[0] == 82);
-  CHECK(t.commands[1] == 0);
-  CHECK(t.read_keys[0] == 50);
-  CHECK(t.write_keys[0] == 41);
+  CHECK(t.protocol == config::TapProtocol::kRedis);
+  CHECK(t.commands == 82);
+  CHECK(t.read_keys == 50);
+  CHECK(t.write_keys == 41);
   CHECK(t.unknown_commands == 1);
   CHECK(t.protocol_errors == 0);
   CHECK(t.resyncs == 0);
@@ -126,13 +126,13 @@ TEST_CASE("Tap: the capture file's counts are kept and published after its end",
   std::unique_ptr<TapSource> s = ReadAll(Capture("redis_mix.pcap"), clock);
   std::shared_ptr<const source::SourceReport> r = s->Latest();
   REQUIRE(r != nullptr);
-  CHECK(r->counters.tap.file_done == 1);
-  CHECK(r->counters.tap.commands[0] == 82);
+  CHECK(r->counters.own.Sum("hotkey_tap_capture_file_done") == 1);
+  CHECK(r->counters.own.Sum("hotkey_tap_commands_total") == 82);
   clock.Advance(absl::Seconds(1));
   CHECK_FALSE(s->Step(absl::ZeroDuration()));
   std::shared_ptr<const source::SourceReport> later = s->Latest();
   CHECK(later->time > r->time);
-  CHECK(later->counters.tap.commands[0] == 82);
+  CHECK(later->counters.own.Sum("hotkey_tap_commands_total") == 82);
   CHECK(later->counters.events == r->counters.events);
 }
 
@@ -153,11 +153,11 @@ TEST_CASE("Tap: redis-benchmark -P 16 with random keys matches the server's comm
   std::fclose(fp);
   REQUIRE(calls.count("get") == 1);
   REQUIRE(calls.count("set") == 1);
-  const source::TapCounters& t = s->counters().tap;
-  CHECK(t.read_keys[0] == calls["get"]);
-  CHECK(t.write_keys[0] == calls["set"]);
+  const TapCounters& t = s->tap_counters();
+  CHECK(t.read_keys == calls["get"]);
+  CHECK(t.write_keys == calls["set"]);
   // Its two CONFIG GETs at start carry no key.
-  CHECK(t.commands[0] == calls["get"] + calls["set"] + 2);
+  CHECK(t.commands == calls["get"] + calls["set"] + 2);
   CHECK(t.protocol_errors == 0);
   CHECK(t.gaps == 0);
   double reads = 0, writes = 0;
@@ -173,7 +173,7 @@ TEST_CASE("Tap: redis-benchmark -P 16 with random keys matches the server's comm
 TEST_CASE("Tap: a connection open before the capture resyncs and counts what follows", "[tap]") {
   testing::FakeClock clock;
   std::unique_ptr<TapSource> s = ReadAll(Capture("redis_midstream.pcap"), clock);
-  const source::TapCounters& t = s->counters().tap;
+  const TapCounters& t = s->tap_counters();
   CHECK(t.joined_midstream == 1);
   CHECK(t.resyncs >= 1);
   CHECK(t.protocol_errors == 0);
@@ -199,9 +199,9 @@ TEST_CASE("Tap: memcached text and meta commands, multi-key gets included", "[ta
   CheckKey(got, "m", 1, 2);    // ms, mg, md
   CheckKey(got, "cnt", 0, 1);  // ma
   CHECK(got.size() == 7);
-  const source::TapCounters& t = s->counters().tap;
-  CHECK(t.commands[1] == 24);  // 19 text commands and ms, mg, ma, md, mn
-  CHECK(t.commands[0] == 0);
+  const TapCounters& t = s->tap_counters();
+  CHECK(t.protocol == config::TapProtocol::kMemcached);
+  CHECK(t.commands == 24);  // 19 text commands and ms, mg, ma, md, mn
   CHECK(t.protocol_errors == 0);
 }
 
@@ -217,7 +217,7 @@ TEST_CASE("Tap: bytes weight charges request plus reply bytes, split over the ke
   // "\r\n" 100011; twice. GET small: 24 bytes, reply "$-1\r\n" 5.
   CheckKey(got, "big", 2 * (22 + 100011), 100033 + 5);
   CheckKey(got, "small", 24 + 5, 0);
-  const source::TapCounters& t = s->counters().tap;
+  const TapCounters& t = s->tap_counters();
   CHECK(t.replies == 4);
   CHECK(t.replies_unmatched == 0);
   CHECK(t.unanswered_queue_full + t.unanswered_gap + t.unanswered_closed == 0);
@@ -239,7 +239,7 @@ TEST_CASE("Tap: bytes weight on a pipeline and a transaction keeps replies in st
   // redis-py's incr is INCRBY counter 1, pipelined: "*3\r\n$6\r\nINCRBY\r\n$7\r\ncounter\r\n
   // $1\r\n1\r\n" 36 bytes, reply ":n\r\n" 4 bytes for n < 10, 5 for n in 10..20.
   CheckKey(got, "counter", 0, 20 * 36 + 9 * 4 + 11 * 5);
-  const source::TapCounters& t = s->counters().tap;
+  const TapCounters& t = s->tap_counters();
   CHECK(t.replies == 82);
   CHECK(t.replies_unmatched == 0);
   CHECK(t.unanswered_queue_full + t.unanswered_gap + t.unanswered_closed == 0);
@@ -252,7 +252,7 @@ TEST_CASE("Tap: a reply queue too small charges request bytes at once and counts
   // The 20 pipelined INCRBYs' records (16 + 5 + 7 bytes each): 9 fit.
   o.flow_buffer_bytes = 256;
   std::unique_ptr<TapSource> s = ReadAll(o, clock);
-  const source::TapCounters& t = s->counters().tap;
+  const TapCounters& t = s->tap_counters();
   CHECK(t.unanswered_queue_full > 0);
   CHECK(t.replies_unmatched == 0);  // placeholders kept the replies in step
   const std::map<std::string, Counts> got = KeyCounts(*s);
@@ -268,7 +268,7 @@ TEST_CASE("Tap: a full flow table evicts and counts, and memory stays within its
   o.weight = config::TapWeight::kBytes;
   o.max_flows = 2;  // redis-benchmark opens 4 connections at once, and 6 more
   std::unique_ptr<TapSource> s = ReadAll(o, clock);
-  const source::TapCounters& t = s->counters().tap;
+  const TapCounters& t = s->tap_counters();
   CHECK(t.flows_evicted > 0);
   CHECK(t.flows <= 2);
   CHECK(t.memory_bytes <= t.memory_bound_bytes);
@@ -328,7 +328,7 @@ TEST_CASE("Tap: a flow allocates while it warms up, never per packet or request 
     if (testing::AllocationsOnThisThread() != allocations) ++allocating_frames;
     if (p.events() > events_before) ++frames_with_keys;
   }
-  source::TapCounters c;
+  TapCounters c;
   p.Fill(c);
   INFO("flows " << c.flows_opened << ", frames with keys " << frames_with_keys
                 << ", frames that allocated " << allocating_frames);
@@ -363,7 +363,7 @@ TEST_CASE("Tap: at the smallest flow buffer, each open flow stays within its sha
       uint64_t most_flows = 0;
       for (const auto& [frame, time] : f.frames) {
         p.Frame(f.link_type, frame, time);
-        source::TapCounters c;
+        TapCounters c;
         p.Fill(c);
         most_flows = std::max(most_flows, c.flows);
         INFO(file << " weight " << config::TapWeightName(weight) << ", flows " << c.flows);

@@ -48,18 +48,19 @@ struct Snapshot {
   double ops_per_second[sketch::kNumOps] = {0, 0};
   double decayed_ops_per_second[sketch::kNumOps] = {0, 0};
   std::vector<KeySnapshot> keys;    // the exported keys, largest share first
-  source::SourceCounters counters;  // summed over sources
-  // Each source's own datagram and event counts, in the daemon's order (UDP receivers
-  // first): shows how the kernel spread senders over SO_REUSEPORT sockets.
-  std::vector<std::pair<uint64_t, uint64_t>> source_counts;  // {datagrams, events}
-  std::vector<source::TapCounters> source_taps;  // each source's tap counts, in the same order
+  source::SourceCounters counters;  // summed over sources (their own metrics not)
+  // Each source's counters, in the daemon's order (UDP receivers first): shows how the
+  // kernel spread senders over SO_REUSEPORT sockets.
+  std::vector<source::SourceCounters> sources;
+  // The sources' own metrics (source_metrics.h), summed over the sources of each kind.
+  std::vector<source::SourceMetrics> source_metrics;
   uint64_t kernel_drops = 0;                     // /proc/net/udp drops of our sockets
   size_t tracked_keys = 0;                       // keys in the trackers' tables
   size_t sketch_bytes = 0;          // one tracker per source (HeavyHitters::MemoryBytes())
   size_t merged_tracker_bytes = 0;  // the aggregator's merge target (0 with one source)
   size_t rate_history_bytes = 0;    // the aggregator's rate history
-  // Bound of all the tracking state (Aggregator::MemoryBudget) plus the taps' bound
-  // (source::TapCounters::memory_bound_bytes).
+  // Bound of all the tracking state (Aggregator::MemoryBudget) plus what the sources hold
+  // besides their trackers (source::SourceCounters::memory_bound_bytes).
   size_t memory_budget_bytes = 0;
   double epsilon = 0;  // count-min epsilon: share error bound for untracked keys
   size_t hot_keys = 0;

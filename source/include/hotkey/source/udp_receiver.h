@@ -42,6 +42,7 @@
 #include "hotkey/source/publishing_source.h"
 #include "hotkey/source/report.h"
 #include "hotkey/source/report_buffer.h"
+#include "hotkey/source/udp_counters.h"
 
 namespace hotkey::source {
 
@@ -95,6 +96,7 @@ class UdpReceiver final : public PublishingSource {
   // Owned by the receiver thread.
   sketch::HeavyHitters tracker_;
   SourceCounters counters_;
+  UdpCounters udp_counters_;
   absl::Time batch_time_;      // the clock read of the batch being processed
   std::vector<char> buffers_;  // batch * kMaxDatagram bytes
   std::vector<struct mmsghdr> msgs_;
