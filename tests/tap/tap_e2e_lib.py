@@ -159,7 +159,8 @@ FAST_FLAGS = ["--track.publish-interval=50ms", "--track.half-life=1h",
 FAST_RULES = ("export:\n  min_key_ops: 0\n  min_share: 0.001\n  top_k: 100\n"
               "alert:\n  min_dwell: 0s\n")
 
-# The tap's counters in /metrics (exporter/metrics.cc), by the field names of TapCounters.
+# The tap's counters in /metrics (its schema: tap/tap_counters.cc), by the field names of
+# tap::TapCounters.
 TAP_METRICS = {
     "packets": ("hotkey_tap_packets_total", {}),
     "captured_bytes": ("hotkey_tap_captured_bytes_total", {}),
