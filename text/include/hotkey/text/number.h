@@ -17,7 +17,7 @@
 //
 // A "-" is allowed so that a setting can answer "-0.5 is out of range" rather than "not a
 // number". Every number of the wire protocol must be positive, so there a sign never makes
-// a line valid: the protocol accepts exactly what it accepted before it shared this parser.
+// a line valid (tests/parsers/wire_test.cc).
 //
 // Cost: O(length), no allocation, no exception, no locale (tests/text/number_test.cc pins
 // the grammar and "no allocation").
