@@ -84,15 +84,16 @@ enum class Op : uint8_t { kRead = 0, kWrite = 1 };
 inline constexpr int kNumOps = 2;
 
 struct HeavyHittersOptions {
+  // The defaults are the daemon's (config::TrackOptions reads them from here).
   // Table slots: how many keys are tracked exactly. For a reliable top-K use about 2K.
   uint32_t candidates = 200;
   // Count-min budget in bytes, and its rows (delta = e^-depth).
   size_t sketch_bytes = 32 * 1024;
   uint32_t sketch_depth = 4;
   // Bytes of a key kept in the table; longer keys are kept truncated, plus their hash.
-  uint32_t max_key_bytes = 64;
+  uint32_t max_key_bytes = 128;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
-  absl::Duration half_life = absl::Seconds(10);
+  absl::Duration half_life = absl::Milliseconds(500);
   // Hash seed: sketches merge only with the same seed.
   uint64_t seed = kDefaultSeed;
 
