@@ -10,8 +10,7 @@
 namespace hotkey::sketch {
 namespace {
 
-TEST_CASE("HeavyHittersOptions: the defaults are the daemon's TrackOptions defaults",
-          "[sketch]") {
+TEST_CASE("HeavyHittersOptions: the defaults are the daemon's TrackOptions defaults", "[sketch]") {
   const HeavyHittersOptions sketch;
   const config::TrackOptions track;
   CHECK(sketch.candidates == track.candidates);

@@ -117,31 +117,36 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest would stall still bounds
 
   // Yet every bound holds. The stored sums drifted by up to R roundings and the read widens
   // them by as much again, hence StoredSums::kRounded (a relative 2 * R * 2^-53 at most).
-  CHECK_THAT(hh.UpperBound("big"), UpperBoundOf(big, hh, StoredSums::kRounded));
+  // "big" entered the table with the sketch's estimate, rounded up to a whole unit; "cm"'s
+  // 1010 adds each rounded up by less than one unit (the sketch never halved: 2^31 units
+  // hold 1e16 + 1010 units).
+  CHECK_THAT(hh.UpperBound("big"), UpperBoundOf(big, hh, StoredSums::kRounded, 1));
   CHECK_THAT(hh.LowerBound("big"), LowerBoundOf(big, hh, StoredSums::kRounded));
-  CHECK_THAT(hh.UpperBound("cm"), UpperBoundOf(cm, hh, StoredSums::kRounded));
+  CHECK_THAT(hh.UpperBound("cm"), UpperBoundOf(cm, hh, StoredSums::kRounded, 1010));
   CHECK_THAT(hh.Total(Op::kRead), UpperBoundOf(big, hh, StoredSums::kRounded));
   CHECK_THAT(hh.Total(Op::kWrite), UpperBoundOf(cm, hh, StoredSums::kRounded));
   CHECK_THAT(hh.Total(), UpperBoundOf(big + cm, hh, StoredSums::kRounded));
   const std::vector<HeavyHitter> top = hh.TopK(1);
   REQUIRE(top.size() == 1);
-  CHECK_THAT(top[0].estimate, UpperBoundOf(big, hh, StoredSums::kRounded));
+  CHECK_THAT(top[0].estimate, UpperBoundOf(big, hh, StoredSums::kRounded, 1));
   CHECK_THAT(top[0].weight[static_cast<int>(Op::kRead)],
              LowerBoundOf(big, hh, StoredSums::kRounded));
   // The drift is real: the lower bound is further below the truth than one widening
   // (R * 2^-53) reaches, which is why the read's widening alone is not the error bound.
   CHECK_FALSE(LowerBoundOf(big, hh).match(hh.LowerBound("big")));
 
-  // And the widening is what saves the bounds: the same state read with no roundings counted
-  // (as a tracker that rounded outward would be) reports less than the truth.
+  // And the widening is what saves the bounds of the doubles: the same state read with no
+  // roundings counted (as a tracker that rounded outward would be) reports less than the
+  // truth. (The keys' upper bounds carry the sketch's rounding up to whole units, which
+  // covers their stalled sums here.)
   std::string uncounted = bytes;
   Patch<uint64_t>(&uncounted, kRoundingsAt, 0);
   Rechecksum(&uncounted);
   absl::StatusOr<HeavyHitters> wrong = Reload(uncounted);
   REQUIRE(wrong.ok());
-  CHECK(wrong->UpperBound("big") < big);
-  CHECK(wrong->UpperBound("cm") < cm);
   CHECK(wrong->Total() < big + cm);
+  CHECK(wrong->Total(Op::kRead) < big);
+  CHECK(wrong->LowerBound("big") < big);
 }
 
 TEST_CASE("HeavyHitters: a sum that rounding to nearest lifts stays within twice the widening",
@@ -155,7 +160,8 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest lifts stays within twice
   const double truth = 1e16 + 1500;
   REQUIRE(truth - 1e16 == 1500);
   CHECK(Peek<double>(hh.Serialize(), 66) == 1e16 + 2000);  // the stored total, lifted
-  CHECK_THAT(hh.UpperBound("k"), UpperBoundOf(truth, hh, StoredSums::kRounded));
+  // (Admitted from the sketch: one unit of it on top.)
+  CHECK_THAT(hh.UpperBound("k"), UpperBoundOf(truth, hh, StoredSums::kRounded, 1));
   CHECK_THAT(hh.Total(), UpperBoundOf(truth, hh, StoredSums::kRounded));
   CHECK_THAT(hh.LowerBound("k"), LowerBoundOf(truth, hh, StoredSums::kRounded));
   // Further above the truth than one widening (R * 2^-53) reaches.
@@ -278,7 +284,8 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
 
   // Settling applies the widening the reads already applied to the stored values, so a
   // bound moves by a few ulps (a relative 2^-48 here), not by another 2^-21, and only
-  // outward: it never crosses the truth. Nothing moves between tiers.
+  // outward: it never crosses the truth. Nothing moves between tiers. A key in the sketch
+  // may move up by one of its units more: the settled cells are rounded up to whole units.
   constexpr double kUlps = 0x1p-48;
   for (int i = 0; i < 80; ++i) {
     const std::string k = KeyFor(i);
@@ -295,7 +302,7 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
       REQUIRE(lower <= s.lower);
     }
     const double added = k == hot ? 3 : 0;
-    REQUIRE(upper <= (s.upper + added) * (1 + kUlps));
+    REQUIRE(upper <= (s.upper + added) * (1 + kUlps) + (s.lower > 0 ? 0 : hh->SketchUnit()));
     REQUIRE(lower >= (s.lower + added) * (1 - kUlps));
   }
   CHECK(hh->Total() >= total);
@@ -404,7 +411,10 @@ TEST_CASE(
       INFO(k << " after " << settles << " settles, truth " << static_cast<double>(truth[k])
              << " upper " << upper);
       CHECK(upper >= truth[k]);
-      CHECK(WithinSettled(true, upper, sketch_upper[k], settles));
+      // Each settle also rounds the sketch's cells up to whole units: one unit more each.
+      CHECK(upper >= sketch_upper[k]);
+      CHECK(WithinSettled(true, std::max<double>(sketch_upper[k], upper - settles * t.SketchUnit()),
+                          sketch_upper[k], settles));
       CHECK(t.LowerBound(k) == 0);
     }
     CHECK(WithinSettled(true, t.Total(), total, settles));
@@ -464,21 +474,21 @@ TEST_CASE(
   const std::string bytes = ab.Serialize();
   CHECK(Peek<double>(bytes, kTotalsAt) == 2e16);             // stalled: 1010 below
   CHECK(Peek<double>(bytes, kTotalsAt + 8) == 2e16 + 2020);  // lifted: 505 above
-  CHECK_THAT(ab.UpperBound("s"), UpperBoundOf(s, ab, StoredSums::kRounded));
+  // Each side admitted both keys from its sketch, rounded up to a whole unit: two in all.
+  CHECK_THAT(ab.UpperBound("s"), UpperBoundOf(s, ab, StoredSums::kRounded, 2));
   CHECK_THAT(ab.LowerBound("s"), LowerBoundOf(s, ab, StoredSums::kRounded));
-  CHECK_THAT(ab.UpperBound("l"), UpperBoundOf(l, ab, StoredSums::kRounded));
+  CHECK_THAT(ab.UpperBound("l"), UpperBoundOf(l, ab, StoredSums::kRounded, 2));
   CHECK_THAT(ab.LowerBound("l"), LowerBoundOf(l, ab, StoredSums::kRounded));
   CHECK_THAT(ab.Total(Op::kRead), UpperBoundOf(s, ab, StoredSums::kRounded));
   CHECK_THAT(ab.Total(Op::kWrite), UpperBoundOf(l, ab, StoredSums::kRounded));
   CHECK_THAT(ab.Total(), UpperBoundOf(s + l, ab, StoredSums::kRounded));
 
   // The larger count is what keeps them: the same merged state counting none, or only the
-  // smaller side's (2 * 40, a widening of 178 at 2e16), puts "s" and the read total below
-  // their truths and "l"'s lower bound above its.
+  // smaller side's (2 * 40, a widening of 178 at 2e16), puts the read total below its truth
+  // and "l"'s lower bound above its. ("s"'s upper bound carries the sketch's whole units.)
   for (uint64_t r : {uint64_t{0}, b.roundings()}) {
     INFO("merged state read with " << r << " roundings counted");
     const HeavyHitters wrong = WithRoundings(ab, r);
-    CHECK(wrong.UpperBound("s") < s);
     CHECK(wrong.Total(Op::kRead) < s);
     CHECK(wrong.LowerBound("l") > l);
   }
@@ -502,7 +512,9 @@ TEST_CASE(
     CHECK(WithinSettled(false, hh->LowerBound("s"), s, 1));
     CHECK(WithinSettled(true, hh->UpperBound("l"), l, 1));
     CHECK(WithinSettled(false, hh->LowerBound("l"), l, 1));
-    CHECK(WithinSettled(true, hh->UpperBound("x"), 1, 1));
+    // "x" entered the table from the sketch: one unit of it on top.
+    CHECK(hh->UpperBound("x") >= 1);
+    CHECK(WithinSettled(true, std::max(1.0, hh->UpperBound("x") - hh->SketchUnit()), 1, 1));
     CHECK(WithinSettled(false, hh->LowerBound("x"), 1, 1));
     CHECK(WithinSettled(true, hh->Total(Op::kRead), s + 1, 1));
     CHECK(WithinSettled(true, hh->Total(Op::kWrite), l, 1));
@@ -554,13 +566,14 @@ TEST_CASE("HeavyHitters: the decayed weight's product is rounded and counted",
       INFO(key);
       const long double decayed = f / factor;
       heaviest = std::max(heaviest, decayed);
-      CHECK_THAT(hh.UpperBound(key), UpperBoundOf(decayed, hh, StoredSums::kRounded));
+      // Admitted from the sketch at its first event: one unit of it on top.
+      CHECK_THAT(hh.UpperBound(key), UpperBoundOf(decayed, hh, StoredSums::kRounded, 1));
       CHECK_THAT(hh.LowerBound(key), LowerBoundOf(decayed, hh, StoredSums::kRounded));
     }
     for (const HeavyHitter& h : hh.TopK(6)) {
       INFO(h.key);
       const long double decayed = forward[h.key] / factor;
-      CHECK_THAT(h.estimate, UpperBoundOf(decayed, hh, StoredSums::kRounded));
+      CHECK_THAT(h.estimate, UpperBoundOf(decayed, hh, StoredSums::kRounded, 1));
       CHECK_THAT(h.lower_bound, LowerBoundOf(decayed, hh, StoredSums::kRounded));
     }
     CHECK_THAT(hh.Total(Op::kRead),

@@ -6,20 +6,24 @@
 //
 // Layouts (from sketch/count_min.cc and sketch/heavy_hitters.cc), little-endian:
 //   common:  "HKCM"|"HKHH" (4) | u16 version | payload | u64 XXH3(body, kChecksumSeed)
-//   HKCM:    @6 u32 width | @10 u32 depth | @14 f64 counters[width * depth]
+//   HKCM:    @6 u32 width | @10 u32 depth | @14 f64 scale | @22 u32 cells[width * depth]
 //   HKHH:    @6 u32 candidates | @10 u32 max_key_bytes | @14 u32 sketch_depth
 //            | @18 u64 sketch_bytes | @26 i64 half_life_ns | @34 u64 seed | @42 i64 start_ns
 //            | @50 i64 landmark_ns | @58 i64 now_ns | @66 f64 total[2] | @82 f64 raw_total[2]
-//            | @98 u64 roundings | @106 u32 width | @110 f64 counters | u32 n | n entries:
+//            | @98 u64 roundings | @106 u32 width | @110 f64 scale | @118 u32 cells
+//            | u32 n | n entries:
 //            +0 u64 hash | +8 f64 upper | +16 f64 weight[2] | +32 f64 raw[2]
 //            | +48 i64 admitted_ns | +56 u8 truncated | +57 u32 key_len | +61 key bytes
-//   (version 5; version 4 adds a keyless lobby after the entries, u32 lobby ways then
-//   ways of u64 hash | f64 upper; version 3 has that lobby but no roundings field, so what
-//   follows it is 8 bytes earlier; version 2 has neither)
+//   (version 6; version 5 has f64 counters[width * depth] at @110 instead of the scale and
+//   cells, its width what the budget holds at 8 bytes a counter; version 4 adds a keyless
+//   lobby after the entries, u32 lobby ways then ways of u64 hash | f64 upper; version 3 has
+//   that lobby but no roundings field, so what follows it is 8 bytes earlier; version 2 has
+//   neither)
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -69,12 +73,14 @@ TEST_CASE("CountMin: serialize round trip restores every counter", "[sketch][ser
   std::mt19937_64 gen(61);
   for (int i = 0; i < 100000; ++i) cms->Update(gen() % 5000, 1.0f + (gen() % 100) / 7.0f);
   const std::string bytes = cms->Serialize();
-  CHECK(bytes.size() == 4 + 2 + 8 + cms->bytes() + 8);
+  CHECK(bytes.size() == 4 + 2 + 8 + 8 + cms->bytes() + 8);
+  CHECK(cms->halvings() > 0);  // the scale moved: the round trip keeps it
   absl::StatusOr<CountMinSketch> back = CountMinSketch::Deserialize(bytes);
   REQUIRE(back.ok());
   CHECK(back->width() == cms->width());
   CHECK(back->depth() == cms->depth());
   CHECK(back->counters() == cms->counters());
+  CHECK(back->scale() == cms->scale());
   for (uint64_t h = 0; h < 5000; ++h) REQUIRE(back->Estimate(h) == cms->Estimate(h));
   CHECK(back->Serialize() == bytes);
 }
@@ -100,8 +106,9 @@ TEST_CASE("CountMin: truncated, flipped, wrong-magic and wrong-version buffers a
   magic[0] = 'X';
   Rechecksum(&magic);
   CHECK_FALSE(CountMinSketch::Deserialize(magic).ok());
-  // Version 1 (float counters) and unknown versions are refused, naming the version.
-  for (uint16_t v : {0, 1, 3, 0xffff}) {
+  // Versions 1 and 2 (float and double counters) and unknown versions are refused, naming
+  // the version.
+  for (uint16_t v : {0, 1, 2, 4, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
@@ -131,14 +138,21 @@ TEST_CASE("CountMin: a checksummed buffer with absurd fields is rejected", "[ske
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 0); }).ok());   // depth 0
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 17); }).ok());  // depth 17
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 2); }).ok());   // length
+  // The scale (@14) must be a power of two in [kMinScale, kMaxScale].
   CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, -1.0); }).ok());
   CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, -0.0); }).ok());
-  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 30, kNaN); }).ok());
-  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, b->size() - 16, kInf); }).ok());
-  // The same edits without the absurd value are accepted: the cases above fail for the
-  // reason named, not for a broken helper.
-  CHECK(with([](std::string* b) { Patch<double>(b, 14, 3.0); }).ok());
-  CHECK(with([](std::string* b) { Patch<double>(b, b->size() - 16, 1e300); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, 0.0); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, 3.0); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, kNaN); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, kInf); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, 0x1p-1001); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, 0x1p991); }).ok());
+  // The same edits with a value in range are accepted: the cases above fail for the reason
+  // named, not for a broken helper. Any cell is a valid count of units.
+  CHECK(with([](std::string* b) { Patch<double>(b, 14, 4.0); }).ok());
+  CHECK(with([](std::string* b) { Patch<double>(b, 14, CountMinSketch::kMaxScale); }).ok());
+  CHECK(with([](std::string* b) { Patch<double>(b, 14, CountMinSketch::kMinScale); }).ok());
+  CHECK(with([](std::string* b) { Patch<uint32_t>(b, 22, 0xffffffffu); }).ok());
 }
 
 TEST_CASE("CountMin: a buffer claiming a 4 GiB sketch is rejected without allocating it",
@@ -328,8 +342,8 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
   CHECK(Reload(magic).status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_FALSE(Reload(SmallCountMin().Serialize()).ok());
   // Version 1 (float counters) and unknown versions are refused, naming the version (2,
-  // without a lobby, 3, without a count of roundings, 4 and 5 are read).
-  for (uint16_t v : {0, 1, 6, 0xffff}) {
+  // without a lobby, 3, without a count of roundings, 4, 5 and 6 are read).
+  for (uint16_t v : {0, 1, 7, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
@@ -390,12 +404,15 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"raw total DBL_MAX", [](std::string* b) { Patch<double>(b, 82, DBL_MAX); }},
       {"roundings above 2^32",
        [](std::string* b) { Patch<uint64_t>(b, kRoundingsAt, HeavyHitters::kMaxRoundings + 1); }},
-      {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 106, 16); }},
-      {"sketch counter negative", [](std::string* b) { Patch<double>(b, 110, -2.0); }},
-      {"sketch counter -0", [](std::string* b) { Patch<double>(b, 110, -0.0); }},
-      {"sketch counter NaN", [](std::string* b) { Patch<double>(b, 118, kNaN); }},
-      {"sketch counter infinite", [](std::string* b) { Patch<double>(b, 118, kInf); }},
-      {"sketch counter DBL_MAX", [](std::string* b) { Patch<double>(b, 118, DBL_MAX); }},
+      {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 106, 32); }},
+      {"sketch scale negative", [](std::string* b) { Patch<double>(b, 110, -2.0); }},
+      {"sketch scale -0", [](std::string* b) { Patch<double>(b, 110, -0.0); }},
+      {"sketch scale 0", [](std::string* b) { Patch<double>(b, 110, 0.0); }},
+      {"sketch scale NaN", [](std::string* b) { Patch<double>(b, 110, kNaN); }},
+      {"sketch scale infinite", [](std::string* b) { Patch<double>(b, 110, kInf); }},
+      {"sketch scale not a power of two", [](std::string* b) { Patch<double>(b, 110, 3.0); }},
+      {"sketch scale past 1e250 / 2^32", [](std::string* b) { Patch<double>(b, 110, 0x1p800); }},
+      {"sketch scale below kMinScale", [](std::string* b) { Patch<double>(b, 110, 0x1p-1001); }},
       {"more entries than candidates", [&](std::string* b) { Patch<uint32_t>(b, n_at, 5); }},
       {"entry count beyond the buffer",
        [&](std::string* b) { Patch<uint32_t>(b, n_at, 0xffffffffu); }},
@@ -563,10 +580,40 @@ TEST_CASE("HeavyHitters: a round trip keeps the count of roundings", "[sketch][s
   CHECK(back->roundings() == 2 * 200001);
 }
 
-// `v5` (a version-5 buffer) as an older version: `version` 4 or 3, with a lobby of
+// `v6` (a version-6 buffer) as version 5 saved its sketch: f64 counters, as many as the
+// budget holds at 8 bytes each. Counter j of a row is the largest value of the row's cells
+// whose column is j under the narrower mask, so every key's counters hold at least its
+// cells' values (and load back to them exactly when the budget held the same width).
+std::string AsVersion5(const std::string& v6) {
+  const uint32_t depth = Peek<uint32_t>(v6, 14);
+  const uint64_t budget = Peek<uint64_t>(v6, 18);
+  const uint32_t width = Peek<uint32_t>(v6, 106);
+  const double scale = Peek<double>(v6, 110);
+  const uint32_t old_width = static_cast<uint32_t>(std::bit_floor(
+      std::min<uint64_t>(budget / depth / sizeof(double), CountMinSketch::kMaxWidth)));
+  REQUIRE(old_width <= width);
+  std::string sketch(4 + size_t{old_width} * depth * sizeof(double), '\0');
+  Patch<uint32_t>(&sketch, 0, old_width);
+  for (uint32_t r = 0; r < depth && old_width > 0; ++r) {
+    for (uint32_t c = 0; c < width; ++c) {
+      const double v = Peek<uint32_t>(v6, 118 + 4 * (size_t{r} * width + c)) * scale;
+      const size_t at = 4 + 8 * (size_t{r} * old_width + (c & (old_width - 1)));
+      Patch<double>(&sketch, at, std::max(v, Peek<double>(sketch, at)));
+    }
+  }
+  const size_t end = 118 + 4 * size_t{width} * depth;
+  std::string v5 = v6.substr(0, 106) + sketch + v6.substr(end);
+  Patch<uint16_t>(&v5, 4, 5);
+  Rechecksum(&v5);
+  return v5;
+}
+
+// `v6` (a version-6 buffer) as an older version: `version` 5, or 4 or 3 with a lobby of
 // `ways` (4 a bucket) appended after the entries; version 3 without the count of roundings.
-std::string AsOlderVersion(std::string v5, uint16_t version,
+std::string AsOlderVersion(const std::string& v6, uint16_t version,
                            const std::vector<std::pair<uint64_t, double>>& ways) {
+  std::string v5 = AsVersion5(v6);
+  if (version == 5) return v5;
   v5.resize(v5.size() - 8);  // the checksum
   if (version == 3) v5.erase(kRoundingsAt, 8);
   Patch<uint16_t>(&v5, 4, version);
@@ -603,15 +650,22 @@ TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
     for (int i = 4; i < 34; ++i) hh.Update(KeyFor(i), Op::kWrite, 1);
   }
   REQUIRE(hh.roundings() == 2 * (200 + 90));
-  const std::string v5 = hh.Serialize();
-  absl::StatusOr<HeavyHitters> back = Reload(AsOlderVersion(v5, 3, {}));
+  const std::string v6 = hh.Serialize();
+  absl::StatusOr<HeavyHitters> back = Reload(AsOlderVersion(v6, 3, {}));
   INFO(back.status());
   REQUIRE(back.ok());
   CHECK(back->roundings() == 0);
-  std::string v5_without_roundings = v5;
-  Patch<uint64_t>(&v5_without_roundings, kRoundingsAt, 0);
-  Rechecksum(&v5_without_roundings);
-  CHECK(back->Serialize() == v5_without_roundings);
+  // Everything but the sketch and the count of roundings is as saved; the sketch is twice
+  // as wide as version 3's (4-byte cells), every key reading what its counters held.
+  std::string v6_without_roundings = v6;
+  Patch<uint64_t>(&v6_without_roundings, kRoundingsAt, 0);
+  Rechecksum(&v6_without_roundings);
+  const std::string again = back->Serialize();
+  CHECK(Peek<uint32_t>(again, 106) == Peek<uint32_t>(v6, 106));
+  CHECK(again.substr(0, 106) == v6_without_roundings.substr(0, 106));
+  const size_t again_at = testing::EntryCountAt(again), v6_at = testing::EntryCountAt(v6);
+  CHECK(again.substr(again_at, again.size() - again_at - 8) ==
+        v6.substr(v6_at, v6.size() - v6_at - 8));
   // With no roundings counted, bounds read exactly as version 3 read them: the table keys'
   // bounds are their exact weights, where hh's are widened by its 580 roundings.
   CHECK(back->Total() == 4 * 100 + 30 * 3);
@@ -627,8 +681,58 @@ TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
   for (int i = 4; i < 34; ++i) {
     INFO(KeyFor(i));
     CHECK(back->UpperBound(KeyFor(i)) >= 3);
-    CHECK_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(back->UpperBound(KeyFor(i)), hh));
+    // Version 3's narrower sketch held the larger of two columns: at least hh's cells.
+    CHECK(back->UpperBound(KeyFor(i)) * (1 + 0x1p-40) >= hh.UpperBound(KeyFor(i)));
   }
+}
+
+TEST_CASE("HeavyHitters: a version-5 buffer loads into a sketch of twice its width",
+          "[sketch][serialize]") {
+  // Version 5 saved double counters: a 32 KiB budget held 1024 columns a row where 4-byte
+  // cells hold 2048. Each saved column fills both of its images, so every key, in the table
+  // or not, reads at least what it read, and the table is as saved.
+  HeavyHittersOptions o;
+  o.candidates = 8;
+  o.half_life = absl::Seconds(2);
+  HeavyHitters hh = MustCreate(o);
+  std::mt19937_64 gen(5);
+  for (int i = 0; i < 20000; ++i) {
+    hh.Update(KeyFor(gen() % 3000), Op::kRead, 1 + (gen() % 3));
+    if (i % 1000 == 0) hh.Advance(kT0 + absl::Milliseconds(i / 10));
+  }
+  const std::string v6 = hh.Serialize();
+  const std::string v5 = AsOlderVersion(v6, 5, {});
+  REQUIRE(Peek<uint32_t>(v5, 106) * 2 == Peek<uint32_t>(v6, 106));
+  absl::StatusOr<HeavyHitters> back = Reload(v5);
+  INFO(back.status());
+  REQUIRE(back.ok());
+  CHECK(back->roundings() == hh.roundings());
+  CHECK(back->Total() == hh.Total());
+  CHECK(back->size() == hh.size());
+  for (int i = 0; i < 3000; ++i) {
+    const std::string k = KeyFor(i);
+    INFO(k);
+    REQUIRE(back->UpperBound(k) >= hh.UpperBound(k));
+    REQUIRE(back->LowerBound(k) == hh.LowerBound(k));
+  }
+  // It goes on as a version-6 tracker.
+  back->Update("after", Op::kWrite, 2);
+  CHECK(Reload(back->Serialize()).ok());
+}
+
+TEST_CASE("HeavyHitters: a version-5 buffer whose budget held no counter is refused",
+          "[sketch][serialize]") {
+  // 16 bytes over 4 rows hold one 4-byte cell a row, but no 8-byte counter: no version-5
+  // tracker had that budget, and a buffer claiming one (width 0) is corrupt.
+  HeavyHittersOptions o;
+  o.candidates = 2;
+  o.sketch_bytes = 16;
+  HeavyHitters hh = MustCreate(o);
+  hh.Update("a", Op::kRead);
+  const std::string v5 = AsOlderVersion(hh.Serialize(), 5, {});
+  REQUIRE(Peek<uint32_t>(v5, 106) == 0);
+  CHECK(Reload(v5).status().code() == absl::StatusCode::kDataLoss);
+  CHECK(Reload(hh.Serialize()).ok());
 }
 
 TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch",
@@ -659,8 +763,8 @@ TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch
     CHECK(back->UpperBound(KeyFor(0)) >= 10);
     CHECK(back->LowerBound(KeyFor(0)) <= 10);
     CHECK(back->LowerBound(KeyFor(0)) > 0);
-    // Saved again, it is version 5: no lobby.
-    CHECK(Peek<uint16_t>(back->Serialize(), 4) == 5);
+    // Saved again, it is version 6: no lobby.
+    CHECK(Peek<uint16_t>(back->Serialize(), 4) == 6);
   }
   // A free way (bound 0) that holds a hash, a negative bound, and a lobby of the wrong
   // length are refused.

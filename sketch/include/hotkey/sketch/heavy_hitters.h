@@ -26,14 +26,17 @@
 // exactly (tests/sketch/rounding_accounting_test.cc, saturation_test.cc). For a key outside
 // the table, with probability >= 1 - delta (the count-min bound, epsilon = e / width;
 // heavy_hitters_test.cc):
-//   UpperBound(k) - true(k) <= epsilon * Total().
+//   UpperBound(k) - true(k) <= epsilon * Total() + the sketch's rounding to whole units,
+// which is less than one SketchUnit() for each add to k's cells and each division of the
+// cells to make room (count_min.h); the sketch's unit is at most 2^-30 of its largest cell.
 //
-// Rounding: the per-event path keeps every sum, and the event's decayed weight, a double
-// rounded to nearest, and counts the roundings: R, two per event. With u = 2^-53, a stored
-// upper value S (a bound, a total, a sketch cell, a way) has S >= U * (1 - u)^R, and a stored
-// lower value L has L <= L' * (1 + u)^R, where U and L' are what exact arithmetic would hold;
-// a read therefore divides an upper value by keep = 1 - R * u (rounding up) and multiplies a
-// lower one by keep (rounding down), with the directed helpers of rounding.h. Every
+// Rounding: the per-event path keeps every sum of the table, and the event's decayed weight,
+// a double rounded to nearest, and counts the roundings: R, two per event. (The sketch's
+// cells round that weight up to whole units, so they hold at least what they were given.) With u =
+// 2^-53, a stored upper value S (a bound, a total, a sketch cell, a way) has S >= U * (1 - u)^R,
+// and a stored lower value L has L <= L' * (1 + u)^R, where U and L' are what exact arithmetic
+// would hold; a read therefore divides an upper value by keep = 1 - R * u (rounding up) and
+// multiplies a lower one by keep (rounding down), with the directed helpers of rounding.h. Every
 // kSettleEvents events the count is settled (every stored value widened once by keep, R
 // restarts at 0), so R <= kMaxRoundings and 1 / keep <= 1 + 2^-20. A value kept through j
 // settles is within a relative (j + 1) * 2^-21 of its exact value (pinned by
@@ -45,7 +48,11 @@
 // 2^((now - L)/h). These factors, as computed (exp2 of the elapsed half-lives), define an
 // event's decayed weight in the bounds above. When the factor passes 2^kRescaleExponent every
 // value is scaled down (rounding outward) and L moves to now: O(memory) once per
-// kRescaleExponent half-lives, O(1) per update otherwise. Time only moves through Advance():
+// kRescaleExponent half-lives, O(1) per update otherwise. The sketch's unit follows the
+// factor: between rescales, forward-decayed values grow with it, and the unit doubles
+// whenever a cell would pass 2^32 - 1 units (about once a half-life under steady traffic,
+// O(sketch cells) each time); a rescale (or a settle, below) writes every cell anew in the
+// smallest unit that holds the largest, rounding up. Time only moves through Advance():
 // the caller's clock (a monotonic one: a reading earlier than the last is ignored), never a
 // global. A tracker loaded from another process's state is placed on the caller's clock by
 // Deserialize(bytes, now).
@@ -178,6 +185,11 @@ class HeavyHitters {
     return kRoundingsPerEvent * static_cast<uint64_t>(kSettleEvents - settle_left_);
   }
 
+  // The count-min sketch's unit (count_min.h) in decayed units, rounded up: an add to the
+  // sketch, or a division of its cells to make room, raises a key outside the table by less
+  // than one unit beyond its weight, and an admitted key's bound starts there. For tests.
+  double SketchUnit() const;
+
   // Decayed weight of all events, and by op: upper bounds on the true totals (see above).
   double Total() const;
   double Total(Op op) const;
@@ -185,7 +197,7 @@ class HeavyHitters {
   double RawTotal(Op op) const { return raw_total_[static_cast<int>(op)]; }
 
   // The additive error bound for keys outside the table: epsilon * Total(), which holds
-  // with probability >= 1 - delta.
+  // with probability >= 1 - delta, the sketch's rounding to whole units aside (see above).
   double ErrorBound() const { return cms_.epsilon() * Total(); }
 
   // How many seconds of steady traffic the decayed weights represent now: a key at a steady
