@@ -115,14 +115,14 @@ double CountMinSketch::UpdateAnyDepth(uint64_t hash, double weight) {
     min = std::min(min, *c[r]);
   }
   if (!(weight * inv_scale_ < static_cast<double>(kCellMax - min))) [[unlikely]] {
-    return UpdateSaturating(hash, weight);
+    return UpdateSaturating(hash, weight, /*exact_units=*/true);
   }
   const Counter target = min + UnitsUp(weight, inv_scale_);
   for (uint32_t r = 0; r < depth_; ++r) *c[r] = std::max(*c[r], target);
   return target * scale_;
 }
 
-double CountMinSketch::UpdateSaturating(uint64_t hash, double weight) {
+double CountMinSketch::UpdateSaturating(uint64_t hash, double weight, bool exact_units) {
   // Room for the key's new estimate (rounded up) and every cell, then the add. Past
   // kCellMax units of kMaxScale (about 2^1022), which no stream of finite weights that a
   // double total could count reaches, a cell stops at kCellMax.
@@ -130,8 +130,10 @@ double CountMinSketch::UpdateSaturating(uint64_t hash, double weight) {
   Counter min = kCellMax;
   for (uint32_t r = 0; r < depth_; ++r) min = std::min(min, counters_[Column(hash, r)]);
   const double x = weight * inv_scale_;
-  const Counter target =
-      x < static_cast<double>(kCellMax - min) ? min + UnitsUp(weight, inv_scale_) : kCellMax;
+  Counter target = kCellMax;
+  if (x + 1 < static_cast<double>(kCellMax - min)) {
+    target = min + (exact_units ? UnitsUp(weight, inv_scale_) : UnitsAbove(x));
+  }
   for (uint32_t r = 0; r < depth_; ++r) {
     Counter& c = counters_[Column(hash, r)];
     c = std::max(c, target);

@@ -2,9 +2,8 @@
 // tracker's per-event path (heavy_hitters.cc) inlines it. Internal to hotkey::sketch.
 //
 // The default depth of 4 has its rows unrolled: one minimum of four cells, the weight in
-// whole units rounded up, one integer sum and four max-stores, each cell addressed by
-// Column() where it is read or written. Other depths take the loop. An add that would pass
-// kCellMax leaves through UpdateSaturating(), which makes room and adds. All follow
+// whole units rounded up, one integer sum and four max-stores. Other depths take the loop. An add
+// that would pass kCellMax leaves through UpdateSaturating(), which makes room and adds. All follow
 // Column()'s mapping (pinned by heavy_hitters_eviction_test.cc).
 
 #ifndef HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
@@ -23,6 +22,9 @@ namespace internal {
 // Cells are divided to at most this many units when the scale rises, so that the next
 // rise waits until the largest cell has doubled: O(cells) once per doubling.
 inline constexpr double kRoomUnits = 0x1p31;
+// The largest x = weight / scale an add takes on the common path: floor(x + 1) and
+// ceil(x) then fit a Counter (below 2^32 - 1). The slow path makes room for more.
+inline constexpr double kMaxAddUnits = 0x1p32 - 4;
 
 // The smallest power of two, at least `scale` (a power of two) and at most kMaxScale, that
 // holds `value` in kRoomUnits units (kMaxScale if none does).
@@ -52,6 +54,13 @@ void CountMinSketch::Revalue(Up up) {
   SetScale(scale);
 }
 
+inline CountMinSketch::Counter CountMinSketch::UnitsAbove(double x) {
+  // RN(x + 1) >= floor(x) + 1 >= x, and it passes x + 1 only when rounding up to the next
+  // integer, which takes a fraction of x above 1 - 2^-20 (x < 2^32): 1 + 2^-20 units at most.
+  // An underflowed x (0) counts one unit, as a positive weight must.
+  return static_cast<Counter>(x + 1.0);
+}
+
 inline CountMinSketch::Counter CountMinSketch::UnitsUp(double value, double inv_scale) {
   // value * inv_scale is exact (inv_scale is a power of two) unless it leaves the normal
   // range: then it is below 1 and the add counts one unit, as any positive value does.
@@ -60,25 +69,35 @@ inline CountMinSketch::Counter CountMinSketch::UnitsUp(double value, double inv_
   return whole + (static_cast<double>(whole) < x || (whole == 0 && value > 0));
 }
 
+template <bool kExactUnits>
 inline double CountMinSketch::Update4Inline(uint64_t hash, double weight) {
   assert(depth_ == 4 && weight > 0 && weight <= kMaxWeight);
+  // The four cells' addresses first: a store to a u32 cell may alias the sketch's u32
+  // members (width_, mask_), so addresses worked out after one would be read again.
   Counter* const row0 = counters_.data();
-  const auto cell = [&](uint32_t r) -> Counter& { return row0[Column(hash, r)]; };
-  const Counter min = std::min(std::min(cell(0), cell(1)), std::min(cell(2), cell(3)));
-  // Strictly below the room left, so that the one unit of an underflowed x fits too.
-  if (!(weight * inv_scale_ < static_cast<double>(kCellMax - min))) [[unlikely]] {
-    return UpdateSaturating(hash, weight);
+  Counter* const c0 = row0 + Column(hash, 0);
+  Counter* const c1 = row0 + Column(hash, 1);
+  Counter* const c2 = row0 + Column(hash, 2);
+  Counter* const c3 = row0 + Column(hash, 3);
+  const Counter min = std::min(std::min(*c0, *c1), std::min(*c2, *c3));
+  // x < kMaxAddUnits (false for NaN too), so the units fit a Counter; the sum is checked
+  // for overflow past kCellMax.
+  const double x = weight * inv_scale_;
+  Counter target;
+  if (!(x < internal::kMaxAddUnits) ||
+      __builtin_add_overflow(min, kExactUnits ? UnitsUp(weight, inv_scale_) : UnitsAbove(x),
+                             &target)) [[unlikely]] {
+    return UpdateSaturating(hash, weight, kExactUnits);
   }
-  const Counter target = min + UnitsUp(weight, inv_scale_);
-  cell(0) = std::max(cell(0), target);
-  cell(1) = std::max(cell(1), target);
-  cell(2) = std::max(cell(2), target);
-  cell(3) = std::max(cell(3), target);
+  *c0 = std::max(*c0, target);
+  *c1 = std::max(*c1, target);
+  *c2 = std::max(*c2, target);
+  *c3 = std::max(*c3, target);
   return target * scale_;
 }
 
 inline double CountMinSketch::UpdateInline(uint64_t hash, double weight) {
-  if (depth_ == 4) return Update4Inline(hash, weight);
+  if (depth_ == 4) return Update4Inline<true>(hash, weight);
   return UpdateAnyDepth(hash, weight);
 }
 

@@ -346,7 +346,7 @@ inline void HeavyHitters::UpdateMiss(uint64_t hash, const char* key, uint32_t co
   // on this path's frame.
   double estimate;
   if (cms_.depth() == 4) [[likely]] {
-    estimate = cms_.Update4Inline(hash, w);
+    estimate = cms_.Update4Inline<false>(hash, w);
   } else {
     estimate = cms_.UpdateAnyDepth(hash, w);
   }

@@ -117,8 +117,8 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest would stall still bounds
 
   // Yet every bound holds. The stored sums drifted by up to R roundings and the read widens
   // them by as much again, hence StoredSums::kRounded (a relative 2 * R * 2^-53 at most).
-  // "big" entered the table with the sketch's estimate, rounded up to a whole unit; "cm"'s
-  // 1010 adds each rounded up by less than one unit (the sketch never halved: 2^31 units
+  // "big" entered the table with the sketch's estimate, rounded up to whole units; "cm"'s
+  // 1010 adds each rounded up by less than two units (the sketch never halved: 2^31 units
   // hold 1e16 + 1010 units).
   CHECK_THAT(hh.UpperBound("big"), UpperBoundOf(big, hh, StoredSums::kRounded, 1));
   CHECK_THAT(hh.LowerBound("big"), LowerBoundOf(big, hh, StoredSums::kRounded));
@@ -160,7 +160,7 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest lifts stays within twice
   const double truth = 1e16 + 1500;
   REQUIRE(truth - 1e16 == 1500);
   CHECK(Peek<double>(hh.Serialize(), 66) == 1e16 + 2000);  // the stored total, lifted
-  // (Admitted from the sketch: one unit of it on top.)
+  // (Admitted from the sketch: less than two of its units on top.)
   CHECK_THAT(hh.UpperBound("k"), UpperBoundOf(truth, hh, StoredSums::kRounded, 1));
   CHECK_THAT(hh.Total(), UpperBoundOf(truth, hh, StoredSums::kRounded));
   CHECK_THAT(hh.LowerBound("k"), LowerBoundOf(truth, hh, StoredSums::kRounded));
@@ -266,8 +266,8 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
     REQUIRE((s.lower > 0) == (i < 8));  // keys 0..7 hold the table
     if (i < 8) {
       // Admitted at their first events: bounded within the widening of 2^32 roundings, a
-      // relative 2^-21 (and their stored sums are exact).
-      REQUIRE_THAT(s.upper, UpperBoundOf(exact, *hh));
+      // relative 2^-21 (and their stored sums are exact), and the sketch's units.
+      REQUIRE_THAT(s.upper, UpperBoundOf(exact, *hh, StoredSums::kExact, 1));
       REQUIRE_THAT(s.lower, LowerBoundOf(exact, *hh));
       REQUIRE(s.upper > exact);
     }
@@ -348,7 +348,8 @@ TEST_CASE("HeavyHitters: a merge counts the larger of the two counts of rounding
     CHECK_THAT(m->Total(), UpperBoundOf(total, *m));
     for (const auto& [k, w] : truth) {
       INFO(k);
-      CHECK_THAT(m->UpperBound(k), UpperBoundOf(w, *m));
+      // Each side admitted its keys from its sketch: two adds' units at most.
+      CHECK_THAT(m->UpperBound(k), UpperBoundOf(w, *m, StoredSums::kExact, 2));
       CHECK_THAT(m->LowerBound(k), LowerBoundOf(w, *m));
     }
   }
@@ -400,7 +401,9 @@ TEST_CASE(
       const double upper = t.UpperBound(k), lower = t.LowerBound(k);
       INFO(k << " after " << settles << " settles, truth " << static_cast<double>(truth[k])
              << " upper " << upper << " lower " << lower);
-      CHECK(WithinSettled(true, upper, truth[k], settles));
+      // (Admitted from the sketch: less than two of its units on top.)
+      CHECK(WithinSettled(true, std::max<double>(truth[k], upper - 2 * t.SketchUnit()), truth[k],
+                          settles));
       CHECK(WithinSettled(false, lower, truth[k], settles));
       CHECK(upper >= truth[k] * (1 + reached));
       CHECK(lower <= truth[k] * (1 - reached));
@@ -512,9 +515,9 @@ TEST_CASE(
     CHECK(WithinSettled(false, hh->LowerBound("s"), s, 1));
     CHECK(WithinSettled(true, hh->UpperBound("l"), l, 1));
     CHECK(WithinSettled(false, hh->LowerBound("l"), l, 1));
-    // "x" entered the table from the sketch: one unit of it on top.
+    // "x" entered the table from the sketch: less than two of its units on top.
     CHECK(hh->UpperBound("x") >= 1);
-    CHECK(WithinSettled(true, std::max(1.0, hh->UpperBound("x") - hh->SketchUnit()), 1, 1));
+    CHECK(WithinSettled(true, std::max(1.0, hh->UpperBound("x") - 2 * hh->SketchUnit()), 1, 1));
     CHECK(WithinSettled(false, hh->LowerBound("x"), 1, 1));
     CHECK(WithinSettled(true, hh->Total(Op::kRead), s + 1, 1));
     CHECK(WithinSettled(true, hh->Total(Op::kWrite), l, 1));
@@ -566,7 +569,7 @@ TEST_CASE("HeavyHitters: the decayed weight's product is rounded and counted",
       INFO(key);
       const long double decayed = f / factor;
       heaviest = std::max(heaviest, decayed);
-      // Admitted from the sketch at its first event: one unit of it on top.
+      // Admitted from the sketch at its first event: less than two of its units on top.
       CHECK_THAT(hh.UpperBound(key), UpperBoundOf(decayed, hh, StoredSums::kRounded, 1));
       CHECK_THAT(hh.LowerBound(key), LowerBoundOf(decayed, hh, StoredSums::kRounded));
     }

@@ -115,7 +115,8 @@ std::string BoundOfTruth::describe() const {
   std::ostringstream os;
   os << std::setprecision(21) << "is " << (upper_ ? "an upper" : "a lower") << " bound of "
      << truth_ << " widened by at most " << roundings_ << " roundings"
-     << (sums_ == StoredSums::kExact ? "" : " twice") << " and " << units_ << " of sketch units (";
+     << (sums_ == StoredSums::kExact ? "" : " twice") << " plus " << units_
+     << " for the sketch's units (";
   const long double keep = Widening(roundings_, sums_);
   if (upper_) {
     os << "in [" << truth_ << ", " << static_cast<double>(truth_ * (1 + kReadSlack) / keep + units_)
@@ -126,9 +127,9 @@ std::string BoundOfTruth::describe() const {
   return os.str();
 }
 
-BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums, int units) {
+BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums, int adds) {
   return BoundOfTruth(true, truth, hh.roundings(), sums,
-                      static_cast<long double>(units) * hh.SketchUnit());
+                      2 * static_cast<long double>(adds) * hh.SketchUnit());
 }
 
 BoundOfTruth LowerBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums) {

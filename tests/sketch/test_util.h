@@ -107,11 +107,11 @@ class BoundOfTruth : public Catch::MatcherBase<double> {
   long double units_;
 };
 
-// `truth` <= the bound <= `truth` widened by hh's roundings (see above), plus `units` of the
-// sketch's unit (hh.SketchUnit()): one for each add or division of the sketch's cells that
-// rounded the bound up to whole units (a key admitted from the sketch carries one).
+// `truth` <= the bound <= `truth` widened by hh's roundings (see above), plus two of the
+// sketch's units (hh.SketchUnit()) for each of `adds`: the adds or divisions of the sketch's
+// cells that rounded the bound up to whole units (a key admitted from the sketch carries one).
 BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh,
-                          StoredSums sums = StoredSums::kExact, int units = 0);
+                          StoredSums sums = StoredSums::kExact, int adds = 0);
 // `truth` narrowed by hh's roundings <= the bound <= `truth` (see above).
 BoundOfTruth LowerBoundOf(long double truth, const HeavyHitters& hh,
                           StoredSums sums = StoredSums::kExact);

@@ -9,8 +9,10 @@
 //
 // Cells are 32-bit integers of one shared unit, scale() (a power of two): a cell c holds the
 // value c * scale(), exactly. Half the bytes of a double cell, so a byte budget holds twice
-// the width and half the epsilon. An add rounds its weight up to whole units, ceil(weight /
-// scale()), so integer sums are exact while scale() <= 1. When an add would take a cell past
+// the width and half the epsilon. Update() rounds its weight up to whole units, ceil(weight /
+// scale()), so integer sums are exact while scale() <= 1 (the tracker's per-event path adds
+// floor(weight / scale() + 1) units instead, at most 1 + 2^-20 above the weight, without a
+// branch; heavy_hitters.h). When an add would take a cell past
 // kCellMax (2^32 - 1), the scale doubles until the largest cell is at most 2^31 units and
 // every cell is divided by the same power of two, rounding up (O(cells), rare, counted by
 // halvings()). So scale() <= max(kInitialScale, 2^-30 * the largest cell's value) at all
@@ -128,13 +130,19 @@ class CountMinSketch {
   // unrolled for the default depth of 4; other depths through UpdateAnyDepth().
   [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
   [[gnu::noinline]] double UpdateAnyDepth(uint64_t hash, double weight);
-  // The same for a sketch known to have depth 4.
+  // The same for a sketch known to have depth 4. With kExactUnits the weight counts as
+  // ceil(weight / scale()) units (Update()); without, as floor(weight / scale() + 1): at
+  // most 1 + 2^-20 units above it, and no branch (the tracker's per-event path).
+  template <bool kExactUnits>
   [[gnu::always_inline]] inline double Update4Inline(uint64_t hash, double weight);
-  // The add that would take a cell past kCellMax: raises the scale, then adds.
-  [[gnu::noinline]] double UpdateSaturating(uint64_t hash, double weight);
+  // The add that would take a cell past kCellMax: raises the scale, then adds, in units
+  // as Update4Inline<exact_units>() counts them.
+  [[gnu::noinline]] double UpdateSaturating(uint64_t hash, double weight, bool exact_units);
   // Units of ceil(value / scale_), at least 1 for a positive value; value <= kCellMax *
   // scale_.
   static Counter UnitsUp(double value, double inv_scale);
+  // floor(x + 1) as rounded, x = weight / scale() in [0, kMaxAddUnits): see Update4Inline().
+  static Counter UnitsAbove(double x);
   // Raises scale_ by a power of two until `value` (a cell's value to be) fits in 2^31 units
   // and every cell does, dividing every cell rounding up. O(cells).
   void MakeRoom(double value);

@@ -27,8 +27,9 @@
 // the table, with probability >= 1 - delta (the count-min bound, epsilon = e / width;
 // heavy_hitters_test.cc):
 //   UpperBound(k) - true(k) <= epsilon * Total() + the sketch's rounding to whole units,
-// which is less than one SketchUnit() for each add to k's cells and each division of the
-// cells to make room (count_min.h); the sketch's unit is at most 2^-30 of its largest cell.
+// which is less than two SketchUnit()s for each add to k's cells (floor(w / unit + 1) units
+// for a weight w, count_min_inline.h) and one for each division of the cells to make room
+// (count_min.h); the sketch's unit is at most 2^-30 of its largest cell.
 //
 // Rounding: the per-event path keeps every sum of the table, and the event's decayed weight,
 // a double rounded to nearest, and counts the roundings: R, two per event. (The sketch's
@@ -186,8 +187,9 @@ class HeavyHitters {
   }
 
   // The count-min sketch's unit (count_min.h) in decayed units, rounded up: an add to the
-  // sketch, or a division of its cells to make room, raises a key outside the table by less
-  // than one unit beyond its weight, and an admitted key's bound starts there. For tests.
+  // sketch raises a key outside the table by less than two units beyond its weight, a
+  // division of its cells to make room by less than one, and an admitted key's bound starts
+  // there. For tests.
   double SketchUnit() const;
 
   // Decayed weight of all events, and by op: upper bounds on the true totals (see above).
