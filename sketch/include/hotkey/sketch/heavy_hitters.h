@@ -225,7 +225,9 @@ class HeavyHitters {
 
   // A versioned, checksummed byte string; Deserialize() returns an error for any buffer
   // that is truncated, corrupt, or of another version, never undefined behaviour. Versions
-  // 2 to 4 still load (a lobby they hold is handed to the sketch, keeping every bound).
+  // 2 to 5 still load (a lobby they hold is handed to the sketch, and their double counters
+  // are rounded up into the 4-byte cells of a sketch as wide as the budget now holds,
+  // keeping every bound; serialize_test.cc).
   std::string Serialize() const;
   // The saved tracker, its clock placed at `now`: its whole time line (clock, decay
   // landmark, start and admission times) moves by `now` minus the saved clock, so that the
