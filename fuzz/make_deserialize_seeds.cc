@@ -75,10 +75,11 @@ int main(int argc, char** argv) {
   large.Update("big", Op::kWrite, 1);
   Write(dir, "hh_large", 2, large.Serialize());
 
-  // Every seed here is in format version 5. The older seeds are kept as they were made:
-  // hh_full_v2 (version 2: no lobby, no count of roundings), hh_lobby_v3 (version 3: a lobby,
-  // no count) and hh_lobby, hh_lobby_checksummed (version 4: a lobby of two full buckets,
-  // and a count of roundings).
+  // Every seed here is in format version 6 (count-min: 3). The older seeds are kept as they
+  // were made: hh_full_v2 (version 2: no lobby, no count of roundings), hh_lobby_v3 (version
+  // 3: a lobby, no count), hh_lobby, hh_lobby_checksummed (version 4: a lobby of two full
+  // buckets, and a count of roundings), hh_full_v5 (version 5: f64 counters, half the width)
+  // and cms_counts_v2 (count-min version 2: f64 counters, refused).
 
   // Count-min sketches: empty and with counts.
   CountMinSketch cms = *CountMinSketch::Create(8, 2);

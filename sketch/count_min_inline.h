@@ -1,12 +1,10 @@
 // CountMinSketch::UpdateInline(): the conservative update, defined here so that the
 // tracker's per-event path (heavy_hitters.cc) inlines it. Internal to hotkey::sketch.
 //
-// The default depth of 4 has its rows unrolled: one minimum of four cells, one sum and four
-// max-stores, each cell addressed by Column() where it is read or written. Other depths take
-// the loop. RaiseToInline() likewise. All follow Column()'s mapping (pinned by
-// heavy_hitters_eviction_test.cc). The sum rounds up for Update() (the sketch's own
-// guarantee), or to nearest for the tracker, which counts its roundings and widens its
-// bounds when it reads them (heavy_hitters.h).
+// The default depth of 4 has its rows unrolled: one minimum of four cells, the weight in
+// whole units rounded up, one integer sum and four max-stores. Other depths take the loop. An add
+// that would pass kCellMax leaves through UpdateSaturating(), which makes room and adds. All follow
+// Column()'s mapping (pinned by heavy_hitters_eviction_test.cc).
 
 #ifndef HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
 #define HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
@@ -17,58 +15,90 @@
 #include <limits>
 
 #include "hotkey/sketch/count_min.h"
-#include "rounding.h"
 
 namespace hotkey::sketch {
 
-template <bool kRoundUp>
+namespace internal {
+// Cells are divided to at most this many units when the scale rises, so that the next
+// rise waits until the largest cell has doubled: O(cells) once per doubling.
+inline constexpr double kRoomUnits = 0x1p31;
+// The largest x = weight / scale an add takes on the common path: floor(x + 1) and
+// ceil(x) then fit a Counter (below 2^32 - 1). The slow path makes room for more.
+inline constexpr double kMaxAddUnits = 0x1p32 - 4;
+
+// The smallest power of two, at least `scale` (a power of two) and at most kMaxScale, that
+// holds `value` in kRoomUnits units (kMaxScale if none does).
+inline double ScaleFor(double value, double scale) {
+  while (value * (1 / scale) > kRoomUnits && scale < CountMinSketch::kMaxScale) scale *= 2;
+  return scale;
+}
+}  // namespace internal
+
+template <typename Up>
+void CountMinSketch::Revalue(Up up) {
+  double largest = 0;
+  for (size_t i = 0; i < counters_.size(); ++i) largest = std::max(largest, up(i));
+  double scale = kInitialScale;
+  if (largest > 0) {
+    // 2^(e - 31) holds a value in [2^e, 2^(e+1)) in at most 2^32 units; ScaleFor() takes it
+    // to 2^31 at most.
+    scale = std::clamp(std::ldexp(1.0, std::ilogb(largest) - 31), kMinScale, kMaxScale);
+    scale = internal::ScaleFor(largest, scale);
+  }
+  const double inv = 1 / scale;
+  // Written in place: up(i) reads cell i (and scale_, unchanged until the end) only.
+  for (size_t i = 0; i < counters_.size(); ++i) {
+    const double v = up(i);
+    counters_[i] = v * inv >= kCellMax ? kCellMax : UnitsUp(v, inv);
+  }
+  SetScale(scale);
+}
+
+inline CountMinSketch::Counter CountMinSketch::UnitsAbove(double x) {
+  // RN(x + 1) >= floor(x) + 1 >= x, and it passes x + 1 only when rounding up to the next
+  // integer, which takes a fraction of x above 1 - 2^-20 (x < 2^32): 1 + 2^-20 units at most.
+  // An underflowed x (0) counts one unit, as a positive weight must.
+  return static_cast<Counter>(x + 1.0);
+}
+
+inline CountMinSketch::Counter CountMinSketch::UnitsUp(double value, double inv_scale) {
+  // value * inv_scale is exact (inv_scale is a power of two) unless it leaves the normal
+  // range: then it is below 1 and the add counts one unit, as any positive value does.
+  const double x = value * inv_scale;
+  const Counter whole = static_cast<Counter>(x);
+  return whole + (static_cast<double>(whole) < x || (whole == 0 && value > 0));
+}
+
+template <bool kExactUnits>
 inline double CountMinSketch::Update4Inline(uint64_t hash, double weight) {
-  assert(depth_ == 4 && weight > 0 && std::isfinite(weight));
+  assert(depth_ == 4 && weight > 0 && weight <= kMaxWeight);
+  // The four cells' addresses first: a store to a u32 cell may alias the sketch's u32
+  // members (width_, mask_), so addresses worked out after one would be read again.
   Counter* const row0 = counters_.data();
-  const auto cell = [&](uint32_t r) -> Counter& { return row0[Column(hash, r)]; };
-  const Counter min = std::min(std::min(cell(0), cell(1)), std::min(cell(2), cell(3)));
-  const Counter target = kRoundUp ? internal::AddUp(min, weight) : min + weight;
-  cell(0) = std::max(cell(0), target);
-  cell(1) = std::max(cell(1), target);
-  cell(2) = std::max(cell(2), target);
-  cell(3) = std::max(cell(3), target);
-  return target;
+  Counter* const c0 = row0 + Column(hash, 0);
+  Counter* const c1 = row0 + Column(hash, 1);
+  Counter* const c2 = row0 + Column(hash, 2);
+  Counter* const c3 = row0 + Column(hash, 3);
+  const Counter min = std::min(std::min(*c0, *c1), std::min(*c2, *c3));
+  // x < kMaxAddUnits (false for NaN too), so the units fit a Counter; the sum is checked
+  // for overflow past kCellMax.
+  const double x = weight * inv_scale_;
+  Counter target;
+  if (!(x < internal::kMaxAddUnits) ||
+      __builtin_add_overflow(min, kExactUnits ? UnitsUp(weight, inv_scale_) : UnitsAbove(x),
+                             &target)) [[unlikely]] {
+    return UpdateSaturating(hash, weight, kExactUnits);
+  }
+  *c0 = std::max(*c0, target);
+  *c1 = std::max(*c1, target);
+  *c2 = std::max(*c2, target);
+  *c3 = std::max(*c3, target);
+  return target * scale_;
 }
 
-template <bool kRoundUp>
 inline double CountMinSketch::UpdateInline(uint64_t hash, double weight) {
-  assert(weight > 0 && std::isfinite(weight));
-  // Conservative update: find the minimum, then lift only the counters below min + weight.
-  // Rounded to nearest, 2^53 + 1 would stay 2^53 and the weight be lost: Update() rounds up;
-  // the tracker rounds to nearest and accounts for the loss when it reads.
-  auto add = [](double a, double b) { return kRoundUp ? internal::AddUp(a, b) : a + b; };
-  if (depth_ == 4) return Update4Inline<kRoundUp>(hash, weight);
-  Counter* c[kMaxDepth];
-  Counter est = std::numeric_limits<Counter>::infinity();
-  for (uint32_t r = 0; r < depth_; ++r) {
-    c[r] = &counters_[Column(hash, r)];
-    est = std::min(est, *c[r]);
-  }
-  const Counter target = add(est, weight);
-  for (uint32_t r = 0; r < depth_; ++r) *c[r] = std::max(*c[r], target);
-  return target;
-}
-
-inline void CountMinSketch::RaiseToInline(uint64_t hash, double value) {
-  // The tracker's lobby writes replaced ways back on its per-event path: the default depth
-  // is unrolled as in UpdateInline.
-  if (depth_ == 4) {
-    Counter* const row0 = counters_.data();
-    for (uint32_t r = 0; r < 4; ++r) {
-      Counter& c = row0[Column(hash, r)];
-      c = std::max(c, value);
-    }
-    return;
-  }
-  for (uint32_t r = 0; r < depth_; ++r) {
-    Counter& c = counters_[Column(hash, r)];
-    c = std::max(c, value);
-  }
+  if (depth_ == 4) return Update4Inline<true>(hash, weight);
+  return UpdateAnyDepth(hash, weight);
 }
 
 }  // namespace hotkey::sketch

@@ -25,8 +25,11 @@ constexpr char kMagic[] = "HKHH";
 // the raw totals. Version 5: no lobby. Versions 2 to 4 are still read: 2 and 3 rounded their
 // values outward, so they load with no roundings to count, and the ways of a version-3 or -4
 // lobby are raised into the sketch (each way bounds the keys of its hash outside the table,
-// so the sketch then does).
-constexpr uint16_t kVersion = 5;
+// so the sketch then does). Version 6: the sketch as a f64 scale and u32 cells; the f64
+// counters of versions 2 to 5 load rounded up to cells, into a sketch of the width the
+// budget now holds.
+constexpr uint16_t kVersion = 6;
+constexpr uint16_t kFirstWithCells = 6;
 constexpr uint16_t kOldestVersion = 2;
 constexpr uint16_t kFirstWithLobby = 3;
 constexpr uint16_t kLastWithLobby = 4;
@@ -146,27 +149,9 @@ void HeavyHitters::Advance(absl::Time now) {
   }
 }
 
-void HeavyHitters::FollowClock(absl::Time now) {
-  if (now >= now_) {
-    Advance(now);
-    return;
-  }
-  // Infinite times are no clock's readings.
-  if (now == absl::InfinitePast() || now_ == absl::InfiniteFuture()) return;
-  // now_ - landmark_ is kept, so the decay factor stays as it is.
-  const absl::Duration step = now - now_;
-  now_ = now;
-  landmark_ += step;
-  start_ += step;
-  for (uint32_t slot = 0; slot < size_; ++slot) {
-    int64_t& ns = entries_[slot].admitted_ns;
-    ns = absl::ToUnixNanos(absl::FromUnixNanos(ns) + step);  // saturates, never wraps
-  }
-}
-
 template <typename Up, typename Down>
 void HeavyHitters::ScaleStored(Up up, Down down) {
-  for (CountMinSketch::Counter& c : cms_.counters_) c = up(c);
+  cms_.Revalue([&](size_t i) { return up(cms_.value(i)); });
   for (double& t : total_) t = up(t);
   for (uint32_t i = 0; i < size_; ++i) {
     Entry& e = entries_[heap_[i].slot];
@@ -363,7 +348,7 @@ inline void HeavyHitters::UpdateMiss(uint64_t hash, const char* key, uint32_t co
   if (cms_.depth() == 4) [[likely]] {
     estimate = cms_.Update4Inline<false>(hash, w);
   } else {
-    estimate = cms_.UpdateNearest(hash, w);
+    estimate = cms_.UpdateAnyDepth(hash, w);
   }
   // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1 while
   // the table has room: an estimate at or below it cannot be admitted, and the common miss
@@ -486,6 +471,8 @@ double HeavyHitters::Total() const {
 double HeavyHitters::Total(Op op) const {
   return internal::DivUp(total_[static_cast<int>(op)], UpperDivisor());
 }
+
+double HeavyHitters::SketchUnit() const { return internal::DivUp(cms_.scale(), UpperDivisor()); }
 
 double HeavyHitters::UpperDivisor() const {
   // factor_ * keep, rounded down: a stored upper S bounds factor_ * true, times keep.
@@ -658,8 +645,9 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
 // Layout (after the common magic/version header, all little-endian):
 //   u32 candidates | u32 max_key_bytes | u32 sketch_depth | u64 sketch_bytes | i64 half_life_ns
 //     (-1: no decay) | u64 seed | i64 start_ns | i64 landmark_ns | i64 now_ns
-//   f64 total[2] | f64 raw_total[2] | version 4 only: u64 roundings
-//   u32 cms_width | f64 counters[width * depth]
+//   f64 total[2] | f64 raw_total[2] | versions 4 on: u64 roundings
+//   u32 cms_width | version 6: f64 cms_scale | u32 cells[width * depth]
+//                 | versions 2 to 5: f64 counters[width * depth]
 //   u32 entries, then per entry:
 //     u64 hash | f64 upper | f64 weight[2] | f64 raw[2] | i64 admitted_ns | u8 truncated
 //     | u32 key_len | key bytes
@@ -683,7 +671,8 @@ std::string HeavyHitters::Serialize() const {
   for (double t : raw_total_) w.F64(t);
   w.U64(roundings());
   w.U32(cms_.width());
-  for (CountMinSketch::Counter c : cms_.counters()) w.F64(c);
+  w.F64(cms_.scale());
+  for (CountMinSketch::Counter c : cms_.counters()) w.U32(c);
   w.U32(size_);
   // In slot order (slots in use are 0..size_-1), which Deserialize() restores, so a
   // restored tracker serialises to the same bytes.
@@ -701,7 +690,7 @@ std::string HeavyHitters::Serialize() const {
   return std::move(w).Finish();
 }
 
-absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
+absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes, absl::Time now) {
   internal::ByteReader r;
   uint16_t version;
   if (absl::Status s =
@@ -725,12 +714,18 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   if (sketch_bytes > (uint64_t{1} << 32)) return corrupt("sketch budget out of range");
   // The sketch's counters are in the buffer: make sure they all are before anything is
   // allocated for them (a hostile header could otherwise ask for 8 GiB).
-  using Counter = CountMinSketch::Counter;
+  // Versions 2 to 5 saved f64 counters, as many as the budget held at 8 bytes each; 6 saves
+  // a f64 scale and u32 cells.
+  const size_t saved_cell = version >= kFirstWithCells ? sizeof(uint32_t) : sizeof(double);
+  uint64_t saved_width = 0;
   if (o.sketch_depth >= 1 && o.sketch_depth <= CountMinSketch::kMaxDepth) {
-    const uint64_t width = std::bit_floor(std::min<uint64_t>(
-        sketch_bytes / o.sketch_depth / sizeof(Counter), CountMinSketch::kMaxWidth));
-    const uint64_t needed = 4 * sizeof(double) + sizeof(uint32_t) +
-                            width * o.sketch_depth * sizeof(Counter) + sizeof(uint32_t);
+    saved_width = std::bit_floor(
+        std::min<uint64_t>(sketch_bytes / o.sketch_depth / saved_cell, CountMinSketch::kMaxWidth));
+    // Totals, the rounding count (versions 4 on), the width, the scale (6 on), the cells,
+    // the entry count.
+    const uint64_t needed = 4 * sizeof(double) + (version >= 4 ? sizeof(uint64_t) : 0) +
+                            sizeof(uint32_t) + (version >= kFirstWithCells ? sizeof(double) : 0) +
+                            saved_width * o.sketch_depth * saved_cell + sizeof(uint32_t);
     if (r.remaining() < needed) return corrupt("buffer too short for its sketch");
   }
   if (absl::Status s = o.Validate(); !s.ok()) return corrupt(s.message());
@@ -755,9 +750,33 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
                                                             kRoundingsPerEvent);
   }
   uint32_t width;
-  if (!r.U32(&width) || width != hh->cms_.width()) return corrupt("sketch width mismatch");
-  for (Counter& c : hh->cms_.counters_) {
-    if (!r.F64(&c) || !Loadable(c)) return corrupt("bad sketch counter");
+  if (!r.U32(&width) || width != saved_width || width == 0) {
+    return corrupt("sketch width mismatch");
+  }
+  CountMinSketch& cms = hh->cms_;
+  if (version >= kFirstWithCells) {
+    double scale;
+    if (!r.F64(&scale) || !Loadable(scale * CountMinSketch::kCellMax) ||
+        !(scale >= CountMinSketch::kMinScale && scale <= CountMinSketch::kMaxScale) ||
+        std::bit_cast<uint64_t>(scale) % (uint64_t{1} << 52) != 0) {
+      return corrupt("sketch scale out of range");
+    }
+    cms.SetScale(scale);
+    for (CountMinSketch::Counter& c : cms.counters_) r.U32(&c);  // the length was checked
+  } else {
+    // Double counters, rounded up to cells. A saved sketch of half the width (its counters
+    // were twice the size of a cell) fills the new one's columns j and j + saved width: both
+    // map to the saved column j under the saved mask (Column()), so every key reads at least
+    // what it read before.
+    std::vector<double> saved(saved_width * o.sketch_depth);
+    for (double& c : saved) {
+      if (!r.F64(&c) || !Loadable(c)) return corrupt("bad sketch counter");
+    }
+    const uint64_t new_width = cms.width();
+    cms.Revalue([&](size_t i) {
+      const uint64_t row = i / new_width, column = i % new_width;
+      return saved[row * saved_width + (column & (saved_width - 1))];
+    });
   }
   uint32_t n;
   if (!r.U32(&n) || n > o.candidates) return corrupt("bad entry count");
@@ -825,6 +844,28 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   // Only now that every value is loaded against the saved landmark may the clock move
   // (a move of more than kRescaleExponent half-lives rescales them).
   hh->Advance(absl::FromUnixNanos(now_ns));
+  // Then the whole time line moves to `now`: now_ - landmark_ is kept, so the decay factor
+  // and every stored value stay as they are. Start and landmark are at or before the saved
+  // clock, so checking the moved ones and `now` checks them all; admission times (reports
+  // only) saturate.
+  if (now == absl::InfinitePast() || now == absl::InfiniteFuture()) {
+    return absl::InvalidArgumentError("heavy hitters: cannot place a tracker at an infinite time");
+  }
+  const absl::Duration shift = now - hh->now_;
+  const absl::Time lowest = absl::FromUnixNanos(std::numeric_limits<int64_t>::min());
+  const absl::Time highest = absl::FromUnixNanos(std::numeric_limits<int64_t>::max());
+  if (now > highest || hh->start_ + shift < lowest || hh->landmark_ + shift < lowest) {
+    return absl::InvalidArgumentError(absl::StrCat("heavy hitters: placing the saved clock at ",
+                                                   absl::FormatTime(now),
+                                                   " moves its time line out of range"));
+  }
+  hh->now_ = now;
+  hh->landmark_ += shift;
+  hh->start_ += shift;
+  for (uint32_t slot = 0; slot < hh->size_; ++slot) {
+    int64_t& ns = hh->entries_[slot].admitted_ns;
+    ns = ToNanos(absl::FromUnixNanos(ns) + shift);  // saturates, never wraps
+  }
   return hh;
 }
 

@@ -28,6 +28,13 @@ CountMinSketch Must(absl::StatusOr<CountMinSketch> cms) {
   return *std::move(cms);
 }
 
+// Every cell's value, cells times the scale.
+std::vector<double> Values(const CountMinSketch& cms) {
+  std::vector<double> v(cms.counters().size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = cms.value(i);
+  return v;
+}
+
 uint64_t H(uint64_t id) {
   return HashKey(std::string_view(reinterpret_cast<const char*>(&id), 8), 7);
 }
@@ -120,8 +127,8 @@ TEST_CASE("CountMin: FromBytes fits the widest power-of-two sketch in the budget
     CHECK(cms.bytes() * 2 > budget);  // twice the width would not fit
     CHECK(cms.bytes() == size_t{cms.width()} * depth * sizeof(CountMinSketch::Counter));
   }
-  // 8-byte counters: 32 KiB over 4 rows is 1024 columns (epsilon = e / 1024 ~ 0.0027).
-  CHECK(Must(CountMinSketch::FromBytes(32 * 1024, 4)).width() == 1024);
+  // 4-byte cells: 32 KiB over 4 rows is 2048 columns (epsilon = e / 2048 ~ 0.0013).
+  CHECK(Must(CountMinSketch::FromBytes(32 * 1024, 4)).width() == 2048);
 }
 
 TEST_CASE("CountMin: invalid shapes and error targets are rejected", "[sketch][count_min]") {
@@ -147,7 +154,7 @@ TEST_CASE("CountMin: invalid shapes and error targets are rejected", "[sketch][c
   CHECK(rejected(CountMinSketch::FromBytes(1024, CountMinSketch::kMaxDepth + 1)));
   CHECK(rejected(CountMinSketch::FromBytes(15, 4)));  // not one counter a row
   CHECK(rejected(CountMinSketch::FromBytes(0, 1)));
-  CHECK(Must(CountMinSketch::Create(1, 1)).bytes() == 8);
+  CHECK(Must(CountMinSketch::Create(1, 1)).bytes() == 4);
 }
 
 TEST_CASE("CountMin: conservative update never lowers a counter", "[sketch][count_min]") {
@@ -157,22 +164,61 @@ TEST_CASE("CountMin: conservative update never lowers a counter", "[sketch][coun
   std::uniform_int_distribution<uint64_t> key(1, 1000);
   std::uniform_real_distribution<float> weight(0.1f, 10.0f);
   for (int i = 0; i < 20000; ++i) {
-    const std::vector<CountMinSketch::Counter> before = cms.counters();
+    const std::vector<double> before = Values(cms);
+    const uint64_t halvings = cms.halvings();
     const uint64_t h = H(key(gen));
     const double w = weight(gen);
     const double old_estimate = cms.Estimate(h);
     const double returned = cms.Update(h, w);
-    // The sum rounded up: the nearest double, or the one above it when that fell short.
+    // The sum rounded up to whole units of the scale: less than one unit above.
     REQUIRE(returned >= old_estimate + w);
-    REQUIRE(returned <= std::nextafter(old_estimate + w, HUGE_VAL));
     REQUIRE(cms.Estimate(h) == returned);
-    const std::vector<CountMinSketch::Counter>& after = cms.counters();
+    const std::vector<double> after = Values(cms);
+    if (cms.halvings() != halvings) {
+      // Room was made first: every cell was divided by a power of two, rounding up.
+      for (size_t c = 0; c < after.size(); ++c) REQUIRE(after[c] >= before[c]);
+      continue;
+    }
+    REQUIRE(returned < old_estimate + w + cms.scale());
     for (size_t c = 0; c < after.size(); ++c) {
-      // Each counter is unchanged, or was raised exactly to the key's new estimate.
+      // Each cell is unchanged, or was raised exactly to the key's new estimate.
       REQUIRE(after[c] >= before[c]);
       if (after[c] != before[c]) REQUIRE(after[c] == returned);
     }
   }
+}
+
+TEST_CASE("CountMin: the unit stays within 2^-30 of the largest cell as weights grow and shrink",
+          "[sketch][count_min]") {
+  // Weights from 2^-20 to 2^40, then Scale() and Merge(): whatever moved the scale, it is
+  // at most max(kInitialScale, 2^-30 * the largest cell's value), a power of two.
+  CountMinSketch cms = Must(CountMinSketch::Create(256, 4));
+  CountMinSketch other = Must(CountMinSketch::Create(256, 4));
+  auto check = [](const CountMinSketch& c) {
+    double largest = 0;
+    for (size_t i = 0; i < c.counters().size(); ++i) largest = std::max(largest, c.value(i));
+    INFO("scale " << c.scale() << ", largest cell " << largest);
+    REQUIRE(c.scale() <= std::max(CountMinSketch::kInitialScale, largest * 0x1p-30));
+    int e;
+    REQUIRE(std::frexp(c.scale(), &e) == 0.5);
+  };
+  std::mt19937_64 gen(9);
+  for (int i = 0; i < 60; ++i) {
+    const double w = std::ldexp(1.0 + (gen() % 1000) / 1000.0, i - 20);
+    for (int n = 0; n < 200; ++n) {
+      cms.Update(H(gen() % 5000), w);
+      other.Update(H(gen() % 5000), w / 3);
+    }
+    check(cms);
+  }
+  CHECK(cms.halvings() > 0);
+  cms.Scale(0x1p-30);
+  check(cms);
+  REQUIRE(cms.Merge(other, 0.5).ok());
+  check(cms);
+  cms.Scale(0);
+  check(cms);
+  CHECK(cms.scale() == CountMinSketch::kInitialScale);
 }
 
 TEST_CASE("CountMin: RaiseTo lifts a key to at least the value and never lowers it",
@@ -196,11 +242,13 @@ TEST_CASE("CountMin: RaiseTo lifts a key to at least the value and never lowers 
 TEST_CASE("CountMin: Scale multiplies and Clear zeroes every counter", "[sketch][count_min]") {
   CountMinSketch cms = Must(CountMinSketch::Create(128, 3));
   for (uint64_t i = 0; i < 1000; ++i) cms.Update(H(i), 4.0f);
-  const std::vector<CountMinSketch::Counter> before = cms.counters();
+  const std::vector<double> before = Values(cms);
   cms.Scale(0.25f);
-  for (size_t c = 0; c < before.size(); ++c) REQUIRE(cms.counters()[c] == before[c] * 0.25f);
+  // Multiples of 4 times 1/4: integers, exact at any scale up to 1.
+  REQUIRE(cms.scale() <= 1);
+  for (size_t c = 0; c < before.size(); ++c) REQUIRE(cms.value(c) == before[c] * 0.25f);
   cms.Clear();
-  for (double c : cms.counters()) REQUIRE(c == 0.0);
+  for (CountMinSketch::Counter c : cms.counters()) REQUIRE(c == 0);
   CHECK(cms.Estimate(H(1)) == 0.0f);
 }
 
@@ -214,11 +262,9 @@ TEST_CASE("CountMin: merging equal shapes keeps the bounds of the concatenated s
     (i++ < 300000 ? a : b).Update(H(id), 1.0f);
     exact[id] += 1;
   });
-  const std::vector<CountMinSketch::Counter> a_before = a.counters();
+  const std::vector<double> a_before = Values(a);
   REQUIRE(a.Merge(b).ok());
-  for (size_t c = 0; c < a_before.size(); ++c) {
-    REQUIRE(a.counters()[c] == a_before[c] + b.counters()[c]);
-  }
+  for (size_t c = 0; c < a_before.size(); ++c) REQUIRE(a.value(c) == a_before[c] + b.value(c));
   CheckBounds(a, exact, 600000);
 }
 
@@ -229,10 +275,10 @@ TEST_CASE("CountMin: merge with a factor adds the scaled counters", "[sketch][co
     a.Update(H(i), 1.0f);
     b.Update(H(i * 7), 2.0f);
   }
-  const std::vector<CountMinSketch::Counter> a_before = a.counters();
+  const std::vector<double> a_before = Values(a);
   REQUIRE(a.Merge(b, 0.5f).ok());
   for (size_t c = 0; c < a_before.size(); ++c) {
-    REQUIRE(a.counters()[c] == a_before[c] + 0.5f * b.counters()[c]);
+    REQUIRE(a.value(c) == a_before[c] + 0.5f * b.value(c));
   }
 }
 

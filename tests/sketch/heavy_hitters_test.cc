@@ -30,6 +30,7 @@ using testing::FoundOfTopK;
 using testing::IdOf;
 using testing::KeyFor;
 using testing::LowerBoundOf;
+using testing::StoredSums;
 using testing::UpperBoundOf;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
@@ -212,20 +213,20 @@ TEST_CASE("HeavyHitters: a key longer than max_key_bytes is tracked as its prefi
   REQUIRE(top.size() == 3);
   CHECK(top[0].key == prefix);
   CHECK(top[0].truncated);
-  CHECK_THAT(top[0].estimate, UpperBoundOf(30, hh));
+  CHECK_THAT(top[0].estimate, UpperBoundOf(30, hh, StoredSums::kExact, 1));
   CHECK(top[0].hash == HashKey(long_a, o.seed));
   CHECK(top[1].key == prefix);
   CHECK(top[1].truncated);
-  CHECK_THAT(top[1].estimate, UpperBoundOf(20, hh));
+  CHECK_THAT(top[1].estimate, UpperBoundOf(20, hh, StoredSums::kExact, 1));
   CHECK(top[1].hash == HashKey(long_b, o.seed));
   CHECK_THAT(top[1].weight[static_cast<int>(Op::kWrite)], LowerBoundOf(20, hh));
   CHECK(top[2].key == prefix);
   CHECK_FALSE(top[2].truncated);
-  CHECK_THAT(top[2].estimate, UpperBoundOf(10, hh));
+  CHECK_THAT(top[2].estimate, UpperBoundOf(10, hh, StoredSums::kExact, 1));
 
-  CHECK_THAT(hh.Estimate(long_a), UpperBoundOf(30, hh));
-  CHECK_THAT(hh.Estimate(long_b), UpperBoundOf(20, hh));
-  CHECK_THAT(hh.Estimate(prefix), UpperBoundOf(10, hh));
+  CHECK_THAT(hh.Estimate(long_a), UpperBoundOf(30, hh, StoredSums::kExact, 1));
+  CHECK_THAT(hh.Estimate(long_b), UpperBoundOf(20, hh, StoredSums::kExact, 1));
+  CHECK_THAT(hh.Estimate(prefix), UpperBoundOf(10, hh, StoredSums::kExact, 1));
   CHECK_THAT(hh.LowerBound(long_a), LowerBoundOf(30, hh));
   // A third long key with the same prefix is not in the table.
   CHECK(hh.LowerBound(prefix + "-tail-c") == 0);
@@ -243,7 +244,8 @@ TEST_CASE("HeavyHitters: keys with NUL and 0xFF bytes and the empty key are dist
   }
   for (size_t i = 0; i < keys.size(); ++i) {
     INFO("key #" << i);
-    CHECK_THAT(hh.Estimate(keys[i]), UpperBoundOf(static_cast<double>(i + 1), hh));
+    CHECK_THAT(hh.Estimate(keys[i]),
+               UpperBoundOf(static_cast<double>(i + 1), hh, StoredSums::kExact, 1));
     CHECK_THAT(hh.LowerBound(keys[i]), LowerBoundOf(static_cast<double>(i + 1), hh));
   }
   const std::vector<HeavyHitter> top = hh.TopK(100);
@@ -262,8 +264,8 @@ TEST_CASE("HeavyHitters: an empty key given as a default string_view is the empt
   hh.Update(std::string_view(), Op::kRead);
   hh.Update("", Op::kRead);
   hh.Update(std::string_view(), Op::kWrite);
-  CHECK_THAT(hh.Estimate(std::string_view()), UpperBoundOf(3, hh));
-  CHECK_THAT(hh.Estimate(""), UpperBoundOf(3, hh));
+  CHECK_THAT(hh.Estimate(std::string_view()), UpperBoundOf(3, hh, StoredSums::kExact, 1));
+  CHECK_THAT(hh.Estimate(""), UpperBoundOf(3, hh, StoredSums::kExact, 1));
   const std::vector<HeavyHitter> top = hh.TopK(5);
   REQUIRE(top.size() == 1);
   CHECK(top[0].key.empty());

@@ -28,6 +28,7 @@
 #include "test_util.h"
 
 namespace hotkey::sketch {
+using testing::Reload;
 namespace {
 
 using testing::KeyFor;
@@ -63,7 +64,7 @@ HeavyHitters WithRoundings(const HeavyHitters& hh, uint64_t roundings) {
   std::string bytes = hh.Serialize();
   Patch<uint64_t>(&bytes, kRoundingsAt, roundings);
   Rechecksum(&bytes);
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(bytes);
+  absl::StatusOr<HeavyHitters> back = Reload(bytes);
   REQUIRE(back.ok());
   REQUIRE(back->roundings() == roundings);
   return *std::move(back);
@@ -116,31 +117,36 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest would stall still bounds
 
   // Yet every bound holds. The stored sums drifted by up to R roundings and the read widens
   // them by as much again, hence StoredSums::kRounded (a relative 2 * R * 2^-53 at most).
-  CHECK_THAT(hh.UpperBound("big"), UpperBoundOf(big, hh, StoredSums::kRounded));
+  // "big" entered the table with the sketch's estimate, rounded up to whole units; "cm"'s
+  // 1010 adds each rounded up by less than two units (the sketch never halved: 2^31 units
+  // hold 1e16 + 1010 units).
+  CHECK_THAT(hh.UpperBound("big"), UpperBoundOf(big, hh, StoredSums::kRounded, 1));
   CHECK_THAT(hh.LowerBound("big"), LowerBoundOf(big, hh, StoredSums::kRounded));
-  CHECK_THAT(hh.UpperBound("cm"), UpperBoundOf(cm, hh, StoredSums::kRounded));
+  CHECK_THAT(hh.UpperBound("cm"), UpperBoundOf(cm, hh, StoredSums::kRounded, 1010));
   CHECK_THAT(hh.Total(Op::kRead), UpperBoundOf(big, hh, StoredSums::kRounded));
   CHECK_THAT(hh.Total(Op::kWrite), UpperBoundOf(cm, hh, StoredSums::kRounded));
   CHECK_THAT(hh.Total(), UpperBoundOf(big + cm, hh, StoredSums::kRounded));
   const std::vector<HeavyHitter> top = hh.TopK(1);
   REQUIRE(top.size() == 1);
-  CHECK_THAT(top[0].estimate, UpperBoundOf(big, hh, StoredSums::kRounded));
+  CHECK_THAT(top[0].estimate, UpperBoundOf(big, hh, StoredSums::kRounded, 1));
   CHECK_THAT(top[0].weight[static_cast<int>(Op::kRead)],
              LowerBoundOf(big, hh, StoredSums::kRounded));
   // The drift is real: the lower bound is further below the truth than one widening
   // (R * 2^-53) reaches, which is why the read's widening alone is not the error bound.
   CHECK_FALSE(LowerBoundOf(big, hh).match(hh.LowerBound("big")));
 
-  // And the widening is what saves the bounds: the same state read with no roundings counted
-  // (as a tracker that rounded outward would be) reports less than the truth.
+  // And the widening is what saves the bounds of the doubles: the same state read with no
+  // roundings counted (as a tracker that rounded outward would be) reports less than the
+  // truth. (The keys' upper bounds carry the sketch's rounding up to whole units, which
+  // covers their stalled sums here.)
   std::string uncounted = bytes;
   Patch<uint64_t>(&uncounted, kRoundingsAt, 0);
   Rechecksum(&uncounted);
-  absl::StatusOr<HeavyHitters> wrong = HeavyHitters::Deserialize(uncounted);
+  absl::StatusOr<HeavyHitters> wrong = Reload(uncounted);
   REQUIRE(wrong.ok());
-  CHECK(wrong->UpperBound("big") < big);
-  CHECK(wrong->UpperBound("cm") < cm);
   CHECK(wrong->Total() < big + cm);
+  CHECK(wrong->Total(Op::kRead) < big);
+  CHECK(wrong->LowerBound("big") < big);
 }
 
 TEST_CASE("HeavyHitters: a sum that rounding to nearest lifts stays within twice the widening",
@@ -154,7 +160,8 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest lifts stays within twice
   const double truth = 1e16 + 1500;
   REQUIRE(truth - 1e16 == 1500);
   CHECK(Peek<double>(hh.Serialize(), 66) == 1e16 + 2000);  // the stored total, lifted
-  CHECK_THAT(hh.UpperBound("k"), UpperBoundOf(truth, hh, StoredSums::kRounded));
+  // (Admitted from the sketch: less than two of its units on top.)
+  CHECK_THAT(hh.UpperBound("k"), UpperBoundOf(truth, hh, StoredSums::kRounded, 1));
   CHECK_THAT(hh.Total(), UpperBoundOf(truth, hh, StoredSums::kRounded));
   CHECK_THAT(hh.LowerBound("k"), LowerBoundOf(truth, hh, StoredSums::kRounded));
   // Further above the truth than one widening (R * 2^-53) reaches.
@@ -234,7 +241,7 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
   std::string bytes = fed.Serialize();
   Patch<uint64_t>(&bytes, kRoundingsAt, HeavyHitters::kMaxRoundings - 2);
   Rechecksum(&bytes);
-  absl::StatusOr<HeavyHitters> hh = HeavyHitters::Deserialize(bytes);
+  absl::StatusOr<HeavyHitters> hh = Reload(bytes);
   REQUIRE(hh.ok());
   REQUIRE(hh->roundings() == HeavyHitters::kMaxRoundings - 2);
   const std::string hot = KeyFor(0);  // the heaviest key, in the table
@@ -259,8 +266,8 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
     REQUIRE((s.lower > 0) == (i < 8));  // keys 0..7 hold the table
     if (i < 8) {
       // Admitted at their first events: bounded within the widening of 2^32 roundings, a
-      // relative 2^-21 (and their stored sums are exact).
-      REQUIRE_THAT(s.upper, UpperBoundOf(exact, *hh));
+      // relative 2^-21 (and their stored sums are exact), and the sketch's units.
+      REQUIRE_THAT(s.upper, UpperBoundOf(exact, *hh, StoredSums::kExact, 1));
       REQUIRE_THAT(s.lower, LowerBoundOf(exact, *hh));
       REQUIRE(s.upper > exact);
     }
@@ -277,7 +284,8 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
 
   // Settling applies the widening the reads already applied to the stored values, so a
   // bound moves by a few ulps (a relative 2^-48 here), not by another 2^-21, and only
-  // outward: it never crosses the truth. Nothing moves between tiers.
+  // outward: it never crosses the truth. Nothing moves between tiers. A key in the sketch
+  // may move up by one of its units more: the settled cells are rounded up to whole units.
   constexpr double kUlps = 0x1p-48;
   for (int i = 0; i < 80; ++i) {
     const std::string k = KeyFor(i);
@@ -294,14 +302,14 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
       REQUIRE(lower <= s.lower);
     }
     const double added = k == hot ? 3 : 0;
-    REQUIRE(upper <= (s.upper + added) * (1 + kUlps));
+    REQUIRE(upper <= (s.upper + added) * (1 + kUlps) + (s.lower > 0 ? 0 : hh->SketchUnit()));
     REQUIRE(lower >= (s.lower + added) * (1 - kUlps));
   }
   CHECK(hh->Total() >= total);
   CHECK(hh->Total() >= total_before + 3);
   CHECK(hh->Total() <= (total_before + 3) * (1 + kUlps));
   // The settled tracker is a valid saved tracker, with its new count.
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(hh->Serialize());
+  absl::StatusOr<HeavyHitters> back = Reload(hh->Serialize());
   REQUIRE(back.ok());
   CHECK(back->roundings() == 2 * 3);
   CHECK(back->UpperBound(hot) == hh->UpperBound(hot));
@@ -340,7 +348,8 @@ TEST_CASE("HeavyHitters: a merge counts the larger of the two counts of rounding
     CHECK_THAT(m->Total(), UpperBoundOf(total, *m));
     for (const auto& [k, w] : truth) {
       INFO(k);
-      CHECK_THAT(m->UpperBound(k), UpperBoundOf(w, *m));
+      // Each side admitted its keys from its sketch: two adds' units at most.
+      CHECK_THAT(m->UpperBound(k), UpperBoundOf(w, *m, StoredSums::kExact, 2));
       CHECK_THAT(m->LowerBound(k), LowerBoundOf(w, *m));
     }
   }
@@ -392,7 +401,9 @@ TEST_CASE(
       const double upper = t.UpperBound(k), lower = t.LowerBound(k);
       INFO(k << " after " << settles << " settles, truth " << static_cast<double>(truth[k])
              << " upper " << upper << " lower " << lower);
-      CHECK(WithinSettled(true, upper, truth[k], settles));
+      // (Admitted from the sketch: less than two of its units on top.)
+      CHECK(WithinSettled(true, std::max<double>(truth[k], upper - 2 * t.SketchUnit()), truth[k],
+                          settles));
       CHECK(WithinSettled(false, lower, truth[k], settles));
       CHECK(upper >= truth[k] * (1 + reached));
       CHECK(lower <= truth[k] * (1 - reached));
@@ -403,7 +414,10 @@ TEST_CASE(
       INFO(k << " after " << settles << " settles, truth " << static_cast<double>(truth[k])
              << " upper " << upper);
       CHECK(upper >= truth[k]);
-      CHECK(WithinSettled(true, upper, sketch_upper[k], settles));
+      // Each settle also rounds the sketch's cells up to whole units: one unit more each.
+      CHECK(upper >= sketch_upper[k]);
+      CHECK(WithinSettled(true, std::max<double>(sketch_upper[k], upper - settles * t.SketchUnit()),
+                          sketch_upper[k], settles));
       CHECK(t.LowerBound(k) == 0);
     }
     CHECK(WithinSettled(true, t.Total(), total, settles));
@@ -463,21 +477,21 @@ TEST_CASE(
   const std::string bytes = ab.Serialize();
   CHECK(Peek<double>(bytes, kTotalsAt) == 2e16);             // stalled: 1010 below
   CHECK(Peek<double>(bytes, kTotalsAt + 8) == 2e16 + 2020);  // lifted: 505 above
-  CHECK_THAT(ab.UpperBound("s"), UpperBoundOf(s, ab, StoredSums::kRounded));
+  // Each side admitted both keys from its sketch, rounded up to a whole unit: two in all.
+  CHECK_THAT(ab.UpperBound("s"), UpperBoundOf(s, ab, StoredSums::kRounded, 2));
   CHECK_THAT(ab.LowerBound("s"), LowerBoundOf(s, ab, StoredSums::kRounded));
-  CHECK_THAT(ab.UpperBound("l"), UpperBoundOf(l, ab, StoredSums::kRounded));
+  CHECK_THAT(ab.UpperBound("l"), UpperBoundOf(l, ab, StoredSums::kRounded, 2));
   CHECK_THAT(ab.LowerBound("l"), LowerBoundOf(l, ab, StoredSums::kRounded));
   CHECK_THAT(ab.Total(Op::kRead), UpperBoundOf(s, ab, StoredSums::kRounded));
   CHECK_THAT(ab.Total(Op::kWrite), UpperBoundOf(l, ab, StoredSums::kRounded));
   CHECK_THAT(ab.Total(), UpperBoundOf(s + l, ab, StoredSums::kRounded));
 
   // The larger count is what keeps them: the same merged state counting none, or only the
-  // smaller side's (2 * 40, a widening of 178 at 2e16), puts "s" and the read total below
-  // their truths and "l"'s lower bound above its.
+  // smaller side's (2 * 40, a widening of 178 at 2e16), puts the read total below its truth
+  // and "l"'s lower bound above its. ("s"'s upper bound carries the sketch's whole units.)
   for (uint64_t r : {uint64_t{0}, b.roundings()}) {
     INFO("merged state read with " << r << " roundings counted");
     const HeavyHitters wrong = WithRoundings(ab, r);
-    CHECK(wrong.UpperBound("s") < s);
     CHECK(wrong.Total(Op::kRead) < s);
     CHECK(wrong.LowerBound("l") > l);
   }
@@ -501,7 +515,9 @@ TEST_CASE(
     CHECK(WithinSettled(false, hh->LowerBound("s"), s, 1));
     CHECK(WithinSettled(true, hh->UpperBound("l"), l, 1));
     CHECK(WithinSettled(false, hh->LowerBound("l"), l, 1));
-    CHECK(WithinSettled(true, hh->UpperBound("x"), 1, 1));
+    // "x" entered the table from the sketch: less than two of its units on top.
+    CHECK(hh->UpperBound("x") >= 1);
+    CHECK(WithinSettled(true, std::max(1.0, hh->UpperBound("x") - 2 * hh->SketchUnit()), 1, 1));
     CHECK(WithinSettled(false, hh->LowerBound("x"), 1, 1));
     CHECK(WithinSettled(true, hh->Total(Op::kRead), s + 1, 1));
     CHECK(WithinSettled(true, hh->Total(Op::kWrite), l, 1));
@@ -553,13 +569,14 @@ TEST_CASE("HeavyHitters: the decayed weight's product is rounded and counted",
       INFO(key);
       const long double decayed = f / factor;
       heaviest = std::max(heaviest, decayed);
-      CHECK_THAT(hh.UpperBound(key), UpperBoundOf(decayed, hh, StoredSums::kRounded));
+      // Admitted from the sketch at its first event: less than two of its units on top.
+      CHECK_THAT(hh.UpperBound(key), UpperBoundOf(decayed, hh, StoredSums::kRounded, 1));
       CHECK_THAT(hh.LowerBound(key), LowerBoundOf(decayed, hh, StoredSums::kRounded));
     }
     for (const HeavyHitter& h : hh.TopK(6)) {
       INFO(h.key);
       const long double decayed = forward[h.key] / factor;
-      CHECK_THAT(h.estimate, UpperBoundOf(decayed, hh, StoredSums::kRounded));
+      CHECK_THAT(h.estimate, UpperBoundOf(decayed, hh, StoredSums::kRounded, 1));
       CHECK_THAT(h.lower_bound, LowerBoundOf(decayed, hh, StoredSums::kRounded));
     }
     CHECK_THAT(hh.Total(Op::kRead),

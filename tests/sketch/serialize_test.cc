@@ -6,20 +6,24 @@
 //
 // Layouts (from sketch/count_min.cc and sketch/heavy_hitters.cc), little-endian:
 //   common:  "HKCM"|"HKHH" (4) | u16 version | payload | u64 XXH3(body, kChecksumSeed)
-//   HKCM:    @6 u32 width | @10 u32 depth | @14 f64 counters[width * depth]
+//   HKCM:    @6 u32 width | @10 u32 depth | @14 f64 scale | @22 u32 cells[width * depth]
 //   HKHH:    @6 u32 candidates | @10 u32 max_key_bytes | @14 u32 sketch_depth
 //            | @18 u64 sketch_bytes | @26 i64 half_life_ns | @34 u64 seed | @42 i64 start_ns
 //            | @50 i64 landmark_ns | @58 i64 now_ns | @66 f64 total[2] | @82 f64 raw_total[2]
-//            | @98 u64 roundings | @106 u32 width | @110 f64 counters | u32 n | n entries:
+//            | @98 u64 roundings | @106 u32 width | @110 f64 scale | @118 u32 cells
+//            | u32 n | n entries:
 //            +0 u64 hash | +8 f64 upper | +16 f64 weight[2] | +32 f64 raw[2]
 //            | +48 i64 admitted_ns | +56 u8 truncated | +57 u32 key_len | +61 key bytes
-//   (version 5; version 4 adds a keyless lobby after the entries, u32 lobby ways then
-//   ways of u64 hash | f64 upper; version 3 has that lobby but no roundings field, so what
-//   follows it is 8 bytes earlier; version 2 has neither)
+//   (version 6; version 5 has f64 counters[width * depth] at @110 instead of the scale and
+//   cells, its width what the budget holds at 8 bytes a counter; version 4 adds a keyless
+//   lobby after the entries, u32 lobby ways then ways of u64 hash | f64 upper; version 3 has
+//   that lobby but no roundings field, so what follows it is 8 bytes earlier; version 2 has
+//   neither)
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -38,6 +42,7 @@
 #include "test_util.h"
 
 namespace hotkey::sketch {
+using testing::Reload;
 namespace {
 
 using testing::KeyFor;
@@ -68,12 +73,14 @@ TEST_CASE("CountMin: serialize round trip restores every counter", "[sketch][ser
   std::mt19937_64 gen(61);
   for (int i = 0; i < 100000; ++i) cms->Update(gen() % 5000, 1.0f + (gen() % 100) / 7.0f);
   const std::string bytes = cms->Serialize();
-  CHECK(bytes.size() == 4 + 2 + 8 + cms->bytes() + 8);
+  CHECK(bytes.size() == 4 + 2 + 8 + 8 + cms->bytes() + 8);
+  CHECK(cms->halvings() > 0);  // the scale moved: the round trip keeps it
   absl::StatusOr<CountMinSketch> back = CountMinSketch::Deserialize(bytes);
   REQUIRE(back.ok());
   CHECK(back->width() == cms->width());
   CHECK(back->depth() == cms->depth());
   CHECK(back->counters() == cms->counters());
+  CHECK(back->scale() == cms->scale());
   for (uint64_t h = 0; h < 5000; ++h) REQUIRE(back->Estimate(h) == cms->Estimate(h));
   CHECK(back->Serialize() == bytes);
 }
@@ -99,8 +106,9 @@ TEST_CASE("CountMin: truncated, flipped, wrong-magic and wrong-version buffers a
   magic[0] = 'X';
   Rechecksum(&magic);
   CHECK_FALSE(CountMinSketch::Deserialize(magic).ok());
-  // Version 1 (float counters) and unknown versions are refused, naming the version.
-  for (uint16_t v : {0, 1, 3, 0xffff}) {
+  // Versions 1 and 2 (float and double counters) and unknown versions are refused, naming
+  // the version.
+  for (uint16_t v : {0, 1, 2, 4, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
@@ -130,14 +138,21 @@ TEST_CASE("CountMin: a checksummed buffer with absurd fields is rejected", "[ske
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 0); }).ok());   // depth 0
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 17); }).ok());  // depth 17
   CHECK_FALSE(with([](std::string* b) { Patch<uint32_t>(b, 10, 2); }).ok());   // length
+  // The scale (@14) must be a power of two in [kMinScale, kMaxScale].
   CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, -1.0); }).ok());
   CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, -0.0); }).ok());
-  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 30, kNaN); }).ok());
-  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, b->size() - 16, kInf); }).ok());
-  // The same edits without the absurd value are accepted: the cases above fail for the
-  // reason named, not for a broken helper.
-  CHECK(with([](std::string* b) { Patch<double>(b, 14, 3.0); }).ok());
-  CHECK(with([](std::string* b) { Patch<double>(b, b->size() - 16, 1e300); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, 0.0); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, 3.0); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, kNaN); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, kInf); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, 0x1p-1001); }).ok());
+  CHECK_FALSE(with([](std::string* b) { Patch<double>(b, 14, 0x1p991); }).ok());
+  // The same edits with a value in range are accepted: the cases above fail for the reason
+  // named, not for a broken helper. Any cell is a valid count of units.
+  CHECK(with([](std::string* b) { Patch<double>(b, 14, 4.0); }).ok());
+  CHECK(with([](std::string* b) { Patch<double>(b, 14, CountMinSketch::kMaxScale); }).ok());
+  CHECK(with([](std::string* b) { Patch<double>(b, 14, CountMinSketch::kMinScale); }).ok());
+  CHECK(with([](std::string* b) { Patch<uint32_t>(b, 22, 0xffffffffu); }).ok());
 }
 
 TEST_CASE("CountMin: a buffer claiming a 4 GiB sketch is rejected without allocating it",
@@ -228,7 +243,7 @@ TEST_CASE("HeavyHitters: serialize round trip keeps TopK, estimates and later up
     INFO("half-life " << absl::FormatDuration(half_life));
     HeavyHitters original = BusyTracker(half_life);
     const std::string bytes = original.Serialize();
-    absl::StatusOr<HeavyHitters> restored = HeavyHitters::Deserialize(bytes);
+    absl::StatusOr<HeavyHitters> restored = Reload(bytes);
     INFO(restored.status());
     REQUIRE(restored.ok());
     CHECK(restored->options().candidates == original.options().candidates);
@@ -262,13 +277,13 @@ TEST_CASE("HeavyHitters: a tracker restored at once round-trips when empty or fu
   HeavyHittersOptions o;
   o.candidates = 3;
   HeavyHitters empty = MustCreate(o);
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(empty.Serialize());
+  absl::StatusOr<HeavyHitters> back = Reload(empty.Serialize());
   REQUIRE(back.ok());
   CHECK(back->size() == 0);
   CHECK(back->Serialize() == empty.Serialize());
   HeavyHitters full = MustCreate(o);
   for (int i = 0; i < 10; ++i) full.Update(KeyFor(i), Op::kRead, i + 1);
-  back = HeavyHitters::Deserialize(full.Serialize());
+  back = Reload(full.Serialize());
   REQUIRE(back.ok());
   CHECK(back->size() == 3);
   CheckSame(full, *back);
@@ -297,13 +312,13 @@ std::string SmallTrackerBytes() {
 TEST_CASE("HeavyHitters: every truncation of a serialised tracker is rejected",
           "[sketch][serialize]") {
   const std::string good = SmallTrackerBytes();
-  REQUIRE(HeavyHitters::Deserialize(good).ok());
+  REQUIRE(Reload(good).ok());
   for (size_t len = 0; len < good.size(); ++len) {
     INFO("prefix of " << len << " of " << good.size() << " bytes");
-    REQUIRE_FALSE(HeavyHitters::Deserialize(good.substr(0, len)).ok());
+    REQUIRE_FALSE(Reload(good.substr(0, len)).ok());
   }
-  CHECK_FALSE(HeavyHitters::Deserialize(good + "x").ok());
-  CHECK_FALSE(HeavyHitters::Deserialize("").ok());
+  CHECK_FALSE(Reload(good + "x").ok());
+  CHECK_FALSE(Reload("").ok());
 }
 
 TEST_CASE("HeavyHitters: every flipped bit of a serialised tracker is rejected",
@@ -314,7 +329,7 @@ TEST_CASE("HeavyHitters: every flipped bit of a serialised tracker is rejected",
       std::string bad = good;
       bad[i] = static_cast<char>(bad[i] ^ (1 << bit));
       INFO("byte " << i << " bit " << bit);
-      REQUIRE_FALSE(HeavyHitters::Deserialize(bad).ok());
+      REQUIRE_FALSE(Reload(bad).ok());
     }
   }
 }
@@ -324,15 +339,15 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
   std::string magic = good;
   magic.replace(0, 4, "HKCM");
   Rechecksum(&magic);
-  CHECK(HeavyHitters::Deserialize(magic).status().code() == absl::StatusCode::kInvalidArgument);
-  CHECK_FALSE(HeavyHitters::Deserialize(SmallCountMin().Serialize()).ok());
+  CHECK(Reload(magic).status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_FALSE(Reload(SmallCountMin().Serialize()).ok());
   // Version 1 (float counters) and unknown versions are refused, naming the version (2,
-  // without a lobby, 3, without a count of roundings, 4 and 5 are read).
-  for (uint16_t v : {0, 1, 6, 0xffff}) {
+  // without a lobby, 3, without a count of roundings, 4, 5 and 6 are read).
+  for (uint16_t v : {0, 1, 7, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
-    const absl::Status s = HeavyHitters::Deserialize(version).status();
+    const absl::Status s = Reload(version).status();
     INFO("version " << v << ": " << s);
     CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
     CHECK(std::string(s.message()).find("version " + std::to_string(v)) != std::string::npos);
@@ -389,12 +404,15 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"raw total DBL_MAX", [](std::string* b) { Patch<double>(b, 82, DBL_MAX); }},
       {"roundings above 2^32",
        [](std::string* b) { Patch<uint64_t>(b, kRoundingsAt, HeavyHitters::kMaxRoundings + 1); }},
-      {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 106, 16); }},
-      {"sketch counter negative", [](std::string* b) { Patch<double>(b, 110, -2.0); }},
-      {"sketch counter -0", [](std::string* b) { Patch<double>(b, 110, -0.0); }},
-      {"sketch counter NaN", [](std::string* b) { Patch<double>(b, 118, kNaN); }},
-      {"sketch counter infinite", [](std::string* b) { Patch<double>(b, 118, kInf); }},
-      {"sketch counter DBL_MAX", [](std::string* b) { Patch<double>(b, 118, DBL_MAX); }},
+      {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 106, 32); }},
+      {"sketch scale negative", [](std::string* b) { Patch<double>(b, 110, -2.0); }},
+      {"sketch scale -0", [](std::string* b) { Patch<double>(b, 110, -0.0); }},
+      {"sketch scale 0", [](std::string* b) { Patch<double>(b, 110, 0.0); }},
+      {"sketch scale NaN", [](std::string* b) { Patch<double>(b, 110, kNaN); }},
+      {"sketch scale infinite", [](std::string* b) { Patch<double>(b, 110, kInf); }},
+      {"sketch scale not a power of two", [](std::string* b) { Patch<double>(b, 110, 3.0); }},
+      {"sketch scale past 1e250 / 2^32", [](std::string* b) { Patch<double>(b, 110, 0x1p800); }},
+      {"sketch scale below kMinScale", [](std::string* b) { Patch<double>(b, 110, 0x1p-1001); }},
       {"more entries than candidates", [&](std::string* b) { Patch<uint32_t>(b, n_at, 5); }},
       {"entry count beyond the buffer",
        [&](std::string* b) { Patch<uint32_t>(b, n_at, 0xffffffffu); }},
@@ -428,7 +446,7 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
     std::string b = good;
     c.edit(&b);
     Rechecksum(&b);
-    const absl::Status s = HeavyHitters::Deserialize(b).status();
+    const absl::Status s = Reload(b).status();
     INFO(c.what << ": " << s);
     CHECK_FALSE(s.ok());
   }
@@ -436,12 +454,12 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
   std::string ok = good;
   Patch<uint32_t>(&ok, 6, 9);  // more candidates than entries is fine
   Rechecksum(&ok);
-  CHECK(HeavyHitters::Deserialize(ok).ok());
+  CHECK(Reload(ok).ok());
   // So is a total of 1e250 exactly, and it reads as finite.
   std::string large = good;
   Patch<double>(&large, 66, 1e250);
   Rechecksum(&large);
-  absl::StatusOr<HeavyHitters> loaded = HeavyHitters::Deserialize(large);
+  absl::StatusOr<HeavyHitters> loaded = Reload(large);
   REQUIRE(loaded.ok());
   CHECK(std::isfinite(loaded->Total()));
   CHECK(loaded->Total() > 1e240);  // 1e250 decayed to the tracker's clock
@@ -465,7 +483,7 @@ HeavyHitters LoadedAtLimit(absl::Time t) {
   REQUIRE(Peek<uint32_t>(b, e0 - 4) == 4);
   Patch<double>(&b, e0 + 8, 1e250);  // its upper bound, far above its weights
   Rechecksum(&b);
-  absl::StatusOr<HeavyHitters> loaded = HeavyHitters::Deserialize(b);
+  absl::StatusOr<HeavyHitters> loaded = Reload(b);
   REQUIRE(loaded.ok());
   REQUIRE(loaded->TopK(1)[0].estimate > 1e250);  // widened by 2^-21 when read
   return *std::move(loaded);
@@ -527,7 +545,7 @@ TEST_CASE("HeavyHitters: a count of roundings above 2^32 is rejected", "[sketch]
     std::string b = good;
     Patch<uint64_t>(&b, kRoundingsAt, r);
     Rechecksum(&b);
-    return HeavyHitters::Deserialize(b);
+    return Reload(b);
   };
   for (uint64_t r : {HeavyHitters::kMaxRoundings + 1, uint64_t{1} << 63, ~uint64_t{0}}) {
     const absl::Status s = with_roundings(r).status();
@@ -551,7 +569,7 @@ TEST_CASE("HeavyHitters: a round trip keeps the count of roundings", "[sketch][s
   REQUIRE(hh.roundings() == 2 * 200000);
   const std::string bytes = hh.Serialize();
   CHECK(Peek<uint64_t>(bytes, kRoundingsAt) == hh.roundings());
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(bytes);
+  absl::StatusOr<HeavyHitters> back = Reload(bytes);
   REQUIRE(back.ok());
   CHECK(back->roundings() == hh.roundings());
   // And so the same widening: every figure read is the same (CheckSame), not only close.
@@ -562,10 +580,40 @@ TEST_CASE("HeavyHitters: a round trip keeps the count of roundings", "[sketch][s
   CHECK(back->roundings() == 2 * 200001);
 }
 
-// `v5` (a version-5 buffer) as an older version: `version` 4 or 3, with a lobby of
+// `v6` (a version-6 buffer) as version 5 saved its sketch: f64 counters, as many as the
+// budget holds at 8 bytes each. Counter j of a row is the largest value of the row's cells
+// whose column is j under the narrower mask, so every key's counters hold at least its
+// cells' values (and load back to them exactly when the budget held the same width).
+std::string AsVersion5(const std::string& v6) {
+  const uint32_t depth = Peek<uint32_t>(v6, 14);
+  const uint64_t budget = Peek<uint64_t>(v6, 18);
+  const uint32_t width = Peek<uint32_t>(v6, 106);
+  const double scale = Peek<double>(v6, 110);
+  const uint32_t old_width = static_cast<uint32_t>(std::bit_floor(
+      std::min<uint64_t>(budget / depth / sizeof(double), CountMinSketch::kMaxWidth)));
+  REQUIRE(old_width <= width);
+  std::string sketch(4 + size_t{old_width} * depth * sizeof(double), '\0');
+  Patch<uint32_t>(&sketch, 0, old_width);
+  for (uint32_t r = 0; r < depth && old_width > 0; ++r) {
+    for (uint32_t c = 0; c < width; ++c) {
+      const double v = Peek<uint32_t>(v6, 118 + 4 * (size_t{r} * width + c)) * scale;
+      const size_t at = 4 + 8 * (size_t{r} * old_width + (c & (old_width - 1)));
+      Patch<double>(&sketch, at, std::max(v, Peek<double>(sketch, at)));
+    }
+  }
+  const size_t end = 118 + 4 * size_t{width} * depth;
+  std::string v5 = v6.substr(0, 106) + sketch + v6.substr(end);
+  Patch<uint16_t>(&v5, 4, 5);
+  Rechecksum(&v5);
+  return v5;
+}
+
+// `v6` (a version-6 buffer) as an older version: `version` 5, or 4 or 3 with a lobby of
 // `ways` (4 a bucket) appended after the entries; version 3 without the count of roundings.
-std::string AsOlderVersion(std::string v5, uint16_t version,
+std::string AsOlderVersion(const std::string& v6, uint16_t version,
                            const std::vector<std::pair<uint64_t, double>>& ways) {
+  std::string v5 = AsVersion5(v6);
+  if (version == 5) return v5;
   v5.resize(v5.size() - 8);  // the checksum
   if (version == 3) v5.erase(kRoundingsAt, 8);
   Patch<uint16_t>(&v5, 4, version);
@@ -602,32 +650,91 @@ TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
     for (int i = 4; i < 34; ++i) hh.Update(KeyFor(i), Op::kWrite, 1);
   }
   REQUIRE(hh.roundings() == 2 * (200 + 90));
-  const std::string v5 = hh.Serialize();
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(AsOlderVersion(v5, 3, {}));
+  const std::string v6 = hh.Serialize();
+  absl::StatusOr<HeavyHitters> back = Reload(AsOlderVersion(v6, 3, {}));
   INFO(back.status());
   REQUIRE(back.ok());
   CHECK(back->roundings() == 0);
-  std::string v5_without_roundings = v5;
-  Patch<uint64_t>(&v5_without_roundings, kRoundingsAt, 0);
-  Rechecksum(&v5_without_roundings);
-  CHECK(back->Serialize() == v5_without_roundings);
+  // Everything but the sketch and the count of roundings is as saved; the sketch is twice
+  // as wide as version 3's (4-byte cells), every key reading what its counters held.
+  std::string v6_without_roundings = v6;
+  Patch<uint64_t>(&v6_without_roundings, kRoundingsAt, 0);
+  Rechecksum(&v6_without_roundings);
+  const std::string again = back->Serialize();
+  CHECK(Peek<uint32_t>(again, 106) == Peek<uint32_t>(v6, 106));
+  CHECK(again.substr(0, 106) == v6_without_roundings.substr(0, 106));
+  const size_t again_at = testing::EntryCountAt(again), v6_at = testing::EntryCountAt(v6);
+  CHECK(again.substr(again_at, again.size() - again_at - 8) ==
+        v6.substr(v6_at, v6.size() - v6_at - 8));
   // With no roundings counted, bounds read exactly as version 3 read them: the table keys'
-  // bounds are their exact weights, where hh's are widened by its 580 roundings.
+  // bounds are their exact weights (plus the sketch's units they were admitted with), where
+  // hh's are widened by its 580 roundings.
   CHECK(back->Total() == 4 * 100 + 30 * 3);
   CHECK_THAT(hh.Total(), UpperBoundOf(4 * 100 + 30 * 3, hh));
   for (int i = 0; i < 4; ++i) {
     INFO(KeyFor(i));
-    CHECK(back->UpperBound(KeyFor(i)) == 100);
+    CHECK(back->UpperBound(KeyFor(i)) >= 100);
+    CHECK(back->UpperBound(KeyFor(i)) < 100 + 2 * hh.SketchUnit());
     CHECK(back->LowerBound(KeyFor(i)) == 100);
-    CHECK_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(100, hh));
+    CHECK_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(100, hh, testing::StoredSums::kExact, 1));
     CHECK_THAT(hh.LowerBound(KeyFor(i)), LowerBoundOf(100, hh));
     CHECK(hh.UpperBound(KeyFor(i)) > 100);
   }
   for (int i = 4; i < 34; ++i) {
     INFO(KeyFor(i));
     CHECK(back->UpperBound(KeyFor(i)) >= 3);
-    CHECK_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(back->UpperBound(KeyFor(i)), hh));
+    // Version 3's narrower sketch held the larger of two columns: at least hh's cells.
+    CHECK(back->UpperBound(KeyFor(i)) * (1 + 0x1p-40) >= hh.UpperBound(KeyFor(i)));
   }
+}
+
+TEST_CASE("HeavyHitters: a version-5 buffer loads into a sketch of twice its width",
+          "[sketch][serialize]") {
+  // Version 5 saved double counters: a 32 KiB budget held 1024 columns a row where 4-byte
+  // cells hold 2048. Each saved column fills both of its images, so every key, in the table
+  // or not, reads at least what it read, and the table is as saved.
+  HeavyHittersOptions o;
+  o.candidates = 8;
+  o.half_life = absl::Seconds(2);
+  HeavyHitters hh = MustCreate(o);
+  std::mt19937_64 gen(5);
+  for (int i = 0; i < 20000; ++i) {
+    hh.Update(KeyFor(gen() % 3000), Op::kRead, 1 + (gen() % 3));
+    if (i % 1000 == 0) hh.Advance(kT0 + absl::Milliseconds(i / 10));
+  }
+  const std::string v6 = hh.Serialize();
+  const std::string v5 = AsOlderVersion(v6, 5, {});
+  REQUIRE(Peek<uint32_t>(v5, 106) * 2 == Peek<uint32_t>(v6, 106));
+  absl::StatusOr<HeavyHitters> back = Reload(v5);
+  INFO(back.status());
+  REQUIRE(back.ok());
+  CHECK(back->roundings() == hh.roundings());
+  CHECK(back->Total() == hh.Total());
+  CHECK(back->size() == hh.size());
+  for (int i = 0; i < 3000; ++i) {
+    const std::string k = KeyFor(i);
+    INFO(k);
+    REQUIRE(back->UpperBound(k) >= hh.UpperBound(k));
+    REQUIRE(back->LowerBound(k) == hh.LowerBound(k));
+  }
+  // It goes on as a version-6 tracker.
+  back->Update("after", Op::kWrite, 2);
+  CHECK(Reload(back->Serialize()).ok());
+}
+
+TEST_CASE("HeavyHitters: a version-5 buffer whose budget held no counter is refused",
+          "[sketch][serialize]") {
+  // 16 bytes over 4 rows hold one 4-byte cell a row, but no 8-byte counter: no version-5
+  // tracker had that budget, and a buffer claiming one (width 0) is corrupt.
+  HeavyHittersOptions o;
+  o.candidates = 2;
+  o.sketch_bytes = 16;
+  HeavyHitters hh = MustCreate(o);
+  hh.Update("a", Op::kRead);
+  const std::string v5 = AsOlderVersion(hh.Serialize(), 5, {});
+  REQUIRE(Peek<uint32_t>(v5, 106) == 0);
+  CHECK(Reload(v5).status().code() == absl::StatusCode::kDataLoss);
+  CHECK(Reload(hh.Serialize()).ok());
 }
 
 TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch",
@@ -648,8 +755,7 @@ TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch
       {HashKey(KeyFor(7), o.seed), 9}, {0, 0}, {HashKey(KeyFor(8), o.seed), 4}};
   for (uint16_t version : {3, 4}) {
     INFO("version " << version);
-    absl::StatusOr<HeavyHitters> back =
-        HeavyHitters::Deserialize(AsOlderVersion(hh.Serialize(), version, ways));
+    absl::StatusOr<HeavyHitters> back = Reload(AsOlderVersion(hh.Serialize(), version, ways));
     INFO(back.status());
     REQUIRE(back.ok());
     CHECK(back->UpperBound(KeyFor(7)) >= 9);
@@ -659,19 +765,19 @@ TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch
     CHECK(back->UpperBound(KeyFor(0)) >= 10);
     CHECK(back->LowerBound(KeyFor(0)) <= 10);
     CHECK(back->LowerBound(KeyFor(0)) > 0);
-    // Saved again, it is version 5: no lobby.
-    CHECK(Peek<uint16_t>(back->Serialize(), 4) == 5);
+    // Saved again, it is version 6: no lobby.
+    CHECK(Peek<uint16_t>(back->Serialize(), 4) == 6);
   }
   // A free way (bound 0) that holds a hash, a negative bound, and a lobby of the wrong
   // length are refused.
   for (const auto& bad : std::vector<std::vector<std::pair<uint64_t, double>>>{
            {{1234, 0}}, {{HashKey(KeyFor(7), o.seed), -1}}}) {
-    CHECK_FALSE(HeavyHitters::Deserialize(AsOlderVersion(hh.Serialize(), 4, bad)).ok());
+    CHECK_FALSE(Reload(AsOlderVersion(hh.Serialize(), 4, bad)).ok());
   }
   std::string short_lobby = AsOlderVersion(hh.Serialize(), 4, ways);
   short_lobby.erase(short_lobby.size() - 8 - 16, 16);
   Rechecksum(&short_lobby);
-  CHECK_FALSE(HeavyHitters::Deserialize(short_lobby).ok());
+  CHECK_FALSE(Reload(short_lobby).ok());
 }
 
 // Deserialize(b) under a per-allocation limit: "rejected", "accepted", or what it tried to
@@ -679,7 +785,7 @@ TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch
 std::string DeserializeWithinLimit(const std::string& b, size_t limit_bytes) {
   ScopedAllocationLimit limit(limit_bytes);
   try {
-    return HeavyHitters::Deserialize(b).ok() ? "accepted" : "rejected";
+    return Reload(b).ok() ? "accepted" : "rejected";
   } catch (const std::bad_alloc&) {
     return "tried to allocate " + std::to_string(limit.largest_refused()) + " bytes";
   }
@@ -725,7 +831,7 @@ TEST_CASE("HeavyHitters: weights beyond float range leave a tracker that still r
   CHECK(std::isfinite(hh.Estimate("a")));
   CHECK(std::isfinite(hh.Estimate("c")));
   CHECK(std::isfinite(hh.Estimate("zzz")));
-  CHECK(HeavyHitters::Deserialize(hh.Serialize()).ok());
+  CHECK(Reload(hh.Serialize()).ok());
 }
 
 }  // namespace
@@ -751,7 +857,7 @@ TEST_CASE(
   // bytes(8) half-life(8) seed(8) start(8) landmark(8).
   testing::Patch<int64_t>(&b, 58, absl::ToUnixNanos(t0 + absl::Seconds(50)));
   testing::Rechecksum(&b);
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(b);
+  absl::StatusOr<HeavyHitters> back = Reload(b);
   REQUIRE(back.ok());
   const double decay = std::exp2(-50.0);
   CHECK(back->Estimate("a") == Approx(8 * decay).epsilon(1e-6));

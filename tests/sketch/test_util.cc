@@ -13,6 +13,17 @@
 
 namespace hotkey::sketch::testing {
 
+absl::Time SavedClock(std::string_view hkhh) {
+  if (hkhh.size() < kClockAt + sizeof(int64_t)) return absl::UnixEpoch();
+  int64_t ns;
+  std::memcpy(&ns, hkhh.data() + kClockAt, sizeof ns);
+  return absl::FromUnixNanos(ns);
+}
+
+absl::StatusOr<HeavyHitters> Reload(std::string_view bytes) {
+  return HeavyHitters::Deserialize(bytes, SavedClock(bytes));
+}
+
 std::string_view KeyInto(uint64_t id, char* buf) {
   buf[0] = 'k';
   buf[1] = ':';
@@ -96,7 +107,7 @@ constexpr long double kReadSlack = 8 * 0x1p-53L;  // the read's own roundings (t
 bool BoundOfTruth::match(const double& bound) const {
   const long double keep = Widening(roundings_, sums_);
   const long double b = bound, t = truth_;
-  if (upper_) return t <= b && b * keep <= t * (1 + kReadSlack);
+  if (upper_) return t <= b && (b - units_) * keep <= t * (1 + kReadSlack);
   return b <= t && b >= t * keep * (1 - kReadSlack);
 }
 
@@ -104,26 +115,30 @@ std::string BoundOfTruth::describe() const {
   std::ostringstream os;
   os << std::setprecision(21) << "is " << (upper_ ? "an upper" : "a lower") << " bound of "
      << truth_ << " widened by at most " << roundings_ << " roundings"
-     << (sums_ == StoredSums::kExact ? "" : " twice") << " (";
+     << (sums_ == StoredSums::kExact ? "" : " twice") << " plus " << units_
+     << " for the sketch's units (";
   const long double keep = Widening(roundings_, sums_);
   if (upper_) {
-    os << "in [" << truth_ << ", " << static_cast<double>(truth_ * (1 + kReadSlack) / keep) << "])";
+    os << "in [" << truth_ << ", " << static_cast<double>(truth_ * (1 + kReadSlack) / keep + units_)
+       << "])";
   } else {
     os << "in [" << static_cast<double>(truth_ * keep * (1 - kReadSlack)) << ", " << truth_ << "])";
   }
   return os.str();
 }
 
-BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums) {
-  return BoundOfTruth(true, truth, hh.roundings(), sums);
+BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums, int adds) {
+  return BoundOfTruth(true, truth, hh.roundings(), sums,
+                      2 * static_cast<long double>(adds) * hh.SketchUnit());
 }
 
 BoundOfTruth LowerBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums) {
-  return BoundOfTruth(false, truth, hh.roundings(), sums);
+  return BoundOfTruth(false, truth, hh.roundings(), sums, 0);
 }
 
 size_t EntryCountAt(const std::string& hkhh) {
-  return 110 + size_t{Peek<uint32_t>(hkhh, 106)} * Peek<uint32_t>(hkhh, 14) * sizeof(double);
+  // @106 u32 width, @110 f64 scale, @118 u32 cells[width * depth].
+  return 118 + size_t{Peek<uint32_t>(hkhh, 106)} * Peek<uint32_t>(hkhh, 14) * sizeof(uint32_t);
 }
 
 void Rechecksum(std::string* buf) {

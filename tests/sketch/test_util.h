@@ -93,8 +93,9 @@ enum class StoredSums { kExact, kRounded };
 
 class BoundOfTruth : public Catch::MatcherBase<double> {
  public:
-  BoundOfTruth(bool upper, long double truth, uint64_t roundings, StoredSums sums)
-      : upper_(upper), truth_(truth), roundings_(roundings), sums_(sums) {}
+  BoundOfTruth(bool upper, long double truth, uint64_t roundings, StoredSums sums,
+               long double units)
+      : upper_(upper), truth_(truth), roundings_(roundings), sums_(sums), units_(units) {}
   bool match(const double& bound) const override;
   std::string describe() const override;
 
@@ -103,16 +104,19 @@ class BoundOfTruth : public Catch::MatcherBase<double> {
   long double truth_;
   uint64_t roundings_;
   StoredSums sums_;
+  long double units_;
 };
 
-// `truth` <= the bound <= `truth` widened by hh's roundings (see above).
+// `truth` <= the bound <= `truth` widened by hh's roundings (see above), plus two of the
+// sketch's units (hh.SketchUnit()) for each of `adds`: the adds or divisions of the sketch's
+// cells that rounded the bound up to whole units (a key admitted from the sketch carries one).
 BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh,
-                          StoredSums sums = StoredSums::kExact);
+                          StoredSums sums = StoredSums::kExact, int adds = 0);
 // `truth` narrowed by hh's roundings <= the bound <= `truth` (see above).
 BoundOfTruth LowerBoundOf(long double truth, const HeavyHitters& hh,
                           StoredSums sums = StoredSums::kExact);
 
-// Offset of the u64 count of roundings in a version-4 HKHH buffer: after the magic (4),
+// Offset of the u64 count of roundings in a version-4 (to 6) HKHH buffer: after the magic (4),
 // version (2), the options and times (u32 x3, u64, i64, u64, i64 x3: 60 bytes) and the f64
 // totals and raw totals (32). Version 3 has no such field (everything after it is 8 bytes
 // earlier).
@@ -120,10 +124,21 @@ inline constexpr size_t kRoundingsAt = 98;
 // Offset of the f64 totals in a version-4 (or 3) HKHH buffer: total[read], then total[write].
 inline constexpr size_t kTotalsAt = 66;
 
-// Offset of the u32 entry count in a version-4 HKHH buffer: after the sketch's counters
-// (@106 u32 width, @14 u32 depth, @110 f64 counters[width * depth]). The first entry follows
-// it, 4 bytes on; serialize_test.cc draws the whole layout.
+// Offset of the u32 entry count in a version-6 HKHH buffer: after the sketch (@106 u32 width,
+// @14 u32 depth, @110 f64 scale, @118 u32 cells[width * depth]). The first entry follows it,
+// 4 bytes on; serialize_test.cc draws the whole layout.
 size_t EntryCountAt(const std::string& hkhh);
+
+// Offset of the i64 saved clock (Unix nanoseconds) in an HKHH buffer of any version: after
+// the magic (4), version (2), options (u32 x3, u64, i64, u64: 36) and start and landmark (16).
+inline constexpr size_t kClockAt = 58;
+
+// The clock saved in an HKHH buffer (the Unix epoch for a buffer too short to hold one).
+absl::Time SavedClock(std::string_view hkhh);
+
+// HeavyHitters::Deserialize(bytes, SavedClock(bytes)): the saved tracker with its time line
+// where it was saved, for the tests of the format rather than of placing.
+absl::StatusOr<HeavyHitters> Reload(std::string_view bytes);
 
 // The seed of the serialised forms' trailing checksum (sketch/byte_io.cc).
 inline constexpr uint64_t kChecksumSeed = 0x636865636b73756dULL;

@@ -7,26 +7,36 @@
 // the key's counters only as far as the key's new estimate, which keeps every guarantee
 // and cuts the overestimate on skewed streams several-fold.
 //
+// Cells are 32-bit integers of one shared unit, scale() (a power of two): a cell c holds the
+// value c * scale(), exactly. Half the bytes of a double cell, so a byte budget holds twice
+// the width and half the epsilon. Update() rounds its weight up to whole units, ceil(weight /
+// scale()), so integer sums are exact while scale() <= 1 (the tracker's per-event path adds
+// floor(weight / scale() + 1) units instead, at most 1 + 2^-20 above the weight, without a
+// branch; heavy_hitters.h). When an add would take a cell past
+// kCellMax (2^32 - 1), the scale doubles until the largest cell is at most 2^31 units and
+// every cell is divided by the same power of two, rounding up (O(cells), rare, counted by
+// halvings()). So scale() <= max(kInitialScale, 2^-30 * the largest cell's value) at all
+// times (for values below 2^1020), and each add or division raises a cell by less than one
+// unit above its exact value (count_min_test.cc).
+//
 // Guarantees, for N = the total weight added (after any Scale()), and every key k:
 //   Estimate(k) >= true(k)                                  (never an underestimate), and
-//   Estimate(k) <= true(k) + epsilon() * N   with probability >= 1 - delta(),
-// where epsilon() = e / width and delta() = e^-depth, and true(k) is the exact (real) sum
-// of the weights given for k, each multiplied by every Scale() and Merge() factor applied
-// after it. The first inequality holds exactly, for any stream of finite weights: every
-// add, product and RaiseTo() rounds toward +inf (rounding.h), so no counter ever drops
-// below the mass it was given, however large it grows or however small the weight added to
-// it. Rounding up costs at most one ulp (a relative 2^-52) per operation on a counter.
-// RaiseTo() keeps the first guarantee for a key whose weight is known to be at most the
-// value raised to.
+//   Estimate(k) <= true'(k) + epsilon() * N'   with probability >= 1 - delta(),
+// where epsilon() = e / width and delta() = e^-depth, true(k) is the exact (real) sum of the
+// weights given for k, each multiplied by every Scale() and Merge() factor applied after it,
+// and true'(k) and N' are the same sums with every add, product and halving rounded up as
+// described: each rounding adds less than scale() at its time (count_min_test.cc pins the
+// bound with N' = N). The first inequality holds exactly, for any stream of finite weights
+// up to kMaxWeight: every add, product, halving and RaiseTo() rounds toward +inf, so no cell
+// ever drops below the mass it was given. RaiseTo() keeps the first guarantee for a key whose
+// weight is known to be at most the value raised to.
 //
-// Cost: Update and Estimate touch `depth` counters (4 by default); memory is
-// width * depth * 8 bytes, fixed at construction. Counters are 64-bit doubles: decayed
-// weights are fractional, and a 32-bit float (used before) stops counting unit weights at
-// 2^24 and loses any weight below 2^-24 of its counter, which a few large events or a day
-// of traffic reach. Float counters rounded up would keep Estimate >= true, but each add
-// below a counter's ulp would then count a whole ulp (8 unit weights in a cell of 1e8),
-// which breaks the epsilon bound instead. At the same byte budget a double sketch is half
-// as wide, so epsilon() is twice a float sketch's. Weights must be positive and finite.
+// Cost: Update and Estimate touch `depth` cells (4 by default); memory is width * depth * 4
+// bytes, fixed at construction. A float cell (used before doubles) stopped counting unit
+// weights at 2^24 and lost any weight below 2^-24 of its cell; a double one costs 8 bytes.
+// Shared-scale integers lose nothing below a unit (an add counts at least one) and count
+// integer weights exactly until the largest cell passes 2^31. Weights must be positive and
+// finite.
 //
 // Keys are given as 64-bit hashes (see hash.h); row i uses column (lo + i * hi) mod width
 // of the hash's halves (Kirsch & Mitzenmacher, "Less Hashing, Same Performance", 2006).
@@ -49,9 +59,20 @@ namespace hotkey::sketch {
 
 class CountMinSketch {
  public:
-  // Largest width and depth accepted: 2^26 counters a row, 16 rows (8 GiB).
+  // Largest width and depth accepted: 2^26 cells a row, 16 rows (4 GiB).
   static constexpr uint32_t kMaxWidth = 1u << 26;
   static constexpr uint32_t kMaxDepth = 16;
+  // One cell: a count of units of scale().
+  using Counter = uint32_t;
+  static constexpr Counter kCellMax = 0xffffffffu;
+  // The unit of a new sketch. Small, so that the first adds are exact; the first large ones
+  // raise it (a few halvings of an almost empty sketch).
+  static constexpr double kInitialScale = 0x1p-32;
+  // The unit stays in [kMinScale, kMaxScale]: a normal double, and kCellMax units of the
+  // largest one still finite (2^1023). A weight above kMaxWeight counts as kMaxWeight.
+  static constexpr double kMinScale = 0x1p-1000;
+  static constexpr double kMaxScale = 0x1p990;
+  static constexpr double kMaxWeight = 0x1p1000;
 
   // A sketch of `width` (a power of two) columns and `depth` rows, all zero.
   static absl::StatusOr<CountMinSketch> Create(uint32_t width, uint32_t depth);
@@ -60,9 +81,6 @@ class CountMinSketch {
   static absl::StatusOr<CountMinSketch> FromError(double epsilon, double delta);
   // The widest sketch of `depth` rows that fits in `bytes`.
   static absl::StatusOr<CountMinSketch> FromBytes(size_t bytes, uint32_t depth);
-
-  // One counter.
-  using Counter = double;
 
   // Adds `weight` (> 0, finite) to the key, conservatively. Returns the key's new estimate.
   double Update(uint64_t hash, double weight);
@@ -75,8 +93,9 @@ class CountMinSketch {
   // Adds `factor` (>= 0, finite) * other, counter by counter, rounding up. Fails unless the
   // shapes are equal.
   absl::Status Merge(const CountMinSketch& other, double factor = 1.0);
-  // Multiplies every counter by `factor` in [0, 1], rounding up: the rescale step of
-  // forward decay.
+  // Multiplies every cell's value by `factor` (>= 0, finite), rounding up, and picks the
+  // smallest scale() that holds the result with the largest cell at most 2^31 units: the
+  // rescale step of forward decay. O(cells).
   void Scale(double factor);
   // Sets every counter to zero.
   void Clear();
@@ -85,33 +104,54 @@ class CountMinSketch {
   uint32_t depth() const { return depth_; }
   double epsilon() const;
   double delta() const;
-  // Bytes of counter memory.
+  // Bytes of cell memory.
   size_t bytes() const { return counters_.size() * sizeof(Counter); }
+  // The unit of every cell: a power of two in [kMinScale, kMaxScale].
+  double scale() const { return scale_; }
+  // Times the cells were divided to make room (an add or RaiseTo() past kCellMax), since
+  // construction; not serialised.
+  uint64_t halvings() const { return halvings_; }
 
   // A versioned, checksummed byte string; Deserialize() rejects anything else, including
-  // the float counters of format version 1.
+  // the float counters of format version 1 and the double ones of version 2.
   std::string Serialize() const;
   static absl::StatusOr<CountMinSketch> Deserialize(std::string_view bytes);
 
-  // Raw access for serialisation by structures built on this one.
+  // The cells (units of scale()), row-major, for tests and serialisation.
   const std::vector<Counter>& counters() const { return counters_; }
+  // The value of cell i: counters()[i] * scale(), exact.
+  double value(size_t i) const { return counters_[i] * scale_; }
 
  private:
   CountMinSketch(uint32_t width, uint32_t depth);
   friend class HeavyHitters;
 
   // Update(), inlined into the tracker's per-event path (count_min_inline.h): the rows
-  // unrolled for the default depth of 4. With kRoundUp false the new estimate is rounded to
-  // nearest, not up: for the tracker, which counts its roundings (heavy_hitters.h).
-  template <bool kRoundUp>
+  // unrolled for the default depth of 4; other depths through UpdateAnyDepth().
   [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
-  // UpdateInline<false>(), out of line: for the tracker's miss path at depths other than 4.
-  [[gnu::noinline]] double UpdateNearest(uint64_t hash, double weight);
-  // The same for a sketch known to have depth 4.
-  template <bool kRoundUp>
+  [[gnu::noinline]] double UpdateAnyDepth(uint64_t hash, double weight);
+  // The same for a sketch known to have depth 4. With kExactUnits the weight counts as
+  // ceil(weight / scale()) units (Update()); without, as floor(weight / scale() + 1): at
+  // most 1 + 2^-20 units above it, and no branch (the tracker's per-event path).
+  template <bool kExactUnits>
   [[gnu::always_inline]] inline double Update4Inline(uint64_t hash, double weight);
-  // RaiseTo(), the same way, for the tracker's lobby write-backs.
-  [[gnu::always_inline]] inline void RaiseToInline(uint64_t hash, double value);
+  // The add that would take a cell past kCellMax: raises the scale, then adds, in units
+  // as Update4Inline<exact_units>() counts them.
+  [[gnu::noinline]] double UpdateSaturating(uint64_t hash, double weight, bool exact_units);
+  // Units of ceil(value / scale_), at least 1 for a positive value; value <= kCellMax *
+  // scale_.
+  static Counter UnitsUp(double value, double inv_scale);
+  // floor(x + 1) as rounded, x = weight / scale() in [0, kMaxAddUnits): see Update4Inline().
+  static Counter UnitsAbove(double x);
+  // Raises scale_ by a power of two until `value` (a cell's value to be) fits in 2^31 units
+  // and every cell does, dividing every cell rounding up. O(cells).
+  void MakeRoom(double value);
+  // Replaces every cell's value v by at least up(v) (monotone, up(0) == 0), with the
+  // smallest scale that holds the largest at 2^31 units at most. O(cells).
+  template <typename Up>
+  void Revalue(Up up);
+  // Sets the scale to `scale` (a power of two in range), and inv_scale_.
+  void SetScale(double scale);
 
   size_t Column(uint64_t hash, uint32_t row) const {
     const uint32_t lo = static_cast<uint32_t>(hash);
@@ -122,7 +162,10 @@ class CountMinSketch {
   uint32_t width_;
   uint32_t depth_;
   uint32_t mask_;
-  std::vector<Counter> counters_;  // row-major: depth_ rows of width_ counters
+  double scale_ = kInitialScale;
+  double inv_scale_ = 1 / kInitialScale;  // exact: scale_ is a power of two
+  uint64_t halvings_ = 0;
+  std::vector<Counter> counters_;  // row-major: depth_ rows of width_ cells
 };
 
 }  // namespace hotkey::sketch

@@ -26,14 +26,18 @@
 // exactly (tests/sketch/rounding_accounting_test.cc, saturation_test.cc). For a key outside
 // the table, with probability >= 1 - delta (the count-min bound, epsilon = e / width;
 // heavy_hitters_test.cc):
-//   UpperBound(k) - true(k) <= epsilon * Total().
+//   UpperBound(k) - true(k) <= epsilon * Total() + the sketch's rounding to whole units,
+// which is less than two SketchUnit()s for each add to k's cells (floor(w / unit + 1) units
+// for a weight w, count_min_inline.h) and one for each division of the cells to make room
+// (count_min.h); the sketch's unit is at most 2^-30 of its largest cell.
 //
-// Rounding: the per-event path keeps every sum, and the event's decayed weight, a double
-// rounded to nearest, and counts the roundings: R, two per event. With u = 2^-53, a stored
-// upper value S (a bound, a total, a sketch cell, a way) has S >= U * (1 - u)^R, and a stored
-// lower value L has L <= L' * (1 + u)^R, where U and L' are what exact arithmetic would hold;
-// a read therefore divides an upper value by keep = 1 - R * u (rounding up) and multiplies a
-// lower one by keep (rounding down), with the directed helpers of rounding.h. Every
+// Rounding: the per-event path keeps every sum of the table, and the event's decayed weight,
+// a double rounded to nearest, and counts the roundings: R, two per event. (The sketch's
+// cells round that weight up to whole units, so they hold at least what they were given.) With u =
+// 2^-53, a stored upper value S (a bound, a total, a sketch cell, a way) has S >= U * (1 - u)^R,
+// and a stored lower value L has L <= L' * (1 + u)^R, where U and L' are what exact arithmetic
+// would hold; a read therefore divides an upper value by keep = 1 - R * u (rounding up) and
+// multiplies a lower one by keep (rounding down), with the directed helpers of rounding.h. Every
 // kSettleEvents events the count is settled (every stored value widened once by keep, R
 // restarts at 0), so R <= kMaxRoundings and 1 / keep <= 1 + 2^-20. A value kept through j
 // settles is within a relative (j + 1) * 2^-21 of its exact value (pinned by
@@ -45,8 +49,14 @@
 // 2^((now - L)/h). These factors, as computed (exp2 of the elapsed half-lives), define an
 // event's decayed weight in the bounds above. When the factor passes 2^kRescaleExponent every
 // value is scaled down (rounding outward) and L moves to now: O(memory) once per
-// kRescaleExponent half-lives, O(1) per update otherwise. Time only moves through Advance()
-// or FollowClock(): the caller's clock, never a global.
+// kRescaleExponent half-lives, O(1) per update otherwise. The sketch's unit follows the
+// factor: between rescales, forward-decayed values grow with it, and the unit doubles
+// whenever a cell would pass 2^32 - 1 units (about once a half-life under steady traffic,
+// O(sketch cells) each time); a rescale (or a settle, below) writes every cell anew in the
+// smallest unit that holds the largest, rounding up. Time only moves through Advance():
+// the caller's clock (a monotonic one: a reading earlier than the last is ignored), never a
+// global. A tracker loaded from another process's state is placed on the caller's clock by
+// Deserialize(bytes, now).
 //
 // Cost: Update() takes no allocation, lock or exception (heavy_hitters_test.cc counts the
 // allocations). Memory is fixed at Create(), whatever the number of distinct keys:
@@ -82,15 +92,16 @@ enum class Op : uint8_t { kRead = 0, kWrite = 1 };
 inline constexpr int kNumOps = 2;
 
 struct HeavyHittersOptions {
+  // The defaults are the daemon's (config::TrackOptions reads them from here).
   // Table slots: how many keys are tracked exactly. For a reliable top-K use about 2K.
   uint32_t candidates = 200;
   // Count-min budget in bytes, and its rows (delta = e^-depth).
   size_t sketch_bytes = 32 * 1024;
   uint32_t sketch_depth = 4;
   // Bytes of a key kept in the table; longer keys are kept truncated, plus their hash.
-  uint32_t max_key_bytes = 64;
+  uint32_t max_key_bytes = 128;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
-  absl::Duration half_life = absl::Seconds(10);
+  absl::Duration half_life = absl::Milliseconds(500);
   // Hash seed: sketches merge only with the same seed.
   uint64_t seed = kDefaultSeed;
 
@@ -149,13 +160,6 @@ class HeavyHitters {
   // Moves the clock to `now`: later updates count as happening then. A `now` earlier than
   // the clock is ignored (time never runs backwards inside the tracker).
   void Advance(absl::Time now);
-  // Follows a wall clock's reading: a `now` at or after the clock is Advance(now). An
-  // earlier one means the wall clock stepped back (NTP, an operator): the tracker's whole
-  // time line (its clock, decay landmark, start and admission times) moves back by the
-  // step, so that decay goes on from `now` as it went on before, where Advance() alone
-  // would pause it until the wall clock caught up. Weights and bounds do not change.
-  // O(size()) on a step, O(1) otherwise.
-  void FollowClock(absl::Time now);
 
   // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
   // and a weight below kMinWeight (2^-900: not positive, or nearly so) or NaN is ignored.
@@ -182,6 +186,12 @@ class HeavyHitters {
     return kRoundingsPerEvent * static_cast<uint64_t>(kSettleEvents - settle_left_);
   }
 
+  // The count-min sketch's unit (count_min.h) in decayed units, rounded up: an add to the
+  // sketch raises a key outside the table by less than two units beyond its weight, a
+  // division of its cells to make room by less than one, and an admitted key's bound starts
+  // there. For tests.
+  double SketchUnit() const;
+
   // Decayed weight of all events, and by op: upper bounds on the true totals (see above).
   double Total() const;
   double Total(Op op) const;
@@ -189,7 +199,7 @@ class HeavyHitters {
   double RawTotal(Op op) const { return raw_total_[static_cast<int>(op)]; }
 
   // The additive error bound for keys outside the table: epsilon * Total(), which holds
-  // with probability >= 1 - delta.
+  // with probability >= 1 - delta, the sketch's rounding to whole units aside (see above).
   double ErrorBound() const { return cms_.epsilon() * Total(); }
 
   // How many seconds of steady traffic the decayed weights represent now: a key at a steady
@@ -215,9 +225,17 @@ class HeavyHitters {
 
   // A versioned, checksummed byte string; Deserialize() returns an error for any buffer
   // that is truncated, corrupt, or of another version, never undefined behaviour. Versions
-  // 2 to 4 still load (a lobby they hold is handed to the sketch, keeping every bound).
+  // 2 to 5 still load (a lobby they hold is handed to the sketch, and their double counters
+  // are rounded up into the 4-byte cells of a sketch as wide as the budget now holds,
+  // keeping every bound; serialize_test.cc).
   std::string Serialize() const;
-  static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes);
+  // The saved tracker, its clock placed at `now`: its whole time line (clock, decay
+  // landmark, start and admission times) moves by `now` minus the saved clock, so that the
+  // saved clock readings (another process's) become readings of the caller's clock.
+  // Weights and bounds are those saved; decay goes on from `now` as it would have gone on
+  // from the saved clock (Advance() the result over any downtime). An error also when
+  // `now` is infinite or the moved time line leaves the range of int64 Unix nanoseconds.
+  static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes, absl::Time now);
 
   // Bytes of memory held, fixed at Create().
   size_t MemoryBytes() const;
