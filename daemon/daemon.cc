@@ -74,10 +74,11 @@ class Collectables : public prometheus::Collectable {
 // io_ (or, once no thread runs io_, by the destructor).
 class Daemon::Impl {
  public:
-  Impl(const config::DaemonOptions& options, const clock::Clock& clock, LogSink log,
-       RulesLoader load_rules)
+  Impl(const config::DaemonOptions& options, const clock::Clock& mono, const clock::Clock& wall,
+       LogSink log, RulesLoader load_rules)
       : options_(options),
-        clock_(clock),
+        mono_(mono),
+        wall_(wall),
         log_(std::move(log)),
         load_rules_(std::move(load_rules)),
         cluster_(options.cluster) {}
@@ -118,7 +119,8 @@ class Daemon::Impl {
   void ArmMeasuredLoadsTimer();
 
   const config::DaemonOptions options_;
-  const clock::Clock& clock_;
+  const clock::Clock& mono_;  // durations
+  const clock::Clock& wall_;  // stamps
   const LogSink log_;
   const RulesLoader load_rules_;
   asio::io_context io_;
@@ -157,12 +159,13 @@ class Daemon::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
-    const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock, LogSink log,
+    const config::DaemonOptions& options, Inputs inputs, const clock::Clock& mono,
+    const clock::Clock& wall, LogSink log,
     std::vector<std::unique_ptr<source::EventSource>> sources) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   RulesLoader load_rules = std::move(inputs.load_rules);
   if (!load_rules) load_rules = [options] { return config::ReloadableFrom(options); };
-  auto impl = std::make_unique<Impl>(options, clock, std::move(log), std::move(load_rules));
+  auto impl = std::make_unique<Impl>(options, mono, wall, std::move(log), std::move(load_rules));
   if (absl::Status s = impl->Init(std::move(inputs), std::move(sources)); !s.ok()) return s;
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
@@ -189,20 +192,20 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   if (!reloadable.ok()) return reloadable.status();
   cluster_ = reloadable->cluster;
   reload_status_.last_successful = true;
-  reload_status_.last_success = clock_.Now();
+  reload_status_.last_success = wall_.Now();
   if (inputs.poll_web_config) {
     poll_web_config_ = std::move(inputs.poll_web_config);
     reload_status_.web_config_watched = true;
-    reload_status_.web_config_last_success = clock_.Now();
+    reload_status_.web_config_last_success = wall_.Now();
   }
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
-                                             std::move(inputs.label_secret), clock_.Now(), log_);
+                                             std::move(inputs.label_secret), mono_.Now(), log_);
 
   // Receivers: with port 0 the first socket picks the port and the others join it.
   config::UdpOptions udp = options_.udp;
   for (int i = 0; i < options_.udp.receivers; ++i) {
     absl::StatusOr<std::unique_ptr<source::UdpReceiver>> r = source::UdpReceiver::Create(
-        udp, source::TrackerOptions(options_.track), options_.track.publish_interval, clock_,
+        udp, source::TrackerOptions(options_.track), options_.track.publish_interval, mono_,
         [this] { RequestBuild(); });
     if (!r.ok()) return r.status();
     if (i == 0) {
@@ -259,7 +262,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
         std::lock_guard<std::mutex> l(mu_);
         cluster = cluster_;
       }
-      return comparison_->Json(cluster, clock_.Now());
+      return comparison_->Json(cluster, wall_.Now());
     };
   }
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
@@ -279,7 +282,7 @@ Daemon::Impl::~Impl() {
 }
 
 log::LogLine Daemon::Impl::Line(std::string_view level, std::string_view msg) const {
-  return log::LogLine(clock_.Now(), level, msg);
+  return log::LogLine(wall_.Now(), level, msg);
 }
 
 void Daemon::Impl::Log(const log::LogLine& line) const {
@@ -363,13 +366,14 @@ void Daemon::Impl::Build() {
   std::vector<std::shared_ptr<const source::SourceReport>> reports;
   reports.reserve(sources_.size());
   for (const auto& s : sources_) reports.push_back(s->Latest());
-  auto snap = aggregator_->Build(reports, clock_.Now(), ReadUdpDrops(inodes_));
+  auto snap = aggregator_->Build(reports, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
   std::lock_guard<std::mutex> l(mu_);
   snapshot_ = std::move(snap);
 }
 
 void Daemon::Impl::RestoreState() {
-  StateStore::Loaded l = store_->Load(source::TrackerOptions(options_.track), clock_.Now());
+  StateStore::Loaded l =
+      store_->Load(source::TrackerOptions(options_.track), mono_.Now(), wall_.Now());
   if (!l.problem.empty()) {
     Log(Line("error", "saved state unusable; starting empty")
             .Quoted("file", store_->path())
@@ -402,7 +406,7 @@ void Daemon::Impl::PollWebConfig() {
   {
     std::lock_guard<std::mutex> l(mu_);
     reload_status_.web_config_last_successful = s.ok();
-    if (s.ok()) reload_status_.web_config_last_success = clock_.Now();
+    if (s.ok()) reload_status_.web_config_last_success = wall_.Now();
   }
   if (s.ok()) {
     Log(Line("info", "web config reloaded").Quoted("file", options_.web.config_file));
@@ -473,7 +477,7 @@ void Daemon::Impl::Saved(const absl::Status& s) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (s.ok()) {
-      storage_status_.last_success = clock_.Now();
+      storage_status_.last_success = wall_.Now();
     } else {
       ++storage_status_.failures;
     }
@@ -509,7 +513,7 @@ absl::Status Daemon::Impl::Reload() {
       std::lock_guard<std::mutex> l(mu_);
       cluster_ = reloadable->cluster;
       reload_status_.last_successful = true;
-      reload_status_.last_success = clock_.Now();
+      reload_status_.last_success = wall_.Now();
     }
     Log(Line("info", "configuration reloaded").Quoted("file", options_.config_file));
   } else {

@@ -74,8 +74,8 @@ absl::Status StateStore::SaveBytes(const std::string& data) const {
   return absl::OkStatus();
 }
 
-StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
-                                    absl::Time now) const {
+StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected, absl::Time mono,
+                                    absl::Time wall) const {
   Loaded out;
   // A temporary file left by a crash mid-write is never the state: remove it.
   std::error_code ec;
@@ -98,14 +98,14 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
   }
   if (!hh.ok()) {
     out.problem = std::string(hh.status().message());
-    out.moved_to = absl::StrCat(path_, ".bad-", absl::ToUnixSeconds(now));
+    out.moved_to = absl::StrCat(path_, ".bad-", absl::ToUnixSeconds(wall));
     if (::rename(path_.c_str(), out.moved_to.c_str()) != 0) {
       out.moved_to.clear();
       out.problem += absl::StrCat(" (and it could not be moved aside: ", std::strerror(errno), ")");
     }
     return out;
   }
-  hh->Advance(now);  // the downtime decays its weights like any other time
+  hh->Advance(mono);  // the downtime decays its weights like any other time
   out.tracker = *std::move(hh);
   return out;
 }

@@ -48,8 +48,9 @@ class StateStore {
   };
   // Reads the file; a tracker is returned only if its options equal `expected` (a state
   // saved with a lobby, format versions 3 and 4, loads with it handed to the sketch). A
-  // missing file is not a problem (first start).
-  Loaded Load(const sketch::HeavyHittersOptions& expected, absl::Time now) const;
+  // missing file is not a problem (first start). `mono` is the daemon's monotonic now (the
+  // tracker's clock); `wall` names a file moved aside.
+  Loaded Load(const sketch::HeavyHittersOptions& expected, absl::Time mono, absl::Time wall) const;
 
   const std::string& path() const { return path_; }
 

@@ -72,9 +72,12 @@ const RealClock kRealClock;
 // A Daemon running on its own thread, with its log lines captured.
 class TestDaemon {
  public:
-  explicit TestDaemon(const config::DaemonOptions& options, const Clock& clock = kRealClock) {
+  // `mono` times durations, `wall` stamps output (one FakeClock may be both).
+  explicit TestDaemon(const config::DaemonOptions& options,
+                      const Clock& mono = clock::SteadyClock::Get(),
+                      const Clock& wall = kRealClock) {
     absl::StatusOr<std::unique_ptr<Daemon>> d =
-        Daemon::Create(options, InputsFor(options), clock, [this](std::string_view line) {
+        Daemon::Create(options, InputsFor(options), mono, wall, [this](std::string_view line) {
           std::lock_guard<std::mutex> l(mu_);
           logs_.emplace_back(line);
         });
@@ -405,7 +408,7 @@ TEST_CASE(
 TEST_CASE("E2E: hotkey_last_event_timestamp_seconds is when the last event was counted",
           "[daemon][e2e]") {
   FakeClock clock;
-  TestDaemon d(Options(), clock);
+  TestDaemon d(Options(), clock, clock);
   UdpClient c(d.udp());
   const double t0 = absl::ToDoubleSeconds(clock.Now() - absl::UnixEpoch());
   REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == 0; }));
@@ -440,7 +443,7 @@ TEST_CASE(
   // episode as a stopped feed; this test is about hysteresis, so the window spans the jumps.
   o.track.rate_window = absl::Seconds(10);
   FakeClock clock;
-  TestDaemon d(o, clock);
+  TestDaemon d(o, clock, clock);
   UdpClient c(d.udp());
   const auto wait_tick = [&] { return d.WaitTick(clock); };
   // `n` events of which `hot` are of the key "hot", the rest over `n / 10` other keys.
@@ -510,12 +513,13 @@ TEST_CASE(
   CHECK(d.CountLogs("episode ended", "duration=4s") == 1);  // hot from 400 ms to 4.4 s
 }
 
-TEST_CASE("E2E: after the wall clock steps back an hour, old traffic goes on decaying",
+TEST_CASE("E2E: a wall clock stepped back an hour moves the stamps; decay goes on",
           "[daemon][e2e]") {
   config::DaemonOptions o = Options();  // half-life 200 ms
   o.track.rate_window = absl::Seconds(10);
-  FakeClock clock;
-  TestDaemon d(o, clock);
+  FakeClock mono;
+  FakeClock wall(absl::FromUnixSeconds(1'800'000'000));
+  TestDaemon d(o, mono, wall);
   UdpClient c(d.udp());
   const auto send = [&](const std::string& key, int n) {
     std::string dg;
@@ -524,30 +528,26 @@ TEST_CASE("E2E: after the wall clock steps back an hour, old traffic goes on dec
   };
   send("old", 100);
   REQUIRE(d.WaitEvents(100));
-  clock.Advance(absl::Milliseconds(100));
-  REQUIRE(d.WaitTick(clock));
-  // The step, then two more ticks, so that every receiver has read the stepped clock before
-  // the clock moves on (a receiver that first read it a second later would take that
-  // second as part of the step).
-  clock.Set(clock.Now() - absl::Hours(1));
-  REQUIRE(d.WaitTick(clock));
-  for (int i = 0; i < 2; ++i) {
-    clock.Advance(absl::Milliseconds(1));
-    REQUIRE(d.WaitTick(clock));
-  }
-  // Five half-lives on the stepped clock: "old" weighs 100 / 32 against 100 new events. A
-  // tracker that paused its decay until the clock caught up would give each half.
-  clock.Advance(absl::Seconds(1));
-  REQUIRE(d.WaitTick(clock));
+  mono.Advance(absl::Milliseconds(100));
+  wall.Advance(absl::Milliseconds(100));
+  REQUIRE(d.WaitTick(wall));
+  // The wall clock steps back an hour; then five half-lives pass on both clocks: "old"
+  // weighs 100 / 32 against 100 new events, as if the wall clock had never moved.
+  wall.Set(wall.Now() - absl::Hours(1));
+  REQUIRE(d.WaitTick(wall));
+  mono.Advance(absl::Seconds(1));
+  wall.Advance(absl::Seconds(1));
+  REQUIRE(d.WaitTick(wall));
   send("new", 100);
   REQUIRE(d.WaitEvents(200));
-  REQUIRE(d.WaitTick(clock));
   const std::optional<Json> fresh = d.TopKey("new");
   REQUIRE(fresh);
   CHECK((*fresh)["share"].number == Approx(32.0 / 33).margin(0.01));
   const std::optional<Json> stale = d.TopKey("old");
   REQUIRE(stale);
   CHECK((*stale)["share"].number == Approx(1.0 / 33).margin(0.01));
+  // The stamps show the step: the snapshot's time is the wall clock's.
+  CHECK(d.Top()["time"].string == "2027-01-15T07:00:01.100Z");
 }
 
 TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one on a bad file",
@@ -610,7 +610,8 @@ TEST_CASE("E2E: a bad rules file at start is an error from Create, not a crash",
   config::DaemonOptions o = Options();
   o.config_file = path.string();
   RealClock clock;
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(o, InputsFor(o), clock, nullptr);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(o, InputsFor(o), clock::SteadyClock::Get(), clock, nullptr);
   CHECK_FALSE(d.ok());
   CHECK(d.status().message().find("sahre_threshold") != absl::string_view::npos);
   std::filesystem::remove(path);
@@ -652,7 +653,8 @@ TEST_CASE("E2E: Create fails cleanly when the web port is taken", "[daemon][e2e]
   config::DaemonOptions o = Options();
   o.web.listen_addresses = {absl::StrCat("127.0.0.1:", first.web_port())};
   RealClock clock;
-  absl::StatusOr<std::unique_ptr<Daemon>> second = Daemon::Create(o, InputsFor(o), clock, nullptr);
+  absl::StatusOr<std::unique_ptr<Daemon>> second =
+      Daemon::Create(o, InputsFor(o), clock::SteadyClock::Get(), clock, nullptr);
   REQUIRE_FALSE(second.ok());
   CHECK(second.status().message().find("cannot listen on http") != absl::string_view::npos);
   CHECK(first.Get("/-/healthy").status == 200);  // the first one is unharmed

@@ -3,12 +3,14 @@
 // (Envoy's TimeSource pattern). Header-only; no global clock is ever read behind a
 // component's back.
 //
-// Two real clocks:
-//   RealClock    wall time (absl::Now()): what the daemon stamps snapshots, logs and
-//                tracker decay with.
-//   SteadyClock  std::chrono::steady_clock, immune to wall-clock jumps: what the load
-//                generators pace by. Its Now() is a point on an arbitrary fixed origin,
+// Two real clocks, for two jobs:
+//   SteadyClock  std::chrono::steady_clock, immune to wall-clock steps: every duration
+//                (tracker decay, rate windows, alert dwell, publish and poll ticks, the load
+//                generators' pacing). Its Now() is a point on an arbitrary fixed origin,
 //                meaningful only as a difference of two readings.
+//   RealClock    wall time (absl::Now()): only to stamp output (the snapshot's time, log
+//                lines, success timestamps, the state file's save time), never to measure
+//                a duration, since NTP or an operator may step it.
 // Tests use hotkey::testing::FakeClock (tests/lib/fake_clock.h), whose SleepFor()
 // advances time at once.
 

@@ -90,9 +90,13 @@ class Daemon {
 
   // Binds every socket; errors (a port in use, a bad rules file) are returned, not thrown.
   // `sources` are started, stopped and merged with the UDP receivers (e.g. the demo load,
-  // demo.h). `clock` must outlive the daemon.
+  // demo.h); they must read `mono` too. `mono` (clock::SteadyClock in main) times every
+  // duration: tracker decay, rate windows, alert dwell, publish and poll ticks. `wall`
+  // (clock::RealClock) only stamps output: the snapshot's times, log lines, success
+  // timestamps, the state file's save time. Both must outlive the daemon.
   static absl::StatusOr<std::unique_ptr<Daemon>> Create(
-      const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock, LogSink log,
+      const config::DaemonOptions& options, Inputs inputs, const clock::Clock& mono,
+      const clock::Clock& wall, LogSink log,
       std::vector<std::unique_ptr<source::EventSource>> sources = {});
   ~Daemon();
 
