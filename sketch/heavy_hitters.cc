@@ -146,24 +146,6 @@ void HeavyHitters::Advance(absl::Time now) {
   }
 }
 
-void HeavyHitters::FollowClock(absl::Time now) {
-  if (now >= now_) {
-    Advance(now);
-    return;
-  }
-  // Infinite times are no clock's readings.
-  if (now == absl::InfinitePast() || now_ == absl::InfiniteFuture()) return;
-  // now_ - landmark_ is kept, so the decay factor stays as it is.
-  const absl::Duration step = now - now_;
-  now_ = now;
-  landmark_ += step;
-  start_ += step;
-  for (uint32_t slot = 0; slot < size_; ++slot) {
-    int64_t& ns = entries_[slot].admitted_ns;
-    ns = absl::ToUnixNanos(absl::FromUnixNanos(ns) + step);  // saturates, never wraps
-  }
-}
-
 template <typename Up, typename Down>
 void HeavyHitters::ScaleStored(Up up, Down down) {
   for (CountMinSketch::Counter& c : cms_.counters_) c = up(c);
@@ -701,7 +683,7 @@ std::string HeavyHitters::Serialize() const {
   return std::move(w).Finish();
 }
 
-absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
+absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes, absl::Time now) {
   internal::ByteReader r;
   uint16_t version;
   if (absl::Status s =
@@ -825,6 +807,28 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes) {
   // Only now that every value is loaded against the saved landmark may the clock move
   // (a move of more than kRescaleExponent half-lives rescales them).
   hh->Advance(absl::FromUnixNanos(now_ns));
+  // Then the whole time line moves to `now`: now_ - landmark_ is kept, so the decay factor
+  // and every stored value stay as they are. Start and landmark are at or before the saved
+  // clock, so checking the moved ones and `now` checks them all; admission times (reports
+  // only) saturate.
+  if (now == absl::InfinitePast() || now == absl::InfiniteFuture()) {
+    return absl::InvalidArgumentError("heavy hitters: cannot place a tracker at an infinite time");
+  }
+  const absl::Duration shift = now - hh->now_;
+  const absl::Time lowest = absl::FromUnixNanos(std::numeric_limits<int64_t>::min());
+  const absl::Time highest = absl::FromUnixNanos(std::numeric_limits<int64_t>::max());
+  if (now > highest || hh->start_ + shift < lowest || hh->landmark_ + shift < lowest) {
+    return absl::InvalidArgumentError(absl::StrCat("heavy hitters: placing the saved clock at ",
+                                                   absl::FormatTime(now),
+                                                   " moves its time line out of range"));
+  }
+  hh->now_ = now;
+  hh->landmark_ += shift;
+  hh->start_ += shift;
+  for (uint32_t slot = 0; slot < hh->size_; ++slot) {
+    int64_t& ns = hh->entries_[slot].admitted_ns;
+    ns = ToNanos(absl::FromUnixNanos(ns) + shift);  // saturates, never wraps
+  }
   return hh;
 }
 

@@ -209,47 +209,72 @@ TEST_CASE("Decay: Advance backwards is ignored", "[sketch][decay]") {
   CHECK(hh.Estimate("k") == Approx(1.0).epsilon(kRel));
 }
 
-TEST_CASE("Decay: after FollowClock steps back, decay goes on from the new clock",
+TEST_CASE("Decay: a tracker loaded at another clock decays on from where it is placed",
           "[sketch][decay]") {
   HeavyHitters hh = MustCreate(absl::Seconds(10));
   const absl::Time t1 = kT0 + absl::Hours(2);
-  hh.FollowClock(t1);
+  hh.Advance(t1);
   for (int i = 0; i < 100; ++i) hh.Update("old", Op::kRead);
   const absl::Time admitted = hh.TopK(1).at(0).admitted;
   CHECK(admitted == t1);
   const double window = hh.DecayedWindowSeconds();
   const double landmark_to_now = absl::ToDoubleSeconds(hh.now() - Landmark(hh));
-  // The wall clock steps back an hour: nothing changes but the time line.
-  const absl::Time back = t1 - absl::Hours(1);
-  hh.FollowClock(back);
-  CHECK(hh.now() == back);
-  CHECK(hh.Estimate("old") == Approx(100).epsilon(kRel));
-  CHECK(hh.DecayedWindowSeconds() == window);
-  CHECK(absl::ToDoubleSeconds(hh.now() - Landmark(hh)) == landmark_to_now);
-  CHECK(hh.TopK(1).at(0).admitted == admitted - absl::Hours(1));
-  // Two half-lives on the new clock decay the old traffic by 4, as they would have without
-  // the step (Advance alone would hold it at 100 until the clock passed t1).
-  hh.FollowClock(back + absl::Seconds(20));
-  CHECK(hh.Estimate("old") == Approx(25).epsilon(kRel));
-  CHECK(hh.LowerBound("old") == Approx(25).epsilon(kRel));
-  for (int i = 0; i < 100; ++i) hh.Update("new", Op::kRead);
-  CHECK(hh.Estimate("new") == Approx(100).epsilon(kRel));
-  CHECK(hh.Total() == Approx(125).epsilon(kRel));
-  CHECK(hh.TopK(2).at(0).key == "new");
-  // A reading at or after the clock is Advance.
-  hh.FollowClock(back + absl::Seconds(30));
-  CHECK(hh.Estimate("new") == Approx(50).epsilon(kRel));
-  // The time line survives a round trip, and the shifted tracker merges with another on
-  // the same clock.
-  absl::StatusOr<HeavyHitters> copy = HeavyHitters::Deserialize(hh.Serialize());
-  REQUIRE(copy.ok());
-  CHECK(copy->now() == hh.now());
-  CHECK(copy->Estimate("old") == Approx(hh.Estimate("old")).epsilon(kRel));
-  HeavyHitters other = MustCreate(absl::Seconds(10));
-  other.FollowClock(back + absl::Seconds(30));
-  for (int i = 0; i < 10; ++i) other.Update("new", Op::kRead);
-  REQUIRE(other.Merge(hh).ok());
-  CHECK(other.Estimate("new") == Approx(60).epsilon(kRel));
+  const std::string saved = hh.Serialize();
+  // The loading process's clock reads an hour less (another process's monotonic clock, say),
+  // and one a day more: nothing changes but the time line.
+  for (const absl::Duration shift : {-absl::Hours(1), absl::Hours(24)}) {
+    INFO("shift " << absl::FormatDuration(shift));
+    const absl::Time placed = t1 + shift;
+    absl::StatusOr<HeavyHitters> loaded = HeavyHitters::Deserialize(saved, placed);
+    REQUIRE(loaded.ok());
+    CHECK(loaded->now() == placed);
+    CHECK(loaded->Estimate("old") == hh.Estimate("old"));
+    CHECK(loaded->LowerBound("old") == hh.LowerBound("old"));
+    CHECK(loaded->Total() == hh.Total());
+    CHECK(loaded->DecayedWindowSeconds() == window);
+    CHECK(absl::ToDoubleSeconds(loaded->now() - Landmark(*loaded)) == landmark_to_now);
+    CHECK(loaded->TopK(1).at(0).admitted == admitted + shift);
+    // Two half-lives on the new clock decay the old traffic by 4, as they would have on the
+    // old one (had the clock stayed, Advance() to an earlier reading would hold it at 100).
+    loaded->Advance(placed + absl::Seconds(20));
+    CHECK(loaded->Estimate("old") == Approx(25).epsilon(kRel));
+    CHECK(loaded->LowerBound("old") == Approx(25).epsilon(kRel));
+    for (int i = 0; i < 100; ++i) loaded->Update("new", Op::kRead);
+    CHECK(loaded->Estimate("new") == Approx(100).epsilon(kRel));
+    CHECK(loaded->Total() == Approx(125).epsilon(kRel));
+    CHECK(loaded->TopK(2).at(0).key == "new");
+    loaded->Advance(placed + absl::Seconds(30));
+    CHECK(loaded->Estimate("new") == Approx(50).epsilon(kRel));
+    // The placed time line survives a round trip, and the tracker merges with another on
+    // the same clock.
+    absl::StatusOr<HeavyHitters> copy =
+        HeavyHitters::Deserialize(loaded->Serialize(), loaded->now());
+    REQUIRE(copy.ok());
+    CHECK(copy->Serialize() == loaded->Serialize());
+    HeavyHitters other = MustCreate(absl::Seconds(10));
+    other.Advance(placed + absl::Seconds(30));
+    for (int i = 0; i < 10; ++i) other.Update("new", Op::kRead);
+    REQUIRE(other.Merge(*loaded).ok());
+    CHECK(other.Estimate("new") == Approx(60).epsilon(kRel));
+  }
+}
+
+TEST_CASE("Decay: a tracker cannot be placed at an infinite time or out of range",
+          "[sketch][decay]") {
+  HeavyHitters hh = MustCreate(absl::Seconds(10));
+  hh.Update("k", Op::kRead);
+  const std::string saved = hh.Serialize();
+  CHECK(HeavyHitters::Deserialize(saved, absl::InfiniteFuture()).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(HeavyHitters::Deserialize(saved, absl::InfinitePast()).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  // Past the last int64 nanosecond (year 2262), or with the start moved before the first.
+  CHECK(HeavyHitters::Deserialize(saved, absl::FromUnixSeconds(int64_t{1} << 40)).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(HeavyHitters::Deserialize(saved, absl::FromUnixSeconds(-(int64_t{1} << 40)))
+            .status()
+            .code() == absl::StatusCode::kInvalidArgument);
+  CHECK(HeavyHitters::Deserialize(saved, absl::UnixEpoch()).ok());
 }
 
 TEST_CASE("Decay: the top-K follows a drifting hot set within a few half-lives",

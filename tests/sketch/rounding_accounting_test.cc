@@ -28,6 +28,7 @@
 #include "test_util.h"
 
 namespace hotkey::sketch {
+using testing::Reload;
 namespace {
 
 using testing::KeyFor;
@@ -63,7 +64,7 @@ HeavyHitters WithRoundings(const HeavyHitters& hh, uint64_t roundings) {
   std::string bytes = hh.Serialize();
   Patch<uint64_t>(&bytes, kRoundingsAt, roundings);
   Rechecksum(&bytes);
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(bytes);
+  absl::StatusOr<HeavyHitters> back = Reload(bytes);
   REQUIRE(back.ok());
   REQUIRE(back->roundings() == roundings);
   return *std::move(back);
@@ -136,7 +137,7 @@ TEST_CASE("HeavyHitters: a sum that rounding to nearest would stall still bounds
   std::string uncounted = bytes;
   Patch<uint64_t>(&uncounted, kRoundingsAt, 0);
   Rechecksum(&uncounted);
-  absl::StatusOr<HeavyHitters> wrong = HeavyHitters::Deserialize(uncounted);
+  absl::StatusOr<HeavyHitters> wrong = Reload(uncounted);
   REQUIRE(wrong.ok());
   CHECK(wrong->UpperBound("big") < big);
   CHECK(wrong->UpperBound("cm") < cm);
@@ -234,7 +235,7 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
   std::string bytes = fed.Serialize();
   Patch<uint64_t>(&bytes, kRoundingsAt, HeavyHitters::kMaxRoundings - 2);
   Rechecksum(&bytes);
-  absl::StatusOr<HeavyHitters> hh = HeavyHitters::Deserialize(bytes);
+  absl::StatusOr<HeavyHitters> hh = Reload(bytes);
   REQUIRE(hh.ok());
   REQUIRE(hh->roundings() == HeavyHitters::kMaxRoundings - 2);
   const std::string hot = KeyFor(0);  // the heaviest key, in the table
@@ -301,7 +302,7 @@ TEST_CASE("HeavyHitters: settling the rounding count keeps every bound", "[sketc
   CHECK(hh->Total() >= total_before + 3);
   CHECK(hh->Total() <= (total_before + 3) * (1 + kUlps));
   // The settled tracker is a valid saved tracker, with its new count.
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(hh->Serialize());
+  absl::StatusOr<HeavyHitters> back = Reload(hh->Serialize());
   REQUIRE(back.ok());
   CHECK(back->roundings() == 2 * 3);
   CHECK(back->UpperBound(hot) == hh->UpperBound(hot));

@@ -23,6 +23,7 @@
 #include "test_util.h"
 
 namespace hotkey::sketch {
+using testing::Reload;
 namespace {
 
 using testing::KeyFor;
@@ -276,7 +277,7 @@ TEST_CASE("HeavyHitters: randomized mixed weights with decay never cross the exa
   REQUIRE(part[0].Merge(part[1]).ok());
   CheckExact(part[0], exact, kHours);
   // A serialised and restored tracker keeps them too.
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(all.Serialize());
+  absl::StatusOr<HeavyHitters> back = Reload(all.Serialize());
   REQUIRE(back.ok());
   CheckExact(*back, exact, kHours);
 }

@@ -38,6 +38,7 @@
 #include "test_util.h"
 
 namespace hotkey::sketch {
+using testing::Reload;
 namespace {
 
 using testing::KeyFor;
@@ -228,7 +229,7 @@ TEST_CASE("HeavyHitters: serialize round trip keeps TopK, estimates and later up
     INFO("half-life " << absl::FormatDuration(half_life));
     HeavyHitters original = BusyTracker(half_life);
     const std::string bytes = original.Serialize();
-    absl::StatusOr<HeavyHitters> restored = HeavyHitters::Deserialize(bytes);
+    absl::StatusOr<HeavyHitters> restored = Reload(bytes);
     INFO(restored.status());
     REQUIRE(restored.ok());
     CHECK(restored->options().candidates == original.options().candidates);
@@ -262,13 +263,13 @@ TEST_CASE("HeavyHitters: a tracker restored at once round-trips when empty or fu
   HeavyHittersOptions o;
   o.candidates = 3;
   HeavyHitters empty = MustCreate(o);
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(empty.Serialize());
+  absl::StatusOr<HeavyHitters> back = Reload(empty.Serialize());
   REQUIRE(back.ok());
   CHECK(back->size() == 0);
   CHECK(back->Serialize() == empty.Serialize());
   HeavyHitters full = MustCreate(o);
   for (int i = 0; i < 10; ++i) full.Update(KeyFor(i), Op::kRead, i + 1);
-  back = HeavyHitters::Deserialize(full.Serialize());
+  back = Reload(full.Serialize());
   REQUIRE(back.ok());
   CHECK(back->size() == 3);
   CheckSame(full, *back);
@@ -297,13 +298,13 @@ std::string SmallTrackerBytes() {
 TEST_CASE("HeavyHitters: every truncation of a serialised tracker is rejected",
           "[sketch][serialize]") {
   const std::string good = SmallTrackerBytes();
-  REQUIRE(HeavyHitters::Deserialize(good).ok());
+  REQUIRE(Reload(good).ok());
   for (size_t len = 0; len < good.size(); ++len) {
     INFO("prefix of " << len << " of " << good.size() << " bytes");
-    REQUIRE_FALSE(HeavyHitters::Deserialize(good.substr(0, len)).ok());
+    REQUIRE_FALSE(Reload(good.substr(0, len)).ok());
   }
-  CHECK_FALSE(HeavyHitters::Deserialize(good + "x").ok());
-  CHECK_FALSE(HeavyHitters::Deserialize("").ok());
+  CHECK_FALSE(Reload(good + "x").ok());
+  CHECK_FALSE(Reload("").ok());
 }
 
 TEST_CASE("HeavyHitters: every flipped bit of a serialised tracker is rejected",
@@ -314,7 +315,7 @@ TEST_CASE("HeavyHitters: every flipped bit of a serialised tracker is rejected",
       std::string bad = good;
       bad[i] = static_cast<char>(bad[i] ^ (1 << bit));
       INFO("byte " << i << " bit " << bit);
-      REQUIRE_FALSE(HeavyHitters::Deserialize(bad).ok());
+      REQUIRE_FALSE(Reload(bad).ok());
     }
   }
 }
@@ -324,15 +325,15 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
   std::string magic = good;
   magic.replace(0, 4, "HKCM");
   Rechecksum(&magic);
-  CHECK(HeavyHitters::Deserialize(magic).status().code() == absl::StatusCode::kInvalidArgument);
-  CHECK_FALSE(HeavyHitters::Deserialize(SmallCountMin().Serialize()).ok());
+  CHECK(Reload(magic).status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_FALSE(Reload(SmallCountMin().Serialize()).ok());
   // Version 1 (float counters) and unknown versions are refused, naming the version (2,
   // without a lobby, 3, without a count of roundings, 4 and 5 are read).
   for (uint16_t v : {0, 1, 6, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
-    const absl::Status s = HeavyHitters::Deserialize(version).status();
+    const absl::Status s = Reload(version).status();
     INFO("version " << v << ": " << s);
     CHECK(s.code() == absl::StatusCode::kFailedPrecondition);
     CHECK(std::string(s.message()).find("version " + std::to_string(v)) != std::string::npos);
@@ -428,7 +429,7 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
     std::string b = good;
     c.edit(&b);
     Rechecksum(&b);
-    const absl::Status s = HeavyHitters::Deserialize(b).status();
+    const absl::Status s = Reload(b).status();
     INFO(c.what << ": " << s);
     CHECK_FALSE(s.ok());
   }
@@ -436,12 +437,12 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
   std::string ok = good;
   Patch<uint32_t>(&ok, 6, 9);  // more candidates than entries is fine
   Rechecksum(&ok);
-  CHECK(HeavyHitters::Deserialize(ok).ok());
+  CHECK(Reload(ok).ok());
   // So is a total of 1e250 exactly, and it reads as finite.
   std::string large = good;
   Patch<double>(&large, 66, 1e250);
   Rechecksum(&large);
-  absl::StatusOr<HeavyHitters> loaded = HeavyHitters::Deserialize(large);
+  absl::StatusOr<HeavyHitters> loaded = Reload(large);
   REQUIRE(loaded.ok());
   CHECK(std::isfinite(loaded->Total()));
   CHECK(loaded->Total() > 1e240);  // 1e250 decayed to the tracker's clock
@@ -465,7 +466,7 @@ HeavyHitters LoadedAtLimit(absl::Time t) {
   REQUIRE(Peek<uint32_t>(b, e0 - 4) == 4);
   Patch<double>(&b, e0 + 8, 1e250);  // its upper bound, far above its weights
   Rechecksum(&b);
-  absl::StatusOr<HeavyHitters> loaded = HeavyHitters::Deserialize(b);
+  absl::StatusOr<HeavyHitters> loaded = Reload(b);
   REQUIRE(loaded.ok());
   REQUIRE(loaded->TopK(1)[0].estimate > 1e250);  // widened by 2^-21 when read
   return *std::move(loaded);
@@ -527,7 +528,7 @@ TEST_CASE("HeavyHitters: a count of roundings above 2^32 is rejected", "[sketch]
     std::string b = good;
     Patch<uint64_t>(&b, kRoundingsAt, r);
     Rechecksum(&b);
-    return HeavyHitters::Deserialize(b);
+    return Reload(b);
   };
   for (uint64_t r : {HeavyHitters::kMaxRoundings + 1, uint64_t{1} << 63, ~uint64_t{0}}) {
     const absl::Status s = with_roundings(r).status();
@@ -551,7 +552,7 @@ TEST_CASE("HeavyHitters: a round trip keeps the count of roundings", "[sketch][s
   REQUIRE(hh.roundings() == 2 * 200000);
   const std::string bytes = hh.Serialize();
   CHECK(Peek<uint64_t>(bytes, kRoundingsAt) == hh.roundings());
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(bytes);
+  absl::StatusOr<HeavyHitters> back = Reload(bytes);
   REQUIRE(back.ok());
   CHECK(back->roundings() == hh.roundings());
   // And so the same widening: every figure read is the same (CheckSame), not only close.
@@ -603,7 +604,7 @@ TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
   }
   REQUIRE(hh.roundings() == 2 * (200 + 90));
   const std::string v5 = hh.Serialize();
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(AsOlderVersion(v5, 3, {}));
+  absl::StatusOr<HeavyHitters> back = Reload(AsOlderVersion(v5, 3, {}));
   INFO(back.status());
   REQUIRE(back.ok());
   CHECK(back->roundings() == 0);
@@ -648,8 +649,7 @@ TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch
       {HashKey(KeyFor(7), o.seed), 9}, {0, 0}, {HashKey(KeyFor(8), o.seed), 4}};
   for (uint16_t version : {3, 4}) {
     INFO("version " << version);
-    absl::StatusOr<HeavyHitters> back =
-        HeavyHitters::Deserialize(AsOlderVersion(hh.Serialize(), version, ways));
+    absl::StatusOr<HeavyHitters> back = Reload(AsOlderVersion(hh.Serialize(), version, ways));
     INFO(back.status());
     REQUIRE(back.ok());
     CHECK(back->UpperBound(KeyFor(7)) >= 9);
@@ -666,12 +666,12 @@ TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch
   // length are refused.
   for (const auto& bad : std::vector<std::vector<std::pair<uint64_t, double>>>{
            {{1234, 0}}, {{HashKey(KeyFor(7), o.seed), -1}}}) {
-    CHECK_FALSE(HeavyHitters::Deserialize(AsOlderVersion(hh.Serialize(), 4, bad)).ok());
+    CHECK_FALSE(Reload(AsOlderVersion(hh.Serialize(), 4, bad)).ok());
   }
   std::string short_lobby = AsOlderVersion(hh.Serialize(), 4, ways);
   short_lobby.erase(short_lobby.size() - 8 - 16, 16);
   Rechecksum(&short_lobby);
-  CHECK_FALSE(HeavyHitters::Deserialize(short_lobby).ok());
+  CHECK_FALSE(Reload(short_lobby).ok());
 }
 
 // Deserialize(b) under a per-allocation limit: "rejected", "accepted", or what it tried to
@@ -679,7 +679,7 @@ TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch
 std::string DeserializeWithinLimit(const std::string& b, size_t limit_bytes) {
   ScopedAllocationLimit limit(limit_bytes);
   try {
-    return HeavyHitters::Deserialize(b).ok() ? "accepted" : "rejected";
+    return Reload(b).ok() ? "accepted" : "rejected";
   } catch (const std::bad_alloc&) {
     return "tried to allocate " + std::to_string(limit.largest_refused()) + " bytes";
   }
@@ -725,7 +725,7 @@ TEST_CASE("HeavyHitters: weights beyond float range leave a tracker that still r
   CHECK(std::isfinite(hh.Estimate("a")));
   CHECK(std::isfinite(hh.Estimate("c")));
   CHECK(std::isfinite(hh.Estimate("zzz")));
-  CHECK(HeavyHitters::Deserialize(hh.Serialize()).ok());
+  CHECK(Reload(hh.Serialize()).ok());
 }
 
 }  // namespace
@@ -751,7 +751,7 @@ TEST_CASE(
   // bytes(8) half-life(8) seed(8) start(8) landmark(8).
   testing::Patch<int64_t>(&b, 58, absl::ToUnixNanos(t0 + absl::Seconds(50)));
   testing::Rechecksum(&b);
-  absl::StatusOr<HeavyHitters> back = HeavyHitters::Deserialize(b);
+  absl::StatusOr<HeavyHitters> back = Reload(b);
   REQUIRE(back.ok());
   const double decay = std::exp2(-50.0);
   CHECK(back->Estimate("a") == Approx(8 * decay).epsilon(1e-6));

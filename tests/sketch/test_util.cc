@@ -13,6 +13,17 @@
 
 namespace hotkey::sketch::testing {
 
+absl::Time SavedClock(std::string_view hkhh) {
+  if (hkhh.size() < kClockAt + sizeof(int64_t)) return absl::UnixEpoch();
+  int64_t ns;
+  std::memcpy(&ns, hkhh.data() + kClockAt, sizeof ns);
+  return absl::FromUnixNanos(ns);
+}
+
+absl::StatusOr<HeavyHitters> Reload(std::string_view bytes) {
+  return HeavyHitters::Deserialize(bytes, SavedClock(bytes));
+}
+
 std::string_view KeyInto(uint64_t id, char* buf) {
   buf[0] = 'k';
   buf[1] = ':';

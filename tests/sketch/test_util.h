@@ -125,6 +125,17 @@ inline constexpr size_t kTotalsAt = 66;
 // it, 4 bytes on; serialize_test.cc draws the whole layout.
 size_t EntryCountAt(const std::string& hkhh);
 
+// Offset of the i64 saved clock (Unix nanoseconds) in an HKHH buffer of any version: after
+// the magic (4), version (2), options (u32 x3, u64, i64, u64: 36) and start and landmark (16).
+inline constexpr size_t kClockAt = 58;
+
+// The clock saved in an HKHH buffer (the Unix epoch for a buffer too short to hold one).
+absl::Time SavedClock(std::string_view hkhh);
+
+// HeavyHitters::Deserialize(bytes, SavedClock(bytes)): the saved tracker with its time line
+// where it was saved, for the tests of the format rather than of placing.
+absl::StatusOr<HeavyHitters> Reload(std::string_view bytes);
+
 // The seed of the serialised forms' trailing checksum (sketch/byte_io.cc).
 inline constexpr uint64_t kChecksumSeed = 0x636865636b73756dULL;
 

@@ -45,8 +45,10 @@
 // 2^((now - L)/h). These factors, as computed (exp2 of the elapsed half-lives), define an
 // event's decayed weight in the bounds above. When the factor passes 2^kRescaleExponent every
 // value is scaled down (rounding outward) and L moves to now: O(memory) once per
-// kRescaleExponent half-lives, O(1) per update otherwise. Time only moves through Advance()
-// or FollowClock(): the caller's clock, never a global.
+// kRescaleExponent half-lives, O(1) per update otherwise. Time only moves through Advance():
+// the caller's clock (a monotonic one: a reading earlier than the last is ignored), never a
+// global. A tracker loaded from another process's state is placed on the caller's clock by
+// Deserialize(bytes, now).
 //
 // Cost: Update() takes no allocation, lock or exception (heavy_hitters_test.cc counts the
 // allocations). Memory is fixed at Create(), whatever the number of distinct keys:
@@ -149,13 +151,6 @@ class HeavyHitters {
   // Moves the clock to `now`: later updates count as happening then. A `now` earlier than
   // the clock is ignored (time never runs backwards inside the tracker).
   void Advance(absl::Time now);
-  // Follows a wall clock's reading: a `now` at or after the clock is Advance(now). An
-  // earlier one means the wall clock stepped back (NTP, an operator): the tracker's whole
-  // time line (its clock, decay landmark, start and admission times) moves back by the
-  // step, so that decay goes on from `now` as it went on before, where Advance() alone
-  // would pause it until the wall clock caught up. Weights and bounds do not change.
-  // O(size()) on a step, O(1) otherwise.
-  void FollowClock(absl::Time now);
 
   // Counts one event of `weight` for `key`: weights above kMaxWeight count as kMaxWeight,
   // and a weight below kMinWeight (2^-900: not positive, or nearly so) or NaN is ignored.
@@ -217,7 +212,13 @@ class HeavyHitters {
   // that is truncated, corrupt, or of another version, never undefined behaviour. Versions
   // 2 to 4 still load (a lobby they hold is handed to the sketch, keeping every bound).
   std::string Serialize() const;
-  static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes);
+  // The saved tracker, its clock placed at `now`: its whole time line (clock, decay
+  // landmark, start and admission times) moves by `now` minus the saved clock, so that the
+  // saved clock readings (another process's) become readings of the caller's clock.
+  // Weights and bounds are those saved; decay goes on from `now` as it would have gone on
+  // from the saved clock (Advance() the result over any downtime). An error also when
+  // `now` is infinite or the moved time line leaves the range of int64 Unix nanoseconds.
+  static absl::StatusOr<HeavyHitters> Deserialize(std::string_view bytes, absl::Time now);
 
   // Bytes of memory held, fixed at Create().
   size_t MemoryBytes() const;
