@@ -470,7 +470,7 @@ void Daemon::Impl::SaveState() {
   // only the serialising (in memory) does: the write and its fsyncs run on writer_'s thread.
   const sketch::HeavyHitters* merged = aggregator_->merged_tracker();
   if (!merged) return;
-  writer_->Submit(merged->Serialize());
+  writer_->Submit(StateStore::Stamped(merged->Serialize(), wall_.Now()));
 }
 
 void Daemon::Impl::Saved(const absl::Status& s) {

@@ -82,7 +82,7 @@ absl::Duration DemoSource::Step() {
     start_ = now;
     next_publish_ = now + publish_interval_;
   }
-  tracker_.FollowClock(now);  // one clock read per batch, not per event
+  tracker_.Advance(now);  // one clock read per batch, not per event
   // Event i (0-based) is due at start + (i + 1) / rate.
   const double elapsed = absl::ToDoubleSeconds(std::max(now - start_, absl::ZeroDuration()));
   const uint64_t due = static_cast<uint64_t>(std::floor(elapsed * rate_));

@@ -684,7 +684,7 @@ TEST_CASE("Aggregator: after a restore the restored lifetime counts are a baseli
     old->Update(i % 3 == 0 ? "big" : absl::StrCat("bg:", i % 40), Op::kRead, 1e9 / 3000);
   }
   absl::StatusOr<sketch::HeavyHitters> restored =
-      sketch::HeavyHitters::Deserialize(old->Serialize());
+      sketch::HeavyHitters::Deserialize(old->Serialize(), old->now());
   REQUIRE(restored.ok());
   REQUIRE(restored->RawTotal(Op::kRead) == Approx(1e9));
 

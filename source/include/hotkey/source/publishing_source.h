@@ -32,7 +32,7 @@ class PublishingSource : public EventSource {
   // allocation once warm), and tells the daemon.
   void PublishReport(absl::Time now, sketch::HeavyHitters& tracker,
                      const SourceCounters& counters) {
-    tracker.FollowClock(now);
+    tracker.Advance(now);
     reports_.Publish(now, tracker, counters);
     if (on_publish_) on_publish_();
   }
