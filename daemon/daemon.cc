@@ -9,11 +9,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "hotkey/clock/ticker.h"
 #include "hotkey/exporter/aggregator.h"
 #include "hotkey/exporter/load_comparison.h"
 #include "hotkey/exporter/metrics.h"
@@ -79,6 +79,8 @@ class Daemon::Impl {
       : options_(options),
         mono_(mono),
         wall_(wall),
+        origin_(mono.Now()),
+        ticker_(mono),
         log_(std::move(log)),
         load_rules_(std::move(load_rules)),
         cluster_(options.cluster) {}
@@ -109,18 +111,19 @@ class Daemon::Impl {
   void SaveState();
   // writer_'s outcome of each write, on its thread.
   void Saved(const absl::Status& s);
-  void ArmStorageTimer();
   void RequestBuild();
   // Re-reads the web config (Inputs::poll_web_config) and swaps a changed one in.
   void PollWebConfig();
-  void ArmWebConfigTimer();
   // Polls the measured-loads file (Inputs::poll_measured_loads) into comparison_.
   void PollMeasuredLoads();
-  void ArmMeasuredLoadsTimer();
+  // Runs `job` on the io thread every `interval`, until shutdown (ticker_).
+  void OnIoEvery(absl::Duration interval, std::function<void()> job);
 
   const config::DaemonOptions options_;
   const clock::Clock& mono_;  // durations
   const clock::Clock& wall_;  // stamps
+  const absl::Time origin_;   // mono_ at Create: the aggregator's start, the ticks' origin
+  clock::Ticker ticker_;      // every periodic job; started by Run()
   const LogSink log_;
   const RulesLoader load_rules_;
   asio::io_context io_;
@@ -134,15 +137,12 @@ class Daemon::Impl {
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<http::HttpServer> http_;
   std::atomic<bool> build_pending_{false};
-  std::unique_ptr<StateStore> store_;    // null without --storage.path
-  std::unique_ptr<StateWriter> writer_;  // with store_: its writes, off the io thread
-  std::unique_ptr<asio::steady_timer> storage_timer_;
-  WebConfigPoller poll_web_config_;                           // null: not re-read
-  std::unique_ptr<asio::steady_timer> web_config_timer_;      // io thread
-  MeasuredLoadsPoller poll_measured_loads_;                   // null: no measured loads
-  std::unique_ptr<LoadComparison> comparison_;                // with poll_measured_loads_
-  std::unique_ptr<Collectables> all_metrics_;                 // collector_, comparison_
-  std::unique_ptr<asio::steady_timer> measured_loads_timer_;  // io thread
+  std::unique_ptr<StateStore> store_;           // null without --storage.path
+  std::unique_ptr<StateWriter> writer_;         // with store_: its writes, off the io thread
+  WebConfigPoller poll_web_config_;             // null: not re-read
+  MeasuredLoadsPoller poll_measured_loads_;     // null: no measured loads
+  std::unique_ptr<LoadComparison> comparison_;  // with poll_measured_loads_
+  std::unique_ptr<Collectables> all_metrics_;   // collector_, comparison_
   // io thread: the last news of the measured-loads file was an error (or there was none).
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
@@ -199,14 +199,13 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     reload_status_.web_config_last_success = wall_.Now();
   }
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
-                                             std::move(inputs.label_secret), mono_.Now(), log_);
+                                             std::move(inputs.label_secret), origin_, log_);
 
   // Receivers: with port 0 the first socket picks the port and the others join it.
   config::UdpOptions udp = options_.udp;
   for (int i = 0; i < options_.udp.receivers; ++i) {
     absl::StatusOr<std::unique_ptr<source::UdpReceiver>> r = source::UdpReceiver::Create(
-        udp, source::TrackerOptions(options_.track), options_.track.publish_interval, mono_,
-        [this] { RequestBuild(); });
+        udp, source::TrackerOptions(options_.track), mono_, [this] { RequestBuild(); });
     if (!r.ok()) return r.status();
     if (i == 0) {
       absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(udp.listen_address);
@@ -272,7 +271,25 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
       std::move(inputs.web_listen_fds));
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
+
+  // The periodic jobs; the file polls and the save first (see daemon.h).
+  if (poll_measured_loads_) {
+    OnIoEvery(kMeasuredLoadsPollInterval, [this] { PollMeasuredLoads(); });
+  }
+  if (poll_web_config_) OnIoEvery(kWebConfigPollInterval, [this] { PollWebConfig(); });
+  if (store_) OnIoEvery(options_.storage.interval, [this] { SaveState(); });
+  ticker_.Every(options_.track.publish_interval, [this](absl::Time) {
+    for (const auto& s : sources_) s->RequestPublish();
+  });
   return absl::OkStatus();
+}
+
+void Daemon::Impl::OnIoEvery(absl::Duration interval, std::function<void()> job) {
+  ticker_.Every(interval, [this, job = std::move(job)](absl::Time) {
+    asio::post(io_, [this, job] {
+      if (!shut_down_) job();
+    });
+  });
 }
 
 Daemon::Impl::~Impl() {
@@ -310,12 +327,8 @@ void Daemon::Impl::Run(bool handle_signals) {
     for (const auto& [key, value] : sources_[i]->Describe()) line.Value(key, value);
     Log(line);
   }
-  if (store_) ArmStorageTimer();
-  if (poll_web_config_) ArmWebConfigTimer();
-  if (poll_measured_loads_) {
-    PollMeasuredLoads();
-    ArmMeasuredLoadsTimer();
-  }
+  if (poll_measured_loads_) PollMeasuredLoads();
+  ticker_.Start(origin_);
   running_ = true;
   io_.run();
   running_ = false;
@@ -347,13 +360,11 @@ void Daemon::Impl::DoShutdown() {
     boost::system::error_code ec;
     signals_->cancel(ec);
   }
+  ticker_.Stop();  // no more ticks or polls; a job it posted finds shut_down_ set
   for (auto& s : sources_) s->Stop();
   // The last reports, so a final scrape would see everything counted. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.
   if (aggregator_) Build();
-  if (storage_timer_) storage_timer_->cancel();
-  if (web_config_timer_) web_config_timer_->cancel();
-  if (measured_loads_timer_) measured_loads_timer_->cancel();
   if (store_) {
     SaveState();        // after the receivers' last reports: nothing counted is lost
     writer_->Finish();  // and written before the daemon goes
@@ -388,16 +399,6 @@ void Daemon::Impl::RestoreState() {
           .Value("keys", absl::StrCat(keys)));
 }
 
-void Daemon::Impl::ArmWebConfigTimer() {
-  if (!web_config_timer_) web_config_timer_ = std::make_unique<asio::steady_timer>(io_);
-  web_config_timer_->expires_after(absl::ToChronoNanoseconds(kWebConfigPollInterval));
-  web_config_timer_->async_wait([this](boost::system::error_code ec) {
-    if (ec || shut_down_) return;
-    PollWebConfig();
-    ArmWebConfigTimer();
-  });
-}
-
 void Daemon::Impl::PollWebConfig() {
   absl::StatusOr<std::optional<config::WebConfig>> polled = poll_web_config_();
   if (polled.ok() && !polled->has_value()) return;  // unchanged
@@ -415,16 +416,6 @@ void Daemon::Impl::PollWebConfig() {
             .Quoted("file", options_.web.config_file)
             .Quoted("err", std::string(s.message())));
   }
-}
-
-void Daemon::Impl::ArmMeasuredLoadsTimer() {
-  if (!measured_loads_timer_) measured_loads_timer_ = std::make_unique<asio::steady_timer>(io_);
-  measured_loads_timer_->expires_after(absl::ToChronoNanoseconds(kMeasuredLoadsPollInterval));
-  measured_loads_timer_->async_wait([this](boost::system::error_code ec) {
-    if (ec || shut_down_) return;
-    PollMeasuredLoads();
-    ArmMeasuredLoadsTimer();
-  });
 }
 
 void Daemon::Impl::PollMeasuredLoads() {
@@ -452,16 +443,6 @@ void Daemon::Impl::PollMeasuredLoads() {
             .Quoted("file", options_.measured_loads.file)
             .Value("shards", absl::StrCat((*polled)->ops_per_second.size())));
   }
-}
-
-void Daemon::Impl::ArmStorageTimer() {
-  if (!storage_timer_) storage_timer_ = std::make_unique<asio::steady_timer>(io_);
-  storage_timer_->expires_after(absl::ToChronoNanoseconds(options_.storage.interval));
-  storage_timer_->async_wait([this](boost::system::error_code ec) {
-    if (ec || shut_down_) return;
-    SaveState();
-    ArmStorageTimer();
-  });
 }
 
 void Daemon::Impl::SaveState() {
