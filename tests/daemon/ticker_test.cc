@@ -1,6 +1,7 @@
 // Tests of clock::Ticker (clock/ticker.h), the daemon's periodic jobs, on a FakeClock: jobs
 // run at origin + k * interval and not before, a jump over several times runs a job once,
-// jobs due together run in the order added, and Stop() ends the thread while it waits.
+// jobs due together run in the order added, and Stop() ends the thread while it waits; and
+// a Waker keeps a notification made before the wait.
 
 #include "hotkey/clock/ticker.h"
 
@@ -76,6 +77,18 @@ TEST_CASE("Ticker: Stop() ends a thread that waits for a time far off", "[daemon
   ticker.Stop();
   CHECK(runs == 0);
   CHECK(clock.waiters() == 0);
+}
+
+TEST_CASE("Waker: a Notify() made before the wait ends the next wait at once, once",
+          "[daemon][ticker]") {
+  FakeClock fake;
+  const SteadyClock& steady = SteadyClock::Get();
+  for (const Clock* c : {static_cast<const Clock*>(&fake), static_cast<const Clock*>(&steady)}) {
+    Waker w;
+    w.Notify();
+    CHECK_FALSE(c->WaitUntil(c->Now() + absl::Hours(1), w));  // woken, not timed out
+    CHECK(c->WaitUntil(c->Now(), w));                         // used up: the deadline passed
+  }
 }
 
 }  // namespace
