@@ -9,11 +9,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "hotkey/clock/ticker.h"
 #include "hotkey/exporter/aggregator.h"
 #include "hotkey/exporter/load_comparison.h"
 #include "hotkey/exporter/metrics.h"
@@ -74,10 +74,13 @@ class Collectables : public prometheus::Collectable {
 // io_ (or, once no thread runs io_, by the destructor).
 class Daemon::Impl {
  public:
-  Impl(const config::DaemonOptions& options, const clock::Clock& clock, LogSink log,
-       RulesLoader load_rules)
+  Impl(const config::DaemonOptions& options, const clock::Clock& mono, const clock::Clock& wall,
+       LogSink log, RulesLoader load_rules)
       : options_(options),
-        clock_(clock),
+        mono_(mono),
+        wall_(wall),
+        origin_(mono.Now()),
+        ticker_(mono),
         log_(std::move(log)),
         load_rules_(std::move(load_rules)),
         cluster_(options.cluster) {}
@@ -108,17 +111,19 @@ class Daemon::Impl {
   void SaveState();
   // writer_'s outcome of each write, on its thread.
   void Saved(const absl::Status& s);
-  void ArmStorageTimer();
   void RequestBuild();
   // Re-reads the web config (Inputs::poll_web_config) and swaps a changed one in.
   void PollWebConfig();
-  void ArmWebConfigTimer();
   // Polls the measured-loads file (Inputs::poll_measured_loads) into comparison_.
   void PollMeasuredLoads();
-  void ArmMeasuredLoadsTimer();
+  // Runs `job` on the io thread every `interval`, until shutdown (ticker_).
+  void OnIoEvery(absl::Duration interval, std::function<void()> job);
 
   const config::DaemonOptions options_;
-  const clock::Clock& clock_;
+  const clock::Clock& mono_;  // durations
+  const clock::Clock& wall_;  // stamps
+  const absl::Time origin_;   // mono_ at Create: the aggregator's start, the ticks' origin
+  clock::Ticker ticker_;      // every periodic job; started by Run()
   const LogSink log_;
   const RulesLoader load_rules_;
   asio::io_context io_;
@@ -132,15 +137,12 @@ class Daemon::Impl {
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<http::HttpServer> http_;
   std::atomic<bool> build_pending_{false};
-  std::unique_ptr<StateStore> store_;    // null without --storage.path
-  std::unique_ptr<StateWriter> writer_;  // with store_: its writes, off the io thread
-  std::unique_ptr<asio::steady_timer> storage_timer_;
-  WebConfigPoller poll_web_config_;                           // null: not re-read
-  std::unique_ptr<asio::steady_timer> web_config_timer_;      // io thread
-  MeasuredLoadsPoller poll_measured_loads_;                   // null: no measured loads
-  std::unique_ptr<LoadComparison> comparison_;                // with poll_measured_loads_
-  std::unique_ptr<Collectables> all_metrics_;                 // collector_, comparison_
-  std::unique_ptr<asio::steady_timer> measured_loads_timer_;  // io thread
+  std::unique_ptr<StateStore> store_;           // null without --storage.path
+  std::unique_ptr<StateWriter> writer_;         // with store_: its writes, off the io thread
+  WebConfigPoller poll_web_config_;             // null: not re-read
+  MeasuredLoadsPoller poll_measured_loads_;     // null: no measured loads
+  std::unique_ptr<LoadComparison> comparison_;  // with poll_measured_loads_
+  std::unique_ptr<Collectables> all_metrics_;   // collector_, comparison_
   // io thread: the last news of the measured-loads file was an error (or there was none).
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
@@ -157,12 +159,13 @@ class Daemon::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
-    const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock, LogSink log,
+    const config::DaemonOptions& options, Inputs inputs, const clock::Clock& mono,
+    const clock::Clock& wall, LogSink log,
     std::vector<std::unique_ptr<source::EventSource>> sources) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   RulesLoader load_rules = std::move(inputs.load_rules);
   if (!load_rules) load_rules = [options] { return config::ReloadableFrom(options); };
-  auto impl = std::make_unique<Impl>(options, clock, std::move(log), std::move(load_rules));
+  auto impl = std::make_unique<Impl>(options, mono, wall, std::move(log), std::move(load_rules));
   if (absl::Status s = impl->Init(std::move(inputs), std::move(sources)); !s.ok()) return s;
   return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
 }
@@ -189,21 +192,20 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   if (!reloadable.ok()) return reloadable.status();
   cluster_ = reloadable->cluster;
   reload_status_.last_successful = true;
-  reload_status_.last_success = clock_.Now();
+  reload_status_.last_success = wall_.Now();
   if (inputs.poll_web_config) {
     poll_web_config_ = std::move(inputs.poll_web_config);
     reload_status_.web_config_watched = true;
-    reload_status_.web_config_last_success = clock_.Now();
+    reload_status_.web_config_last_success = wall_.Now();
   }
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
-                                             std::move(inputs.label_secret), clock_.Now(), log_);
+                                             std::move(inputs.label_secret), origin_, log_);
 
   // Receivers: with port 0 the first socket picks the port and the others join it.
   config::UdpOptions udp = options_.udp;
   for (int i = 0; i < options_.udp.receivers; ++i) {
     absl::StatusOr<std::unique_ptr<source::UdpReceiver>> r = source::UdpReceiver::Create(
-        udp, source::TrackerOptions(options_.track), options_.track.publish_interval, clock_,
-        [this] { RequestBuild(); });
+        udp, source::TrackerOptions(options_.track), mono_, [this] { RequestBuild(); });
     if (!r.ok()) return r.status();
     if (i == 0) {
       absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(udp.listen_address);
@@ -259,7 +261,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
         std::lock_guard<std::mutex> l(mu_);
         cluster = cluster_;
       }
-      return comparison_->Json(cluster, clock_.Now());
+      return comparison_->Json(cluster, wall_.Now());
     };
   }
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
@@ -269,7 +271,25 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
       std::move(inputs.web_listen_fds));
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
+
+  // The periodic jobs; the file polls and the save first (see daemon.h).
+  if (poll_measured_loads_) {
+    OnIoEvery(kMeasuredLoadsPollInterval, [this] { PollMeasuredLoads(); });
+  }
+  if (poll_web_config_) OnIoEvery(kWebConfigPollInterval, [this] { PollWebConfig(); });
+  if (store_) OnIoEvery(options_.storage.interval, [this] { SaveState(); });
+  ticker_.Every(options_.track.publish_interval, [this](absl::Time) {
+    for (const auto& s : sources_) s->RequestPublish();
+  });
   return absl::OkStatus();
+}
+
+void Daemon::Impl::OnIoEvery(absl::Duration interval, std::function<void()> job) {
+  ticker_.Every(interval, [this, job = std::move(job)](absl::Time) {
+    asio::post(io_, [this, job] {
+      if (!shut_down_) job();
+    });
+  });
 }
 
 Daemon::Impl::~Impl() {
@@ -279,7 +299,7 @@ Daemon::Impl::~Impl() {
 }
 
 log::LogLine Daemon::Impl::Line(std::string_view level, std::string_view msg) const {
-  return log::LogLine(clock_.Now(), level, msg);
+  return log::LogLine(wall_.Now(), level, msg);
 }
 
 void Daemon::Impl::Log(const log::LogLine& line) const {
@@ -307,12 +327,8 @@ void Daemon::Impl::Run(bool handle_signals) {
     for (const auto& [key, value] : sources_[i]->Describe()) line.Value(key, value);
     Log(line);
   }
-  if (store_) ArmStorageTimer();
-  if (poll_web_config_) ArmWebConfigTimer();
-  if (poll_measured_loads_) {
-    PollMeasuredLoads();
-    ArmMeasuredLoadsTimer();
-  }
+  if (poll_measured_loads_) PollMeasuredLoads();
+  ticker_.Start(origin_);
   running_ = true;
   io_.run();
   running_ = false;
@@ -344,13 +360,11 @@ void Daemon::Impl::DoShutdown() {
     boost::system::error_code ec;
     signals_->cancel(ec);
   }
+  ticker_.Stop();  // no more ticks or polls; a job it posted finds shut_down_ set
   for (auto& s : sources_) s->Stop();
   // The last reports, so a final scrape would see everything counted. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.
   if (aggregator_) Build();
-  if (storage_timer_) storage_timer_->cancel();
-  if (web_config_timer_) web_config_timer_->cancel();
-  if (measured_loads_timer_) measured_loads_timer_->cancel();
   if (store_) {
     SaveState();        // after the receivers' last reports: nothing counted is lost
     writer_->Finish();  // and written before the daemon goes
@@ -363,13 +377,14 @@ void Daemon::Impl::Build() {
   std::vector<std::shared_ptr<const source::SourceReport>> reports;
   reports.reserve(sources_.size());
   for (const auto& s : sources_) reports.push_back(s->Latest());
-  auto snap = aggregator_->Build(reports, clock_.Now(), ReadUdpDrops(inodes_));
+  auto snap = aggregator_->Build(reports, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
   std::lock_guard<std::mutex> l(mu_);
   snapshot_ = std::move(snap);
 }
 
 void Daemon::Impl::RestoreState() {
-  StateStore::Loaded l = store_->Load(source::TrackerOptions(options_.track), clock_.Now());
+  StateStore::Loaded l =
+      store_->Load(source::TrackerOptions(options_.track), mono_.Now(), wall_.Now());
   if (!l.problem.empty()) {
     Log(Line("error", "saved state unusable; starting empty")
             .Quoted("file", store_->path())
@@ -384,16 +399,6 @@ void Daemon::Impl::RestoreState() {
           .Value("keys", absl::StrCat(keys)));
 }
 
-void Daemon::Impl::ArmWebConfigTimer() {
-  if (!web_config_timer_) web_config_timer_ = std::make_unique<asio::steady_timer>(io_);
-  web_config_timer_->expires_after(absl::ToChronoNanoseconds(kWebConfigPollInterval));
-  web_config_timer_->async_wait([this](boost::system::error_code ec) {
-    if (ec || shut_down_) return;
-    PollWebConfig();
-    ArmWebConfigTimer();
-  });
-}
-
 void Daemon::Impl::PollWebConfig() {
   absl::StatusOr<std::optional<config::WebConfig>> polled = poll_web_config_();
   if (polled.ok() && !polled->has_value()) return;  // unchanged
@@ -402,7 +407,7 @@ void Daemon::Impl::PollWebConfig() {
   {
     std::lock_guard<std::mutex> l(mu_);
     reload_status_.web_config_last_successful = s.ok();
-    if (s.ok()) reload_status_.web_config_last_success = clock_.Now();
+    if (s.ok()) reload_status_.web_config_last_success = wall_.Now();
   }
   if (s.ok()) {
     Log(Line("info", "web config reloaded").Quoted("file", options_.web.config_file));
@@ -411,16 +416,6 @@ void Daemon::Impl::PollWebConfig() {
             .Quoted("file", options_.web.config_file)
             .Quoted("err", std::string(s.message())));
   }
-}
-
-void Daemon::Impl::ArmMeasuredLoadsTimer() {
-  if (!measured_loads_timer_) measured_loads_timer_ = std::make_unique<asio::steady_timer>(io_);
-  measured_loads_timer_->expires_after(absl::ToChronoNanoseconds(kMeasuredLoadsPollInterval));
-  measured_loads_timer_->async_wait([this](boost::system::error_code ec) {
-    if (ec || shut_down_) return;
-    PollMeasuredLoads();
-    ArmMeasuredLoadsTimer();
-  });
 }
 
 void Daemon::Impl::PollMeasuredLoads() {
@@ -450,30 +445,20 @@ void Daemon::Impl::PollMeasuredLoads() {
   }
 }
 
-void Daemon::Impl::ArmStorageTimer() {
-  if (!storage_timer_) storage_timer_ = std::make_unique<asio::steady_timer>(io_);
-  storage_timer_->expires_after(absl::ToChronoNanoseconds(options_.storage.interval));
-  storage_timer_->async_wait([this](boost::system::error_code ec) {
-    if (ec || shut_down_) return;
-    SaveState();
-    ArmStorageTimer();
-  });
-}
-
 void Daemon::Impl::SaveState() {
   // The tracker the aggregator merged for the last snapshot: every source's latest report,
   // merged once per tick, not again here. SaveState runs on the io thread, as Build does;
   // only the serialising (in memory) does: the write and its fsyncs run on writer_'s thread.
   const sketch::HeavyHitters* merged = aggregator_->merged_tracker();
   if (!merged) return;
-  writer_->Submit(merged->Serialize());
+  writer_->Submit(StateStore::Stamped(merged->Serialize(), wall_.Now()));
 }
 
 void Daemon::Impl::Saved(const absl::Status& s) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (s.ok()) {
-      storage_status_.last_success = clock_.Now();
+      storage_status_.last_success = wall_.Now();
     } else {
       ++storage_status_.failures;
     }
@@ -509,7 +494,7 @@ absl::Status Daemon::Impl::Reload() {
       std::lock_guard<std::mutex> l(mu_);
       cluster_ = reloadable->cluster;
       reload_status_.last_successful = true;
-      reload_status_.last_success = clock_.Now();
+      reload_status_.last_success = wall_.Now();
     }
     Log(Line("info", "configuration reloaded").Quoted("file", options_.config_file));
   } else {

@@ -133,11 +133,13 @@ int main(int argc, char** argv) {
       }
       inputs.web_listen_fds = *std::move(fds);
     }
-    static hotkey::clock::RealClock clock;
+    // Durations run on the monotonic clock; the wall clock only stamps output.
+    const hotkey::clock::Clock& mono = hotkey::clock::SteadyClock::Get();
+    static const hotkey::clock::RealClock wall;
     std::vector<std::unique_ptr<hotkey::source::EventSource>> sources;
     if (options.demo) {
       absl::StatusOr<std::unique_ptr<hotkey::source::EventSource>> demo =
-          hotkey::source::NewDemoSource(options, clock);
+          hotkey::source::NewDemoSource(options, mono);
       if (!demo.ok()) {
         std::fprintf(stderr, "hotkeyd: %s\n", std::string(demo.status().message()).c_str());
         return 1;
@@ -147,15 +149,15 @@ int main(int argc, char** argv) {
     if (options.tap.enabled()) {
       // Opened before the daemon binds anything: a missing CAP_NET_RAW fails at once.
       absl::StatusOr<std::unique_ptr<hotkey::source::EventSource>> tap =
-          hotkey::tap::NewTapSource(options, clock);
+          hotkey::tap::NewTapSource(options, mono);
       if (!tap.ok()) {
         std::fprintf(stderr, "hotkeyd: %s\n", std::string(tap.status().message()).c_str());
         return 1;
       }
       sources.push_back(*std::move(tap));
     }
-    absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d =
-        hotkey::daemon::Daemon::Create(options, std::move(inputs), clock, log, std::move(sources));
+    absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d = hotkey::daemon::Daemon::Create(
+        options, std::move(inputs), mono, wall, log, std::move(sources));
     if (!d.ok()) {
       std::fprintf(stderr, "hotkeyd: %s\n", std::string(d.status().message()).c_str());
       return 1;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +36,10 @@ bool WriteAll(int fd, const std::string& data) {
   return true;
 }
 
+// The stamped file's first bytes.
+constexpr std::string_view kMagic = "HKSTATE1";
+constexpr size_t kHeaderBytes = kMagic.size() + sizeof(int64_t);
+
 // The options a saved tracker must share with the daemon's to be restored.
 bool SameOptions(const sketch::HeavyHittersOptions& a, const sketch::HeavyHittersOptions& b) {
   return a.candidates == b.candidates && a.sketch_bytes == b.sketch_bytes &&
@@ -44,8 +49,12 @@ bool SameOptions(const sketch::HeavyHittersOptions& a, const sketch::HeavyHitter
 
 }  // namespace
 
-absl::Status StateStore::Save(const sketch::HeavyHitters& tracker) const {
-  return SaveBytes(tracker.Serialize());
+std::string StateStore::Stamped(std::string_view tracker, absl::Time wall) {
+  std::string out(kMagic);
+  const int64_t ns = absl::ToUnixNanos(wall);
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((ns >> (8 * i)) & 0xff));
+  out.append(tracker);
+  return out;
 }
 
 absl::Status StateStore::SaveBytes(const std::string& data) const {
@@ -74,8 +83,8 @@ absl::Status StateStore::SaveBytes(const std::string& data) const {
   return absl::OkStatus();
 }
 
-StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
-                                    absl::Time now) const {
+StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected, absl::Time mono,
+                                    absl::Time wall) const {
   Loaded out;
   // A temporary file left by a crash mid-write is never the state: remove it.
   std::error_code ec;
@@ -89,8 +98,20 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
   }
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string data = ss.str();
-  absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Deserialize(data);
+  const std::string file = ss.str();
+  std::string_view data = file;
+  absl::Duration downtime = absl::ZeroDuration();  // unknown without a stamp
+  if (data.substr(0, kMagic.size()) == kMagic && data.size() >= kHeaderBytes) {
+    uint64_t ns = 0;
+    for (int i = 0; i < 8; ++i) {
+      ns |= uint64_t{static_cast<unsigned char>(data[kMagic.size() + i])} << (8 * i);
+    }
+    const absl::Time saved = absl::FromUnixNanos(static_cast<int64_t>(ns));
+    downtime = std::max(wall - saved, absl::ZeroDuration());  // a clock stepped back: none
+    data.remove_prefix(kHeaderBytes);
+  }
+  absl::StatusOr<sketch::HeavyHitters> hh =
+      sketch::HeavyHitters::Deserialize(data, mono - downtime);
   if (hh.ok() && !SameOptions(hh->options(), expected)) {
     hh = absl::FailedPreconditionError(
         "saved with other tracker options (--track.candidates, --track.sketch-bytes, "
@@ -98,14 +119,14 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
   }
   if (!hh.ok()) {
     out.problem = std::string(hh.status().message());
-    out.moved_to = absl::StrCat(path_, ".bad-", absl::ToUnixSeconds(now));
+    out.moved_to = absl::StrCat(path_, ".bad-", absl::ToUnixSeconds(wall));
     if (::rename(path_.c_str(), out.moved_to.c_str()) != 0) {
       out.moved_to.clear();
       out.problem += absl::StrCat(" (and it could not be moved aside: ", std::strerror(errno), ")");
     }
     return out;
   }
-  hh->Advance(now);  // the downtime decays its weights like any other time
+  hh->Advance(mono);  // the downtime decays its weights like any other time
   out.tracker = *std::move(hh);
   return out;
 }

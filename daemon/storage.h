@@ -1,8 +1,20 @@
 // StateStore: the trackers' state on disk, so a restart or an upgrade does not forget a
 // key that is still hot.
 //
-// The file is one serialised sketch::HeavyHitters (versioned and checksummed by the sketch
-// library): the merge of every receiver's tracker. Writes are atomic: a temporary file in
+// The file is a stamp and one serialised sketch::HeavyHitters (versioned and checksummed by
+// the sketch library), the merge of every receiver's tracker:
+//
+//   +----------+---------------------------+------------------------------+
+//   | "HKSTATE1" | wall time of the save:  | HeavyHitters::Serialize()    |
+//   | 8 bytes    | int64 Unix ns, LE       | bytes                        |
+//   +----------+---------------------------+------------------------------+
+//
+// The tracker's times are readings of the saving process's monotonic clock, meaningless to
+// another process; the wall stamp says how long ago the save was. On load the tracker is
+// placed so that its clock reads (this process's monotonic now - downtime), downtime being
+// wall now - the stamp (0 if the wall clock stepped back past it), then advanced to now:
+// the downtime decays its weights like any other time. A file without the stamp (written
+// before it existed) is restored with no downtime. Writes are atomic: a temporary file in
 // the same directory, fsync, rename over the old file, fsync of the directory; a crash or
 // SIGKILL at any moment leaves the previous file or the new one, never a torn one. On load,
 // a file that is corrupt, of another version, or of another tracker shape (other
@@ -22,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -35,9 +48,14 @@ class StateStore {
  public:
   explicit StateStore(std::string path) : path_(std::move(path)) {}
 
-  // Writes `tracker` atomically. On error the previous file is untouched.
-  absl::Status Save(const sketch::HeavyHitters& tracker) const;
-  // The same for a tracker already serialised (HeavyHitters::Serialize()).
+  // Writes `tracker`, saved at wall time `wall`, atomically. On error the previous file is
+  // untouched.
+  absl::Status Save(const sketch::HeavyHitters& tracker, absl::Time wall) const {
+    return SaveBytes(Stamped(tracker.Serialize(), wall));
+  }
+  // The file's bytes: `tracker` (HeavyHitters::Serialize()) stamped with `wall`.
+  static std::string Stamped(std::string_view tracker, absl::Time wall);
+  // Writes a file's bytes (Stamped()) atomically.
   absl::Status SaveBytes(const std::string& data) const;
 
   // What Load() found.
@@ -48,8 +66,10 @@ class StateStore {
   };
   // Reads the file; a tracker is returned only if its options equal `expected` (a state
   // saved with a lobby, format versions 3 and 4, loads with it handed to the sketch). A
-  // missing file is not a problem (first start).
-  Loaded Load(const sketch::HeavyHittersOptions& expected, absl::Time now) const;
+  // missing file is not a problem (first start). `mono` and `wall` are the daemon's
+  // monotonic and wall now: the tracker is placed at mono - downtime and advanced to mono
+  // (see above); `wall` also names a file moved aside.
+  Loaded Load(const sketch::HeavyHittersOptions& expected, absl::Time mono, absl::Time wall) const;
 
   const std::string& path() const { return path_; }
 
@@ -76,8 +96,8 @@ class StateWriter {
   StateWriter(const StateWriter&) = delete;
   StateWriter& operator=(const StateWriter&) = delete;
 
-  // Queues `data` (a serialised tracker), replacing a write not yet started. Ignored after
-  // Finish().
+  // Queues `data` (a file's bytes, StateStore::Stamped()), replacing a write not yet started.
+  // Ignored after Finish().
   void Submit(std::string data);
   // Writes what waits, then stops the writer thread. Idempotent.
   void Finish();

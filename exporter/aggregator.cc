@@ -150,22 +150,14 @@ void Aggregator::SetReloadable(const config::ReloadableOptions& reloadable) {
 
 std::shared_ptr<const Snapshot> Aggregator::Build(
     std::span<const std::shared_ptr<const source::ReceiverReport>> reports, absl::Time now,
-    uint64_t kernel_drops) {
-  // The wall clock stepped back (NTP, an operator): every time kept here moves by the step,
-  // as if the clock had always read so and the last tick had been one publish interval
-  // ago. Else the rate window's bases lie in the future, so rates read 0 and the shard
-  // idle, and dwell times are negative, until the clock catches up: no hot key for as long
-  // as the step.
-  if (now < last_now_) {
-    const absl::Duration shift = now - last_now_ - track_.publish_interval;
-    for (HistoryPoint& h : history_) h.time += shift;
-    start_ += shift;
-    alerter_.Shift(shift);
-  }
-  last_now_ = now;
+    absl::Time wall, uint64_t kernel_drops) {
+  // A monotonic reading as a wall stamp: `wall` less its distance from `now`.
+  const auto stamp = [&](absl::Time t) {
+    return t == absl::InfinitePast() || t == absl::InfiniteFuture() ? t : wall - (now - t);
+  };
   auto snap = std::make_shared<Snapshot>();
-  snap->time = now;
-  snap->start_time = start_;
+  snap->time = wall;
+  snap->start_time = stamp(start_);
   snap->kernel_drops = kernel_drops;
   snap->half_life_seconds = absl::ToDoubleSeconds(track_.half_life);
 
@@ -205,6 +197,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     }
     (void)merged_->Merge(r->tracker);  // fails only for another shape, checked first
   }
+  snap->counters.last_event = stamp(snap->counters.last_event);
   const sketch::HeavyHitters* tracker = tracker_;
   if (!tracker) return snap;
   ++tick_;
@@ -247,7 +240,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // halves every half-life and never reaches 0, and shares (decayed weight over decayed
   // total) stay where they were, so only the window says that the traffic stopped.
   const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
-  alerter_.Begin(now, window_ops);
+  alerter_.Begin(now, window_ops, wall);
   // A key at or under every threshold and under min_share * (1 - hysteresis), and unknown
   // to the alerter, can be neither hot, nor pending, nor exported: it is passed over with
   // no KeySnapshot, no threshold lookup and no copy of its bytes. At 100,000 candidates
@@ -282,7 +275,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
         h.hash, k.share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); },
         k.projected_load.empty() ? "" : model::StrategyName(k.advice));
     if (const Alerter::KeyState* s = alerter_.Find(h.hash); s && s->hot) {
-      k.hot_since = s->hot_since;
+      k.hot_since = stamp(s->hot_since);
       k.peak_share = s->peak_share;
     }
     keys.push_back(std::move(k));

@@ -8,8 +8,9 @@ namespace hotkey::exporter {
 Alerter::Alerter(const config::AlertOptions& options, LogSink log)
     : options_(options), log_(std::move(log)) {}
 
-void Alerter::Begin(absl::Time now, double shard_ops_per_second) {
+void Alerter::Begin(absl::Time now, double shard_ops_per_second, absl::Time wall) {
   now_ = now;
+  wall_ = wall;
   idle_ = shard_ops_per_second <= 0 || shard_ops_per_second < options_.min_ops_per_second;
   ++tick_;
 }
@@ -64,14 +65,6 @@ void Alerter::Finish() {
   }
 }
 
-void Alerter::Shift(absl::Duration d) {
-  now_ += d;
-  for (auto& [id, e] : keys_) {
-    e.state.over_since += d;  // InfiniteFuture stays so
-    e.state.hot_since += d;
-  }
-}
-
 const Alerter::KeyState* Alerter::Find(uint64_t id) const {
   auto it = keys_.find(id);
   return it == keys_.end() ? nullptr : &it->second.state;
@@ -86,7 +79,7 @@ size_t Alerter::hot_count() const {
 void Alerter::Log(bool start, const KeyState& s, double share, double threshold) {
   if (!log_) return;
   const std::string_view msg = start ? "hot key episode started" : "hot key episode ended";
-  log::LogLine line(now_, start ? "warn" : "info", msg);
+  log::LogLine line(wall_, start ? "warn" : "info", msg);
   line.Quoted("key", s.label)
       .Value("share", absl::StrFormat("%.4f", share))
       .Value("peak_share", absl::StrFormat("%.4f", s.peak_share));

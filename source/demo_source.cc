@@ -14,9 +14,8 @@ namespace hotkey::source {
 
 namespace {
 
-// Sleeping less buys nothing but wake-ups; sleeping more would make Stop() slow.
+// Waking more often buys nothing but wake-ups: the events due meanwhile come in a batch.
 constexpr absl::Duration kMinSleep = absl::Milliseconds(1);
-constexpr absl::Duration kMaxSleep = absl::Milliseconds(50);
 
 constexpr double CelebrityTotal() {
   double t = 0;
@@ -32,25 +31,20 @@ double Uniform(std::mt19937_64& gen) { return static_cast<double>(gen() >> 11) *
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DemoSource>> DemoSource::Create(
-    double rate, const sketch::HeavyHittersOptions& tracker, absl::Duration publish_interval,
-    const clock::Clock& clock, uint64_t seed) {
+    double rate, const sketch::HeavyHittersOptions& tracker, const clock::Clock& clock,
+    uint64_t seed) {
   if (!std::isfinite(rate) || rate <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("demo rate must be > 0 events/s, got ", rate));
   }
-  if (publish_interval <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("demo publish interval must be positive");
-  }
   absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(tracker, clock.Now());
   if (!hh.ok()) return hh.status();
-  return std::unique_ptr<DemoSource>(
-      new DemoSource(rate, *std::move(hh), publish_interval, clock, seed));
+  return std::unique_ptr<DemoSource>(new DemoSource(rate, *std::move(hh), clock, seed));
 }
 
-DemoSource::DemoSource(double rate, sketch::HeavyHitters tracker, absl::Duration publish_interval,
-                       const clock::Clock& clock, uint64_t seed)
+DemoSource::DemoSource(double rate, sketch::HeavyHitters tracker, const clock::Clock& clock,
+                       uint64_t seed)
     : PublishingSource(tracker),
       rate_(rate),
-      publish_interval_(publish_interval),
       clock_(clock),
       gen_(seed),
       zipf_(kBackgroundKeys - 1, kZipfExponent, 1.0),
@@ -60,29 +54,27 @@ DemoSource::DemoSource(double rate, sketch::HeavyHitters tracker, absl::Duration
 
 DemoSource::~DemoSource() { Stop(); }
 
-void DemoSource::Start() {
-  thread_ = std::thread([this] {
-    while (!stopping_.load(std::memory_order_relaxed)) {
-      clock_.SleepFor(std::clamp(Step(), kMinSleep, kMaxSleep));
-    }
-    Publish(clock_.Now());
-  });
-}
-
-void DemoSource::Stop() {
-  if (!thread_.joinable()) return;
-  stopping_ = true;
-  thread_.join();
+void DemoSource::Run() {
+  while (!stopping()) {
+    const absl::Duration wait = std::max(Step(), kMinSleep);
+    clock_.WaitUntil(clock_.Now() + wait, waker_);
+  }
 }
 
 absl::Duration DemoSource::Step() {
   const absl::Time now = clock_.Now();
+  MakeDue(now);
+  PublishIfAsked();
+  const absl::Time next_event = start_ + absl::Seconds(static_cast<double>(made_ + 1) / rate_);
+  return next_event - now;
+}
+
+void DemoSource::MakeDue(absl::Time now) {
   if (!started_) {
     started_ = true;
     start_ = now;
-    next_publish_ = now + publish_interval_;
   }
-  tracker_.FollowClock(now);  // one clock read per batch, not per event
+  tracker_.Advance(now);  // one clock read per batch, not per event
   // Event i (0-based) is due at start + (i + 1) / rate.
   const double elapsed = absl::ToDoubleSeconds(std::max(now - start_, absl::ZeroDuration()));
   const uint64_t due = static_cast<uint64_t>(std::floor(elapsed * rate_));
@@ -91,13 +83,6 @@ absl::Duration DemoSource::Step() {
   if (due > made_ + max_batch) made_ = due - max_batch;  // drop the backlog
   if (made_ < due) counters_.last_event = now;
   for (; made_ < due; ++made_) MakeEvent();
-  if (now >= next_publish_) {
-    Publish(now);
-    next_publish_ += publish_interval_;
-    if (next_publish_ <= now) next_publish_ = now + publish_interval_;
-  }
-  const absl::Time next_event = start_ + absl::Seconds(static_cast<double>(made_ + 1) / rate_);
-  return std::min(next_event, next_publish_) - now;
 }
 
 void DemoSource::MakeEvent() {
@@ -122,12 +107,16 @@ void DemoSource::MakeEvent() {
   tracker_.Update(std::string_view(key_, end - key_), op);
 }
 
-void DemoSource::Publish(absl::Time now) { PublishReport(now, tracker_, counters_); }
+void DemoSource::Publish() {
+  const absl::Time now = clock_.Now();
+  MakeDue(now);
+  PublishReport(now, tracker_, counters_);
+}
 
 absl::StatusOr<std::unique_ptr<EventSource>> NewDemoSource(const config::DaemonOptions& options,
                                                            const clock::Clock& clock) {
-  absl::StatusOr<std::unique_ptr<DemoSource>> s = DemoSource::Create(
-      options.demo_rate, TrackerOptions(options.track), options.track.publish_interval, clock);
+  absl::StatusOr<std::unique_ptr<DemoSource>> s =
+      DemoSource::Create(options.demo_rate, TrackerOptions(options.track), clock);
   if (!s.ok()) return s.status();
   return std::unique_ptr<EventSource>(*std::move(s));
 }

@@ -14,25 +14,26 @@
 // and the remaining 28% over background keys "key:<rank>", rank 1..100,000 drawn from
 // Zipf with s = 1 (absl::zipf_distribution; see kZipfExponent), 10% writes.
 //
-// Pacing follows an absolute schedule on the injected clock: by time t after Start() (or
-// the first Step()), floor(t * rate) events are made, in a batch per wake-up; a backlog
-// longer than kMaxBacklog (a wall-clock jump, a stalled thread) is dropped, not replayed.
+// Pacing follows an absolute schedule on the injected (monotonic) clock: by time t after
+// Start() (or the first Step()), floor(t * rate) events are made, in a batch per wake-up
+// (the thread waits on the clock, Clock::WaitUntil, so a FakeClock paces it exactly); a
+// backlog longer than kMaxBacklog (a stalled thread) is dropped, not replayed. A publish
+// request (the daemon's tick) first makes the events due by then.
 // Cost per event: one or two 64-bit draws, perhaps a Zipf draw and a decimal conversion,
 // and one tracker update; no allocation, no lock. The generator is seeded: the same seed
 // and the same clock readings give the same events.
 //
-// Thread-safe: Start, Stop and Latest from any thread. Step() is the source thread's
-// work; tests call it directly instead of Start(), driving the clock themselves.
+// Thread-safe: Start, Stop, RequestPublish and Latest from any thread. Step() is the
+// source thread's work; tests call it directly instead of Start(), driving the clock
+// themselves.
 
 #ifndef HOTKEY_SOURCE_DEMO_SOURCE_H_
 #define HOTKEY_SOURCE_DEMO_SOURCE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <string_view>
-#include <thread>
 
 #include "absl/random/zipf_distribution.h"
 #include "absl/status/statusor.h"
@@ -63,35 +64,33 @@ class DemoSource final : public PublishingSource {
   // A longer backlog is dropped rather than made all at once.
   static constexpr absl::Duration kMaxBacklog = absl::Seconds(1);
 
-  // `rate` > 0 events per second. `clock` must outlive the source.
+  // `rate` > 0 events per second. `clock` (monotonic) must outlive the source.
   static absl::StatusOr<std::unique_ptr<DemoSource>> Create(
-      double rate, const sketch::HeavyHittersOptions& tracker, absl::Duration publish_interval,
-      const clock::Clock& clock, uint64_t seed = 1);
+      double rate, const sketch::HeavyHittersOptions& tracker, const clock::Clock& clock,
+      uint64_t seed = 1);
   ~DemoSource() override;
 
   std::string_view kind() const override { return "demo"; }
-  void Start() override;
-  void Stop() override;
 
-  // Makes the events due by the clock's present time and publishes if a publish is due;
-  // returns how long until the next event or publish is due. Not concurrently with a
-  // running thread.
+  // Makes the events due by the clock's present time and publishes if asked
+  // (RequestPublish); returns how long until the next event is due. Not concurrently with
+  // a running thread.
   absl::Duration Step();
 
   double rate() const { return rate_; }
 
  private:
-  DemoSource(double rate, sketch::HeavyHitters tracker, absl::Duration publish_interval,
-             const clock::Clock& clock, uint64_t seed);
+  DemoSource(double rate, sketch::HeavyHitters tracker, const clock::Clock& clock, uint64_t seed);
+  void Run() override;
+  void Wake() override { waker_.Notify(); }
+  void Publish() override;
+  // Makes the events due by `now`.
+  void MakeDue(absl::Time now);
   void MakeEvent();
-  void Publish(absl::Time now);
 
   const double rate_;
-  const absl::Duration publish_interval_;
   const clock::Clock& clock_;
-
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  clock::Waker waker_;
 
   // Owned by the source thread (or the caller of Step()).
   std::mt19937_64 gen_;
@@ -100,7 +99,6 @@ class DemoSource final : public PublishingSource {
   SourceCounters counters_;
   bool started_ = false;
   absl::Time start_;
-  absl::Time next_publish_;
   uint64_t made_ = 0;  // events due so far, made or dropped as backlog
   char key_[24] = {};  // "key:" + up to 20 digits
 };

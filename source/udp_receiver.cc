@@ -1,7 +1,6 @@
 #include "hotkey/source/udp_receiver.h"
 
 #include <netinet/in.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -26,8 +25,8 @@ namespace {
 // Receive buffer per datagram: the largest UDP payload (65,507 bytes over IPv4) fits, so
 // no datagram is ever cut.
 constexpr size_t kMaxDatagram = 65536;
-// Batches drained per wake-up before yielding to the publish timer: bounds how late a
-// publish can be under a flood (64 batches of 64 datagrams is ~20 ms of work).
+// Batches drained per wake-up before yielding to a publish request: bounds how late a
+// publish can be under a flood.
 constexpr int kRoundsPerWake = 64;
 
 std::string Av(boost::system::error_code ec) { return ec.message(); }
@@ -36,11 +35,11 @@ std::string Av(boost::system::error_code ec) { return ec.message(); }
 
 absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
     const config::UdpOptions& udp, const sketch::HeavyHittersOptions& tracker,
-    absl::Duration publish_interval, const clock::Clock& clock, PublishCallback on_publish) {
+    const clock::Clock& clock, PublishCallback on_publish) {
   absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(tracker, clock.Now());
   if (!hh.ok()) return hh.status();
   std::unique_ptr<UdpReceiver> r(
-      new UdpReceiver(udp, *std::move(hh), publish_interval, clock, std::move(on_publish)));
+      new UdpReceiver(udp, *std::move(hh), clock, std::move(on_publish)));
   for (const std::string& cidr : udp.allowed_sources) {
     absl::StatusOr<config::Cidr> c = config::ParseCidr(cidr);
     if (!c.ok()) return c.status();
@@ -51,14 +50,11 @@ absl::StatusOr<std::unique_ptr<UdpReceiver>> UdpReceiver::Create(
 }
 
 UdpReceiver::UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
-                         absl::Duration publish_interval, const clock::Clock& clock,
-                         PublishCallback on_publish)
+                         const clock::Clock& clock, PublishCallback on_publish)
     : PublishingSource(tracker),
       udp_(udp),
-      publish_interval_(publish_interval),
       clock_(clock),
       socket_(io_),
-      timer_(io_),
       tracker_(std::move(tracker)),
       buffers_(static_cast<size_t>(udp.batch) * kMaxDatagram),
       msgs_(udp.batch),
@@ -115,41 +111,28 @@ absl::Status UdpReceiver::Open() {
   return absl::OkStatus();
 }
 
-void UdpReceiver::Start() {
+void UdpReceiver::Run() {
   ArmRead();
-  ArmTimer();
-  thread_ = std::thread([this] { io_.run(); });
-  // Named, so top -H and the daemon benchmark tell the receivers from the other threads.
-  pthread_setname_np(thread_.native_handle(), "hotkey-udp");
+  io_.run();  // until the socket is closed (Wake() at stop) and nothing is left to do
 }
 
-void UdpReceiver::Stop() {
-  if (!thread_.joinable()) return;
+void UdpReceiver::Wake() {
   asio::post(io_, [this] {
-    stopping_ = true;
-    Drain(kRoundsPerWake);  // what the kernel already holds is counted, not lost
-    boost::system::error_code ec;
-    socket_.close(ec);
-    timer_.cancel();
-    Publish();
+    if (stopping()) {
+      Drain(kRoundsPerWake);  // what the kernel already holds is counted, not lost
+      boost::system::error_code ec;
+      socket_.close(ec);  // ends the read wait, and with it Run()
+      return;
+    }
+    PublishIfAsked();
   });
-  thread_.join();
 }
 
 void UdpReceiver::ArmRead() {
   socket_.async_wait(udp::socket::wait_read, [this](boost::system::error_code ec) {
-    if (ec || stopping_) return;
+    if (ec || stopping()) return;
     Drain(kRoundsPerWake);
     ArmRead();
-  });
-}
-
-void UdpReceiver::ArmTimer() {
-  timer_.expires_after(absl::ToChronoNanoseconds(publish_interval_));
-  timer_.async_wait([this](boost::system::error_code ec) {
-    if (ec || stopping_) return;
-    Publish();
-    ArmTimer();
   });
 }
 
@@ -164,7 +147,7 @@ void UdpReceiver::Drain(int max_rounds) {
       return;
     }
     batch_time_ = clock_.Now();  // one clock read per batch, not per event
-    tracker_.FollowClock(batch_time_);
+    tracker_.Advance(batch_time_);
     for (int i = 0; i < n; ++i) {
       Process(static_cast<const char*>(iovecs_[i].iov_base), msgs_[i].msg_len, sources_[i]);
     }
@@ -201,6 +184,8 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
 }
 
 void UdpReceiver::Publish() {
+  Drain(kRoundsPerWake);  // a datagram sent before the request is in the report (a closed
+                          // socket drains nothing)
   udp_counters_.Fill(counters_.own);
   PublishReport(clock_.Now(), tracker_, counters_);
 }

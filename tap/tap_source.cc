@@ -2,6 +2,7 @@
 
 #include <linux/if_packet.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -12,6 +13,8 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 #include <pcap/pcap.h>
 
@@ -80,26 +83,22 @@ const char* RingName(int version) {
 
 absl::StatusOr<std::unique_ptr<TapSource>> TapSource::Create(
     const config::TapOptions& tap, const sketch::HeavyHittersOptions& tracker,
-    absl::Duration publish_interval, const clock::Clock& clock) {
+    const clock::Clock& clock) {
   if (absl::Status s = tap.Validate(); !s.ok()) return s;
   if (!tap.enabled()) {
     return absl::InvalidArgumentError("tap: neither --tap.interface nor --tap.file is given");
   }
-  if (publish_interval <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("tap publish interval must be positive");
-  }
   absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(tracker, clock.Now());
   if (!hh.ok()) return hh.status();
-  std::unique_ptr<TapSource> s(new TapSource(tap, *std::move(hh), publish_interval, clock));
+  std::unique_ptr<TapSource> s(new TapSource(tap, *std::move(hh), clock));
   if (absl::Status st = s->Open(); !st.ok()) return st;
   return s;
 }
 
 TapSource::TapSource(const config::TapOptions& tap, sketch::HeavyHitters tracker,
-                     absl::Duration publish_interval, const clock::Clock& clock)
+                     const clock::Clock& clock)
     : PublishingSource(tracker),
       tap_(tap),
-      publish_interval_(publish_interval),
       clock_(clock),
       tracker_(std::move(tracker)),
       pipeline_(tap_, tracker_) {
@@ -110,9 +109,12 @@ TapSource::TapSource(const config::TapOptions& tap, sketch::HeavyHitters tracker
 TapSource::~TapSource() {
   Stop();
   if (pcap_) pcap_close(pcap_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 absl::Status TapSource::Open() {
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
   char err[PCAP_ERRBUF_SIZE] = {};
   std::string what;
   if (!tap_.file.empty()) {
@@ -206,23 +208,14 @@ absl::Status TapSource::Open() {
   return absl::OkStatus();
 }
 
-void TapSource::Start() {
-  thread_ = std::thread([this] {
-    while (!stopping_.load(std::memory_order_relaxed)) {
-      if (!Step(kMaxPoll)) {
-        // A file read to its end: keep the counts, keep publishing them.
-        const absl::Duration left = next_publish_ - clock_.Now();
-        clock_.SleepFor(std::clamp(left, absl::Milliseconds(1), kMaxPoll));
-      }
-    }
-    Publish(clock_.Now());
-  });
+void TapSource::Run() {
+  // A file read to its end keeps its counts and goes on publishing them when asked.
+  while (!stopping()) Step(absl::InfiniteDuration());
 }
 
-void TapSource::Stop() {
-  if (!thread_.joinable()) return;
-  stopping_ = true;
-  thread_.join();
+void TapSource::Wake() {
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);  // fails only when the counter is full: awake
 }
 
 void TapSource::OnFrame(unsigned char* user, const pcap_pkthdr* header,
@@ -243,7 +236,7 @@ void TapSource::OnFrame(unsigned char* user, const pcap_pkthdr* header,
 bool TapSource::Dispatch(int rounds) {
   for (int i = 0; i < rounds; ++i) {
     batch_time_ = clock_.Now();  // one clock read per batch, not per frame
-    tracker_.FollowClock(batch_time_);
+    tracker_.Advance(batch_time_);
     if (tap_.file.empty()) capture_time_ = batch_time_;
     const int n =
         pcap_dispatch(pcap_, kBatch, &TapSource::OnFrame, reinterpret_cast<unsigned char*>(this));
@@ -259,35 +252,34 @@ bool TapSource::Dispatch(int rounds) {
 }
 
 bool TapSource::Step(absl::Duration wait) {
-  const absl::Time now = clock_.Now();
-  if (!started_) {
-    started_ = true;
-    next_publish_ = now + publish_interval_;
-  }
-  if (!file_done_) {
-    if (tap_.file.empty()) {
-      const absl::Duration until = std::max(next_publish_ - now, absl::ZeroDuration());
-      const int timeout_ms =
-          static_cast<int>(absl::ToInt64Milliseconds(std::min({wait, until, kMaxPoll})));
-      struct pollfd p = {fd_, POLLIN, 0};
-      const int r = ::poll(&p, 1, std::max(timeout_ms, 0));
-      if (r > 0) Dispatch(kLiveRounds);
-    } else if (!Dispatch(kFileRounds)) {
-      file_done_ = true;
-      tap_counters_.file_done = 1;
-      Publish(clock_.Now());  // the whole file, at once
+  const bool live = tap_.file.empty();
+  const bool reading_file = !live && !file_done_;
+  // Live: the waker and the capture; a file: the waker only, and no wait while it is read.
+  struct pollfd p[2] = {{wake_fd_, POLLIN, 0}, {fd_, POLLIN, 0}};
+  const int timeout =
+      reading_file || wait <= absl::ZeroDuration() ? 0
+      : wait == absl::InfiniteDuration()
+          ? -1
+          : static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(wait), INT32_MAX));
+  if (::poll(p, live ? 2 : 1, timeout) > 0) {
+    if (p[0].revents != 0) {
+      uint64_t wakes;
+      (void)!::read(wake_fd_, &wakes, sizeof wakes);
     }
+    if (live && p[1].revents != 0) Dispatch(kLiveRounds);
   }
-  const absl::Time after = clock_.Now();
-  if (after >= next_publish_) {
-    Publish(after);
-    next_publish_ += publish_interval_;
-    if (next_publish_ <= after) next_publish_ = after + publish_interval_;
+  if (reading_file && !Dispatch(kFileRounds)) {
+    file_done_ = true;
+    tap_counters_.file_done = 1;
+    Publish();  // the whole file, at once
   }
+  PublishIfAsked();
   return !file_done_;
 }
 
-void TapSource::Publish(absl::Time now) {
+void TapSource::Publish() {
+  const absl::Time now = clock_.Now();
+  if (tap_.file.empty()) Dispatch(kLiveRounds);  // what the ring holds is in the report
   pipeline_.ExpireIdle(tap_.file.empty() ? now : capture_time_);
   if (tap_.file.empty()) {
     struct pcap_stat ps;
@@ -304,8 +296,8 @@ void TapSource::Publish(absl::Time now) {
 
 absl::StatusOr<std::unique_ptr<source::EventSource>> NewTapSource(
     const config::DaemonOptions& options, const clock::Clock& clock) {
-  absl::StatusOr<std::unique_ptr<TapSource>> s = TapSource::Create(
-      options.tap, source::TrackerOptions(options.track), options.track.publish_interval, clock);
+  absl::StatusOr<std::unique_ptr<TapSource>> s =
+      TapSource::Create(options.tap, source::TrackerOptions(options.track), clock);
   if (!s.ok()) return s.status();
   return std::unique_ptr<source::EventSource>(*std::move(s));
 }

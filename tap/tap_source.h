@@ -22,26 +22,25 @@
 // thread can read; at the end the source keeps its counts and keeps publishing them.
 // Needs no privilege: tests and benchmarks use it.
 //
-// The thread polls the capture's selectable descriptor with a timeout (at most 50 ms, and
-// never past the next publish), reads up to kBatch frames per pcap_dispatch, reads the
-// clock once per batch, and every publish interval expires idle flows, reads pcap_stats
-// (kernel drops ps_drop, interface drops ps_ifdrop) and publishes a recycled report
-// (report_buffer.h). The flows' clock is the capture's: the batch's clock read when live,
-// the frames' timestamps from a file (so a file's idle expiry follows its own time).
+// The thread polls the capture's selectable descriptor and an eventfd (the waker: publish
+// requests and Stop()), with no timeout, reads up to kBatch frames per pcap_dispatch, reads
+// the (monotonic) clock once per batch, and when asked (RequestPublish, the daemon's tick)
+// reads what the ring holds, expires idle flows, reads pcap_stats (kernel drops ps_drop,
+// interface drops ps_ifdrop) and publishes a recycled report (report_buffer.h). The flows'
+// clock is the capture's: the batch's clock read when live, the frames' timestamps from a
+// file (so a file's idle expiry follows its own time).
 //
-// Shutdown: Stop() ends the loop within one poll timeout, publishes a last report and
-// joins. Thread-safe: Start, Stop, Latest and Describe from any thread; Step() is the
-// thread's work, which tests call directly instead of Start().
+// Shutdown: Stop() wakes the loop, which publishes a last report, and joins.
+// Thread-safe: Start, Stop, RequestPublish, Latest and Describe from any thread; Step() is
+// the thread's work, which tests call directly instead of Start().
 
 #ifndef HOTKEY_TAP_TAP_SOURCE_H_
 #define HOTKEY_TAP_TAP_SOURCE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -62,28 +61,26 @@ class TapSource final : public source::PublishingSource {
  public:
   // Frames per pcap_dispatch call: bounds the work between two clock reads.
   static constexpr int kBatch = 256;
-  // Longest poll: how late Stop() can be.
-  static constexpr absl::Duration kMaxPoll = absl::Milliseconds(50);
   // The ring's block timeout: how late a packet can be handed over at low rates.
   static constexpr absl::Duration kBlockTimeout = absl::Milliseconds(20);
 
   // Opens the capture (the interface or the file) and installs the filter; does not start
-  // reading. `tap` must be validated and enabled. `clock` must outlive the source.
+  // reading. `tap` must be validated and enabled. `clock` (monotonic) must outlive the
+  // source.
   static absl::StatusOr<std::unique_ptr<TapSource>> Create(
       const config::TapOptions& tap, const sketch::HeavyHittersOptions& tracker,
-      absl::Duration publish_interval, const clock::Clock& clock);
+      const clock::Clock& clock);
   ~TapSource() override;
 
   std::string_view kind() const override { return "tap"; }
   std::vector<std::pair<std::string, std::string>> Describe() const override {
     return description_;
   }
-  void Start() override;
-  void Stop() override;
 
-  // Waits up to `wait` for frames (live), reads what is there (a file: up to
-  // kRoundsPerStep batches), and publishes if due. Returns false once a file is read to its
-  // end. Not concurrently with a running thread.
+  // Waits up to `wait` (InfiniteDuration: until woken) for frames (live) or a wake-up,
+  // reads what is there (a file: up to kFileRounds batches, without waiting), and publishes
+  // if asked. Returns false once a file is read to its end. Not concurrently with a running
+  // thread.
   bool Step(absl::Duration wait);
 
   // The thread's counts so far (pcap's as of the last publish); for tests, not
@@ -100,38 +97,34 @@ class TapSource final : public source::PublishingSource {
   bool ignores_outgoing() const { return ignores_outgoing_; }
 
  private:
-  TapSource(const config::TapOptions& tap, sketch::HeavyHitters tracker,
-            absl::Duration publish_interval, const clock::Clock& clock);
+  TapSource(const config::TapOptions& tap, sketch::HeavyHitters tracker, const clock::Clock& clock);
   absl::Status Open();
+  void Run() override;
+  void Wake() override;
+  void Publish() override;
   static void OnFrame(unsigned char* user, const pcap_pkthdr* header, const unsigned char* bytes);
   // Reads batches until none is full or `rounds` are done; false at a file's end.
   bool Dispatch(int rounds);
-  void Publish(absl::Time now);
 
   const config::TapOptions tap_;
-  const absl::Duration publish_interval_;
   const clock::Clock& clock_;
   pcap* pcap_ = nullptr;
-  int fd_ = -1;  // selectable descriptor (live)
+  int fd_ = -1;       // selectable descriptor (live)
+  int wake_fd_ = -1;  // eventfd: Wake() writes, the thread's poll reads
   int link_type_ = 0;
   int ring_version_ = -1;
   uint64_t ring_bytes_ = 0;
   bool ignores_outgoing_ = false;
   std::vector<std::pair<std::string, std::string>> description_;
 
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-
   // Owned by the source thread (or the caller of Step()).
   sketch::HeavyHitters tracker_;
   TapPipeline pipeline_;
   source::SourceCounters counters_;
   TapCounters tap_counters_;
-  bool started_ = false;
   bool file_done_ = false;
   absl::Time batch_time_;
   absl::Time capture_time_ = absl::InfinitePast();  // the flows' clock (see above)
-  absl::Time next_publish_;
 };
 
 }  // namespace hotkey::tap

@@ -1,11 +1,14 @@
 // End-to-end tests of hotkeyd in-process (daemon/daemon.h): a Daemon on loopback sockets
 // (UDP and HTTP on port 0), fed datagrams from a test socket and read back over HTTP
-// exactly as Prometheus and the UI would. Publishing runs on the daemon's real timer
-// (25 ms here); time for decay and dwell is a FakeClock where the test needs it exact.
-// Waits poll with deadlines, never fixed sleeps, so the suite takes a few seconds.
+// exactly as Prometheus and the UI would. Time is a FakeClock (monotonic and wall) that
+// the test advances: each advance fires the daemon's publish tick and file polls, each
+// receiver drains its socket before it publishes, so a tick's snapshot holds exactly what
+// was sent before it, and expectations are exact. One smoke test runs on real clocks.
+// Waits poll a condition with a deadline (for the daemon's threads), never fixed sleeps.
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +23,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "checkers.h"
 #include "fake_clock.h"
 #include "hotkey/clock/clock.h"
@@ -69,28 +73,31 @@ Daemon::Inputs InputsFor(const config::DaemonOptions& options) {
 // The daemon keeps a reference to its clock: it must outlive every daemon.
 const RealClock kRealClock;
 
+enum class Clocks { kFake, kReal };
+
 // A Daemon running on its own thread, with its log lines captured.
 class TestDaemon {
  public:
-  explicit TestDaemon(const config::DaemonOptions& options, const Clock& clock = kRealClock) {
-    absl::StatusOr<std::unique_ptr<Daemon>> d =
-        Daemon::Create(options, InputsFor(options), clock, [this](std::string_view line) {
-          std::lock_guard<std::mutex> l(mu_);
-          logs_.emplace_back(line);
-        });
-    INFO(d.status().ToString());
-    REQUIRE(d.ok());
-    daemon_ = *std::move(d);
-    web_port_ = daemon_->web_endpoint().port();
-    udp_ = daemon_->udp_endpoint();
-    thread_ = std::thread([this] {
-      daemon_->Run(/*handle_signals=*/false);
-      returned_ = true;
-    });
-    // Ready once the first snapshot is published: from then on /api/v1/top answers 200.
-    REQUIRE(WaitFor([this] { return Get("/-/ready").status == 200; }));
-  }
+  // On the test daemon's own FakeClock (monotonic and wall at once), or on real clocks.
+  explicit TestDaemon(const config::DaemonOptions& options, Clocks clocks = Clocks::kFake)
+      : TestDaemon(options, clocks == Clocks::kFake ? &own_ : nullptr, nullptr) {}
+  // On two FakeClocks the test moves: `mono` times durations, `wall` stamps output.
+  TestDaemon(const config::DaemonOptions& options, FakeClock& mono, FakeClock& wall)
+      : TestDaemon(options, &mono, &wall) {}
   ~TestDaemon() { Stop(); }
+
+  // Moves the fake clocks `d` on (both, or the one), and waits for the snapshot built then:
+  // the publish tick (and any file poll) due by then has run, and every datagram sent
+  // before is counted.
+  void Tick(absl::Duration d) const {
+    REQUIRE(mono_ != nullptr);
+    if (wall_ != mono_) wall_->Advance(d);  // first: the monotonic clock fires the tick
+    mono_->Advance(d);
+    const bool ticked = WaitTick();
+    INFO("tick at " << Stamp(wall_->Now()) << "; snapshot at " << TopTime());
+    REQUIRE(ticked);
+  }
+  void Tick() const { Tick(interval_); }
 
   // Shuts down and joins; returns how long Run() took to return.
   std::chrono::steady_clock::duration Stop() {
@@ -135,11 +142,30 @@ class TestDaemon {
   bool WaitEvents(double n) const {
     return WaitFor([&] { return Top()["events_received"].number >= n; });
   }
-  // Waits for a snapshot built at `clock`'s present time (a daemon on a FakeClock).
-  bool WaitTick(const Clock& clock) const {
-    const std::string now =
-        absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock.Now(), absl::UTCTimeZone());
-    return WaitFor([&] { return Top()["time"].string == now; });
+  // Waits for a snapshot built at the wall clock's present time.
+  bool WaitTick() const {
+    const std::string now = Stamp(wall_->Now());
+    return WaitFor([&] {
+      const HttpReply r = Get("/api/v1/top");  // 503 before the first snapshot
+      if (r.status != 200) return false;
+      std::string error;
+      const std::optional<Json> j = testing::ParseJson(r.body, &error);
+      return j && (*j)["time"].string == now;
+    });
+  }
+  std::string TopTime() const {
+    const HttpReply r = Get("/api/v1/top");
+    std::string error;
+    if (r.status != 200) return absl::StrCat("none (", r.status, ")");
+    const std::optional<Json> j = testing::ParseJson(r.body, &error);
+    return j ? (*j)["time"].string : "none";
+  }
+  static std::string Stamp(absl::Time t) {
+    return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+  }
+  // The wall clock's present time in seconds since the epoch.
+  double WallSeconds() const {
+    return absl::ToDoubleSeconds((wall_ ? wall_->Now() : absl::Now()) - absl::UnixEpoch());
   }
 
   std::vector<std::string> Logs() const {
@@ -159,6 +185,33 @@ class TestDaemon {
   bool returned() const { return returned_; }
 
  private:
+  TestDaemon(const config::DaemonOptions& options, FakeClock* mono, FakeClock* wall)
+      : mono_(mono), wall_(wall ? wall : mono), interval_(options.track.publish_interval) {
+    const Clock& m = mono_ ? static_cast<const Clock&>(*mono_) : clock::SteadyClock::Get();
+    const Clock& w = wall_ ? static_cast<const Clock&>(*wall_) : kRealClock;
+    absl::StatusOr<std::unique_ptr<Daemon>> d =
+        Daemon::Create(options, InputsFor(options), m, w, [this](std::string_view line) {
+          std::lock_guard<std::mutex> l(mu_);
+          logs_.emplace_back(line);
+        });
+    INFO(d.status().ToString());
+    REQUIRE(d.ok());
+    daemon_ = *std::move(d);
+    web_port_ = daemon_->web_endpoint().port();
+    udp_ = daemon_->udp_endpoint();
+    thread_ = std::thread([this] {
+      daemon_->Run(/*handle_signals=*/false);
+      returned_ = true;
+    });
+    // Ready once the first snapshot is published: from then on /api/v1/top answers 200.
+    if (mono_) Tick();
+    REQUIRE(WaitFor([this] { return Get("/-/ready").status == 200; }));
+  }
+
+  FakeClock own_;          // the clocks of Clocks::kFake
+  FakeClock* const mono_;  // null: real clocks
+  FakeClock* const wall_;
+  const absl::Duration interval_;
   mutable std::mutex mu_;
   std::vector<std::string> logs_;
   std::unique_ptr<Daemon> daemon_;
@@ -168,18 +221,25 @@ class TestDaemon {
   std::atomic<bool> returned_{false};
 };
 
-// Sends datagrams at a gentle pace so the kernel buffer never overflows.
-void SendAll(UdpClient& c, const std::vector<std::string>& datagrams) {
+// Sends datagrams with a tick after every 16, whose publish drains the socket, so the
+// kernel buffer never overflows; and a tick at the end.
+void SendAll(const TestDaemon& d, UdpClient& c, const std::vector<std::string>& datagrams) {
   for (size_t i = 0; i < datagrams.size(); ++i) {
     c.Send(datagrams[i]);
-    if (i % 16 == 15) std::this_thread::sleep_for(1ms);
+    if (i % 16 == 15) d.Tick();
   }
+  d.Tick();
 }
 
-TEST_CASE("E2E: the daemon is ready, serves its landing page, and /api/v1/top parses",
-          "[daemon][e2e]") {
-  TestDaemon d(Options());
+TEST_CASE(
+    "E2E smoke, on real clocks: the daemon is ready, counts an event, serves its landing "
+    "page, and /api/v1/top parses",
+    "[daemon][e2e]") {
+  TestDaemon d(Options(), Clocks::kReal);
   REQUIRE(WaitFor([&] { return d.Get("/-/ready").status == 200; }));
+  UdpClient c(d.udp());
+  c.Send("r a\nw b");
+  REQUIRE(d.WaitEvents(2));  // published on the real publish tick
   CHECK(d.Get("/-/healthy").status == 200);
   const HttpReply page = d.Get("/");
   CHECK(page.status == 200);
@@ -218,13 +278,16 @@ TEST_CASE(
       return *j;
     };
     // Missing at start: one error (the feed may start later), not one per poll.
-    REQUIRE(WaitFor([&] { return d.CountLogs("measured loads file unusable", "No such file"); }));
+    const absl::Duration poll = Daemon::kMeasuredLoadsPollInterval;
+    d.Tick(poll);
+    CHECK(d.CountLogs("measured loads file unusable", "No such file") == 1);
     CHECK(measured()["measurement"].kind == Json::kNull);
-    const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+    const double now = d.WallSeconds();
     write(absl::StrCat(R"({"timestamp": )", std::to_string(now),
                        R"(, "strategy": "cache", "ops_per_second": [520, 437]})"));
-    REQUIRE(WaitFor([&] { return measured()["measurement"].kind == Json::kObject; }));
+    d.Tick(poll);  // the poll runs before the tick's snapshot
     Json j = measured();
+    REQUIRE(j["measurement"].kind == Json::kObject);
     CHECK(j["measurement"]["busiest"].number == Approx(0.52));
     CHECK(j["measurement"]["strategy"].string == "cache");
     CHECK_FALSE(j["measurement"]["stale"].boolean);
@@ -232,18 +295,21 @@ TEST_CASE(
     CHECK(d.CountLogs("measured loads file read", "shards=2") == 1);
     // Broken: logged once, counted, shown; the last measurement stays.
     write("{\"timestamp\": ");
-    REQUIRE(WaitFor([&] { return !measured()["last_read_successful"].boolean; }));
+    d.Tick(poll);
     j = measured();
+    CHECK_FALSE(j["last_read_successful"].boolean);
     CHECK_THAT(j["last_error"].string, Catch::Matchers::Contains("not JSON"));
     CHECK(j["measurement"]["busiest"].number == Approx(0.52));
     const Exposition e = d.Metrics();
     CHECK(e.Value("hotkey_measured_loads_last_read_successful") == 0);
     CHECK(e.Value("hotkey_measured_loads_read_errors_total") == 2);  // missing, then broken
-    std::this_thread::sleep_for(1200ms);  // two more polls of the same broken file
+    d.Tick(poll);  // two more polls of the same broken file
+    d.Tick(poll);
     CHECK(d.CountLogs("measured loads file unusable", "not JSON") == 1);
     write(absl::StrCat(R"({"timestamp": )", std::to_string(now + 1),
                        R"(, "ops_per_second": [1940, 437]})"));
-    REQUIRE(WaitFor([&] { return measured()["last_read_successful"].boolean; }));
+    d.Tick(poll);
+    CHECK(measured()["last_read_successful"].boolean);
     CHECK(measured()["measurement"]["busiest"].number == Approx(1.94));
     CHECK(d.Metrics().Value("hotkey_measured_loads_timestamp_seconds") == Approx(now + 1));
   }
@@ -279,8 +345,7 @@ TEST_CASE("E2E: shares and write ratio of known streams are exported within 0.02
     }
     datagrams.push_back(std::move(dg));
   }
-  SendAll(c, datagrams);
-  REQUIRE(d.WaitEvents(20000));
+  SendAll(d, c, datagrams);
   const Exposition e = d.Metrics();
   CHECK(e.Value("hotkey_events_received_total") == 20000);
   CHECK(e.Value("hotkey_datagrams_received_total") == 200);
@@ -306,42 +371,29 @@ TEST_CASE("E2E: events sampled at rate=0.01 count as 100 ops each in every ops/s
   o.exporter.min_share = 0.001;  // "plain" has 0.5% of the ops
   o.exporter.top_k = 100;
   TestDaemon d(o);
-  // Every 10 ms: 5 events of "hot" and 5 of other keys sampled at 1%, and 5 unsampled
-  // events of "plain" (@1 overrides the header): 1000 sampled events/s, 500 plain ones.
-  std::atomic<bool> stop{false};
-  std::thread sender([&] {
-    UdpClient c(d.udp());
-    const auto start = std::chrono::steady_clock::now();
-    for (int tick = 0; !stop; ++tick) {
-      std::string dg = "!v1 rate=0.01\n";
-      for (int i = 0; i < 5; ++i) {
-        absl::StrAppend(&dg, "r hot\nr other:", (tick * 5 + i) % 50, "\nr@1 plain\n");
-      }
-      c.Send(dg);
-      std::this_thread::sleep_until(start + (tick + 1) * 10ms);
+  // Every 25 ms tick: 5 events of "hot" and 5 of other keys sampled at 1%, and 5 unsampled
+  // events of "plain" (@1 overrides the header): 400 sampled events/s, 200 plain ones.
+  UdpClient c(d.udp());
+  // 1.5 s of ticks: the 1 s window is full, its base exactly 40 ticks back.
+  for (int tick = 0; tick < 60; ++tick) {
+    std::string dg = "!v1 rate=0.01\n";
+    for (int i = 0; i < 5; ++i) {
+      absl::StrAppend(&dg, "r hot\nr other:", (tick * 5 + i) % 50, "\nr@1 plain\n");
     }
-  });
-  // The window is 1 s: scrape once it is full of steady traffic.
-  std::this_thread::sleep_for(1400ms);
+    c.Send(dg);
+    d.Tick();
+  }
   const Exposition e = d.Metrics();
-  stop = true;
-  sender.join();
-  const double reads = e.Value("hotkey_ops_per_second", {{"op", "read"}}).value_or(0);
-  const double writes = e.Value("hotkey_ops_per_second", {{"op", "write"}}).value_or(-1);
-  CHECK(writes == 0);
-  CHECK(reads == Approx(1000 * 100 + 500).epsilon(0.15));
-  const double hot =
-      e.Value("hotkey_key_ops_per_second", {{"key", "hot"}, {"op", "read"}}).value_or(0);
-  const double plain =
-      e.Value("hotkey_key_ops_per_second", {{"key", "plain"}, {"op", "read"}}).value_or(0);
-  CHECK(hot == Approx(500 * 100).epsilon(0.15));
-  CHECK(plain == Approx(500).epsilon(0.15));
-  // Sent side by side, their ratio does not depend on the sender's pace.
-  REQUIRE(plain > 0);
-  CHECK(hot / plain == Approx(100).epsilon(0.05));
-  // Shares are of ops, not of events: hot is 50000 of 100500 ops.
+  // 40 datagrams in the window: 40 * 10 * 100 sampled ops and 40 * 5 plain ones.
+  CHECK(e.Value("hotkey_ops_per_second", {{"op", "write"}}) == 0);
+  CHECK(e.Value("hotkey_ops_per_second", {{"op", "read"}}).value_or(0) == Approx(40200));
+  CHECK(e.Value("hotkey_key_ops_per_second", {{"key", "hot"}, {"op", "read"}}).value_or(0) ==
+        Approx(20000));
+  CHECK(e.Value("hotkey_key_ops_per_second", {{"key", "plain"}, {"op", "read"}}).value_or(0) ==
+        Approx(200));
+  // Shares are of ops, not of events: hot is 500 of 1005 ops.
   CHECK(e.Value("hotkey_key_share_ratio", {{"key", "hot"}}).value_or(0) ==
-        Approx(50000.0 / 100500).margin(0.02));
+        Approx(500.0 / 1005).margin(0.001));
 }
 
 TEST_CASE(
@@ -356,8 +408,9 @@ TEST_CASE(
     c.Send("!v2\nr a\nr b");  // whole datagram: bad_header
     c.Send("");               // an empty datagram: counted, nothing in it
   }
-  REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_datagrams_received_total") == 9; }));
+  d.Tick();
   const Exposition e = d.Metrics();
+  CHECK(e.Value("hotkey_datagrams_received_total") == 9);
   CHECK(e.Value("hotkey_events_received_total") == 12);
   for (const char* reason : {"unknown_op", "empty_line", "missing_key", "bad_number"}) {
     INFO(reason);
@@ -383,7 +436,7 @@ TEST_CASE(
   std::string dg;
   for (const std::string& k : keys) dg += "r " + k + "\n";
   for (int i = 0; i < 20; ++i) c.Send(dg);
-  REQUIRE(d.WaitEvents(100));
+  d.Tick();
   const HttpReply r = d.Get("/metrics");
   REQUIRE(r.status == 200);
   CHECK(testing::IsValidUtf8(r.body));
@@ -404,26 +457,34 @@ TEST_CASE(
 
 TEST_CASE("E2E: hotkey_last_event_timestamp_seconds is when the last event was counted",
           "[daemon][e2e]") {
-  FakeClock clock;
-  TestDaemon d(Options(), clock);
+  TestDaemon d(Options());
   UdpClient c(d.udp());
-  const double t0 = absl::ToDoubleSeconds(clock.Now() - absl::UnixEpoch());
-  REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == 0; }));
+  CHECK(d.Metrics().Value("hotkey_last_event_timestamp_seconds") == 0);
+  // An event is stamped with its batch's clock reading: before or after the tick's advance,
+  // as the receiver thread happens to read the datagram.
+  const double tick = absl::ToDoubleSeconds(Options().track.publish_interval);
+  const auto last_event_within = [&](double from) {
+    const double v = d.Metrics().Value("hotkey_last_event_timestamp_seconds").value_or(0);
+    // (1 ms: what the exposition's decimal form of a Unix time keeps)
+    if (std::abs(v - from) < 1e-3 || std::abs(v - from - tick) < 1e-3) return true;
+    FAIL_CHECK(absl::StrFormat("last event %.6f, sent at %.6f", v, from));
+    return false;
+  };
+  const double t0 = d.WallSeconds();
   c.Send("r a\nw b");
-  REQUIRE(d.WaitEvents(2));
-  REQUIRE(WaitFor([&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0; }));
+  d.Tick();
+  CHECK(last_event_within(t0));
   // Time passes with no event: the timestamp stays where the feed went silent. A datagram of
   // rejected lines only is no event.
-  clock.Advance(absl::Seconds(30));
+  d.Tick(absl::Seconds(30));
   c.Send("x bad\n\nr");
-  REQUIRE(WaitFor([&] {
-    return d.Metrics().Value("hotkey_events_rejected_total", {{"reason", "unknown_op"}}) == 1;
-  }));
-  CHECK(d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0);
+  d.Tick();
+  CHECK(d.Metrics().Value("hotkey_events_rejected_total", {{"reason", "unknown_op"}}) == 1);
+  CHECK(last_event_within(t0));
+  const double t1 = d.WallSeconds();
   c.Send("r c");
-  REQUIRE(d.WaitEvents(3));
-  REQUIRE(
-      WaitFor([&] { return d.Metrics().Value("hotkey_last_event_timestamp_seconds") == t0 + 30; }));
+  d.Tick();
+  CHECK(last_event_within(t1));
 }
 
 TEST_CASE(
@@ -434,15 +495,13 @@ TEST_CASE(
   o.alert.default_threshold = 0.1;
   o.alert.hysteresis = 0.2;  // a hot key cools below 0.08
   o.alert.min_dwell = absl::Milliseconds(300);
-  // The clock jumps 2 s at a time, and the test waits for a tick between each jump and the
-  // datagrams after it (else whether one comes between is a race). With a rate window
-  // shorter than the jump, that tick sees a window with no traffic and rightly ends the
-  // episode as a stopped feed; this test is about hysteresis, so the window spans the jumps.
+  // The clock jumps 2 s at a time, with a tick at each jump before the datagrams after it.
+  // With a rate window shorter than the jump, that tick sees a window with no traffic and
+  // rightly ends the episode as a stopped feed; this test is about hysteresis, so the
+  // window spans the jumps.
   o.track.rate_window = absl::Seconds(10);
-  FakeClock clock;
-  TestDaemon d(o, clock);
+  TestDaemon d(o);  // ticked once, at 25 ms
   UdpClient c(d.udp());
-  const auto wait_tick = [&] { return d.WaitTick(clock); };
   // `n` events of which `hot` are of the key "hot", the rest over `n / 10` other keys.
   const auto send = [&](int n, int hot) {
     std::string dg;
@@ -457,17 +516,14 @@ TEST_CASE(
   };
 
   send(100, 40);  // 40%
-  REQUIRE(d.WaitEvents(100));
   for (int step = 0; step < 2; ++step) {
-    clock.Advance(absl::Milliseconds(100));
-    REQUIRE(wait_tick());
+    d.Tick(absl::Milliseconds(100));  // over since 125 ms
     std::optional<Json> k = d.TopKey("hot");
     REQUIRE(k);
     CHECK((*k)["share"].number == Approx(0.4).margin(0.01));
-    CHECK_FALSE((*k)["hot"].boolean);  // 200 ms < min_dwell
+    CHECK_FALSE((*k)["hot"].boolean);  // 0 and 100 ms < min_dwell
   }
-  clock.Advance(absl::Milliseconds(200));
-  REQUIRE(wait_tick());
+  d.Tick(absl::Milliseconds(200));  // 425 ms: over for 300 ms
   std::optional<Json> k = d.TopKey("hot");
   REQUIRE(k);
   CHECK((*k)["hot"].boolean);
@@ -480,11 +536,9 @@ TEST_CASE(
 
   // Ten half-lives later the old traffic weighs 1/1024: now 9%, under the threshold but
   // over 0.08, so the key stays hot.
-  clock.Advance(absl::Seconds(2));
-  REQUIRE(wait_tick());
+  d.Tick(absl::Seconds(2));
   send(1000, 90);
-  REQUIRE(d.WaitEvents(1100));
-  REQUIRE(wait_tick());
+  d.Tick();
   k = d.TopKey("hot");
   REQUIRE(k);
   CHECK((*k)["share"].number == Approx(0.09).margin(0.01));
@@ -492,30 +546,26 @@ TEST_CASE(
   CHECK(d.CountLogs("episode ended", "key=\"hot\"") == 0);
 
   // Then 5%: it cools.
-  clock.Advance(absl::Seconds(2));
-  REQUIRE(wait_tick());
+  d.Tick(absl::Seconds(2));
   send(1000, 50);
-  REQUIRE(d.WaitEvents(2100));
-  REQUIRE(wait_tick());
-  REQUIRE(WaitFor([&] {
-    const std::optional<Json> key = d.TopKey("hot");
-    return key && !(*key)["hot"].boolean;
-  }));
+  d.Tick();
   k = d.TopKey("hot");
   REQUIRE(k);
+  CHECK_FALSE((*k)["hot"].boolean);
   CHECK((*k)["share"].number == Approx(0.05).margin(0.01));
   CHECK(d.Metrics().Find("hotkey_key_hot").empty());
   CHECK(d.CountLogs("episode started", "key=\"hot\"") == 1);
   CHECK(d.CountLogs("episode ended", "key=\"hot\"") == 1);
-  CHECK(d.CountLogs("episode ended", "duration=4s") == 1);  // hot from 400 ms to 4.4 s
+  CHECK(d.CountLogs("episode ended", "duration=4.05s") == 1);  // hot from 425 ms to 4.475 s
 }
 
-TEST_CASE("E2E: after the wall clock steps back an hour, old traffic goes on decaying",
+TEST_CASE("E2E: a wall clock stepped back an hour moves the stamps; decay goes on",
           "[daemon][e2e]") {
   config::DaemonOptions o = Options();  // half-life 200 ms
   o.track.rate_window = absl::Seconds(10);
-  FakeClock clock;
-  TestDaemon d(o, clock);
+  FakeClock mono;
+  FakeClock wall(absl::FromUnixSeconds(1'800'000'000));
+  TestDaemon d(o, mono, wall);
   UdpClient c(d.udp());
   const auto send = [&](const std::string& key, int n) {
     std::string dg;
@@ -523,31 +573,23 @@ TEST_CASE("E2E: after the wall clock steps back an hour, old traffic goes on dec
     c.Send(dg);
   };
   send("old", 100);
-  REQUIRE(d.WaitEvents(100));
-  clock.Advance(absl::Milliseconds(100));
-  REQUIRE(d.WaitTick(clock));
-  // The step, then two more ticks, so that every receiver has read the stepped clock before
-  // the clock moves on (a receiver that first read it a second later would take that
-  // second as part of the step).
-  clock.Set(clock.Now() - absl::Hours(1));
-  REQUIRE(d.WaitTick(clock));
-  for (int i = 0; i < 2; ++i) {
-    clock.Advance(absl::Milliseconds(1));
-    REQUIRE(d.WaitTick(clock));
-  }
-  // Five half-lives on the stepped clock: "old" weighs 100 / 32 against 100 new events. A
-  // tracker that paused its decay until the clock caught up would give each half.
-  clock.Advance(absl::Seconds(1));
-  REQUIRE(d.WaitTick(clock));
+  d.Tick();
+  // The wall clock steps back an hour; then five half-lives pass on both clocks: "old"
+  // weighs 100 / 32 against 100 new events, as if the wall clock had never moved (each
+  // counted at its send or one tick later: within the margin).
+  wall.Set(wall.Now() - absl::Hours(1));
+  d.Tick(absl::Seconds(1));
   send("new", 100);
-  REQUIRE(d.WaitEvents(200));
-  REQUIRE(d.WaitTick(clock));
+  d.Tick();
   const std::optional<Json> fresh = d.TopKey("new");
   REQUIRE(fresh);
   CHECK((*fresh)["share"].number == Approx(32.0 / 33).margin(0.01));
   const std::optional<Json> stale = d.TopKey("old");
   REQUIRE(stale);
   CHECK((*stale)["share"].number == Approx(1.0 / 33).margin(0.01));
+  // The stamps show the step: the snapshot's time is the wall clock's (25 ms at start, 25,
+  // 1000 and 25 since).
+  CHECK(d.Top()["time"].string == "2027-01-15T07:00:01.075Z");
 }
 
 TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one on a bad file",
@@ -567,10 +609,11 @@ TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one o
   std::string dg;
   for (int i = 0; i < 100; ++i) dg += i % 2 ? "r k\n" : absl::StrCat("r other:", i, "\n");
   c.Send(dg);
+  d.Tick();
   const auto threshold = [&] {
     return d.Metrics().Value("hotkey_key_share_threshold_ratio", {{"key", "k"}});
   };
-  REQUIRE(WaitFor([&] { return threshold() == 0.2; }));
+  CHECK(threshold() == 0.2);
   const double first_success =
       d.Metrics().Value("hotkey_config_last_reload_success_timestamp_seconds").value_or(0);
   CHECK(first_success > 0);
@@ -578,7 +621,8 @@ TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one o
   write("alert:\n  share_threshold: 0.3\n");
   HttpReply r = d.Post("/-/reload");
   CHECK(r.status == 200);
-  CHECK(WaitFor([&] { return threshold() == 0.3; }));
+  d.Tick();  // the new rules take effect at the next snapshot
+  CHECK(threshold() == 0.3);
   CHECK(d.Metrics().Value("hotkey_config_last_reload_successful") == 1);
 
   write("alert:\n  share_threshold: [0.4\n");
@@ -590,15 +634,15 @@ TEST_CASE("E2E: POST /-/reload applies a good rules file and keeps the old one o
   CHECK(e.Value("hotkey_config_last_reload_successful") == 0);
   CHECK(e.Value("hotkey_config_last_reload_success_timestamp_seconds") >= first_success);
   // Several publishes later the old threshold is still in force.
-  const std::string before = d.Top()["time"].string;
-  REQUIRE(WaitFor([&] { return d.Top()["time"].string != before; }));
+  for (int i = 0; i < 3; ++i) d.Tick();
   CHECK(threshold() == 0.3);
   CHECK(d.CountLogs("level=error", "reload failed") == 1);
 
   // Fixing the file makes the next reload succeed again.
   write("alert:\n  share_threshold: 0.25\n");
   CHECK(d.Post("/-/reload").status == 200);
-  CHECK(WaitFor([&] { return threshold() == 0.25; }));
+  d.Tick();
+  CHECK(threshold() == 0.25);
   CHECK(d.Metrics().Value("hotkey_config_last_reload_successful") == 1);
   std::filesystem::remove(path);
 }
@@ -609,8 +653,9 @@ TEST_CASE("E2E: a bad rules file at start is an error from Create, not a crash",
   std::ofstream(path) << "alert:\n  sahre_threshold: 0.2\n";
   config::DaemonOptions o = Options();
   o.config_file = path.string();
-  RealClock clock;
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(o, InputsFor(o), clock, nullptr);
+  FakeClock clock;
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(o, InputsFor(o), clock, clock, nullptr);
   CHECK_FALSE(d.ok());
   CHECK(d.status().message().find("sahre_threshold") != absl::string_view::npos);
   std::filesystem::remove(path);
@@ -635,7 +680,10 @@ TEST_CASE("E2E: Run() returns within a second of Shutdown() under a flood of dat
     }
   });
   REQUIRE(WaitFor([&] { return sent > 2000; }));
-  REQUIRE(d->WaitEvents(1000));
+  REQUIRE(WaitFor([&] {
+    d->Tick();
+    return d->Top()["events_received"].number >= 1000;
+  }));
   const auto took = d->Stop();
   CHECK(d->returned());
   // The daemon's promise is "well under a second"; ThreadSanitizer (the hardening stage sets
@@ -651,8 +699,9 @@ TEST_CASE("E2E: Create fails cleanly when the web port is taken", "[daemon][e2e]
   TestDaemon first(Options());
   config::DaemonOptions o = Options();
   o.web.listen_addresses = {absl::StrCat("127.0.0.1:", first.web_port())};
-  RealClock clock;
-  absl::StatusOr<std::unique_ptr<Daemon>> second = Daemon::Create(o, InputsFor(o), clock, nullptr);
+  FakeClock clock;
+  absl::StatusOr<std::unique_ptr<Daemon>> second =
+      Daemon::Create(o, InputsFor(o), clock, clock, nullptr);
   REQUIRE_FALSE(second.ok());
   CHECK(second.status().message().find("cannot listen on http") != absl::string_view::npos);
   CHECK(first.Get("/-/healthy").status == 200);  // the first one is unharmed
@@ -665,11 +714,9 @@ TEST_CASE("E2E: datagrams from outside --udp.allowed-sources are counted as deni
   TestDaemon denied(o);
   UdpClient c(denied.udp());
   for (int i = 0; i < 5; ++i) c.Send("r a\nr b");
-  REQUIRE(WaitFor([&] {
-    return denied.Metrics().Value("hotkey_datagrams_rejected_total",
-                                  {{"reason", "source_denied"}}) == 5;
-  }));
+  denied.Tick();
   const Exposition e = denied.Metrics();
+  CHECK(e.Value("hotkey_datagrams_rejected_total", {{"reason", "source_denied"}}) == 5);
   CHECK(e.Value("hotkey_datagrams_received_total") == 5);
   CHECK(e.Value("hotkey_events_received_total") == 0);
   CHECK(e.Value("hotkey_tracked_keys") == 0);
@@ -678,7 +725,8 @@ TEST_CASE("E2E: datagrams from outside --udp.allowed-sources are counted as deni
   TestDaemon allowed(o);
   UdpClient c2(allowed.udp());
   for (int i = 0; i < 5; ++i) c2.Send("r a\nr b");
-  REQUIRE(allowed.WaitEvents(10));
+  allowed.Tick();
+  CHECK(allowed.Top()["events_received"].number == 10);
   CHECK(allowed.Metrics().Value("hotkey_datagrams_rejected_total", {{"reason", "source_denied"}}) ==
         0);
 }
@@ -695,8 +743,10 @@ TEST_CASE("E2E: with two receivers on one port, counts add up and shares merge",
   for (int i = 0; i < 100; ++i) dg += i % 10 < 3 ? "r A\n" : absl::StrCat("r bg:", i, "\n");
   for (int n = 0; n < 80; ++n) {
     clients[n % clients.size()]->Send(dg);
-    if (n % 16 == 15) std::this_thread::sleep_for(1ms);
+    if (n % 16 == 15) d.Tick();  // both receivers drain their sockets
   }
+  d.Tick();
+  // The tick's snapshot may be built before the second receiver's report: wait for it.
   REQUIRE(d.WaitEvents(8000));
   const Json top = d.Top();
   CHECK(top["receivers"].number == 2);

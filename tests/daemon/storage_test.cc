@@ -1,5 +1,6 @@
-// Tests of StateStore and StateWriter (daemon/storage.h): atomic saves, and writes that run
-// on the writer's own thread, newest first.
+// Tests of StateStore and StateWriter (daemon/storage.h): atomic saves, a restored tracker
+// placed on the loading process's monotonic clock by the wall time between save and load,
+// and writes that run on the writer's own thread, newest first.
 
 #include "storage.h"
 
@@ -17,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "hotkey/sketch/heavy_hitters.h"
 
 namespace hotkey::daemon {
 namespace {
@@ -45,6 +47,60 @@ std::string Read(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+sketch::HeavyHittersOptions Tracker() {
+  sketch::HeavyHittersOptions o;
+  o.candidates = 16;
+  o.half_life = absl::Seconds(1);
+  return o;
+}
+
+TEST_CASE(
+    "StateStore: a restored tracker decays over the wall time since the save, on this "
+    "process's monotonic clock",
+    "[daemon][storage]") {
+  TempDir dir;
+  StateStore store(dir.File("state"));
+  // The saving process: its monotonic clock read 1000 s; the wall clock 1,800,000,000 s.
+  const absl::Time saved_mono = absl::FromUnixSeconds(1000);
+  const absl::Time saved_wall = absl::FromUnixSeconds(1'800'000'000);
+  sketch::HeavyHitters t = *sketch::HeavyHitters::Create(Tracker(), saved_mono);
+  for (int i = 0; i < 64; ++i) t.Update("k", sketch::Op::kRead);
+  REQUIRE(store.Save(t, saved_wall).ok());
+  // The loading process's monotonic clock reads 5 s (a reboot); 3 s of wall time passed.
+  const absl::Time mono = absl::FromUnixSeconds(5);
+  StateStore::Loaded l = store.Load(Tracker(), mono, saved_wall + absl::Seconds(3));
+  INFO(l.problem);
+  REQUIRE(l.tracker);
+  CHECK(l.tracker->now() == mono);
+  CHECK(l.tracker->Estimate("k") == Approx(64.0 / 8));  // three half-lives
+  // Updates go on from there: one more event now weighs 1 against the 8 restored.
+  l.tracker->Update("k", sketch::Op::kRead);
+  CHECK(l.tracker->Estimate("k") == Approx(9));
+
+  SECTION("a wall clock stepped back past the save counts as no downtime") {
+    StateStore::Loaded back = store.Load(Tracker(), mono, saved_wall - absl::Hours(1));
+    REQUIRE(back.tracker);
+    CHECK(back.tracker->now() == mono);
+    CHECK(back.tracker->Estimate("k") == Approx(64));
+  }
+  SECTION("a file without the stamp (an older daemon's) is restored with no downtime") {
+    std::ofstream(dir.File("state"), std::ios::binary | std::ios::trunc) << t.Serialize();
+    StateStore::Loaded old = store.Load(Tracker(), mono, saved_wall + absl::Seconds(3));
+    REQUIRE(old.tracker);
+    CHECK(old.tracker->now() == mono);
+    CHECK(old.tracker->Estimate("k") == Approx(64));
+  }
+  SECTION("a file cut inside its tracker is moved aside, named by the wall clock") {
+    const std::string bytes = Read(dir.File("state"));
+    std::ofstream(dir.File("state"), std::ios::binary | std::ios::trunc)
+        << bytes.substr(0, bytes.size() / 2);
+    StateStore::Loaded cut = store.Load(Tracker(), mono, saved_wall + absl::Seconds(3));
+    CHECK_FALSE(cut.tracker);
+    CHECK_FALSE(cut.problem.empty());
+    CHECK(cut.moved_to == dir.File("state") + ".bad-1800000003");
+  }
 }
 
 TEST_CASE("StateWriter: writes run on the writer's thread, not the caller's", "[daemon][storage]") {

@@ -44,7 +44,7 @@ class Running {
     Daemon::Inputs inputs;
     inputs.web_listen_fds = std::move(fds);
     absl::StatusOr<std::unique_ptr<Daemon>> d =
-        Daemon::Create(o, std::move(inputs), kClock, nullptr);
+        Daemon::Create(o, std::move(inputs), clock::SteadyClock::Get(), kClock, nullptr);
     INFO(d.status().ToString());
     REQUIRE(d.ok());
     daemon_ = *std::move(d);
@@ -100,7 +100,8 @@ TEST_CASE("Web listen: one address that cannot be bound fails the start, naming 
   config::DaemonOptions o = Options();
   const std::string taken = absl::StrCat("127.0.0.1:", port);
   o.web.listen_addresses = {"127.0.0.1:0", taken};
-  absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(o, {}, kClock, nullptr);
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(o, {}, clock::SteadyClock::Get(), kClock, nullptr);
   REQUIRE_FALSE(d.ok());
   CHECK(d.status().message().find(absl::StrCat("cannot listen on http ", taken)) !=
         absl::string_view::npos);
@@ -125,7 +126,8 @@ TEST_CASE(
     "[daemon][e2e][web]") {
   config::DaemonOptions o = Options();
   o.web.systemd_socket = true;
-  absl::StatusOr<std::unique_ptr<Daemon>> none = Daemon::Create(o, {}, kClock, nullptr);
+  absl::StatusOr<std::unique_ptr<Daemon>> none =
+      Daemon::Create(o, {}, clock::SteadyClock::Get(), kClock, nullptr);
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().message().find("systemd passed no socket") != absl::string_view::npos);
 
@@ -133,7 +135,7 @@ TEST_CASE(
   Daemon::Inputs inputs;
   inputs.web_listen_fds = {udp};
   absl::StatusOr<std::unique_ptr<Daemon>> bad =
-      Daemon::Create(o, std::move(inputs), kClock, nullptr);
+      Daemon::Create(o, std::move(inputs), clock::SteadyClock::Get(), kClock, nullptr);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("not a listening stream socket") != absl::string_view::npos);
   ::close(udp);

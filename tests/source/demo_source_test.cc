@@ -1,10 +1,12 @@
 // Tests for DemoSource (source/demo_source.h) on a FakeClock: it makes exactly
 // floor(t * rate) events by time t, with the documented mix of celebrities, writes and
-// Zipf background; publishes on the publish interval; drops a backlog beyond kMaxBacklog;
-// the same seed gives the same stream; and Start/Stop leave a last report.
+// Zipf background; publishes when asked, with the events due by then; drops a backlog
+// beyond kMaxBacklog; the same seed gives the same stream; and its thread paces on the
+// clock, publishes on request and leaves a last report at Stop.
 
 #include "demo_source.h"
 
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -27,25 +29,26 @@ sketch::HeavyHittersOptions Tracker() {
 }
 
 std::unique_ptr<DemoSource> Make(const FakeClock& clock, double rate, uint64_t seed = 1) {
-  absl::StatusOr<std::unique_ptr<DemoSource>> s =
-      DemoSource::Create(rate, Tracker(), absl::Milliseconds(100), clock, seed);
+  absl::StatusOr<std::unique_ptr<DemoSource>> s = DemoSource::Create(rate, Tracker(), clock, seed);
   REQUIRE(s.ok());
   return *std::move(s);
 }
 
-TEST_CASE("DemoSource: makes floor(t * rate) events by time t and publishes each interval",
+TEST_CASE("DemoSource: makes floor(t * rate) events by time t and publishes when asked",
           "[daemon][demo]") {
   FakeClock clock;
   std::unique_ptr<DemoSource> s = Make(clock, 1000);
   CHECK(s->kind() == "demo");
   int published = 0;
   s->SetPublishCallback([&] { ++published; });
-  CHECK(s->Step() > absl::ZeroDuration());
+  CHECK(s->Step() == absl::Milliseconds(1));  // the first event is due 1 ms after the start
   CHECK(s->Latest() == nullptr);
   clock.Advance(absl::Milliseconds(99));
   s->Step();
-  CHECK(published == 0);
+  CHECK(published == 0);  // not asked
   clock.Advance(absl::Milliseconds(1));
+  s->RequestPublish();
+  s->RequestPublish();  // asked twice before it got to it: one report
   s->Step();
   REQUIRE(published == 1);
   CHECK(s->Latest()->counters.events == 100);
@@ -54,6 +57,9 @@ TEST_CASE("DemoSource: makes floor(t * rate) events by time t and publishes each
     clock.Advance(absl::Milliseconds(110));
     s->Step();
   }
+  s->RequestPublish();
+  s->Step();
+  CHECK(published == 2);
   CHECK(s->Latest()->counters.events == 650);
   CHECK(s->Latest()->counters.own.schema == nullptr);  // no metrics of its own
 }
@@ -63,6 +69,7 @@ TEST_CASE("DemoSource: the mix has the celebrities' shares and write shares", "[
   std::unique_ptr<DemoSource> s = Make(clock, 100000);
   s->Step();
   clock.Advance(absl::Seconds(1));  // 100,000 events, within kMaxBacklog
+  s->RequestPublish();
   s->Step();
   const std::shared_ptr<const SourceReport> r = s->Latest();
   REQUIRE(r);
@@ -95,7 +102,10 @@ TEST_CASE("DemoSource: the same seed makes the same stream, another seed another
                               c = Make(clock, 5000, 8);
   for (DemoSource* s : {a.get(), b.get(), c.get()}) s->Step();
   clock.Advance(absl::Milliseconds(500));
-  for (DemoSource* s : {a.get(), b.get(), c.get()}) s->Step();
+  for (DemoSource* s : {a.get(), b.get(), c.get()}) {
+    s->RequestPublish();
+    s->Step();
+  }
   const auto top = [](const DemoSource& s) { return s.Latest()->tracker.TopK(20); };
   const auto ta = top(*a), tb = top(*b), tc = top(*c);
   REQUIRE(ta.size() == tb.size());
@@ -113,6 +123,7 @@ TEST_CASE("DemoSource: a clock jump beyond kMaxBacklog drops the backlog", "[dae
   std::unique_ptr<DemoSource> s = Make(clock, 1000);
   s->Step();
   clock.Advance(absl::Hours(1));
+  s->RequestPublish();
   s->Step();
   CHECK(s->Latest()->counters.events ==
         static_cast<uint64_t>(absl::ToDoubleSeconds(DemoSource::kMaxBacklog) * 1000));
@@ -121,18 +132,30 @@ TEST_CASE("DemoSource: a clock jump beyond kMaxBacklog drops the backlog", "[dae
 TEST_CASE("DemoSource: Create rejects a rate that is not positive", "[daemon][demo]") {
   FakeClock clock;
   for (double rate : {0.0, -1.0, std::nan("")}) {
-    CHECK_FALSE(DemoSource::Create(rate, Tracker(), absl::Milliseconds(100), clock).ok());
+    CHECK_FALSE(DemoSource::Create(rate, Tracker(), clock).ok());
   }
 }
 
-TEST_CASE("DemoSource: Start paces on the clock and Stop publishes a last report",
-          "[daemon][demo]") {
-  FakeClock clock;  // its SleepFor() advances it: the thread runs through time at once
+TEST_CASE(
+    "DemoSource: its thread paces on the clock, publishes when asked, and Stop "
+    "publishes a last report",
+    "[daemon][demo]") {
+  FakeClock clock;  // the thread waits on it (WaitUntil): time moves only when told
   std::unique_ptr<DemoSource> s = Make(clock, 1000);
+  std::atomic<int> published{0};
+  s->SetPublishCallback([&] { ++published; });
   s->Start();
-  REQUIRE(testing::WaitFor([&] { return s->Latest() && s->Latest()->counters.events > 5000; }));
-  s->Stop();
+  REQUIRE(testing::WaitFor([&] { return clock.waiters() == 1; }));  // started, waiting
+  clock.Advance(absl::Milliseconds(250));
+  s->RequestPublish();
+  REQUIRE(testing::WaitFor([&] { return published == 1; }));
+  CHECK(s->Latest()->counters.events == 250);
+  CHECK(s->Latest()->time == clock.Now());
+  clock.Advance(absl::Milliseconds(250));
+  s->Stop();  // wakes the thread at once: no need to wait for its next event
   const std::shared_ptr<const SourceReport> last = s->Latest();
+  CHECK(published == 2);
+  CHECK(last->counters.events == 500);
   s->Stop();  // idempotent
   CHECK(s->Latest() == last);
   CHECK(last->time == clock.Now());

@@ -37,7 +37,7 @@ sketch::HeavyHittersOptions ExactTracker() {
 
 // Reads the whole file; returns the source (for its counters) after the end.
 std::unique_ptr<TapSource> ReadAll(const config::TapOptions& o, testing::FakeClock& clock) {
-  auto s = TapSource::Create(o, ExactTracker(), absl::Milliseconds(250), clock);
+  auto s = TapSource::Create(o, ExactTracker(), clock);
   REQUIRE(s.ok());
   int steps = 0;
   while ((*s)->Step(absl::ZeroDuration())) REQUIRE(++steps < 100000);
@@ -129,6 +129,7 @@ TEST_CASE("Tap: the capture file's counts are kept and published after its end",
   CHECK(r->counters.own.Sum("hotkey_tap_capture_file_done") == 1);
   CHECK(r->counters.own.Sum("hotkey_tap_commands_total") == 82);
   clock.Advance(absl::Seconds(1));
+  s->RequestPublish();  // the daemon's tick
   CHECK_FALSE(s->Step(absl::ZeroDuration()));
   std::shared_ptr<const source::SourceReport> later = s->Latest();
   CHECK(later->time > r->time);
@@ -446,7 +447,7 @@ TEST_CASE("Tap: by ops the filter passes requests and the server's FIN and RST o
 TEST_CASE("Tap: a missing file is a clear error", "[tap]") {
   testing::FakeClock clock;
   config::TapOptions o = FileOptions("no-such.pcap", {6379});
-  auto s = TapSource::Create(o, ExactTracker(), absl::Milliseconds(250), clock);
+  auto s = TapSource::Create(o, ExactTracker(), clock);
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(std::string(s.status().message()), Catch::Contains("--tap.file="));
   CHECK_THAT(std::string(s.status().message()), Catch::Contains("no-such.pcap"));

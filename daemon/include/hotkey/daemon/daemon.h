@@ -13,6 +13,13 @@
 // thread; Run() from one. Destroy the Daemon after Run() has returned (or without ever
 // running it): the destructor shuts down on its own thread, which is safe only while no
 // thread runs the io_context.
+//
+// Time: every periodic job (the publish tick that asks each source for a report, the
+// storage interval, the web-config and measured-loads polls) runs on one clock::Ticker
+// (clock/ticker.h) on the monotonic clock, from Create's reading of it: a test on a
+// FakeClock fires them by advancing it. When several fall due at once the file polls and
+// the save are handed to the io thread before the sources are asked to publish, so the
+// snapshot of a tick is built after that tick's polls.
 
 #ifndef HOTKEY_DAEMON_DAEMON_H_
 #define HOTKEY_DAEMON_DAEMON_H_
@@ -90,9 +97,13 @@ class Daemon {
 
   // Binds every socket; errors (a port in use, a bad rules file) are returned, not thrown.
   // `sources` are started, stopped and merged with the UDP receivers (e.g. the demo load,
-  // demo.h). `clock` must outlive the daemon.
+  // demo.h); they must read `mono` too. `mono` (clock::SteadyClock in main) times every
+  // duration: tracker decay, rate windows, alert dwell, publish and poll ticks. `wall`
+  // (clock::RealClock) only stamps output: the snapshot's times, log lines, success
+  // timestamps, the state file's save time. Both must outlive the daemon.
   static absl::StatusOr<std::unique_ptr<Daemon>> Create(
-      const config::DaemonOptions& options, Inputs inputs, const clock::Clock& clock, LogSink log,
+      const config::DaemonOptions& options, Inputs inputs, const clock::Clock& mono,
+      const clock::Clock& wall, LogSink log,
       std::vector<std::unique_ptr<source::EventSource>> sources = {});
   ~Daemon();
 

@@ -62,18 +62,30 @@ class Aggregator {
     absl::Time admitted;
   };
 
-  // `label_secret` keys the hash of hashed key labels (key_label.h).
+  // `label_secret` keys the hash of hashed key labels (key_label.h). `start` and every
+  // Build()'s `now` are readings of one monotonic clock (clock.h), as are the trackers'
+  // times: every duration (rate spans, dwell, admission) is a difference of them.
   Aggregator(const config::TrackOptions& track, const config::ReloadableOptions& reloadable,
              std::string label_secret, absl::Time start, Alerter::LogSink log);
 
   // Takes effect at the next Build().
   void SetReloadable(const config::ReloadableOptions& reloadable);
 
-  // Builds the snapshot for `now` from the latest report of each receiver (nulls are
-  // skipped). `kernel_drops` is read by the caller from /proc.
+  // Builds the snapshot for `now` (monotonic) from the latest report of each receiver (nulls
+  // are skipped). `wall` is the same instant on the wall clock: it stamps the snapshot's
+  // times (Snapshot::time, start_time, a key's hot_since, the last event), each placed at
+  // its monotonic distance from `wall`, and is used for nothing else, so a stepped wall
+  // clock moves the stamps and changes no figure. `kernel_drops` is read by the caller
+  // from /proc.
   std::shared_ptr<const Snapshot> Build(
       std::span<const std::shared_ptr<const source::ReceiverReport>> reports, absl::Time now,
-      uint64_t kernel_drops);
+      absl::Time wall, uint64_t kernel_drops);
+  // The same for a caller with one clock (tests, tools): `now` stamps the snapshot too.
+  std::shared_ptr<const Snapshot> Build(
+      std::span<const std::shared_ptr<const source::ReceiverReport>> reports, absl::Time now,
+      uint64_t kernel_drops) {
+    return Build(reports, now, now, kernel_drops);
+  }
 
   // The tracker the last Build() read: the receivers' trackers merged (or the only one),
   // null before any report. Valid until the next Build(); for saving state without
@@ -136,8 +148,7 @@ class Aggregator {
   absl::flat_hash_map<uint64_t, CachedThreshold> thresholds_;
   uint64_t tick_ = 0;
   uint64_t threshold_lookups_ = 0;
-  absl::Time start_;                            // moved with a wall clock stepped back
-  absl::Time last_now_ = absl::InfinitePast();  // the last Build()'s time
+  const absl::Time start_;  // monotonic
   Alerter alerter_;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same
   // shape, so no allocation); and the report whose tracker is read when there is only one.

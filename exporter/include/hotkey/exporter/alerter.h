@@ -7,7 +7,9 @@
 // on a silent one shares stay frozen). The caller passes the shard's ops/s over the rate
 // window (aggregator.h), which reaches 0 once traffic stops. A hot key cools when its share
 // drops below threshold * (1 - hysteresis), when the shard goes idle, or when it leaves the
-// tracker. Time is whatever the caller passes, so tests use a fake clock.
+// tracker. Time is whatever the caller passes, so tests use a fake clock: a monotonic
+// reading for the dwell and the episode's duration, and a wall reading only to stamp the
+// log lines.
 //
 // Episode logs are logfmt lines with the key's label (never raw bytes when the operator
 // hides keys), the peak share and the duration.
@@ -41,8 +43,8 @@ class Alerter {
 
   struct KeyState {
     bool hot = false;
-    absl::Time over_since = absl::InfiniteFuture();  // first tick above threshold
-    absl::Time hot_since = absl::InfiniteFuture();
+    absl::Time over_since = absl::InfiniteFuture();  // first tick above threshold (monotonic)
+    absl::Time hot_since = absl::InfiniteFuture();   // monotonic
     double peak_share = 0;
     std::string label;  // for the episode-end log line
     std::string strategy;
@@ -50,7 +52,10 @@ class Alerter {
 
   // One evaluation tick: call Observe() for every tracked key, then Finish(). The shard is
   // idle (nothing is hot) when `shard_ops_per_second` is 0 or under min_ops_per_second.
-  void Begin(absl::Time now, double shard_ops_per_second);
+  // `now` is monotonic; `wall` (the same instant on the wall clock) stamps the log lines.
+  void Begin(absl::Time now, double shard_ops_per_second, absl::Time wall);
+  // The same for a caller with one clock: `now` stamps the log lines too.
+  void Begin(absl::Time now, double shard_ops_per_second) { Begin(now, shard_ops_per_second, now); }
   // `id` identifies the key (its hash); returns whether it is hot after this observation.
   bool Observe(uint64_t id, double share, double threshold, std::string_view label,
                std::string_view strategy);
@@ -62,9 +67,6 @@ class Alerter {
   // Keys not observed this tick are treated as share 0: hot ones cool, pending ones reset.
   void Finish();
 
-  // Moves every time kept (when keys went over, and hot) by `d`: the caller's clock stepped.
-  void Shift(absl::Duration d);
-
   // The state of a key, or null if it is neither hot nor pending.
   const KeyState* Find(uint64_t id) const;
   size_t hot_count() const;
@@ -75,6 +77,7 @@ class Alerter {
   config::AlertOptions options_;
   LogSink log_;
   absl::Time now_;
+  absl::Time wall_;
   bool idle_ = false;
   struct Entry {
     KeyState state;

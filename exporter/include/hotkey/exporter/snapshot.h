@@ -3,7 +3,9 @@
 // The aggregator builds one per tick from the receivers' reports and swaps it in; the HTTP
 // handlers (/metrics, /api/v1/top, the landing page) only ever read a Snapshot, so they
 // never touch a tracker and never block a receiver. Rates are sampling-scaled ops per
-// second (each event counts as weight / sampling probability).
+// second (each event counts as weight / sampling probability). Its times are wall-clock
+// stamps for output only (Aggregator::Build places them from monotonic readings); no
+// duration is computed from them.
 
 #ifndef HOTKEY_EXPORTER_SNAPSHOT_H_
 #define HOTKEY_EXPORTER_SNAPSHOT_H_
@@ -32,7 +34,7 @@ struct KeySnapshot {
   double decayed_ops_per_second[sketch::kNumOps] = {0, 0};  // over about one half-life
   double threshold = 0;  // its share threshold; +inf when a rule ignores it
   bool hot = false;
-  absl::Time hot_since = absl::InfiniteFuture();
+  absl::Time hot_since = absl::InfiniteFuture();  // wall stamp
   double peak_share = 0;
   model::Strategy advice = model::Strategy::kNone;
   // The busiest shard's load / capacity under each strategy of the cluster's order.
@@ -40,9 +42,9 @@ struct KeySnapshot {
 };
 
 struct Snapshot {
-  absl::Time time;
-  absl::Time start_time;
-  int receivers = 0;  // sources merged: UDP receivers, and the demo source with --demo
+  absl::Time time;        // wall stamp of the tick
+  absl::Time start_time;  // wall stamp of the aggregator's start
+  int receivers = 0;      // sources merged: UDP receivers, and the demo source with --demo
   double half_life_seconds = 0;
   double rate_window_seconds = 0;  // the window the ops_per_second figures span now
   double ops_per_second[sketch::kNumOps] = {0, 0};

@@ -14,8 +14,8 @@
 
 namespace hotkey::source {
 
-// Tracks with options.track and publishes every options.track.publish_interval, like a
-// UDP receiver. `clock` must outlive the source.
+// Tracks with options.track and publishes when asked (the daemon's tick), like a UDP
+// receiver. `clock` (monotonic) must outlive the source.
 absl::StatusOr<std::unique_ptr<EventSource>> NewDemoSource(const config::DaemonOptions& options,
                                                            const clock::Clock& clock);
 

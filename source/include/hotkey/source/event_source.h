@@ -6,12 +6,18 @@
 // DemoSource (demo.h, the --demo load generated in-process) and tap::TapSource (tap/, the
 // shard's own traffic captured with libpcap). A source fills its SourceReport (report.h);
 // the exporter's aggregator reads and merges them. Each derives from PublishingSource
-// (publishing_source.h), which holds the callback and the report buffer they share.
+// (publishing_source.h), which holds the thread, the stop flag, the callback and the
+// report buffer they share.
+//
+// Publishing is driven from outside: the daemon's tick (clock/ticker.h, on its monotonic
+// clock) calls RequestPublish() on every source, and each publishes on its own thread,
+// having first counted what has arrived. So no source keeps a timer, and a test on a
+// FakeClock decides when every report is made.
 //
 // Life cycle: Create (the implementation's factory; binds, validates), Start() once,
 // Stop() once (stop input, drain, publish a last report, join); the destructor stops.
 //
-// Thread-safe: Start, Stop and Latest may be called from any thread.
+// Thread-safe: Start, Stop, RequestPublish and Latest may be called from any thread.
 
 #ifndef HOTKEY_SOURCE_EVENT_SOURCE_H_
 #define HOTKEY_SOURCE_EVENT_SOURCE_H_
@@ -45,6 +51,9 @@ class EventSource {
   virtual void Start() = 0;
   // Returns after the last report is published and the thread has joined. Idempotent.
   virtual void Stop() = 0;
+  // Asks for a report: the source counts what has arrived, publishes, and calls the publish
+  // callback, on its own thread, soon. Requests made before it gets to them count once.
+  virtual void RequestPublish() = 0;
 
   // The last published report; null before the first tick.
   virtual std::shared_ptr<const SourceReport> Latest() const = 0;

@@ -1,14 +1,24 @@
-// PublishingSource: what every EventSource shares. It keeps the daemon's publish callback
-// and a recycled report buffer (report_buffer.h) that Latest() reads; an implementation
-// counts into its own tracker on its own thread and calls PublishReport() each tick.
+// PublishingSource: the shape every EventSource shares. It owns the source's thread, its
+// stop flag and its publish requests, the daemon's publish callback, and a recycled report
+// buffer (report_buffer.h) that Latest() reads. An implementation supplies the thread's
+// body (Run: read, count into its own tracker, and call PublishIfAsked() whenever woken),
+// a way to wake that body (Wake), and its publish (Publish: count what has arrived, then
+// PublishReport). Publishing is asked for from outside (RequestPublish, the daemon's
+// tick), so no source keeps a timer of its own.
 //
-// Thread-safe as EventSource says: PublishReport() from the source's thread only;
-// Latest() from any thread.
+// Thread-safe as EventSource says: Run(), Publish() and PublishReport() on the source's
+// thread only (or the caller's, in tests that drive a source without Start()); Latest(),
+// RequestPublish(), Start() and Stop() from any thread.
 
 #ifndef HOTKEY_SOURCE_PUBLISHING_SOURCE_H_
 #define HOTKEY_SOURCE_PUBLISHING_SOURCE_H_
 
+#include <pthread.h>
+
+#include <atomic>
 #include <memory>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/time/time.h"
@@ -24,15 +34,49 @@ class PublishingSource : public EventSource {
   void SetPublishCallback(PublishCallback on_publish) final { on_publish_ = std::move(on_publish); }
   std::shared_ptr<const SourceReport> Latest() const final { return reports_.Latest(); }
 
+  // Runs Run() on a thread named "hotkey-<kind>" (top -H tells the sources apart); when it
+  // returns (Stop()), publishes a last report. Once.
+  void Start() final {
+    thread_ = std::thread([this] {
+      Run();
+      Publish();
+    });
+    const std::string name = "hotkey-" + std::string(kind());
+    pthread_setname_np(thread_.native_handle(), name.substr(0, 15).c_str());
+  }
+  void Stop() final {
+    if (!thread_.joinable()) return;
+    stopping_ = true;
+    Wake();
+    thread_.join();
+  }
+  void RequestPublish() final {
+    publish_asked_ = true;
+    Wake();
+  }
+
  protected:
   // Reports are preallocated in the shape of `prototype`, the source's tracker.
   explicit PublishingSource(const sketch::HeavyHitters& prototype) : reports_(prototype) {}
+  // Implementations call Stop() in their destructor: the thread uses their members.
 
+  // The thread's body: returns once stopping() (Wake() is called when it turns true).
+  virtual void Run() = 0;
+  // Ends Run()'s present wait early, from any thread.
+  virtual void Wake() = 0;
+  // Counts what has arrived until now, then PublishReport().
+  virtual void Publish() = 0;
+
+  bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
+  // Publishes if RequestPublish() was called since the last time.
+  void PublishIfAsked() {
+    if (publish_asked_.exchange(false)) Publish();
+  }
   // Brings `tracker` to `now`, copies it and `counters` into a report stamped `now` (no
   // allocation once warm), and tells the daemon.
   void PublishReport(absl::Time now, sketch::HeavyHitters& tracker,
                      const SourceCounters& counters) {
-    tracker.FollowClock(now);
+    tracker.Advance(now);
     reports_.Publish(now, tracker, counters);
     if (on_publish_) on_publish_();
   }
@@ -40,6 +84,9 @@ class PublishingSource : public EventSource {
  private:
   PublishCallback on_publish_;  // set before Start()
   ReportBuffer reports_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> publish_asked_{false};
 };
 
 }  // namespace hotkey::source

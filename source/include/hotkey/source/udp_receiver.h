@@ -4,9 +4,11 @@
 // recvmmsg (up to `batch` datagrams a system call, through the native handle: Asio has no
 // batched receive), reads the clock once per batch, parses every datagram in place
 // (parsers/wire.h) and counts each event in its HeavyHitters. Nothing on that path allocates,
-// locks or throws. Every publish interval it copies its tracker and counters into a
-// recycled, immutable SourceReport (report_buffer.h: no allocation once warm) that other
-// threads read through Latest(). It is an EventSource (event_source.h) of kind "udp".
+// locks or throws. When asked (RequestPublish, the daemon's tick) it drains what the kernel
+// holds, then copies its tracker and counters into a recycled, immutable SourceReport
+// (report_buffer.h: no allocation once warm) that other threads read through Latest(). So
+// a datagram sent before the tick is in that tick's report. It is an EventSource
+// (event_source.h) of kind "udp".
 //
 // With --udp.receivers=N the daemon opens N sockets on one port with SO_REUSEPORT: the
 // kernel spreads senders over them by flow hash, and each receiver's tracker is merged
@@ -22,16 +24,13 @@
 
 #include <sys/socket.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "absl/status/statusor.h"
 #include "hotkey/clock/clock.h"
@@ -49,18 +48,16 @@ namespace hotkey::source {
 class UdpReceiver final : public PublishingSource {
  public:
   // Opens and binds the socket (SO_REUSEPORT, SO_RCVBUF raised); does not start reading.
+  // `clock` (monotonic: the tracker's time) must outlive the receiver.
   static absl::StatusOr<std::unique_ptr<UdpReceiver>> Create(
       const config::UdpOptions& udp, const sketch::HeavyHittersOptions& tracker,
-      absl::Duration publish_interval, const clock::Clock& clock,
-      PublishCallback on_publish = nullptr);
+      const clock::Clock& clock, PublishCallback on_publish = nullptr);
   ~UdpReceiver() override;
 
   // Replaces the tracker with restored state (storage.h): same options. Only before Start().
   void Restore(sketch::HeavyHitters tracker) { tracker_ = std::move(tracker); }
 
   std::string_view kind() const override { return "udp"; }
-  void Start() override;
-  void Stop() override;
 
   boost::asio::ip::udp::endpoint local_endpoint() const { return local_; }
   // The socket's inode: its row in /proc/net/udp (kernel drop counts).
@@ -70,28 +67,24 @@ class UdpReceiver final : public PublishingSource {
 
  private:
   UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
-              absl::Duration publish_interval, const clock::Clock& clock,
-              PublishCallback on_publish);
+              const clock::Clock& clock, PublishCallback on_publish);
   absl::Status Open();
+  void Run() override;
+  void Wake() override;
+  void Publish() override;
   void ArmRead();
-  void ArmTimer();
   void Drain(int max_rounds);
   void Process(const char* data, size_t len, const sockaddr_storage& from);
-  void Publish();
 
   const config::UdpOptions udp_;
-  const absl::Duration publish_interval_;
   const clock::Clock& clock_;
   std::vector<config::Cidr> allowed_;
 
   boost::asio::io_context io_;
   boost::asio::ip::udp::socket socket_;
-  boost::asio::steady_timer timer_;
   boost::asio::ip::udp::endpoint local_;
   uint64_t inode_ = 0;
   int rcvbuf_ = 0;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
 
   // Owned by the receiver thread.
   sketch::HeavyHitters tracker_;

@@ -16,7 +16,7 @@
 namespace hotkey::tap {
 
 // Opens the capture of options.tap (enabled and validated) and tracks with options.track,
-// publishing every options.track.publish_interval like a UDP receiver. Errors say what
+// publishing when asked (the daemon's tick) like a UDP receiver. Errors say what
 // to fix: a missing CAP_NET_RAW is PermissionDenied, naming the ways to grant it. `clock`
 // must outlive the source.
 absl::StatusOr<std::unique_ptr<source::EventSource>> NewTapSource(
