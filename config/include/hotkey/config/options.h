@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "hotkey/model/shard_model.h"
+#include "hotkey/sketch/heavy_hitters.h"
 
 namespace hotkey::config {
 
@@ -138,25 +139,26 @@ struct WebOptions {
 // The per-receiver Tracker (sketch + decaying top-K) and its publishing.
 struct TrackOptions {
   // Exponential decay half-life of key weights: a share means "share of the traffic over
-  // roughly the last half-life". In [1ms, 24h]. 500 ms: a key that jumps to 30% of
+  // roughly the last half-life". In [1ms, 24h]. The defaults of the tracker's fields are
+  // sketch::HeavyHittersOptions', one home for both. 500 ms: a key that jumps to 30% of
   // 500 sampled events/s crosses a 10% threshold after 0.29 s (0.585 half-lives), so with
   // the dwell and a publish tick it is reported hot within a second.
-  absl::Duration half_life = absl::Milliseconds(500);
+  absl::Duration half_life = sketch::HeavyHittersOptions{}.half_life;
   // How often trackers publish a merged snapshot; in [10ms, 1h]. Below 10 ms the merge
   // cost dominates the receivers' CPU.
   absl::Duration publish_interval = absl::Milliseconds(250);
   // Window of the exported ops/s rates; at least publish_interval, at most 1h.
   absl::Duration rate_window = absl::Seconds(5);
   // Top-K table slots per receiver (the keys tracked exactly); in [1, 1048576].
-  uint32_t candidates = 200;
+  uint32_t candidates = sketch::HeavyHittersOptions{}.candidates;
   // Memory of the count-min sketch per receiver; in [1 KiB, 1 GiB].
-  size_t sketch_bytes = size_t{32} << 10;
+  size_t sketch_bytes = sketch::HeavyHittersOptions{}.sketch_bytes;
   // --key.max-bytes: key bytes stored per candidate, from every source. A longer key is
   // not rejected: it is tracked as its first stored_key_bytes bytes plus the hash of the
   // whole key, so two long keys with one prefix stay distinct. In [16, 65536]: below 16
-  // the hash suffix leaves no room for a readable prefix. 128: the default
+  // the hash suffix leaves no room for a readable prefix. 128 by default: the default
   // ExportOptions::label_max_bytes, so a stored key fills a raw label.
-  uint32_t stored_key_bytes = 128;
+  uint32_t stored_key_bytes = sketch::HeavyHittersOptions{}.max_key_bytes;
 
   // Points the aggregator's rate history holds at most, spares included: a point per tick
   // over rate_window, kept at least publish_interval / 2 apart (a tick closer to the last

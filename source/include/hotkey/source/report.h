@@ -22,8 +22,9 @@ namespace hotkey::source {
 // tap's packets) is in `own`, described by the source's schema (source_metrics.h).
 struct SourceCounters {
   uint64_t events = 0;  // events counted into the tracker
-  // When the source last counted an event (to the clock read of its batch); InfinitePast
-  // before the first. A feed that went silent shows as this time falling behind.
+  // When the source last counted an event (to the clock read of its batch), on the
+  // daemon's monotonic clock (the aggregator turns it into wall time for the snapshot);
+  // InfinitePast before the first. A feed that went silent shows as this falling behind.
   absl::Time last_event = absl::InfinitePast();
   // The most memory the source can hold besides its tracker (the tap's flow table and
   // capture ring); 0 for most.
@@ -40,7 +41,7 @@ struct SourceCounters {
 
 // Immutable once published.
 struct SourceReport {
-  absl::Time time;
+  absl::Time time;  // on the daemon's monotonic clock
   sketch::HeavyHitters tracker;
   SourceCounters counters;
 };
