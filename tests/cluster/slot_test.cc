@@ -4,8 +4,6 @@
 
 #include "hotkey/cluster/slot.h"
 
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -18,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "unix_socket.h"
 
 namespace hotkey::cluster {
 namespace {
@@ -54,7 +53,7 @@ class Server {
         dir_, "/redis.log");
     REQUIRE(std::system(cmd.c_str()) == 0);
     for (int i = 0; i < 100 && fd_ < 0; ++i) {
-      fd_ = Connect();
+      fd_ = testing::ConnectUnix(dir_ + "/redis.sock");
       if (fd_ < 0) ::usleep(50'000);
     }
     REQUIRE(fd_ >= 0);
@@ -62,7 +61,7 @@ class Server {
   ~Server() {
     if (fd_ >= 0) {
       const std::string shutdown = "*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n";
-      (void)::write(fd_, shutdown.data(), shutdown.size());
+      (void)testing::WriteAll(fd_, shutdown);
       ::close(fd_);
     }
     for (int i = 0; i < 100 && std::filesystem::exists(dir_ + "/redis.sock"); ++i) {
@@ -79,11 +78,7 @@ class Server {
       absl::StrAppend(&out, "*3\r\n$7\r\nCLUSTER\r\n$7\r\nKEYSLOT\r\n$", k.size(), "\r\n", k,
                       "\r\n");
     }
-    for (size_t sent = 0; sent < out.size();) {
-      const ssize_t n = ::write(fd_, out.data() + sent, out.size() - sent);
-      REQUIRE(n > 0);
-      sent += static_cast<size_t>(n);
-    }
+    REQUIRE(testing::WriteAll(fd_, out));
     std::vector<int> slots;
     std::string in;
     char buf[65536];
@@ -108,19 +103,6 @@ class Server {
   }
 
  private:
-  int Connect() const {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un addr = {};
-    addr.sun_family = AF_UNIX;
-    const std::string path = dir_ + "/redis.sock";
-    path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
-
   std::string dir_;
   int fd_ = -1;
 };

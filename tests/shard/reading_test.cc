@@ -3,8 +3,6 @@
 
 #include "hotkey/shard/reading.h"
 
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "unix_socket.h"
 
 namespace hotkey::shard {
 namespace {
@@ -30,7 +29,7 @@ class Server {
     for (size_t at; (at = cmd.find("DIR")) != std::string::npos;) cmd.replace(at, 3, dir_);
     REQUIRE(std::system(cmd.c_str()) == 0);
     for (int i = 0; i < 100 && fd_ < 0; ++i) {
-      fd_ = Connect();
+      fd_ = testing::ConnectUnix(dir_ + "/sock");
       if (fd_ < 0) ::usleep(50'000);
     }
     REQUIRE(fd_ >= 0);
@@ -46,11 +45,7 @@ class Server {
   // Sends `request` and reads until `done(reply so far)`.
   template <typename Done>
   std::string Ask(const std::string& request, Done done) {
-    for (size_t sent = 0; sent < request.size();) {
-      const ssize_t n = ::write(fd_, request.data() + sent, request.size() - sent);
-      REQUIRE(n > 0);
-      sent += static_cast<size_t>(n);
-    }
+    REQUIRE(testing::WriteAll(fd_, request));
     std::string in;
     char buf[65536];
     while (!done(in)) {
@@ -62,18 +57,6 @@ class Server {
   }
 
  private:
-  int Connect() const {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un addr = {};
-    addr.sun_family = AF_UNIX;
-    (dir_ + "/sock").copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
-
   std::string dir_;
   int fd_ = -1;
 };
