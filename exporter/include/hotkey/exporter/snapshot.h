@@ -56,8 +56,8 @@ struct Snapshot {
   std::vector<source::SourceCounters> sources;
   // The sources' own metrics (source_metrics.h), summed over the sources of each kind.
   std::vector<source::SourceMetrics> source_metrics;
-  uint64_t kernel_drops = 0;                     // /proc/net/udp drops of our sockets
-  size_t tracked_keys = 0;                       // keys in the trackers' tables
+  uint64_t kernel_drops = 0;        // /proc/net/udp drops of our sockets
+  size_t tracked_keys = 0;          // keys in the trackers' tables
   size_t sketch_bytes = 0;          // one tracker per source (HeavyHitters::MemoryBytes())
   size_t merged_tracker_bytes = 0;  // the aggregator's merge target (0 with one source)
   size_t rate_history_bytes = 0;    // the aggregator's rate history
