@@ -112,15 +112,17 @@ absl::Status ForEachKey(const YAML::Node& node, std::string_view path,
 
 absl::Status ReadAlert(const YAML::Node& node, AlertOptions* alert) {
   AlertOptions& a = *alert;
-  absl::Status s =
-      ForEachKey(node, "alert", {"share_threshold", "min_dwell", "hysteresis", "min_ops"},
-                 [&](const std::string& key, const YAML::Node& v, const std::string& path) {
-                   if (key == "share_threshold")
-                     return Read(v, path, ParseNumber, &a.default_threshold);
-                   if (key == "min_dwell") return Read(v, path, ParseDurationText, &a.min_dwell);
-                   if (key == "hysteresis") return Read(v, path, ParseNumber, &a.hysteresis);
-                   return Read(v, path, ParseNumber, &a.min_ops_per_second);
-                 });
+  absl::Status s = ForEachKey(
+      node, "alert", {"share_threshold", "min_dwell", "hysteresis", "min_ops", "advice_dwell"},
+      [&](const std::string& key, const YAML::Node& v, const std::string& path) {
+        if (key == "share_threshold") return Read(v, path, ParseNumber, &a.default_threshold);
+        if (key == "min_dwell") return Read(v, path, ParseDurationText, &a.min_dwell);
+        if (key == "hysteresis") return Read(v, path, ParseNumber, &a.hysteresis);
+        if (key == "advice_dwell") {
+          return Read(v, path, ParseDurationText, &a.advice_dwell);
+        }
+        return Read(v, path, ParseNumber, &a.min_ops_per_second);
+      });
   if (!s.ok()) return s;
   // Rules are checked one by one, with their own lines, in ReadThresholds.
   AlertOptions without_rules = *alert;

@@ -20,16 +20,6 @@ double Rate(double delta, absl::Duration span) {
   return s > 0 && delta > 0 ? delta / s : 0;
 }
 
-void Project(const model::Cluster& cluster, double shard_ops, KeySnapshot* k) {
-  absl::StatusOr<model::Projection> p =
-      model::ProjectShare(cluster, shard_ops, k->share, k->write_ratio);
-  k->projected_load.clear();
-  if (!p.ok()) return;  // cluster options are validated at load; nothing to advise
-  k->advice = p->advice;
-  for (const model::StrategyLoad& l : p->loads)
-    k->projected_load.emplace_back(l.strategy, l.busiest);
-}
-
 // The key's entry in a source's point (keys sorted by hash), or null.
 const Aggregator::KeyRaw* FindKeyRaw(const std::vector<Aggregator::KeyRaw>& keys, uint64_t hash) {
   auto it = std::lower_bound(keys.begin(), keys.end(), hash,
@@ -108,15 +98,19 @@ const std::vector<Aggregator::Base>& Aggregator::FindBases(const HistoryPoint& p
   return bases_;
 }
 
-void Aggregator::KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases,
+bool Aggregator::KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases,
                                 absl::Time now, KeySnapshot* k) const {
   for (int o = 0; o < kNumOps; ++o) k->ops_per_second[o] = 0;
+  bool whole = true;
   for (size_t i = 0; i < bases.size(); ++i) {
     if (!bases[i].valid) continue;
     const KeyRaw* cur = FindKeyRaw(point.sources[i].keys, k->hash);
     if (!cur) continue;  // not in this source's table: its ops there are not known
     const KeyRaw* then = bases[i].point ? FindKeyRaw(bases[i].point->keys, k->hash) : nullptr;
     if (then && then->admitted != cur->admitted) then = nullptr;  // re-admitted since
+    // All of the key's ops are counted if the base point held it, or if the base is the
+    // start and the key was tracked from the start.
+    if (bases[i].point ? !then : cur->admitted > bases[i].time) whole = false;
     const absl::Duration span = now - bases[i].time;
     for (int o = 0; o < kNumOps; ++o) {
       double delta = cur->raw[o] - (then ? then->raw[o] : 0);
@@ -126,7 +120,29 @@ void Aggregator::KeyWindowRates(const HistoryPoint& point, const std::vector<Bas
       k->ops_per_second[o] += Rate(delta, span);
     }
   }
+  return whole;
 }
+
+void Aggregator::Advise(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
+                        double shard_ops, KeySnapshot* k) {
+  const bool whole = KeyWindowRates(point, bases, now, k);
+  const double key_ops = k->ops_per_second[0] + k->ops_per_second[1];
+  k->share = shard_ops > 0 ? std::min(1.0, key_ops / shard_ops) : 0;
+  if (key_ops > 0) k->write_ratio = k->ops_per_second[1] / key_ops;
+  k->projected_load.clear();
+  // No advice until the window is whole (a whole rate window since start, and all of the
+  // key's ops in it): a shorter window follows bursts, and a key tracked for part of it has
+  // a share still climbing; a first answer from either would be held.
+  if (shard_ops <= 0 || !whole || now - start_ < track_.rate_window) return;
+  absl::StatusOr<model::Projection> p =
+      model::ProjectShare(inputs_.cluster, shard_ops, k->share, k->write_ratio);
+  if (!p.ok()) return;  // the inputs are validated where they are set; nothing to advise
+  for (const model::StrategyLoad& l : p->loads)
+    k->projected_load.emplace_back(l.strategy, l.busiest);
+  k->advice = advice_hold_.Observe(k->hash, p->advice);
+}
+
+void Aggregator::SetModelInputs(ModelInputs inputs) { inputs_ = std::move(inputs); }
 
 Aggregator::Aggregator(const config::TrackOptions& track,
                        const config::ReloadableOptions& reloadable, std::string label_secret,
@@ -135,7 +151,9 @@ Aggregator::Aggregator(const config::TrackOptions& track,
       reloadable_(reloadable),
       label_secret_(std::move(label_secret)),
       start_(start),
-      alerter_(reloadable.alert, std::move(log)) {
+      alerter_(reloadable.alert, std::move(log)),
+      advice_hold_(reloadable.alert.advice_dwell) {
+  inputs_.cluster = reloadable.cluster;
   labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
   matcher_.emplace(reloadable.alert);
 }
@@ -146,6 +164,7 @@ void Aggregator::SetReloadable(const config::ReloadableOptions& reloadable) {
   matcher_.emplace(reloadable.alert);
   thresholds_.clear();
   alerter_.SetOptions(reloadable.alert);
+  advice_hold_.SetDwell(reloadable.alert.advice_dwell);
 }
 
 std::shared_ptr<const Snapshot> Aggregator::Build(
@@ -160,6 +179,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->start_time = stamp(start_);
   snap->kernel_drops = kernel_drops;
   snap->half_life_seconds = absl::ToDoubleSeconds(track_.half_life);
+  snap->model = inputs_;
 
   // Merge: one receiver's tracker is read in place; more are merged into merged_, which is
   // copy-assigned (not re-created) from the first so its memory is reused tick after tick.
@@ -210,7 +230,6 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     snap->decayed_ops_per_second[o] =
         window > 0 ? tracker->Total(static_cast<sketch::Op>(o)) / window : 0;
   }
-  const double shard_ops = snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1];
 
   snap->tracked_keys = tracker->size();
 
@@ -241,6 +260,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // total) stay where they were, so only the window says that the traffic stopped.
   const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
   alerter_.Begin(now, window_ops, wall);
+  advice_hold_.Begin(now);
   // A key at or under every threshold and under min_share * (1 - hysteresis), and unknown
   // to the alerter, can be neither hot, nor pending, nor exported: it is passed over with
   // no KeySnapshot, no threshold lookup and no copy of its bytes. At 100,000 candidates
@@ -254,7 +274,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     k.key = h.key;
     k.truncated = h.truncated;
     k.hash = h.hash;
-    k.share = share;
+    k.decayed_share = share;
     k.share_error = total > 0 ? std::max(0.0, h.estimate - h.lower_bound) / total : 0;
     const double seen = h.weight[0] + h.weight[1];
     k.write_ratio = seen > 0 ? h.weight[1] / seen : 0;
@@ -270,9 +290,10 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     k.threshold = cached->second.threshold;
     // Advice is worked out for keys that may be hot (it goes into the episode's log line);
     // exported keys get theirs below.
-    if (k.share > k.threshold * (1 - alert.hysteresis)) Project(reloadable_.cluster, shard_ops, &k);
+    const bool may_be_hot = share > k.threshold * (1 - alert.hysteresis);
+    if (may_be_hot) Advise(point, bases, now, window_ops, &k);
     k.hot = alerter_.Observe(
-        h.hash, k.share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); },
+        h.hash, share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); },
         k.projected_load.empty() ? "" : model::StrategyName(k.advice));
     if (const Alerter::KeyState* s = alerter_.Find(h.hash); s && s->hot) {
       k.hot_since = stamp(s->hot_since);
@@ -297,8 +318,8 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // rate window. At most top_k, largest share first.
   std::erase_if(keys, [&](KeySnapshot& k) {
     if (k.hot) return false;
-    if (exported_.contains(k.hash)) return k.share < stay;
-    if (k.share < exp.min_share) return true;
+    if (exported_.contains(k.hash)) return k.decayed_share < stay;
+    if (k.decayed_share < exp.min_share) return true;
     if (exp.min_key_ops_per_second <= 0) return false;
     // Over the whole rate window even before it has filled (at start), so that a key
     // needs min_key_ops_per_second * rate_window ops from the start on.
@@ -310,7 +331,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // renumbered by Merge() and Deserialize(), and the order of the exported keys must not
   // change when their figures do not.
   auto before = [](const KeySnapshot& x, const KeySnapshot& y) {
-    if (x.share != y.share) return x.share > y.share;
+    if (x.decayed_share != y.decayed_share) return x.decayed_share > y.decayed_share;
     if (x.hot != y.hot) return x.hot;
     if (x.hash != y.hash) return x.hash < y.hash;
     return std::tie(x.key, x.truncated) < std::tie(y.key, y.truncated);
@@ -338,9 +359,9 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   for (KeySnapshot& k : keys) {
     exported_.insert(k.hash);
     k.label = labeler.Label(k.key, k.truncated, k.hash);
-    if (k.projected_load.empty()) Project(reloadable_.cluster, shard_ops, &k);
-    KeyWindowRates(point, bases, now, &k);
+    Advise(point, bases, now, window_ops, &k);  // again for a key advised above: the same answer
   }
+  advice_hold_.Finish();
   // A tick closer than half a publish interval to the newest point is not kept (its figures
   // are out; it is only not a base for later ticks), so the points stay at least that far
   // apart and the history holds at most track_.MaxRatePoints() however often Build() runs

@@ -2,7 +2,8 @@
 // playground (sliders -> /api/v1/model -> per-shard load bars). The sliders start at the
 // daemon's configured cluster (/api/v1/model's default inputs); a clicked key is modelled on
 // the figures the daemon's advice for it uses (/api/v1/model's measured mode: the shard's
-// decayed ops/s, the key's share and write ratio, as /api/v1/top gives them), so the page
+// ops/s over the rate window, the key's share and write ratio, as /api/v1/top gives them),
+// so the page
 // shows the fix the daemon advises. With --model.measured-loads-file, a table between the
 // two shows the shards' measured loads beside the model's projection for each fix
 // (/api/v1/measured, every second; load_comparison.h). Self-contained: no build step, no external
@@ -213,10 +214,10 @@ function setMeasured(m) {
 }
 document.getElementById("measured-off").addEventListener("click", () => setMeasured(null));
 // The figures the daemon's advice for the key used: its share and write ratio, and the
-// shard's decayed ops/s (read + write, summed as the daemon sums them).
+// shard's ops/s over the rate window (read + write, summed as the daemon sums them).
 function useKey(k, s) {
   setMeasured({key: k.key, time: s.time, hot_share: k.share, write_share: k.write_ratio,
-               shard_ops: s.decayed_ops_per_second.read + s.decayed_ops_per_second.write});
+               shard_ops: s.ops_per_second.read + s.ops_per_second.write});
 }
 async function refresh() {
   try {

@@ -58,6 +58,51 @@ void AddSourceFamilies(const source::SourceMetrics& m, std::vector<MetricFamily>
   }
 }
 
+// What the advice is computed against (model_inputs.h), and the shard's own figures when it
+// was asked.
+void AddModelInputs(const ModelInputs& in, std::vector<MetricFamily>& out) {
+  MetricFamily f = Family("hotkey_model_input",
+                          "The inputs of the advice's shard load model, each measured or "
+                          "configured (--cluster.* flags).",
+                          MetricType::Gauge);
+  const struct {
+    const char* input;
+    double value;
+    InputOrigin origin;
+  } inputs[] = {
+      {"capacity_ops_per_second", in.cluster.capacity, in.capacity},
+      {"shards", static_cast<double>(in.cluster.shards), in.shards},
+      {"app_servers", static_cast<double>(in.cluster.app_servers), in.app_servers},
+  };
+  for (const auto& i : inputs) {
+    Add(f, i.value, {{"input", i.input}, {"origin", std::string(InputOriginName(i.origin))}});
+  }
+  out.push_back(std::move(f));
+  if (!in.shard_asked) return;
+  AddSingle(out, "hotkey_shard_up",
+            "1 if the last attempt to read the shard's own figures (INFO, stats) worked.",
+            MetricType::Gauge, in.shard_up ? 1 : 0);
+  const struct {
+    const char* name;
+    const char* help;
+    double value;
+  } measured[] = {
+      {"hotkey_shard_cpu_busy_ratio",
+       "Fraction of the CPU the shard's command threads may use that they used, as the shard "
+       "reports it.",
+       in.shard_busy},
+      {"hotkey_shard_cpus",
+       "CPUs the shard's command threads may use (one core for Redis, less under a cgroup "
+       "quota).",
+       in.shard_cpus},
+      {"hotkey_shard_commands_per_second", "Commands per second the shard reports serving.",
+       in.shard_ops},
+  };
+  for (const auto& m : measured) {
+    if (!std::isnan(m.value)) AddSingle(out, m.name, m.help, MetricType::Gauge, m.value);
+  }
+}
+
 }  // namespace
 
 std::string_view BuildVersion() { return version::Build().version; }
@@ -170,23 +215,30 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   AddSingle(out, "hotkey_hot_keys", "Keys currently in a hot episode.", kGauge,
             static_cast<double>(snap->hot_keys));
 
+  AddModelInputs(snap->model, out);
+
   MetricFamily share = Family("hotkey_key_share_ratio",
-                              "The key's share of this shard's traffic (0..1), decayed over "
-                              "about one half-life; top keys only.",
+                              "The key's share of this shard's ops over the rate window (0..1); "
+                              "top keys only.",
                               kGauge);
   MetricFamily threshold = Family("hotkey_key_share_threshold_ratio",
                                   "The share above which the key counts as hot.", kGauge);
   MetricFamily error = Family("hotkey_key_share_error_ratio",
-                              "Upper bound on the error of hotkey_key_share_ratio.", kGauge);
+                              "Upper bound on the error of the decayed share that detection "
+                              "reads (the share over about one half-life).",
+                              kGauge);
   MetricFamily write =
-      Family("hotkey_key_write_ratio", "Fraction of the key's ops that are writes.", kGauge);
+      Family("hotkey_key_write_ratio",
+             "Fraction of the key's ops over the rate window that are writes.", kGauge);
   MetricFamily ops = Family("hotkey_key_ops_per_second",
                             "The key's ops per second over the rate window, by op, scaled by "
                             "client sampling.",
                             kGauge);
-  MetricFamily hot =
-      Family("hotkey_key_hot", "1 while the key is in a hot episode; strategy is the advised fix.",
-             kGauge);
+  MetricFamily hot = Family("hotkey_key_hot", "1 while the key is in a hot episode.", kGauge);
+  MetricFamily advice = Family("hotkey_key_advice_info",
+                               "1 for the fix advised for the key (strategy), held steady; absent "
+                               "until the rate window holds all of the key's ops.",
+                               kGauge);
   MetricFamily load = Family("hotkey_key_projected_load_ratio",
                              "The busiest shard's load over its capacity under each strategy, "
                              "by the shard load model.",
@@ -199,15 +251,16 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     for (int o = 0; o < sketch::kNumOps; ++o) {
       Add(ops, k.ops_per_second[o], {{"key", k.label}, {"op", kOpNames[o]}});
     }
-    if (k.hot) {
-      Add(hot, 1, {{"key", k.label}, {"strategy", std::string(model::StrategyName(k.advice))}});
+    if (k.hot) Add(hot, 1, {{"key", k.label}});
+    if (!k.projected_load.empty()) {
+      Add(advice, 1, {{"key", k.label}, {"strategy", std::string(model::StrategyName(k.advice))}});
     }
     for (const auto& [strategy, busiest] : k.projected_load) {
       Add(load, busiest,
           {{"key", k.label}, {"strategy", std::string(model::StrategyName(strategy))}});
     }
   }
-  for (MetricFamily* f : {&share, &threshold, &error, &write, &ops, &hot, &load}) {
+  for (MetricFamily* f : {&share, &threshold, &error, &write, &ops, &hot, &advice, &load}) {
     out.push_back(std::move(*f));
   }
   return out;

@@ -79,6 +79,40 @@ void AddSourceFields(const source::SourceMetrics& m, bool totals_only, json::obj
   }
 }
 
+// NaN (not measured) as null.
+json::value Measured(double v) { return std::isnan(v) ? json::value(nullptr) : json::value(v); }
+
+// The advice's inputs (model_inputs.h): each with its value and origin, and the shard's
+// own figures.
+json::object ModelJson(const ModelInputs& m) {
+  auto input = [](double value, InputOrigin origin) {
+    return json::object{{"value", value}, {"origin", InputOriginName(origin)}};
+  };
+  json::object o;
+  o["capacity"] = input(m.cluster.capacity, m.capacity);
+  o["shards"] = input(m.cluster.shards, m.shards);
+  o["app_servers"] = input(m.cluster.app_servers, m.app_servers);
+  o["refresh"] = m.cluster.refresh_seconds;
+  o["replicas"] = m.cluster.replicas;
+  o["split"] = m.cluster.split;
+  o["target"] = m.cluster.target;
+  json::array order;
+  for (model::Strategy st : m.cluster.order) order.emplace_back(model::StrategyName(st));
+  o["order"] = std::move(order);
+  json::object shard{{"asked", m.shard_asked}};
+  if (m.shard_asked) {
+    shard["up"] = m.shard_up;
+    if (!m.shard_error.empty()) shard["error"] = m.shard_error;
+    if (!m.server.empty()) shard["server"] = m.server;
+    shard["busy"] = Measured(m.shard_busy);
+    shard["cpus"] = Measured(m.shard_cpus);
+    if (!m.cpus_origin.empty()) shard["cpus_origin"] = m.cpus_origin;
+    shard["commands_per_second"] = Measured(m.shard_ops);
+  }
+  o["shard"] = std::move(shard);
+  return o;
+}
+
 }  // namespace
 
 std::string SnapshotJson(const Snapshot& s) {
@@ -109,6 +143,7 @@ std::string SnapshotJson(const Snapshot& s) {
   o["sketch_bytes"] = s.sketch_bytes;
   o["epsilon"] = s.epsilon;
   o["hot_keys"] = s.hot_keys;
+  o["model"] = ModelJson(s.model);
   json::array keys;
   keys.reserve(s.keys.size());
   for (const KeySnapshot& k : s.keys) {
@@ -116,6 +151,7 @@ std::string SnapshotJson(const Snapshot& s) {
     key["key"] = k.label;
     key["truncated"] = k.truncated;
     key["share"] = k.share;
+    key["decayed_share"] = k.decayed_share;
     key["share_error"] = k.share_error;
     key["write_ratio"] = k.write_ratio;
     key["ops_per_second"] = ByOp(k.ops_per_second);
@@ -126,7 +162,12 @@ std::string SnapshotJson(const Snapshot& s) {
       key["hot_since"] = Rfc3339(k.hot_since);
       key["peak_share"] = k.peak_share;
     }
-    key["advice"] = model::StrategyName(k.advice);
+    // null until the rate window holds all of the key's ops (snapshot.h)
+    if (k.projected_load.empty()) {
+      key["advice"] = nullptr;
+    } else {
+      key["advice"] = model::StrategyName(k.advice);
+    }
     json::object projected;
     for (const auto& [strategy, load] : k.projected_load) {
       projected[model::StrategyName(strategy)] = load;
@@ -195,7 +236,10 @@ http::HttpResponse WebRoutes::Top() const {
 }
 
 http::HttpResponse WebRoutes::Model(const std::string& query) const {
-  model::Cluster c = hooks_.cluster();
+  // Unset parameters are the cluster the daemon's advice used at the last tick (measured
+  // where it could be), so the playground starts from the daemon's own answer.
+  const std::shared_ptr<const Snapshot> snap = hooks_.snapshot ? hooks_.snapshot() : nullptr;
+  model::Cluster c = snap ? snap->model.cluster : hooks_.cluster();
   model::HotKey key{0.2, 0.1};
   // Set by shard_ops: the measured mode, the model on this shard's figures as the daemon's
   // advice uses them.

@@ -199,7 +199,7 @@ wait_for 5 "hotkey_key_hot{key=\"hot:e2e\"} == 1" query_cmp 'max(hotkey_key_hot{
 # HotkeydHotKeyCritical stays silent although the key is hot. The page averages over 2m,
 # so the first seconds' samples (a share read from the sender's first few datagrams can be
 # 0.5 or more) weigh on it until later ones dilute them: the wait is long enough for that.
-page_load='max without (strategy) (avg_over_time(hotkey_key_projected_load_ratio{job="hotkeyd",key="hot:e2e",strategy="none"}[2m])) and max without (strategy) (hotkey_key_hot{key="hot:e2e"}) == 1'
+page_load='max without (strategy) (avg_over_time(hotkey_key_projected_load_ratio{job="hotkeyd",key="hot:e2e",strategy="none"}[2m])) and hotkey_key_hot{key="hot:e2e"} == 1'
 wait_for 60 "projected load with no fix joined with hot, about 0.3" query_cmp "abs(($page_load) - 0.3)" '<' 0.1
 alert_gone HotkeydHotKeyCritical hot:e2e || fail "HotkeydHotKeyCritical fired for a shard at 30% of capacity"
 log "ok: HotkeydHotKeyCritical not firing"

@@ -2,10 +2,12 @@
 """advice_check.py: the assertions of advice_e2e.sh, against a live hotkeyd.
 
   advice_check.py hot URL KEY=STRATEGY...      /api/v1/top: every KEY is hot (advice not checked)
-  advice_check.py settled URL OPS              /api/v1/top: the shard's decayed ops/s is within
-                                               3% of OPS (the model's input has settled)
+  advice_check.py settled URL OPS              /api/v1/top: the shard's ops/s over the rate
+                                               window is within 3% of OPS (the model's input
+                                               has settled)
   advice_check.py top URL KEY=STRATEGY...      /api/v1/top: every KEY is hot with that advice
-  advice_check.py metrics URL KEY=STRATEGY...  /metrics: hotkey_key_hot{key,strategy} says the
+  advice_check.py metrics URL KEY=STRATEGY...  /metrics: hotkey_key_hot{key} is 1 and
+                                               hotkey_key_advice_info{key,strategy} says the
                                                same, and hotkey_key_projected_load_ratio has a
                                                series per strategy per key, consistent with it
 
@@ -41,14 +43,14 @@ def expected(args):
 
 def check_settled(base, ops):
     snap = json.loads(fetch(base + "/api/v1/top"))
-    got = snap["decayed_ops_per_second"]["read"] + snap["decayed_ops_per_second"]["write"]
-    print(f"shard {got:.0f} ops/s (decayed), want {ops:.0f} +- 3%")
+    got = snap["ops_per_second"]["read"] + snap["ops_per_second"]["write"]
+    print(f"shard {got:.0f} ops/s (rate window), want {ops:.0f} +- 3%")
     return abs(got - ops) <= 0.03 * ops
 
 
 def check_top(base, want, advice=True):
     snap = json.loads(fetch(base + "/api/v1/top"))
-    ops = snap["decayed_ops_per_second"]["read"] + snap["decayed_ops_per_second"]["write"]
+    ops = snap["ops_per_second"]["read"] + snap["ops_per_second"]["write"]
     keys = {k["key"]: k for k in snap["keys"]}
     problems, notes = [], []
     for key, strategy in want.items():
@@ -63,7 +65,7 @@ def check_top(base, want, advice=True):
             problems.append(f"{key}: not hot")
         elif advice and k["advice"] != strategy:
             problems.append(f"{key}: advice {k['advice']}, want {strategy}")
-    print(f"shard {ops:.0f} ops/s (decayed); " + "; ".join(notes))
+    print(f"shard {ops:.0f} ops/s (rate window); " + "; ".join(notes))
     if problems:
         print("not yet: " + "; ".join(problems))
         return False
@@ -75,21 +77,25 @@ LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def check_metrics(base, want):
-    hot, load = {}, {}
+    hot, advice, load = set(), {}, {}
     for line in fetch(base + "/metrics").splitlines():
         m = SAMPLE.match(line)
         if not m:
             continue
         name, labels, value = m.group(1), dict(LABEL.findall(m.group(2))), float(m.group(3))
         if name == "hotkey_key_hot" and value == 1:
-            hot.setdefault(labels.get("key"), []).append(labels.get("strategy"))
+            hot.add(labels.get("key"))
+        elif name == "hotkey_key_advice_info" and value == 1:
+            advice.setdefault(labels.get("key"), []).append(labels.get("strategy"))
         elif name == "hotkey_key_projected_load_ratio":
             load.setdefault(labels.get("key"), {})[labels.get("strategy")] = value
     problems = []
     for key, strategy in want.items():
-        if hot.get(key) != [strategy]:
-            problems.append(f'hotkey_key_hot{{key="{key}"}} == 1 has strategy {hot.get(key)}, '
-                            f"want [{strategy}]")
+        if key not in hot:
+            problems.append(f'hotkey_key_hot{{key="{key}"}} is not 1')
+        if advice.get(key) != [strategy]:
+            problems.append(f'hotkey_key_advice_info{{key="{key}"}} has strategy '
+                            f"{advice.get(key)}, want [{strategy}]")
         loads = load.get(key, {})
         missing = [s for s in ORDER if s not in loads]
         if missing:
@@ -103,7 +109,7 @@ def check_metrics(base, want):
             problems.append(f"{key}: {over} within the target, yet advice is {strategy}: {loads}")
         if strategy in ORDER and not loads[strategy] <= TARGET:
             problems.append(f"{key}: advised {strategy} projects {loads[strategy]:.3f} > {TARGET}")
-    print("metrics: hot " + ", ".join(f"{k}={v}" for k, v in hot.items()))
+    print("metrics: hot " + ", ".join(f"{k}={advice.get(k)}" for k in sorted(hot)))
     if problems:
         print("not yet: " + "; ".join(problems))
         return False

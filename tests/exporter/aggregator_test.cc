@@ -3,6 +3,7 @@
 
 #include "hotkey/exporter/aggregator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -304,8 +305,8 @@ TEST_CASE(
   snap = BuildOne(agg, s, kT0 + absl::Seconds(2));
   const KeySnapshot* x = FindKey(*snap, "X");
   REQUIRE(x);
-  CHECK(x->share == Approx(0.025));
-  CHECK(FindKey(*snap, "Y") == nullptr);  // never exported, so not kept
+  CHECK(x->decayed_share == Approx(0.025));  // what the export rules read
+  CHECK(FindKey(*snap, "Y") == nullptr);     // never exported, so not kept
 
   s.Feed("bg", Op::kRead, 1, 100);  // X: 5/300 < 0.02
   s.AdvanceTo(kT0 + absl::Seconds(3));
@@ -362,7 +363,7 @@ TEST_CASE(
 //
 // Cluster: N = 8 shards of C = 10000 ops/s, A = 10 app servers refreshing every 1 s,
 // R = 4 replicas, S = 4 sub-keys, target 0.8 (8000 ops/s). The shard measures 20000 ops/s
-// (decay off: 20000 events over the tracker's 1 s life), the key taking 90%: H = 18000,
+// (20000 events over a 1 s rate window), the key taking 90%: H = 18000,
 // B = 2000.
 //   reads 95% (Hw = 900, Hr = 17100):
 //     none 20000 > 8000; cache B + Hw + A = 2000 + 900 + 10 = 2910 <= 8000  -> cache
@@ -402,9 +403,11 @@ TEST_CASE("Aggregator: advice per key follows the shard model", "[daemon][aggreg
       if (i % 9 == 0) s.Feed(absl::StrCat("bg:", i % 200));  // 2000 background events
     }
     s.AdvanceTo(kT0 + absl::Seconds(1));
-    Aggregator agg(Track(), r, "secret", kT0, nullptr);
+    config::TrackOptions track = Track();
+    track.rate_window = absl::Seconds(1);  // whole at 1 s: the advice is given
+    Aggregator agg(track, r, "secret", kT0, nullptr);
     auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
-    CHECK(snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1] == Approx(20000));
+    CHECK(snap->ops_per_second[0] + snap->ops_per_second[1] == Approx(20000));
     const KeySnapshot* k = FindKey(*snap, "celebrity");
     REQUIRE(k);
     CHECK(k->share == Approx(0.9).margin(0.001));
@@ -1006,6 +1009,137 @@ TEST_CASE("Aggregator: sources' own metrics are summed per kind, and each source
   CHECK(snap->source_metrics[0].values[0] == 8);
   CHECK(snap->source_metrics[1].schema == &kY);
   CHECK(snap->source_metrics[1].values[0] == 4);
+}
+
+}  // namespace
+}  // namespace hotkey::exporter
+
+namespace hotkey::exporter {
+namespace {
+
+// A shard at 2,000 ops/s on average, bursty within the 5 s rate window (1 s at 3,000 ops/s,
+// then 1 s at 1,000), whose key takes 30% (5% writes), against a capacity of 2,000 ops/s
+// and 8 app servers. Over the window it is steady: cache fits (about 0.72 of capacity);
+// at the burst's peak nothing but isolate would, and in its trough no fix is needed.
+TEST_CASE("Aggregator: a load steady over the rate window gets one fix, however bursty",
+          "[daemon][aggregator]") {
+  config::TrackOptions track;
+  track.publish_interval = absl::Milliseconds(250);
+  track.rate_window = absl::Seconds(5);
+  track.half_life = absl::Milliseconds(500);
+  config::ReloadableOptions r = Reloadable();
+  r.cluster.capacity = 2000;
+  r.cluster.app_servers = 8;
+  r.alert.default_threshold = 0.1;
+  REQUIRE(r.cluster.Validate().ok());
+  Aggregator agg(track, r, "secret", kT0, nullptr);
+  Stream s(track.half_life, 128);
+  std::vector<model::Strategy> advice;
+  std::vector<double> none_loads, shares;
+  int fed = 0;
+  for (int tick = 1; tick <= 4 * 70; ++tick) {  // 70 s of 250 ms ticks
+    const absl::Time t = kT0 + absl::Milliseconds(250 * tick);
+    const bool high = ((tick - 1) / 4) % 2 == 0;
+    const int events = high ? 750 : 250;
+    for (int i = 0; i < events; ++i, ++fed) {
+      if (fed % 10 < 3) {
+        s.Feed("item:flash", fed % 200 == 0 ? Op::kWrite : Op::kRead);  // 30%: 5% of them writes
+      } else {
+        s.Feed(absl::StrCat("bg:", fed % 5000));
+      }
+    }
+    s.AdvanceTo(t);
+    auto snap = BuildOne(agg, s, t);
+    const KeySnapshot* k = FindKey(*snap, "item:flash");
+    REQUIRE(k);
+    if (tick <= 4 * 10) continue;  // the first 10 s: the window fills
+    REQUIRE(k->hot);
+    REQUIRE_FALSE(k->projected_load.empty());
+    advice.push_back(k->advice);
+    shares.push_back(k->share);
+    for (const auto& [strategy, load] : k->projected_load) {
+      if (strategy == model::Strategy::kNone) none_loads.push_back(load);
+    }
+  }
+  REQUIRE(advice.size() == 4 * 60);
+  for (size_t i = 0; i < advice.size(); ++i) {
+    INFO(i << " share " << shares[i] << " none " << none_loads[i]);
+    CHECK(advice[i] == model::Strategy::kCache);
+  }
+  std::vector<double> sorted = none_loads;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  CHECK(median == Approx(1.0).margin(0.01));
+  for (double l : none_loads) CHECK(std::abs(l - median) <= 0.1 * median + 1e-9);
+  for (double share : shares) CHECK(share == Approx(0.3).margin(0.005));
+}
+
+TEST_CASE("Aggregator: a key gets advice once the window holds all of its ops",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);  // rate window 2 s
+  Stream s(absl::Seconds(1));
+  for (int i = 0; i < 2000; ++i) s.Feed(absl::StrCat("bg:", i % 400));
+  s.AdvanceTo(kT0 + absl::Seconds(1));
+  BuildOne(agg, s, kT0 + absl::Seconds(1));
+  // "new" appears at 1 s and takes half the traffic from then on.
+  for (int step = 1; step <= 40; ++step) {
+    const absl::Time t = kT0 + absl::Seconds(1) + absl::Milliseconds(100 * step);
+    for (int i = 0; i < 200; ++i) s.Feed(i % 2 ? "new" : absl::StrCat("bg:", i % 400));
+    s.AdvanceTo(t);
+    auto snap = BuildOne(agg, s, t);
+    const KeySnapshot* k = FindKey(*snap, "new");
+    REQUIRE(k);
+    INFO("step " << step);
+    // Hot within detection's speed (its decayed share), advised once the window's oldest
+    // point is younger than its admission.
+    if (step >= 5) CHECK(k->hot);
+    if (step <= 20) {
+      CHECK(k->projected_load.empty());
+      CHECK(k->share < 0.5);
+    }
+    if (step >= 22) {
+      CHECK_FALSE(k->projected_load.empty());
+      CHECK(k->share == Approx(0.5).margin(0.01));
+    }
+  }
+}
+
+TEST_CASE("Aggregator: the advice uses the model inputs it is given, and the snapshot says so",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.cluster.capacity = 100000;  // configured: the key fits with no fix
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s;
+  std::shared_ptr<const Snapshot> snap;
+  for (int second = 1; second <= 2; ++second) {  // the 2 s window is whole at 2 s
+    FeedKnownMix(s, 10);                         // 10,000 ops/s, A 30%
+    s.AdvanceTo(kT0 + absl::Seconds(second));
+    snap = BuildOne(agg, s, kT0 + absl::Seconds(second));
+  }
+  const KeySnapshot* a = FindKey(*snap, "A");
+  REQUIRE(a);
+  CHECK(a->advice == model::Strategy::kNone);
+  CHECK(snap->model.capacity == InputOrigin::kConfigured);
+  CHECK(snap->model.cluster.capacity == 100000);
+
+  ModelInputs measured;
+  measured.cluster = r.cluster;
+  measured.cluster.capacity = 10000;  // measured: the shard is at 100%
+  measured.capacity = InputOrigin::kMeasured;
+  measured.shard_asked = true;
+  measured.shard_up = true;
+  measured.shard_busy = 1.0;
+  agg.SetModelInputs(measured);
+  FeedKnownMix(s, 10);
+  s.AdvanceTo(kT0 + absl::Seconds(3));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(3));
+  a = FindKey(*snap, "A");
+  REQUIRE(a);
+  std::map<model::Strategy, double> loads(a->projected_load.begin(), a->projected_load.end());
+  CHECK(loads[model::Strategy::kNone] == Approx(1.0).margin(0.01));
+  CHECK(snap->model.capacity == InputOrigin::kMeasured);
+  CHECK(snap->model.shard_busy == 1.0);
 }
 
 }  // namespace

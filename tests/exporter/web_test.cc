@@ -404,7 +404,7 @@ std::shared_ptr<const Snapshot> AggregatedSnapshot(const model::Cluster& cluster
   const absl::Time now = t0 + absl::Seconds(1);
   h->Advance(now);
   config::TrackOptions track;
-  track.rate_window = absl::Seconds(2);
+  track.rate_window = absl::Seconds(1);  // whole at `now`: the advice is given
   track.half_life = absl::Seconds(1);
   config::ReloadableOptions r;
   r.exporter.top_k = 10;
@@ -442,8 +442,8 @@ TEST_CASE(
       if (k["key"].string == "celebrity") key = &k;
     }
     REQUIRE(key);
-    const double shard_ops = top["decayed_ops_per_second"]["read"].number +
-                             top["decayed_ops_per_second"]["write"].number;
+    const double shard_ops =
+        top["ops_per_second"]["read"].number + top["ops_per_second"]["write"].number;
     // Every double as its shortest round-trip text, as JavaScript's String() writes it.
     const std::string query = absl::StrCat(
         "shard_ops=", text::JsonText(boost::json::value(shard_ops)),
@@ -664,8 +664,10 @@ TEST_CASE("Web: /metrics has every documented family, typed, in valid text forma
   CHECK(e.Value("hotkey_ops_per_second", {{"op", "write"}}) == 100);
   CHECK(e.Value("hotkey_key_share_ratio", {{"key", "k"}}) == 0.3);
   CHECK(e.Value("hotkey_key_ops_per_second", {{"key", "k"}, {"op", "write"}}) == 75);
-  CHECK(e.Value("hotkey_key_hot", {{"key", "k"}, {"strategy", "cache"}}) == 1);
-  CHECK(e.Find("hotkey_key_hot", {{"key", "healthcheck"}}).empty());  // only hot keys
+  CHECK(e.Value("hotkey_key_hot", {{"key", "k"}}) == 1);
+  CHECK(e.Value("hotkey_key_advice_info", {{"key", "k"}, {"strategy", "cache"}}) == 1);
+  CHECK(e.Find("hotkey_key_advice_info", {{"key", "k"}}).size() == 1);  // one fix, held
+  CHECK(e.Find("hotkey_key_hot", {{"key", "healthcheck"}}).empty());    // only hot keys
   CHECK(e.Value("hotkey_key_projected_load_ratio", {{"key", "k"}, {"strategy", "none"}}) == 1.2);
   const std::optional<double> ignored =
       e.Value("hotkey_key_share_threshold_ratio", {{"key", "healthcheck"}});
@@ -701,7 +703,8 @@ TEST_CASE(
   const std::string text = f.Get("/metrics").body;
   const Exposition e = MustParseMetrics(text);
   CHECK(e.Value("hotkey_key_share_ratio", {{"key", kTricky}}) == 0.3);
-  CHECK(e.Value("hotkey_key_hot", {{"key", kTricky}, {"strategy", "cache"}}) == 1);
+  CHECK(e.Value("hotkey_key_hot", {{"key", kTricky}}) == 1);
+  CHECK(e.Value("hotkey_key_advice_info", {{"key", kTricky}, {"strategy", "cache"}}) == 1);
   // The raw newline never reaches the output inside a sample line.
   for (const testing::Sample& s : e.samples) {
     if (s.labels.count("key")) CHECK(s.labels.at("key").size() < 200);

@@ -583,20 +583,24 @@ scrape_configs:
         """{key: (share, write_ratio, strategy)} of the keys shard i's hotkeyd marks hot."""
         text = http_text(f"http://127.0.0.1:{self.web_ports[i]}/metrics")
         vals = {}
-        hot = {}
+        hot = set()
+        advice = {}
         for line in text.splitlines():
-            m = re.match(r'(hotkey_key_share_ratio|hotkey_key_write_ratio|hotkey_key_hot)'
-                         r'\{(.*)\} (\S+)$', line)
+            m = re.match(r'(hotkey_key_share_ratio|hotkey_key_write_ratio|hotkey_key_hot'
+                         r'|hotkey_key_advice_info)\{(.*)\} (\S+)$', line)
             if not m:
                 continue
             labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
             k = labels.get("key")
             if m.group(1) == "hotkey_key_hot":
-                hot[k] = labels.get("strategy")
+                if float(m.group(3)) == 1:
+                    hot.add(k)
+            elif m.group(1) == "hotkey_key_advice_info":
+                advice[k] = labels.get("strategy")
             else:
                 vals.setdefault(k, {})[m.group(1)] = float(m.group(3))
         return {k: (vals.get(k, {}).get("hotkey_key_share_ratio"),
-                    vals.get(k, {}).get("hotkey_key_write_ratio"), s) for k, s in hot.items()}
+                    vals.get(k, {}).get("hotkey_key_write_ratio"), advice.get(k)) for k in hot}
 
     # ------------------------------------------------------------ the run
     def run(self):

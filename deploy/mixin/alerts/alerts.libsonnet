@@ -25,9 +25,11 @@
 // Why the advised strategy is an annotation and not a label: if it were joined into the
 // alert's expression (group_left(strategy)), the strategy would become part of the alert's
 // identity, so the daemon changing its advice would end one alert and start another (a new
-// `for:` timer, a new notification). The expressions drop it (`max without (strategy)`),
-// and the annotation looks it up with a query at notification time instead, saying "not
-// advised yet" when the daemon has no advice.
+// `for:` timer, a new notification). hotkey_key_hot carries no strategy, and the
+// annotation looks the fix up in hotkey_key_advice_info with a query at notification time,
+// saying "not advised yet" when the daemon has no advice. The share and the projected
+// loads the alerts read are over the daemon's rate window, as its page and API show them,
+// and the daemon holds a key's advice steady (alert.advice_dwell).
 local text = import '../lib/text.libsonnet';
 
 {
@@ -40,7 +42,7 @@ local text = import '../lib/text.libsonnet';
       '}" $labels.job $labels.instance $labels.key | query }}' +
       '{{ . | first | value | humanizePercentage }}{{ else }}(unknown){{ end }}',
     local advice =
-      '{{ with printf "hotkey_key_hot{job=%q,instance=%q,key=%q} == 1" $labels.job ' +
+      '{{ with printf "hotkey_key_advice_info{job=%q,instance=%q,key=%q} == 1" $labels.job ' +
       '$labels.instance $labels.key | query }}{{ . | first | label "strategy" }}' +
       '{{ else }}not advised yet{{ end }}',
 
@@ -49,14 +51,14 @@ local text = import '../lib/text.libsonnet';
         name: 'hotkeyd.alerts',
         rules: [
           {
-            // The daemon holds the key hot (any advised strategy). The value is the key's
-            // share now, which may sit a little under the threshold while hysteresis keeps
-            // it hot.
+            // The daemon holds the key hot. The value is the key's share over the rate
+            // window, which may sit a little under the threshold while hysteresis keeps it
+            // hot.
             alert: 'HotkeydHotKey',
             expr: |||
               hotkey_key_share_ratio
               and
-              max without (strategy) (hotkey_key_hot) == 1
+              hotkey_key_hot == 1
             |||,
             'for': c.hotKeyFor,
             keep_firing_for: c.hotKeyKeepFiringFor,
@@ -94,7 +96,7 @@ local text = import '../lib/text.libsonnet';
                 avg_over_time(hotkey_key_projected_load_ratio{strategy="none"}[%(window)s])
               ) > %(page)s
               and
-              max without (strategy) (hotkey_key_hot) == 1
+              hotkey_key_hot == 1
             ||| % { window: c.projectedLoadWindow, page: '%g' % c.pageLoadRatio },
             'for': c.hotKeyFor,
             keep_firing_for: c.hotKeyKeepFiringFor,

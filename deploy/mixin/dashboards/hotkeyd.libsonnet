@@ -403,11 +403,11 @@
           type: 'table',
           id: 10,
           title: 'Hot keys: advised strategy',
-          description: 'hotkey_key_hot == 1 with the fix the daemon advises (cache/replicate for hot reads, split for hot writes, split_cache for both, isolate when nothing fits).',
+          description: 'Hot keys (hotkey_key_hot == 1) with the fix the daemon advises, hotkey_key_advice_info (cache/replicate for hot reads, split for hot writes, split_cache for both, isolate when nothing fits).',
           datasource: ds,
           gridPos: grid(8, 12, 0, 21),
           targets: [
-            table('A', 'hotkey_key_hot{' + sel + '} == 1'),
+            table('A', 'hotkey_key_advice_info{' + sel + '} and on (job, instance, key) (hotkey_key_hot{' + sel + '} == 1)'),
             table('B', 'hotkey_key_write_ratio{' + sel + '} and on (job, instance, key) (hotkey_key_hot{' + sel + '} == 1)'),
           ],
           fieldConfig: {

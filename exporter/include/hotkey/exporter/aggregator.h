@@ -46,8 +46,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "hotkey/config/options.h"
+#include "hotkey/exporter/advice_hold.h"
 #include "hotkey/exporter/alerter.h"
 #include "hotkey/exporter/key_label.h"
+#include "hotkey/exporter/model_inputs.h"
 #include "hotkey/exporter/snapshot.h"
 #include "hotkey/exporter/threshold_matcher.h"
 
@@ -70,6 +72,9 @@ class Aggregator {
 
   // Takes effect at the next Build().
   void SetReloadable(const config::ReloadableOptions& reloadable);
+  // The cluster the advice is computed against, with each figure's origin; takes effect at
+  // the next Build(). Until called: the reloadable options' cluster, all configured.
+  void SetModelInputs(ModelInputs inputs);
 
   // Builds the snapshot for `now` (monotonic) from the latest report of each receiver (nulls
   // are skipped). `wall` is the same instant on the wall clock: it stamps the snapshot's
@@ -131,8 +136,14 @@ class Aggregator {
   void FillSource(const sketch::HeavyHitters& tracker, SourcePoint* out);
   HistoryPoint TakePoint(absl::Time now, size_t sources);
   const std::vector<Base>& FindBases(const HistoryPoint& point, absl::Time now);
-  void KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
+  // Sets the key's ops/s over the window; returns whether they hold all of its ops there
+  // (every source holding it has held it since the source's base).
+  bool KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
                       KeySnapshot* k) const;
+  // The key's rates, share and write ratio over the window, and the advice on them for a
+  // shard serving `shard_ops` ops/s over the window.
+  void Advise(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
+              double shard_ops, KeySnapshot* k);
 
   const config::TrackOptions track_;
   config::ReloadableOptions reloadable_;
@@ -150,6 +161,8 @@ class Aggregator {
   uint64_t threshold_lookups_ = 0;
   const absl::Time start_;  // monotonic
   Alerter alerter_;
+  AdviceHold advice_hold_;
+  ModelInputs inputs_;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same
   // shape, so no allocation); and the report whose tracker is read when there is only one.
   std::optional<sketch::HeavyHitters> merged_;

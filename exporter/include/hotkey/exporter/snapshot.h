@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "hotkey/exporter/model_inputs.h"
 #include "hotkey/model/shard_model.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/report.h"
@@ -26,18 +27,30 @@ struct KeySnapshot {
   std::string key;  // the tracked bytes (a prefix when `truncated`)
   bool truncated = false;
   uint64_t hash = 0;
-  std::string label;       // the key as exported (key_label.h)
-  double share = 0;        // upper-bound weight / total weight, decayed
-  double share_error = 0;  // share minus the share's lower bound: the estimate's error bound
-  double write_ratio = 0;  // writes / (reads + writes) of the weight seen since admission
+  std::string label;  // the key as exported (key_label.h)
+  // The key's ops over the shard's, both over the rate window: what is exported, shown and
+  // advised on. A lower bound (a key's ops before it was tracked are not known), reached
+  // once the key has been tracked for a whole window.
+  double share = 0;
+  // Upper-bound weight / total weight, decayed over about one half-life: what detection
+  // (the hot state) and the choice of exported keys use, since it moves within a second.
+  double decayed_share = 0;
+  // decayed_share minus its lower bound: that estimate's error bound.
+  double share_error = 0;
+  // Writes / (reads + writes) over the rate window; until the window holds an op of the
+  // key, of the decayed weight seen since admission.
+  double write_ratio = 0;
   double ops_per_second[sketch::kNumOps] = {0, 0};          // over the rate window
   double decayed_ops_per_second[sketch::kNumOps] = {0, 0};  // over about one half-life
   double threshold = 0;  // its share threshold; +inf when a rule ignores it
   bool hot = false;
   absl::Time hot_since = absl::InfiniteFuture();  // wall stamp
-  double peak_share = 0;
+  double peak_share = 0;                          // of decayed_share, over the episode
+  // The fix advised, held steady (advice_hold.h); meaningful when projected_load is not
+  // empty (no advice before the rate window has figures).
   model::Strategy advice = model::Strategy::kNone;
-  // The busiest shard's load / capacity under each strategy of the cluster's order.
+  // The busiest shard's load / capacity under each strategy of the cluster's order, from
+  // `share`, `write_ratio` and the shard's ops/s over the rate window.
   std::vector<std::pair<model::Strategy, double>> projected_load;
 };
 
@@ -66,6 +79,7 @@ struct Snapshot {
   size_t memory_budget_bytes = 0;
   double epsilon = 0;  // count-min epsilon: share error bound for untracked keys
   size_t hot_keys = 0;
+  ModelInputs model;  // what the advice was computed against
 };
 
 }  // namespace hotkey::exporter

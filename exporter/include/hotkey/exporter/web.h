@@ -14,9 +14,10 @@
 //                          each fix (load_comparison.h); 404 without
 //                          --model.measured-loads-file
 //   GET  /api/v1/model     the shard load model for query parameters (the playground's);
-//                          unset ones are the configured cluster's, and the answer's
-//                          "inputs" lists every figure used. With shard_ops (this shard's
-//                          decayed ops/s, as /api/v1/top gives it), hot_share and
+//                          unset ones are those the daemon's advice used at the last tick
+//                          (Snapshot::model), and the answer's "inputs" lists every figure
+//                          used. With shard_ops (this shard's ops/s over the rate window,
+//                          as /api/v1/top gives it), hot_share and
 //                          write_share of one key, it is model::ProjectMeasured on the
 //                          figures the daemon's advice for that key uses, so the advice
 //                          and busiest loads equal the key's in /api/v1/top.
@@ -41,8 +42,9 @@ namespace hotkey::exporter {
 
 struct WebHooks {
   std::function<std::shared_ptr<const Snapshot>()> snapshot;
-  std::function<absl::Status()> reload;     // null: /-/reload answers 403
-  std::function<model::Cluster()> cluster;  // the configured cluster, for model defaults
+  std::function<absl::Status()> reload;  // null: /-/reload answers 403
+  // The configured cluster: the model's defaults before the first snapshot.
+  std::function<model::Cluster()> cluster;
   const prometheus::Collectable* metrics = nullptr;
   // The answer of /api/v1/measured (LoadComparison::Json now); null: not configured (404).
   std::function<std::string()> measured;

@@ -1,0 +1,30 @@
+#include "hotkey/exporter/advice_hold.h"
+
+namespace hotkey::exporter {
+
+void AdviceHold::Begin(absl::Time now) {
+  now_ = now;
+  ++tick_;
+}
+
+model::Strategy AdviceHold::Observe(uint64_t id, model::Strategy answer) {
+  auto [it, fresh] = keys_.try_emplace(id, Entry{answer, answer, now_, tick_});
+  Entry& e = it->second;
+  e.seen_tick = tick_;
+  if (fresh || answer == e.held) {
+    e.candidate = e.held;
+    return e.held;
+  }
+  if (answer != e.candidate) {
+    e.candidate = answer;
+    e.candidate_since = now_;
+  }
+  if (now_ - e.candidate_since >= dwell_) e.held = answer;
+  return e.held;
+}
+
+void AdviceHold::Finish() {
+  absl::erase_if(keys_, [this](const auto& kv) { return kv.second.seen_tick != tick_; });
+}
+
+}  // namespace hotkey::exporter

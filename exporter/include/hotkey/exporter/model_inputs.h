@@ -1,0 +1,55 @@
+// ModelInputs: the cluster the advice is computed against, and where each figure came from.
+//
+// The shard load model (model/shard_model.h) needs a shard's capacity, the number of shards
+// and the number of app servers. The daemon measures what it can (the shard's own INFO or
+// stats, its cluster topology, the client hosts the sources see) and takes the rest from
+// the --cluster.* flags; a flag given on the command line always wins. Each figure says
+// which it is, so /metrics, /api/v1/top and the page never present a guess as a
+// measurement.
+//
+// Plain values; thread-compatible.
+
+#ifndef HOTKEY_EXPORTER_MODEL_INPUTS_H_
+#define HOTKEY_EXPORTER_MODEL_INPUTS_H_
+
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "hotkey/model/shard_model.h"
+
+namespace hotkey::exporter {
+
+enum class InputOrigin { kConfigured, kMeasured };
+
+// "configured" or "measured": the `origin` label value and JSON field.
+std::string_view InputOriginName(InputOrigin origin);
+
+struct ModelInputs {
+  // What the advice uses. `ops` is not: the advice takes the shard's ops/s over the rate
+  // window (ProjectShare).
+  model::Cluster cluster;
+  InputOrigin capacity = InputOrigin::kConfigured;
+  InputOrigin shards = InputOrigin::kConfigured;
+  InputOrigin app_servers = InputOrigin::kConfigured;
+
+  // The shard's own account of itself. `shard_asked` is whether the daemon asks a shard at
+  // all (a tap beside it, or --shard.address); `shard_up` whether the last asking worked,
+  // and `shard_error` why not.
+  bool shard_asked = false;
+  bool shard_up = false;
+  std::string shard_error;
+  std::string server;  // "redis 7.0.15", as the shard names itself
+  // The fraction of the CPU its bottleneck threads may use that they used, the CPUs they
+  // may use, and where that limit came from ("one core", "cgroup", "flag", "threads");
+  // NaN and empty until measured.
+  double shard_busy = std::numeric_limits<double>::quiet_NaN();
+  double shard_cpus = std::numeric_limits<double>::quiet_NaN();
+  std::string cpus_origin;
+  // Commands per second the shard says it served over the same interval.
+  double shard_ops = std::numeric_limits<double>::quiet_NaN();
+};
+
+}  // namespace hotkey::exporter
+
+#endif  // HOTKEY_EXPORTER_MODEL_INPUTS_H_
