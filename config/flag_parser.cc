@@ -217,6 +217,7 @@ absl::StatusOr<FlagParser::Parsed> FlagParser::Parse(
     if (absl::Status s = flag->set_(value); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("flag --", Av(name), ": ", s.message()));
     }
+    result.given.emplace_back(name);
   }
   return result;
 }

@@ -56,6 +56,15 @@ constexpr MovedFlag kMovedFlags[] = {
     {"track.stored-key-bytes", "", "key.max-bytes"},
 };
 
+// Records which measurable cluster inputs the flags set (DaemonOptions::cluster_given).
+void MarkClusterGiven(const std::vector<std::string>& given, DaemonOptions& o) {
+  for (const std::string& name : given) {
+    o.cluster_given.capacity |= name == "cluster.capacity";
+    o.cluster_given.shards |= name == "cluster.shards";
+    o.cluster_given.app_servers |= name == "cluster.app-servers";
+  }
+}
+
 std::string MovedMessage(const MovedFlag& m) {
   if (!m.new_flag.empty()) {
     return absl::StrCat("--", Av(m.flag), " was renamed: use --", Av(m.new_flag));
@@ -217,10 +226,14 @@ absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv) {
   FlagParser parser("hotkeyd");
   Register(parser, options);
   absl::Status status;
-  if (absl::StatusOr<FlagParser::Parsed> parsed = parser.Parse(argc, argv); !parsed.ok()) {
+  absl::StatusOr<FlagParser::Parsed> parsed = parser.Parse(argc, argv);
+  if (!parsed.ok()) {
     status = parsed.status();
-  } else if (absl::Status s = options.Validate(); !s.ok()) {
-    status = absl::InvalidArgumentError(absl::StrCat("invalid flags: ", s.message()));
+  } else {
+    MarkClusterGiven(parsed->given, options);
+    if (absl::Status s = options.Validate(); !s.ok()) {
+      status = absl::InvalidArgumentError(absl::StrCat("invalid flags: ", s.message()));
+    }
   }
   if (checking || options.check_config) {
     result.action = FlagsResult::Action::kCheckConfig;

@@ -135,7 +135,7 @@ void Aggregator::Advise(const HistoryPoint& point, const std::vector<Base>& base
   // a share still climbing; a first answer from either would be held.
   if (shard_ops <= 0 || !whole || now - start_ < track_.rate_window) return;
   absl::StatusOr<model::Projection> p =
-      model::ProjectShare(inputs_.cluster, shard_ops, k->share, k->write_ratio);
+      model::ProjectShare(resolved_.cluster, shard_ops, k->share, k->write_ratio);
   if (!p.ok()) return;  // the inputs are validated where they are set; nothing to advise
   for (const model::StrategyLoad& l : p->loads)
     k->projected_load.emplace_back(l.strategy, l.busiest);
@@ -143,6 +143,24 @@ void Aggregator::Advise(const HistoryPoint& point, const std::vector<Base>& base
 }
 
 void Aggregator::SetModelInputs(ModelInputs inputs) { inputs_ = std::move(inputs); }
+
+const ModelInputs& Aggregator::ResolveInputs(double window_ops, uint64_t client_hosts) {
+  resolved_ = inputs_;
+  if (inputs_.measure_capacity) {
+    const double busy = inputs_.shard_busy;
+    if (inputs_.shard_up && busy >= kMinBusy && window_ops > 0) last_capacity_ = window_ops / busy;
+    if (last_capacity_) {
+      resolved_.cluster.capacity = *last_capacity_;
+      resolved_.capacity = InputOrigin::kMeasured;
+    }
+  }
+  if (inputs_.measure_app_servers && client_hosts > 0) {
+    resolved_.cluster.app_servers =
+        static_cast<int>(std::min<uint64_t>(client_hosts, std::numeric_limits<int>::max()));
+    resolved_.app_servers = InputOrigin::kMeasured;
+  }
+  return resolved_;
+}
 
 Aggregator::Aggregator(const config::TrackOptions& track,
                        const config::ReloadableOptions& reloadable, std::string label_secret,
@@ -154,6 +172,7 @@ Aggregator::Aggregator(const config::TrackOptions& track,
       alerter_(reloadable.alert, std::move(log)),
       advice_hold_(reloadable.alert.advice_dwell) {
   inputs_.cluster = reloadable.cluster;
+  resolved_ = inputs_;
   labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
   matcher_.emplace(reloadable.alert);
 }
@@ -179,7 +198,6 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->start_time = stamp(start_);
   snap->kernel_drops = kernel_drops;
   snap->half_life_seconds = absl::ToDoubleSeconds(track_.half_life);
-  snap->model = inputs_;
 
   // Merge: one receiver's tracker is read in place; more are merged into merged_, which is
   // copy-assigned (not re-created) from the first so its memory is reused tick after tick.
@@ -259,6 +277,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // halves every half-life and never reaches 0, and shares (decayed weight over decayed
   // total) stay where they were, so only the window says that the traffic stopped.
   const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
+  snap->model = ResolveInputs(window_ops, snap->counters.client_hosts);
   alerter_.Begin(now, window_ops, wall);
   advice_hold_.Begin(now);
   // A key at or under every threshold and under min_share * (1 - hysteresis), and unknown

@@ -59,6 +59,7 @@ class FlagParser {
   struct Parsed {
     bool help = false;                    // -h or --help was given; nothing else was parsed
     std::vector<std::string> positional;  // in order
+    std::vector<std::string> given;       // the names of the flags given, in order
   };
 
   // `program` names the program in error messages.

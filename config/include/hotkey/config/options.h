@@ -297,6 +297,13 @@ struct DaemonOptions {
   ExportOptions exporter;
   AlertOptions alert;
   hotkey::model::Cluster cluster;
+  // Which of the model's inputs that the daemon can measure a --cluster.* flag set: a flag
+  // given overrides the measurement.
+  struct ClusterGiven {
+    bool capacity = false;
+    bool shards = false;
+    bool app_servers = false;
+  } cluster_given;
   StorageOptions storage;
   TapOptions tap;
   MeasuredLoadsOptions measured_loads;

@@ -72,8 +72,9 @@ class Aggregator {
 
   // Takes effect at the next Build().
   void SetReloadable(const config::ReloadableOptions& reloadable);
-  // The cluster the advice is computed against, with each figure's origin; takes effect at
-  // the next Build(). Until called: the reloadable options' cluster, all configured.
+  // The cluster the advice is computed against, with each figure's origin and what may be
+  // measured; takes effect at the next Build(). Until called: the reloadable options'
+  // cluster, all configured.
   void SetModelInputs(ModelInputs inputs);
 
   // Builds the snapshot for `now` (monotonic) from the latest report of each receiver (nulls
@@ -140,6 +141,9 @@ class Aggregator {
   // (every source holding it has held it since the source's base).
   bool KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
                       KeySnapshot* k) const;
+  // inputs_ with what is measured at this tick filled in (model_inputs.h): the shard's ops/s
+  // over the window and the client hosts the sources have seen.
+  const ModelInputs& ResolveInputs(double window_ops, uint64_t client_hosts);
   // The key's rates, share and write ratio over the window, and the advice on them for a
   // shard serving `shard_ops` ops/s over the window.
   void Advise(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
@@ -162,7 +166,9 @@ class Aggregator {
   const absl::Time start_;  // monotonic
   Alerter alerter_;
   AdviceHold advice_hold_;
-  ModelInputs inputs_;
+  ModelInputs inputs_;                   // as set
+  ModelInputs resolved_;                 // as used at this tick (ResolveInputs)
+  std::optional<double> last_capacity_;  // the last capacity measured
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same
   // shape, so no allocation); and the report whose tracker is read when there is only one.
   std::optional<sketch::HeavyHitters> merged_;

@@ -22,6 +22,9 @@ namespace hotkey::exporter {
 
 enum class InputOrigin { kConfigured, kMeasured };
 
+// Below this busy fraction a shard's capacity is not extrapolated (ModelInputs).
+inline constexpr double kMinBusy = 0.05;
+
 // "configured" or "measured": the `origin` label value and JSON field.
 std::string_view InputOriginName(InputOrigin origin);
 
@@ -32,6 +35,15 @@ struct ModelInputs {
   InputOrigin capacity = InputOrigin::kConfigured;
   InputOrigin shards = InputOrigin::kConfigured;
   InputOrigin app_servers = InputOrigin::kConfigured;
+
+  // Inputs the aggregator measures at each tick unless a flag set them:
+  // - the capacity, as the shard's ops/s over the rate window divided by shard_busy (the ops
+  //   it would serve with its command threads' CPU all used, counted as hotkeyd counts
+  //   ops). Below kMinBusy there is too little work to extrapolate from: the last capacity
+  //   measured stands, or the configured one until there is one;
+  // - the app servers, as the distinct client hosts the sources have seen.
+  bool measure_capacity = false;
+  bool measure_app_servers = false;
 
   // The shard's own account of itself. `shard_asked` is whether the daemon asks a shard at
   // all (a tap beside it, or --shard.address); `shard_up` whether the last asking worked,
