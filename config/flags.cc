@@ -68,9 +68,10 @@ std::string MovedMessage(const MovedFlag& m) {
 // Registers every flag on `p`, bound to the fields of `o`: the table, one flag a line, in
 // the sections --help lists. Policy (alert, export, key labels) lives in the rules file
 // only (rules_file.h); the names in kMovedFlags are registered as moved, so that giving
-// one says where its setting lives.
+// one says where its setting lives. `udp_given` is set when --udp.listen-address is on the
+// line (see ParseFlags).
 // clang-format off
-void Register(FlagParser& p, DaemonOptions& o) {
+void Register(FlagParser& p, DaemonOptions& o, bool& udp_given) {
   p.Section("Web");
   p.AddCustom("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port, [ipv6]:port or :port; repeat the flag to listen on several.",
       absl::StrJoin(o.web.listen_addresses, ","),
@@ -90,7 +91,12 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddBool("check-config", "Check the flags, --config.file and --web.config.file, print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
 
   p.Section("UDP events");
-  p.AddString("udp.listen-address", "Address to receive event datagrams on: host:port, [ipv6]:port or :port (all interfaces).", &o.udp.listen_address);
+  p.AddCustom("udp.listen-address", "Address to receive event datagrams on: host:port, [ipv6]:port or :port (all interfaces). Empty: no UDP (with the tap or --demo). Off by default with --tap.weight=bytes, and refused with it: one hotkeyd counts one unit.",
+      o.udp.listen_address,
+      [&o, &udp_given](std::string_view v) {
+       udp_given = true;
+       o.udp.listen_address = std::string(v);
+       return absl::OkStatus();});
   p.AddInteger("udp.receivers", "Receiver threads, one SO_REUSEPORT socket and tracker each (1 to 64).", &o.udp.receivers);
   p.AddCustom("udp.allowed-sources", "Comma-separated CIDRs allowed to send events (IPv4 or IPv6); empty allows all.",
       absl::StrJoin(o.udp.allowed_sources, ","),
@@ -101,16 +107,18 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.Section("Tap (the shard's own traffic, libpcap)");
   p.AddString("tap.interface", "Capture the shard's own traffic on this interface (lo, eth0, any) with libpcap: no client change. Needs CAP_NET_RAW. With --tap.port.", &o.tap.interface);
   p.AddString("tap.file", "Read this capture file (pcap, e.g. from tcpdump -w) through the tap instead of an interface; needs no privilege. With --tap.port.", &o.tap.file);
-  p.AddCustom("tap.port", "The shard's server port(s) to tap, 1 to 65535: repeat the flag or separate with commas (at most 64).",
+  p.AddCustom("tap.port", "The shard's server port to tap, 1 to 65535: one port, one server. For several instances on one host run one hotkeyd per instance (deploy/systemd/hotkeyd@.service, or a sidecar per pod).",
       absl::StrJoin(o.tap.ports, ","),
       [&o](std::string_view v) {
-       for (const std::string& item : SplitList(v)) {
-         absl::StatusOr<int64_t> n = ParseInteger(item);
-         if (!n.ok() || *n < 1 || *n > 65535) {
-           return absl::InvalidArgumentError(absl::StrCat("\"", item, "\" is not a port (1 to 65535)"));
-         }
-         o.tap.ports.push_back(static_cast<uint16_t>(*n));
+       if (v.empty()) return absl::OkStatus();  // the default: none
+       if (v.find(',') != std::string_view::npos) {
+         return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\": --tap.port takes one port; run one hotkeyd per server instance (deploy/systemd/hotkeyd@.service, or a sidecar per pod)"));
        }
+       absl::StatusOr<int64_t> n = ParseInteger(v);
+       if (!n.ok() || *n < 1 || *n > 65535) {
+         return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\" is not a port (1 to 65535)"));
+       }
+       o.tap.ports.push_back(static_cast<uint16_t>(*n));
        return absl::OkStatus();});
   p.AddCustom("tap.protocol", "The tapped server's protocol: redis (RESP2 and RESP3) or memcached (text, meta and binary requests, each counted with its keys).",
       std::string(TapProtocolName(o.tap.protocol)),
@@ -215,12 +223,18 @@ absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv) {
   }
   DaemonOptions& options = result.options;
   FlagParser parser("hotkeyd");
-  Register(parser, options);
+  bool udp_given = false;
+  Register(parser, options, udp_given);
   absl::Status status;
   if (absl::StatusOr<FlagParser::Parsed> parsed = parser.Parse(argc, argv); !parsed.ok()) {
     status = parsed.status();
-  } else if (absl::Status s = options.Validate(); !s.ok()) {
-    status = absl::InvalidArgumentError(absl::StrCat("invalid flags: ", s.message()));
+  } else {
+    // A bytes-weighted tap is the daemon's one unit: UDP (ops) stays off unless asked for,
+    // and asking for both is refused by Validate().
+    if (options.CountsBytes() && !udp_given) options.udp.listen_address.clear();
+    if (absl::Status s = options.Validate(); !s.ok()) {
+      status = absl::InvalidArgumentError(absl::StrCat("invalid flags: ", s.message()));
+    }
   }
   if (checking || options.check_config) {
     result.action = FlagsResult::Action::kCheckConfig;
@@ -234,7 +248,8 @@ absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv) {
 std::string UsageText(FlagParser::HelpScope scope) {
   DaemonOptions defaults;
   FlagParser parser("hotkeyd");
-  Register(parser, defaults);
+  bool udp_given = false;
+  Register(parser, defaults, udp_given);
   std::string out =
       "usage: hotkeyd [<flags>]\n"
       "\n"

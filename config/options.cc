@@ -39,7 +39,8 @@ absl::Status ValidateCluster(const hotkey::model::Cluster& cluster) {
 }  // namespace
 
 absl::Status UdpOptions::Validate() const {
-  if (auto a = ParseListenAddress(listen_address); !a.ok()) {
+  // Off (empty), there is no address to check; the rest is checked all the same.
+  if (auto a = ParseListenAddress(listen_address); enabled() && !a.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("udp: ", a.status().message()));
   }
   if (!InRange(receivers, 1, 64)) return OutOfRange("udp receivers", "[1, 64]", receivers);
@@ -80,8 +81,12 @@ absl::Status TapOptions::Validate() const {
         "tap: --tap.port is required with --tap.interface or --tap.file (the shard's server "
         "port, e.g. --tap.port=6379)");
   }
-  if (ports.size() > kMaxPorts) {
-    return OutOfRange("tap ports (how many)", absl::StrCat("[1, ", kMaxPorts, "]"), ports.size());
+  if (ports.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tap: --tap.port takes one port, not ", ports.size(),
+        ": one hotkeyd taps one server, so that a share is of that server's traffic. Run one "
+        "hotkeyd per instance (a systemd template unit such as hotkeyd@.service, or a sidecar "
+        "per pod), each with its own --tap.port and --web.listen-address"));
   }
   for (uint16_t port : ports) {
     if (port == 0) return OutOfRange("tap port", "[1, 65535]", port);
@@ -269,6 +274,24 @@ absl::Status DaemonOptions::Validate() const {
        {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(), alert.Validate(),
         ValidateCluster(cluster), storage.Validate(), tap.Validate(), measured_loads.Validate()}) {
     if (!s.ok()) return s;
+  }
+  if (!udp.enabled() && !tap.enabled() && !demo) {
+    return absl::InvalidArgumentError(
+        "no event source: --udp.listen-address is empty (UDP off) and neither --tap.interface, "
+        "--tap.file nor --demo is given");
+  }
+  if (CountsBytes() && udp.enabled()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tap.weight=bytes and --udp.listen-address=", udp.listen_address,
+        " cannot share one hotkeyd: the tap would count bytes and UDP events operations, into "
+        "one tracker with one unit. Run two hotkeyds (one tapping with --tap.weight=bytes, one "
+        "receiving UDP), or use --tap.weight=ops"));
+  }
+  if (CountsBytes() && demo) {
+    return absl::InvalidArgumentError(
+        "--tap.weight=bytes and --demo cannot share one hotkeyd: the tap would count bytes and "
+        "the demo operations, into one tracker with one unit. Use --tap.weight=ops, or run the "
+        "demo in its own hotkeyd");
   }
   if (RateHistoryKeys() > kMaxRateHistoryKeys) {
     return absl::InvalidArgumentError(absl::StrCat(
