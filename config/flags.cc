@@ -88,7 +88,7 @@ void Register(FlagParser& p, DaemonOptions& o, bool& udp_given) {
 
   p.Section("Rules file (alert and export policy)");
   p.AddString("config.file", "YAML rules file: when a key is hot (alert, thresholds per key pattern) and which keys are exported and how they are labelled (export); config/example-rules.yml has every key. Re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle). Empty: the defaults.", &o.config_file);
-  p.AddBool("check-config", "Check the flags, --config.file and --web.config.file, print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
+  p.AddBool("check-config", "Check the flags, --config.file, --web.config.file and the tap's capture (opened as a start opens it, then closed), print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
 
   p.Section("UDP events");
   p.AddCustom("udp.listen-address", "Address to receive event datagrams on: host:port, [ipv6]:port or :port (all interfaces). Empty: no UDP (with the tap or --demo). Off by default with --tap.weight=bytes, and refused with it: one hotkeyd counts one unit.",

@@ -302,4 +302,9 @@ absl::StatusOr<std::unique_ptr<source::EventSource>> NewTapSource(
   return std::unique_ptr<source::EventSource>(*std::move(s));
 }
 
+absl::Status CheckCapture(const config::DaemonOptions& options, const clock::Clock& clock) {
+  // The source is made and destroyed without Start(): opened, never read.
+  return NewTapSource(options, clock).status();
+}
+
 }  // namespace hotkey::tap
