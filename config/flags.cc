@@ -136,7 +136,7 @@ void Register(FlagParser& p, DaemonOptions& o, bool& udp_given) {
        return absl::OkStatus();});
   p.AddInteger("tap.max-flows", "TCP connections tracked at once, 1 to 1048576; past it the least recently active is evicted (counted).", &o.tap.max_flows).Advanced();
   p.AddSize("tap.buffer-bytes", "The kernel's capture ring (pcap_set_buffer_size; libpcap may map up to twice this), 64KiB to 1GiB; packets past it are dropped and counted.", &o.tap.buffer_bytes).Advanced();
-  p.AddSize("tap.flow-buffer-bytes", "Bytes one connection direction may hold (a partial request and its keys; with bytes weight also the requests awaiting replies), 256B to 16MiB. Worst-case tap memory: max-flows x (this x 1, or 3 with bytes weight, + 1KiB) + 2 x buffer-bytes (hotkey_tap_memory_bound_bytes).", &o.tap.flow_buffer_bytes).Advanced();
+  p.AddSize("tap.flow-buffer-bytes", "Bytes one connection direction may hold (a partial request and its keys; with bytes weight also the requests awaiting replies), 256B to 16MiB. Worst-case tap memory: max-flows x (this x 1, or 3 with bytes weight, + 1KiB) + 112KiB (client hosts) + 2 x buffer-bytes (hotkey_tap_memory_bound_bytes).", &o.tap.flow_buffer_bytes).Advanced();
   p.AddInteger("tap.snaplen", "Bytes captured per frame, 128 to 262144; a frame cut short is counted and its flow resyncs.", &o.tap.snaplen).Advanced();
   p.AddDuration("tap.idle-timeout", "A connection idle this long is forgotten (1s to 24h).", &o.tap.idle_timeout).Advanced();
 

@@ -68,7 +68,8 @@ std::string_view TapWeightName(TapWeight weight) {
 uint64_t TapOptions::MemoryBoundBytes() const {
   if (!enabled()) return 0;
   const uint64_t per_flow = uint64_t{flow_buffer_bytes} * BuffersPerFlow() + kFlowStateBytes;
-  return uint64_t{max_flows} * per_flow + (file.empty() ? kRingFactor * uint64_t{buffer_bytes} : 0);
+  return uint64_t{max_flows} * per_flow + kClientHostsBytes +
+         (file.empty() ? kRingFactor * uint64_t{buffer_bytes} : 0);
 }
 
 absl::Status TapOptions::Validate() const {
@@ -114,7 +115,8 @@ absl::Status TapOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "tap memory too large: ", max_flows, " --tap.max-flows x (",
         FormatByteSize(flow_buffer_bytes), " --tap.flow-buffer-bytes x ", BuffersPerFlow(), " + ",
-        kFlowStateBytes, " B) + ", FormatByteSize(file.empty() ? buffer_bytes : 0),
+        kFlowStateBytes, " B) + ", FormatByteSize(kClientHostsBytes), " (client hosts) + ",
+        FormatByteSize(file.empty() ? buffer_bytes : 0),
         " --tap.buffer-bytes = ", FormatByteSize(MemoryBoundBytes()), ", over the maximum of ",
         FormatByteSize(kMaxMemoryBytes), "; track fewer flows or give each a smaller buffer"));
   }

@@ -144,19 +144,20 @@ TEST_CASE("TapOptions: bad values are clear errors", "[config][tap]") {
       Contains("tap max flows"));
 }
 
-TEST_CASE("TapOptions: the memory bound is max-flows x (buffers + state) + 2 x ring",
+TEST_CASE("TapOptions: the memory bound is max-flows x (buffers + state) + client hosts + 2 x ring",
           "[config][tap]") {
   TapOptions o;
   o.interface = "lo";
   o.ports = {6379};
+  constexpr uint64_t kHosts = 112 << 10;
   // The README's figure for the defaults: 198 MiB.
-  CHECK(o.MemoryBoundBytes() == 10'000ull * (16 * 1024 + 1024) + 2ull * (16 << 20));
+  CHECK(o.MemoryBoundBytes() == 10'000ull * (16 * 1024 + 1024) + kHosts + 2ull * (16 << 20));
   CHECK(o.MemoryBoundBytes() / (1 << 20) == 198);
   o.weight = TapWeight::kBytes;
-  CHECK(o.MemoryBoundBytes() == 10'000ull * (3 * 16 * 1024 + 1024) + 2ull * (16 << 20));
+  CHECK(o.MemoryBoundBytes() == 10'000ull * (3 * 16 * 1024 + 1024) + kHosts + 2ull * (16 << 20));
   o.file = "x.pcap";
   o.interface.clear();
-  CHECK(o.MemoryBoundBytes() == 10'000ull * (3 * 16 * 1024 + 1024));  // no ring for a file
+  CHECK(o.MemoryBoundBytes() == 10'000ull * (3 * 16 * 1024 + 1024) + kHosts);  // no ring
   o.max_flows = 1 << 20;
   o.flow_buffer_bytes = 16 << 20;
   CHECK_THAT(std::string(o.Validate().message()), Contains("tap memory too large"));

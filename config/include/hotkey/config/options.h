@@ -92,6 +92,9 @@ struct TapOptions {
   // A flow idle this long is forgotten; in [1s, 24h].
   absl::Duration idle_timeout = absl::Minutes(5);
 
+  // The tap's table of client hosts (hotkey/source/client_hosts.h, 4096 addresses with
+  // their last-seen times); tap/ asserts it holds no more.
+  static constexpr uint64_t kClientHostsBytes = 112 << 10;
   // Upper bound of one flow's state besides its buffers (the reassembler's slot, the
   // parsers' objects, the reply queue's bookkeeping); tests/tap pins it.
   static constexpr size_t kFlowStateBytes = 1024;
@@ -108,7 +111,7 @@ struct TapOptions {
   // reply parser's and the reply queue's (bytes).
   int BuffersPerFlow() const { return weight == TapWeight::kBytes ? 3 : 1; }
   // The tap's worst-case memory besides its tracker: max_flows x (flow_buffer_bytes x
-  // BuffersPerFlow() + kFlowStateBytes) + kRingFactor x buffer_bytes
+  // BuffersPerFlow() + kFlowStateBytes) + kClientHostsBytes + kRingFactor x buffer_bytes
   // (the capture ring, live capture only). 0 when the tap is off.
   uint64_t MemoryBoundBytes() const;
 
