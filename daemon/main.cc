@@ -64,12 +64,13 @@ int CheckConfig(const hotkey::config::FlagsResult& flags) {
       std::printf("key hash secret file \"%s\": ok\n", options.key_hash_secret_file.c_str());
     }
   }
-  std::printf("unit: %s; udp: %s\n", options.CountsBytes() ? "bytes" : "ops",
-              options.udp.enabled() ? options.udp.listen_address.c_str() : "off");
   // The sources, as starting opens them. The tap's capture: the interface exists and this
   // process may capture on it (CAP_NET_RAW), or the file opens; the same code and message
-  // as a start, and no packet read. (UDP is not bound: the check binds nothing.)
+  // as a start, and no packet read. (UDP is not bound: the check binds nothing.) With the
+  // tap, the unit is said too: bytes with --tap.weight=bytes, and then UDP is off.
   if (options.tap.enabled()) {
+    std::printf("unit: %s; udp: %s\n", options.CountsBytes() ? "bytes" : "ops",
+                options.udp.enabled() ? options.udp.listen_address.c_str() : "off");
     if (absl::Status s = hotkey::tap::CheckCapture(options, hotkey::clock::SteadyClock::Get());
         !s.ok()) {
       fail(s);
