@@ -6,6 +6,7 @@
 
 #include "hotkey/config/flags.h"
 
+#include <algorithm>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -96,10 +97,10 @@ void Register(FlagParser& p, DaemonOptions& o) {
 
   p.Section("Rules file (alert and export policy)");
   p.AddString("config.file", "YAML rules file: when a key is hot (alert, thresholds per key pattern) and which keys are exported and how they are labelled (export); config/example-rules.yml has every key. Re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle). Empty: the defaults.", &o.config_file);
-  p.AddBool("check-config", "Check the flags, --config.file and --web.config.file, print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
+  p.AddBool("check-config", "Check the flags, --config.file, --web.config.file and the tap's capture (opened as a start opens it, then closed), print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
 
   p.Section("UDP events");
-  p.AddString("udp.listen-address", "Address to receive event datagrams on: host:port, [ipv6]:port or :port (all interfaces).", &o.udp.listen_address);
+  p.AddString("udp.listen-address", "Address to receive event datagrams on: host:port, [ipv6]:port or :port (all interfaces). Empty: no UDP (with the tap or --demo). Off by default with --tap.weight=bytes, and refused with it: one hotkeyd counts one unit.", &o.udp.listen_address);
   p.AddInteger("udp.receivers", "Receiver threads, one SO_REUSEPORT socket and tracker each (1 to 64).", &o.udp.receivers);
   p.AddCustom("udp.allowed-sources", "Comma-separated CIDRs allowed to send events (IPv4 or IPv6); empty allows all.",
       absl::StrJoin(o.udp.allowed_sources, ","),
@@ -110,16 +111,18 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.Section("Tap (the shard's own traffic, libpcap)");
   p.AddString("tap.interface", "Capture the shard's own traffic on this interface (lo, eth0, any) with libpcap: no client change. Needs CAP_NET_RAW. With --tap.port.", &o.tap.interface);
   p.AddString("tap.file", "Read this capture file (pcap, e.g. from tcpdump -w) through the tap instead of an interface; needs no privilege. With --tap.port.", &o.tap.file);
-  p.AddCustom("tap.port", "The shard's server port(s) to tap, 1 to 65535: repeat the flag or separate with commas (at most 64).",
+  p.AddCustom("tap.port", "The shard's server port to tap, 1 to 65535: one port, one server. For several instances on one host run one hotkeyd per instance (deploy/systemd/hotkeyd@.service, or a sidecar per pod).",
       absl::StrJoin(o.tap.ports, ","),
       [&o](std::string_view v) {
-       for (const std::string& item : SplitList(v)) {
-         absl::StatusOr<int64_t> n = ParseInteger(item);
-         if (!n.ok() || *n < 1 || *n > 65535) {
-           return absl::InvalidArgumentError(absl::StrCat("\"", item, "\" is not a port (1 to 65535)"));
-         }
-         o.tap.ports.push_back(static_cast<uint16_t>(*n));
+       if (v.empty()) return absl::OkStatus();  // the default: none
+       if (v.find(',') != std::string_view::npos) {
+         return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\": --tap.port takes one port; run one hotkeyd per server instance (deploy/systemd/hotkeyd@.service, or a sidecar per pod)"));
        }
+       absl::StatusOr<int64_t> n = ParseInteger(v);
+       if (!n.ok() || *n < 1 || *n > 65535) {
+         return absl::InvalidArgumentError(absl::StrCat("\"", Av(v), "\" is not a port (1 to 65535)"));
+       }
+       o.tap.ports.push_back(static_cast<uint16_t>(*n));
        return absl::OkStatus();});
   p.AddCustom("tap.protocol", "The tapped server's protocol: redis (RESP2 and RESP3) or memcached (text, meta and binary requests, each counted with its keys).",
       std::string(TapProtocolName(o.tap.protocol)),
@@ -137,7 +140,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
        return absl::OkStatus();});
   p.AddInteger("tap.max-flows", "TCP connections tracked at once, 1 to 1048576; past it the least recently active is evicted (counted).", &o.tap.max_flows).Advanced();
   p.AddSize("tap.buffer-bytes", "The kernel's capture ring (pcap_set_buffer_size; libpcap may map up to twice this), 64KiB to 1GiB; packets past it are dropped and counted.", &o.tap.buffer_bytes).Advanced();
-  p.AddSize("tap.flow-buffer-bytes", "Bytes one connection direction may hold (a partial request and its keys; with bytes weight also the requests awaiting replies), 256B to 16MiB. Worst-case tap memory: max-flows x (this x 1, or 3 with bytes weight, + 1KiB) + 2 x buffer-bytes (hotkey_tap_memory_bound_bytes).", &o.tap.flow_buffer_bytes).Advanced();
+  p.AddSize("tap.flow-buffer-bytes", "Bytes one connection direction may hold (a partial request and its keys; with bytes weight also the requests awaiting replies), 256B to 16MiB. Worst-case tap memory: max-flows x (this x 1, or 3 with bytes weight, + 1KiB) + 112KiB (client hosts) + 2 x buffer-bytes (hotkey_tap_memory_bound_bytes).", &o.tap.flow_buffer_bytes).Advanced();
   p.AddInteger("tap.snaplen", "Bytes captured per frame, 128 to 262144; a frame cut short is counted and its flow resyncs.", &o.tap.snaplen).Advanced();
   p.AddDuration("tap.idle-timeout", "A connection idle this long is forgotten (1s to 24h).", &o.tap.idle_timeout).Advanced();
 
@@ -231,6 +234,11 @@ absl::StatusOr<FlagsResult> ParseFlags(int argc, const char* const* argv) {
     status = parsed.status();
   } else {
     MarkClusterGiven(parsed->given, options);
+    // A bytes-weighted tap is the daemon's one unit: UDP (ops) stays off unless asked for,
+    // and asking for both is refused by Validate().
+    const bool udp_given = std::find(parsed->given.begin(), parsed->given.end(),
+                                     "udp.listen-address") != parsed->given.end();
+    if (options.CountsBytes() && !udp_given) options.udp.listen_address.clear();
     if (absl::Status s = options.Validate(); !s.ok()) {
       status = absl::InvalidArgumentError(absl::StrCat("invalid flags: ", s.message()));
     }

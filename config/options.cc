@@ -39,7 +39,8 @@ absl::Status ValidateCluster(const hotkey::model::Cluster& cluster) {
 }  // namespace
 
 absl::Status UdpOptions::Validate() const {
-  if (auto a = ParseListenAddress(listen_address); !a.ok()) {
+  // Off (empty), there is no address to check; the rest is checked all the same.
+  if (auto a = ParseListenAddress(listen_address); enabled() && !a.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("udp: ", a.status().message()));
   }
   if (!InRange(receivers, 1, 64)) return OutOfRange("udp receivers", "[1, 64]", receivers);
@@ -67,7 +68,8 @@ std::string_view TapWeightName(TapWeight weight) {
 uint64_t TapOptions::MemoryBoundBytes() const {
   if (!enabled()) return 0;
   const uint64_t per_flow = uint64_t{flow_buffer_bytes} * BuffersPerFlow() + kFlowStateBytes;
-  return uint64_t{max_flows} * per_flow + (file.empty() ? kRingFactor * uint64_t{buffer_bytes} : 0);
+  return uint64_t{max_flows} * per_flow + kClientHostsBytes +
+         (file.empty() ? kRingFactor * uint64_t{buffer_bytes} : 0);
 }
 
 absl::Status TapOptions::Validate() const {
@@ -80,8 +82,12 @@ absl::Status TapOptions::Validate() const {
         "tap: --tap.port is required with --tap.interface or --tap.file (the shard's server "
         "port, e.g. --tap.port=6379)");
   }
-  if (ports.size() > kMaxPorts) {
-    return OutOfRange("tap ports (how many)", absl::StrCat("[1, ", kMaxPorts, "]"), ports.size());
+  if (ports.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tap: --tap.port takes one port, not ", ports.size(),
+        ": one hotkeyd taps one server, so that a share is of that server's traffic. Run one "
+        "hotkeyd per instance (a systemd template unit such as hotkeyd@.service, or a sidecar "
+        "per pod), each with its own --tap.port and --web.listen-address"));
   }
   for (uint16_t port : ports) {
     if (port == 0) return OutOfRange("tap port", "[1, 65535]", port);
@@ -109,7 +115,8 @@ absl::Status TapOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "tap memory too large: ", max_flows, " --tap.max-flows x (",
         FormatByteSize(flow_buffer_bytes), " --tap.flow-buffer-bytes x ", BuffersPerFlow(), " + ",
-        kFlowStateBytes, " B) + ", FormatByteSize(file.empty() ? buffer_bytes : 0),
+        kFlowStateBytes, " B) + ", FormatByteSize(kClientHostsBytes), " (client hosts) + ",
+        FormatByteSize(file.empty() ? buffer_bytes : 0),
         " --tap.buffer-bytes = ", FormatByteSize(MemoryBoundBytes()), ", over the maximum of ",
         FormatByteSize(kMaxMemoryBytes), "; track fewer flows or give each a smaller buffer"));
   }
@@ -272,6 +279,24 @@ absl::Status DaemonOptions::Validate() const {
        {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(), alert.Validate(),
         ValidateCluster(cluster), storage.Validate(), tap.Validate(), measured_loads.Validate()}) {
     if (!s.ok()) return s;
+  }
+  if (!udp.enabled() && !tap.enabled() && !demo) {
+    return absl::InvalidArgumentError(
+        "no event source: --udp.listen-address is empty (UDP off) and neither --tap.interface, "
+        "--tap.file nor --demo is given");
+  }
+  if (CountsBytes() && udp.enabled()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tap.weight=bytes and --udp.listen-address=", udp.listen_address,
+        " cannot share one hotkeyd: the tap would count bytes and UDP events operations, into "
+        "one tracker with one unit. Run two hotkeyds (one tapping with --tap.weight=bytes, one "
+        "receiving UDP), or use --tap.weight=ops"));
+  }
+  if (CountsBytes() && demo) {
+    return absl::InvalidArgumentError(
+        "--tap.weight=bytes and --demo cannot share one hotkeyd: the tap would count bytes and "
+        "the demo operations, into one tracker with one unit. Use --tap.weight=ops, or run the "
+        "demo in its own hotkeyd");
   }
   if (RateHistoryKeys() > kMaxRateHistoryKeys) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -95,7 +95,10 @@ class Daemon::Impl {
   std::vector<boost::asio::ip::tcp::endpoint> web_endpoints() const {
     return http_->local_endpoints();
   }
-  boost::asio::ip::udp::endpoint udp_endpoint() const { return receivers_[0]->local_endpoint(); }
+  // The first receiver's; with UDP off (an empty --udp.listen-address), the unspecified one.
+  boost::asio::ip::udp::endpoint udp_endpoint() const {
+    return receivers_.empty() ? boost::asio::ip::udp::endpoint() : receivers_[0]->local_endpoint();
+  }
 
  private:
   void Build();
@@ -201,9 +204,10 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
                                              std::move(inputs.label_secret), origin_, log_);
 
-  // Receivers: with port 0 the first socket picks the port and the others join it.
+  // Receivers: with port 0 the first socket picks the port and the others join it. None
+  // with UDP off (an empty --udp.listen-address: the tap or the demo is the source).
   config::UdpOptions udp = options_.udp;
-  for (int i = 0; i < options_.udp.receivers; ++i) {
+  for (int i = 0; options_.udp.enabled() && i < options_.udp.receivers; ++i) {
     absl::StatusOr<std::unique_ptr<source::UdpReceiver>> r = source::UdpReceiver::Create(
         udp, source::TrackerOptions(options_.track), mono_, [this] { RequestBuild(); });
     if (!r.ok()) return r.status();
@@ -313,15 +317,20 @@ void Daemon::Impl::Run(bool handle_signals) {
   }
   http_->Start();
   for (auto& s : sources_) s->Start();
-  Log(Line("info", "hotkeyd started")
-          .Value("version", BuildVersion())
-          .Value("web", absl::StrJoin(http_->local_endpoints(), ",",
-                                      [](std::string* out, const auto& ep) {
-                                        absl::StrAppend(out, Endpoint(ep));
-                                      }))
-          .Value("udp", Endpoint(receivers_[0]->local_endpoint()))
-          .Value("receivers", absl::StrCat(receivers_.size()))
-          .Value("udp_read_buffer", absl::StrCat(receivers_[0]->receive_buffer_bytes())));
+  log::LogLine started = Line("info", "hotkeyd started");
+  started.Value("version", BuildVersion())
+      .Value("web",
+             absl::StrJoin(http_->local_endpoints(), ",", [](std::string* out, const auto& ep) {
+               absl::StrAppend(out, Endpoint(ep));
+             }));
+  if (receivers_.empty()) {
+    started.Value("udp", "off");
+  } else {
+    started.Value("udp", Endpoint(receivers_[0]->local_endpoint()))
+        .Value("receivers", absl::StrCat(receivers_.size()))
+        .Value("udp_read_buffer", absl::StrCat(receivers_[0]->receive_buffer_bytes()));
+  }
+  Log(started);
   for (size_t i = receivers_.size(); i < sources_.size(); ++i) {
     log::LogLine line = Line("info", "event source started").Value("kind", sources_[i]->kind());
     for (const auto& [key, value] : sources_[i]->Describe()) line.Value(key, value);
@@ -393,6 +402,14 @@ void Daemon::Impl::RestoreState() {
   }
   if (!l.tracker) return;
   const size_t keys = l.tracker->size();
+  if (receivers_.empty()) {
+    // Saved state goes back into a UDP receiver's tracker; the tap and the demo start
+    // empty.
+    Log(Line("warn", "saved state not restored: UDP is off, and only a UDP receiver takes it")
+            .Quoted("file", store_->path())
+            .Value("keys", absl::StrCat(keys)));
+    return;
+  }
   receivers_[0]->Restore(*std::move(l.tracker));
   Log(Line("info", "state restored")
           .Quoted("file", store_->path())

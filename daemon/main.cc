@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "hotkey/clock/clock.h"
@@ -63,6 +64,25 @@ int CheckConfig(const hotkey::config::FlagsResult& flags) {
       std::printf("key hash secret file \"%s\": ok\n", options.key_hash_secret_file.c_str());
     }
   }
+  // The sources, as starting opens them. The tap's capture: the interface exists and this
+  // process may capture on it (CAP_NET_RAW), or the file opens; the same code and message
+  // as a start, and no packet read. (UDP is not bound: the check binds nothing.) With the
+  // tap, the unit is said too: bytes with --tap.weight=bytes, and then UDP is off.
+  if (options.tap.enabled()) {
+    std::printf("unit: %s; udp: %s\n", options.CountsBytes() ? "bytes" : "ops",
+                options.udp.enabled() ? options.udp.listen_address.c_str() : "off");
+    if (absl::Status s = hotkey::tap::CheckCapture(options, hotkey::clock::SteadyClock::Get());
+        !s.ok()) {
+      fail(s);
+    } else {
+      const std::string what = options.tap.file.empty()
+                                   ? "--tap.interface=" + options.tap.interface
+                                   : "--tap.file=" + options.tap.file;
+      std::printf("tap capture %s: ok (opened and closed, no packet read)\n", what.c_str());
+    }
+  }
+  // The shard itself (reachable, answering) is checked here, after the capture: a line
+  // saying ok, or fail(status) with the message a start would give.
   return ok ? 0 : 1;
 }
 

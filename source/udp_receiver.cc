@@ -155,6 +155,20 @@ void UdpReceiver::Drain(int max_rounds) {
   }
 }
 
+bool UdpReceiver::HostAddress(const sockaddr_storage& from, ClientHosts::Address& out) {
+  if (from.ss_family == AF_INET6) {
+    std::memcpy(out.data(), &reinterpret_cast<const sockaddr_in6&>(from).sin6_addr, 16);
+    return true;
+  }
+  if (from.ss_family == AF_INET) {
+    out = {};
+    out[10] = out[11] = 0xff;
+    std::memcpy(out.data() + 12, &reinterpret_cast<const sockaddr_in&>(from).sin_addr, 4);
+    return true;
+  }
+  return false;
+}
+
 void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& from) {
   ++udp_counters_.datagrams;
   if (!allowed_.empty()) {
@@ -175,6 +189,7 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
       return;
     }
   }
+  if (ClientHosts::Address host; HostAddress(from, host)) hosts_.Saw(host, batch_time_);
   const parsers::ParseStats st = parsers::ParseDatagram(
       std::string_view(data, len), config::UdpOptions::kMaxPayloadBytes,
       [this](const parsers::Event& e) { tracker_.Update(e.key, e.op, e.weight); });
@@ -186,8 +201,12 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
 void UdpReceiver::Publish() {
   Drain(kRoundsPerWake);  // a datagram sent before the request is in the report (a closed
                           // socket drains nothing)
+  const absl::Time now = clock_.Now();
+  hosts_.Expire(now);
+  counters_.client_hosts = hosts_.count();
+  counters_.client_hosts_capped = hosts_.capped(now);
   udp_counters_.Fill(counters_.own);
-  PublishReport(clock_.Now(), tracker_, counters_);
+  PublishReport(now, tracker_, counters_);
 }
 
 }  // namespace hotkey::source

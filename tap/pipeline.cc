@@ -60,8 +60,10 @@ struct TapPipeline::Session {
   // their replies follow those of the ring's records.
   uint32_t charged_tail = 0;
   bool wrapped = false;
-  bool matching = true;       // replies are matched to requests
-  bool server_spoke = false;  // the server sent bytes since the client last did
+  bool matching = true;                          // replies are matched to requests
+  bool server_spoke = false;                     // the server sent bytes since the client last did
+  source::ClientHosts::Address client = {};      // the flow's client address
+  absl::Time host_noted = absl::InfinitePast();  // when `client` was last noted in hosts_
 
   void Reset() {
     request.reset();
@@ -129,6 +131,7 @@ size_t TapPipeline::FlowStateBytes() const {
 }
 
 void TapPipeline::Frame(int link_type, std::string_view frame, absl::Time now) {
+  now_ = now;
   const tcp::DecodeStatus st = tcp::DecodeFrame(link_type, frame, ports_, segment_);
   if (st != tcp::DecodeStatus::kOk) {
     const size_t i = static_cast<size_t>(st);
@@ -138,11 +141,17 @@ void TapPipeline::Frame(int link_type, std::string_view frame, absl::Time now) {
   reassembler_.Add(segment_, now);
 }
 
-void TapPipeline::ExpireIdle(absl::Time now) { reassembler_.ExpireIdle(now); }
+void TapPipeline::ExpireIdle(absl::Time now) {
+  reassembler_.ExpireIdle(now);
+  hosts_.Expire(now);
+}
 
-void TapPipeline::OnOpen(tcp::FlowId flow, const tcp::Segment&, bool from_start) {
+void TapPipeline::OnOpen(tcp::FlowId flow, const tcp::Segment& first, bool from_start) {
   Session& s = sessions_[flow];
   s.Reset();
+  s.client = first.client.address;
+  s.host_noted = now_;
+  hosts_.Saw(s.client, now_);
   // Joined mid-stream, the flow starts with a gap (OnGap follows), which stops matching.
   s.matching = from_start;
 }
@@ -151,6 +160,10 @@ void TapPipeline::OnData(tcp::FlowId flow, tcp::Direction direction, std::string
   Session& s = sessions_[flow];
   current_ = &s;
   if (direction == tcp::Direction::kToServer) {
+    if (now_ - s.host_noted >= kHostRefresh) {
+      s.host_noted = now_;
+      hosts_.Saw(s.client, now_);
+    }
     if (!s.request) s.request = parsers::NewRequestParser(protocol_, limits_);
     // Resume matching at the first request after the server last spoke (see the header).
     if (bytes_ && !s.matching && s.server_spoke && s.pending == 0) s.matching = true;
@@ -331,8 +344,12 @@ void TapPipeline::Fill(TapCounters& out) const {
   out.memory_bytes = memory_bytes();
 }
 
+static_assert(source::ClientHosts::kMemoryBytes <= config::TapOptions::kClientHostsBytes,
+              "the tap's memory bound covers its client hosts table");
+
 size_t TapPipeline::memory_bytes() const {
-  size_t n = reassembler_.memory_bytes() + sessions_.capacity() * sizeof(Session);
+  size_t n =
+      reassembler_.memory_bytes() + sessions_.capacity() * sizeof(Session) + hosts_.memory_bytes();
   for (const Session& s : sessions_) {
     if (s.request) n += s.request->memory_bytes();
     if (s.reply) n += s.reply->memory_bytes();

@@ -31,10 +31,15 @@
 //          resumes at the first request the client sends after the server last spoke (for a client
 //          that waits for its replies, as most do, every earlier reply has then come back).
 //
-// Memory: the flow table (fixed), max_flows sessions (fixed), and per active flow its
-// parsers (each at most about flow_buffer_bytes) and, with bytes, its queue
-// (flow_buffer_bytes): at most TapOptions::MemoryBoundBytes() less the capture ring.
-// memory_bytes() reports what is held now; tests/tap pins both.
+// Client hosts: the client address of each flow (the peer of the tapped port) is noted in
+// a source::ClientHosts (client_hosts.h) when the flow opens, and again at most every
+// kHostRefresh while the client sends, so a long-lived connection keeps its host counted;
+// client_hosts() reads it, after ExpireIdle() has forgotten hosts not seen in its window.
+//
+// Memory: the flow table (fixed), max_flows sessions (fixed), the client hosts table
+// (fixed), and per active flow its parsers (each at most about flow_buffer_bytes) and, with
+// bytes, its queue (flow_buffer_bytes): at most TapOptions::MemoryBoundBytes() less the
+// capture ring. memory_bytes() reports what is held now; tests/tap pins both.
 //
 // Hot path: no allocation per packet or per request once a flow has warmed up (above), no
 // lock, no exception. Thread-compatible: one thread.
@@ -53,6 +58,7 @@
 #include "hotkey/config/options.h"
 #include "hotkey/parsers/request.h"
 #include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/source/client_hosts.h"
 #include "hotkey/tap/tap_counters.h"
 #include "hotkey/tcp/packet.h"
 #include "hotkey/tcp/reassembler.h"
@@ -77,11 +83,18 @@ class TapPipeline final : private tcp::StreamHandler,
   TapPipeline(const TapPipeline&) = delete;
   TapPipeline& operator=(const TapPipeline&) = delete;
 
+  // How often, at most, a sending flow notes its client host again: a fraction of
+  // ClientHosts::kWindow, so a host stays counted while its connection is in use.
+  static constexpr absl::Duration kHostRefresh = absl::Seconds(1);
+
   // One captured frame of link type `link_type` (pcap_datalink), `now` its capture time.
   // Counts every key its requests touch (the caller advances the tracker's clock).
   void Frame(int link_type, std::string_view frame, absl::Time now);
-  // Forgets flows idle since before now - idle_timeout.
+  // Forgets flows idle since before now - idle_timeout, and client hosts not seen since
+  // now - ClientHosts::kWindow.
   void ExpireIdle(absl::Time now);
+  // The distinct client hosts seen (see above).
+  const source::ClientHosts& client_hosts() const { return hosts_; }
 
   // Keys counted in the tracker so far.
   uint64_t events() const { return events_; }
@@ -125,6 +138,8 @@ class TapPipeline final : private tcp::StreamHandler,
   std::vector<Session> sessions_;  // by FlowId
   Session* current_ = nullptr;
   tcp::Segment segment_;  // DecodeFrame's output, reused
+  absl::Time now_;        // the capture time of the frame being fed
+  source::ClientHosts hosts_;
 
   uint64_t events_ = 0;
   std::array<uint64_t, 7> frames_skipped_ = {};

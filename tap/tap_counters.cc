@@ -130,14 +130,15 @@ constexpr MetricSample kSamples[] = {
     {"hotkey_tap_requests_unanswered_total", kUnansweredHelp, true, {{{"reason", "gap"}}}, ""},
     {"hotkey_tap_requests_unanswered_total", kUnansweredHelp, true, {{{"reason", "closed"}}}, ""},
     {"hotkey_tap_memory_bytes",
-     "Memory the tap holds now besides its tracker: flow table, parsers, reply queues.",
+     "Memory the tap holds now besides its tracker: flow table, parsers, reply queues, client "
+     "hosts.",
      false,
      {},
      ""},
     {"hotkey_tap_memory_bound_bytes",
      "The most memory the tap can hold besides its tracker: --tap.max-flows x "
-     "(--tap.flow-buffer-bytes x 1, or 3 with bytes weight, + 1 KiB) + 2 x --tap.buffer-bytes "
-     "(the capture ring).",
+     "(--tap.flow-buffer-bytes x 1, or 3 with bytes weight, + 1 KiB) + 112 KiB (client hosts) + "
+     "2 x --tap.buffer-bytes (the capture ring).",
      false,
      {},
      ""},

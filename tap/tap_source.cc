@@ -280,7 +280,8 @@ bool TapSource::Step(absl::Duration wait) {
 void TapSource::Publish() {
   const absl::Time now = clock_.Now();
   if (tap_.file.empty()) Dispatch(kLiveRounds);  // what the ring holds is in the report
-  pipeline_.ExpireIdle(tap_.file.empty() ? now : capture_time_);
+  const absl::Time flows_now = tap_.file.empty() ? now : capture_time_;
+  pipeline_.ExpireIdle(flows_now);
   if (tap_.file.empty()) {
     struct pcap_stat ps;
     if (pcap_stats(pcap_, &ps) == 0) {
@@ -289,6 +290,8 @@ void TapSource::Publish() {
     }
   }
   counters_.events = pipeline_.events();
+  counters_.client_hosts = pipeline_.client_hosts().count();
+  counters_.client_hosts_capped = pipeline_.client_hosts().capped(flows_now);
   pipeline_.Fill(tap_counters_);
   tap_counters_.Fill(counters_.own);
   PublishReport(now, tracker_, counters_);
@@ -300,6 +303,11 @@ absl::StatusOr<std::unique_ptr<source::EventSource>> NewTapSource(
       TapSource::Create(options.tap, source::TrackerOptions(options.track), clock);
   if (!s.ok()) return s.status();
   return std::unique_ptr<source::EventSource>(*std::move(s));
+}
+
+absl::Status CheckCapture(const config::DaemonOptions& options, const clock::Clock& clock) {
+  // The source is made and destroyed without Start(): opened, never read.
+  return NewTapSource(options, clock).status();
 }
 
 }  // namespace hotkey::tap

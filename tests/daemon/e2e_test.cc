@@ -31,6 +31,7 @@
 #include "hotkey/config/rules_file.h"
 #include "hotkey/daemon/daemon.h"
 #include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/source/demo.h"
 #include "hotkey/source/tracker_options.h"
 
 namespace hotkey::daemon {
@@ -81,6 +82,11 @@ class TestDaemon {
   // On the test daemon's own FakeClock (monotonic and wall at once), or on real clocks.
   explicit TestDaemon(const config::DaemonOptions& options, Clocks clocks = Clocks::kFake)
       : TestDaemon(options, clocks == Clocks::kFake ? &own_ : nullptr, nullptr) {}
+  // On its own FakeClock, with the demo load as a source beside the UDP receivers (as main
+  // gives it with --demo).
+  struct WithDemo {};
+  TestDaemon(const config::DaemonOptions& options, WithDemo)
+      : TestDaemon(options, &own_, nullptr, /*demo=*/true) {}
   // On two FakeClocks the test moves: `mono` times durations, `wall` stamps output.
   TestDaemon(const config::DaemonOptions& options, FakeClock& mono, FakeClock& wall)
       : TestDaemon(options, &mono, &wall) {}
@@ -185,15 +191,24 @@ class TestDaemon {
   bool returned() const { return returned_; }
 
  private:
-  TestDaemon(const config::DaemonOptions& options, FakeClock* mono, FakeClock* wall)
+  TestDaemon(const config::DaemonOptions& options, FakeClock* mono, FakeClock* wall,
+             bool demo = false)
       : mono_(mono), wall_(wall ? wall : mono), interval_(options.track.publish_interval) {
     const Clock& m = mono_ ? static_cast<const Clock&>(*mono_) : clock::SteadyClock::Get();
     const Clock& w = wall_ ? static_cast<const Clock&>(*wall_) : kRealClock;
-    absl::StatusOr<std::unique_ptr<Daemon>> d =
-        Daemon::Create(options, InputsFor(options), m, w, [this](std::string_view line) {
+    std::vector<std::unique_ptr<source::EventSource>> sources;
+    if (demo) {
+      absl::StatusOr<std::unique_ptr<source::EventSource>> s = source::NewDemoSource(options, m);
+      REQUIRE(s.ok());
+      sources.push_back(*std::move(s));
+    }
+    absl::StatusOr<std::unique_ptr<Daemon>> d = Daemon::Create(
+        options, InputsFor(options), m, w,
+        [this](std::string_view line) {
           std::lock_guard<std::mutex> l(mu_);
           logs_.emplace_back(line);
-        });
+        },
+        std::move(sources));
     INFO(d.status().ToString());
     REQUIRE(d.ok());
     daemon_ = *std::move(d);
@@ -767,6 +782,40 @@ TEST_CASE("E2E: with two receivers on one port, counts add up and shares merge",
   const double shard_ops = e.Value("hotkey_ops_per_second", {{"op", "read"}}).value_or(0);
   CHECK(key_ops > 0);
   CHECK(key_ops <= shard_ops);
+}
+
+TEST_CASE(
+    "E2E: with UDP off (an empty --udp.listen-address) the daemon binds no UDP socket, "
+    "counts its other source, and /metrics has no UDP families",
+    "[daemon][e2e]") {
+  config::DaemonOptions o = Options();
+  o.udp.listen_address.clear();
+  o.demo = true;
+  o.demo_rate = 1000;
+  TestDaemon d(o, TestDaemon::WithDemo{});
+  CHECK(d.udp().port() == 0);
+  CHECK(d.CountLogs("hotkeyd started", "udp=off") == 1);
+  for (int i = 0; i < 8; ++i) d.Tick();
+  REQUIRE(d.WaitEvents(1));
+  const Json top = d.Top();
+  CHECK(top["sources"].array.size() == 1);  // the demo alone
+  const Exposition e = d.Metrics();
+  CHECK(e.Value("hotkey_events_received_total", {}).value_or(0) > 0);
+  // The UDP receiver's own families come with a UDP source only; the kernel's drop counter
+  // stays, at 0, with no socket to drop for.
+  CHECK_FALSE(e.Value("hotkey_datagrams_received_total", {}).has_value());
+  CHECK_FALSE(e.Value("hotkey_udp_receive_errors_total", {}).has_value());
+  CHECK(e.Value("hotkey_udp_kernel_drops_total", {}).value_or(-1) == 0);
+}
+
+TEST_CASE("E2E: Create refuses a daemon with no source at all", "[daemon][e2e]") {
+  config::DaemonOptions o = Options();
+  o.udp.listen_address.clear();
+  const FakeClock clock;
+  absl::StatusOr<std::unique_ptr<Daemon>> d =
+      Daemon::Create(o, InputsFor(o), clock, clock, nullptr);
+  REQUIRE_FALSE(d.ok());
+  CHECK_THAT(std::string(d.status().message()), Catch::Matchers::Contains("no event source"));
 }
 
 }  // namespace

@@ -7,12 +7,12 @@
 # the accuracy cases compare counts that another test's load could make libpcap drop.
 # Debian's python3 (/usr/bin first): python3-redis and python3-pymemcache install there.
 find_program(HOTKEY_DEBIAN_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
-foreach(name redis memcached hostile)
+foreach(name redis memcached hostile instances)
   add_test(NAME tap_${name}_e2e
            COMMAND ${HOTKEY_DEBIAN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/tap_${name}_e2e.py
                    $<TARGET_FILE:hotkeyd>)
   set_tests_properties(tap_${name}_e2e PROPERTIES LABELS "e2e;tap" RUN_SERIAL TRUE)
 endforeach()
 # Each takes 15 to 60 s on two busy cores; the limits only stop a hung server from blocking CI.
-set_tests_properties(tap_redis_e2e tap_memcached_e2e PROPERTIES TIMEOUT 180)
+set_tests_properties(tap_redis_e2e tap_memcached_e2e tap_instances_e2e PROPERTIES TIMEOUT 180)
 set_tests_properties(tap_hostile_e2e PROPERTIES TIMEOUT 300)

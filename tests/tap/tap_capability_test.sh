@@ -1,8 +1,10 @@
 #!/bin/bash
 # hotkeyd without CAP_NET_RAW: a live tap must refuse to start, at once, with exit code 1
 # and a message that says how to grant the capability; the same flags with --tap.file
-# (no capture) need no privilege. Runs hotkeyd as the unprivileged user nobody, so it
-# needs root to switch users (CI runs as root); otherwise it skips (exit 77).
+# (no capture) need no privilege. --check-config opens the capture as a start does: it fails
+# without CAP_NET_RAW and on a missing interface, with a start's message and exit code 1,
+# and passes on lo as root. Runs hotkeyd as the unprivileged user nobody, so it needs root
+# to switch users (CI runs as root); otherwise it skips (exit 77).
 #   tap_capability_test.sh <hotkeyd>
 set -u
 hotkeyd=$1
@@ -36,6 +38,51 @@ cat "$work/err"
 [ "$rc" = 1 ] || fail "exit code $rc, want 1"
 want='hotkeyd: --tap.interface=lo: capturing needs CAP_NET_RAW (run as root, or `setcap cap_net_raw+ep /usr/bin/hotkeyd`, or AmbientCapabilities=CAP_NET_RAW in the unit: see deploy/systemd/hotkeyd-tap.conf)'
 grep -qxF -- "$want" "$work/err" || fail "stderr does not say how to grant CAP_NET_RAW"
+
+# --check-config says what the start said, on stdout without the "hotkeyd: " prefix, exit 1.
+rc=0
+"${as_nobody[@]}" "$work/hotkeyd" --check-config --tap.interface=lo --tap.port=6379 \
+  >"$work/check" 2>&1 || rc=$?
+cat "$work/check"
+[ "$rc" = 1 ] || fail "--check-config without CAP_NET_RAW exited $rc, want 1"
+grep -qxF -- "${want#hotkeyd: }" "$work/check" ||
+  fail "--check-config without CAP_NET_RAW does not give the start's message"
+grep -q "flags: ok" "$work/check" || fail "--check-config: the flags themselves are fine"
+
+# As root: a missing interface fails the check as it fails a start; lo passes.
+rc=0
+"$work/hotkeyd" --tap.interface=nosuch0 --tap.port=6379 --web.listen-address=127.0.0.1:0 \
+  --udp.listen-address=127.0.0.1:0 >/dev/null 2>"$work/start-nosuch" || rc=$?
+[ "$rc" = 1 ] || fail "a start on nosuch0 exited $rc, want 1"
+start_msg=$(head -1 "$work/start-nosuch")
+case "$start_msg" in
+  *"--tap.interface=nosuch0: no such interface"*) ;;
+  *) fail "a start on nosuch0 said: $start_msg" ;;
+esac
+rc=0
+"$work/hotkeyd" --check-config --tap.interface=nosuch0 --tap.port=6379 >"$work/check" 2>&1 || rc=$?
+cat "$work/check"
+[ "$rc" = 1 ] || fail "--check-config on nosuch0 exited $rc, want 1"
+grep -qxF -- "${start_msg#hotkeyd: }" "$work/check" ||
+  fail "--check-config on nosuch0 does not give the start's message"
+rc=0
+"$work/hotkeyd" --check-config --tap.interface=lo --tap.port=6379 >"$work/check" 2>&1 || rc=$?
+cat "$work/check"
+[ "$rc" = 0 ] || fail "--check-config on lo as root exited $rc, want 0"
+grep -qF "tap capture --tap.interface=lo: ok" "$work/check" || fail "--check-config on lo: no ok line"
+# A bytes-weighted tap beside UDP is refused by the check as by a start.
+rc=0
+"$work/hotkeyd" --check-config --tap.interface=lo --tap.port=6379 --tap.weight=bytes \
+  --udp.listen-address=127.0.0.1:10111 >"$work/check" 2>&1 || rc=$?
+cat "$work/check"
+[ "$rc" = 1 ] || fail "--check-config with bytes and UDP exited $rc, want 1"
+grep -qF "Run two hotkeyds" "$work/check" || fail "--check-config with bytes and UDP: no advice"
+rc=0
+"$work/hotkeyd" --check-config --tap.interface=lo --tap.port=6379 --tap.weight=bytes \
+  >"$work/check" 2>&1 || rc=$?
+cat "$work/check"
+[ "$rc" = 0 ] || fail "--check-config with a bytes tap alone exited $rc, want 0"
+grep -qxF "unit: bytes; udp: off" "$work/check" || fail "--check-config: no unit line"
 
 # A capture file needs no privilege: hotkeyd starts and serves.
 cp "$testdata/redis_mix.pcap" "$work/"

@@ -57,13 +57,16 @@ def require_programs(*names):
 class RedisServer:
     """A real redis-server on a free loopback port: no persistence, its log in the workdir."""
 
-    def __init__(self, work, *config, password=None, name="redis"):
-        self.port = free_port()
+    def __init__(self, work, *config, password=None, name="redis", host="127.0.0.1", port=None):
+        """On `host` (a loopback address) and `port` (a free one when None): servers on
+        one port and different 127.x addresses are what one tap of that port sees."""
+        self.host = host
+        self.port = port or free_port()
         self.password = password
-        self.log_path = work.file(f"{name}-{self.port}.log")
-        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+        self.log_path = work.file(f"{name}-{host}-{self.port}.log")
+        argv = ["redis-server", "--port", str(self.port), "--bind", host,
                 "--save", "", "--appendonly", "no", "--dir", work.path,
-                "--dbfilename", f"{name}-{self.port}.rdb", "--protected-mode", "no",
+                "--dbfilename", f"{name}-{host}-{self.port}.rdb", "--protected-mode", "no",
                 "--loglevel", "warning", *config]
         if password:
             argv += ["--requirepass", password]
@@ -80,7 +83,7 @@ class RedisServer:
 
     def client(self, **kw):
         import redis  # python3-redis (Debian): imported here so the message below is clear
-        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password,
+        return redis.Redis(host=self.host, port=self.port, password=self.password,
                            socket_timeout=10, **kw)
 
     def commandstats(self, client=None):
@@ -213,19 +216,17 @@ class TapCounts:
 
 
 class Hotkeyd(_Hotkeyd):
-    """A real hotkeyd tapping `ports` on lo with `protocol`, with FAST_FLAGS and FAST_RULES,
-    on free web and UDP ports, its log in the workdir. Fails at once (with the log) if it
-    exits during start."""
+    """A real hotkeyd tapping `port` (one server port: one hotkeyd per instance) on lo with
+    `protocol`, with FAST_FLAGS and FAST_RULES, on free web and UDP ports, its log in the
+    workdir. Fails at once (with the log) if it exits during start."""
 
-    def __init__(self, binary, work, ports, protocol, *flags, interface="lo"):
-        if isinstance(ports, int):
-            ports = [ports]
+    def __init__(self, binary, work, port, protocol, *flags, interface="lo"):
         self.rules_path = work.file(f"hotkeyd-rules-{free_port()}.yml")
         with open(self.rules_path, "w") as f:
             f.write(FAST_RULES)
         super().__init__(binary, f"--config.file={self.rules_path}",
                          f"--tap.interface={interface}",
-                         f"--tap.port={','.join(str(p) for p in ports)}",
+                         f"--tap.port={int(port)}",
                          f"--tap.protocol={protocol}", *FAST_FLAGS, *flags, work=work)
 
     def tap_source(self, top=None):

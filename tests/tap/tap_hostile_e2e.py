@@ -7,7 +7,8 @@ and each case checks that the right counter rises, that the good traffic (and an
 request inside the hostile one) is counted exactly, that hotkeyd still serves /metrics
 and /-/healthy, and that its RSS stays under a bound derived from its flags
 (hotkey_tap_memory_bound_bytes, which must equal --tap.max-flows x
-(--tap.flow-buffer-bytes + 1 KiB) + 2 x --tap.buffer-bytes, plus a fixed allowance):
+(--tap.flow-buffer-bytes + 1 KiB) + 112 KiB (client hosts) + 2 x --tap.buffer-bytes, plus a
+fixed allowance):
   midstream  a connection that sent half a SET before the tap started: the rest (a value
              holding CRLFs, bulk headers and an inline GET) resyncs with no misparsed key, and
              the GETs after it on the same connection count
@@ -17,8 +18,9 @@ and /-/healthy, and that its RSS stays under a bound derived from its flags
   array      an array of 2^31 elements: counted, not allocated
   split      a GET sent one byte per TCP segment (TCP_NODELAY, a pause after each byte):
              counted exactly once
-  flood      100,000 concurrent connections (--tap.max-flows=1000) over six redis-servers,
-             from several source addresses: evictions are counted, the flow table and RSS
+  flood      100,000 concurrent connections (--tap.max-flows=1000) over six redis-servers
+             on the tapped port (each on its own loopback address), from several source
+             addresses: evictions are counted, the flow table and RSS
              stay bounded, and a client that keeps sending through the flood is counted
              exactly (the least recently active flows are the ones evicted)
 
@@ -52,6 +54,7 @@ MAX_FLOWS = 1000
 FLOW_BUFFER = 4096
 RING = 32 * MIB
 FLOW_STATE = 1024  # TapOptions::kFlowStateBytes
+CLIENT_HOSTS = 112 * 1024  # TapOptions::kClientHostsBytes
 TAP_FLAGS = [f"--tap.max-flows={MAX_FLOWS}", f"--tap.flow-buffer-bytes={FLOW_BUFFER}",
              f"--tap.buffer-bytes={RING}", "--tap.idle-timeout=5m"]
 # The flood's frames are small (handshakes, and the steady client's GETs of under 100 bytes
@@ -61,7 +64,7 @@ TAP_FLAGS = [f"--tap.max-flows={MAX_FLOWS}", f"--tap.flow-buffer-bytes={FLOW_BUF
 # busy core. The other cases keep the default: their 64 KiB segments must not be cut.
 FLOOD_FLAGS = ["--tap.snaplen=256"]
 # The --help's worst case: libpcap maps the ring at twice --tap.buffer-bytes in immediate mode.
-BOUND = MAX_FLOWS * (FLOW_BUFFER + FLOW_STATE) + 2 * RING
+BOUND = MAX_FLOWS * (FLOW_BUFFER + FLOW_STATE) + CLIENT_HOSTS + 2 * RING
 # What besides the tap may grow while the cases run: the HTTP server's buffers, thread
 # stacks touched, allocator slack. The tracker's memory is fixed at start.
 ALLOWANCE = 24 * MIB
@@ -218,8 +221,8 @@ def case_midstream(work):
                       "resyncs": delta.resyncs, "protocol_errors": delta.protocol_errors}))
 
 
-def hostile_daemon(work, ports, r, *flags):
-    d = Hotkeyd(HOTKEYD, work, ports, "redis", *TAP_FLAGS, *flags)
+def hostile_daemon(work, r, *flags):
+    d = Hotkeyd(HOTKEYD, work, r.port, "redis", *TAP_FLAGS, *flags)
     good = GoodClient(r.port)
     d.wait_capturing(lambda: good.send(1))
     return d, good
@@ -291,8 +294,8 @@ def split(r, g):
 PER_SOURCE = 4000
 
 
-def _flood_worker(port, net, n, ready, done):
-    """Holds n connections to port from 127.<net>.0.x, PER_SOURCE per address, until
+def _flood_worker(host, port, net, n, ready, done):
+    """Holds n connections to host:port from 127.<net>.0.x, PER_SOURCE per address, until
     `done` is set."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -302,7 +305,7 @@ def _flood_worker(port, net, n, ready, done):
         s.setsockopt(socket.SOL_IP, 24, 1)  # IP_BIND_ADDRESS_NO_PORT: pick the port at connect
         try:
             s.bind((f"127.{net}.0.{1 + i // PER_SOURCE}", 0))
-            s.connect(("127.0.0.1", port))
+            s.connect((host, port))
             socks.append(s)
         except OSError:
             s.close()
@@ -356,7 +359,7 @@ def case_hostile(work):
     """garbage, bulk, array and split against one hotkeyd, each asserted on its own."""
     r = RedisServer(work)
     r.client().set(CELEBRITY, b"hello")
-    d, good = hostile_daemon(work, [r.port], r)
+    d, good = hostile_daemon(work, r)
     g = Guard(d, good)
     figures = {"case": "hostile"}
     failed = []
@@ -378,8 +381,11 @@ def case_flood(work):
     config = ["--maxclients", str(per + 100), "--tcp-backlog", "4096"]
     r = RedisServer(work, *config)
     r.client().set(CELEBRITY, b"hello")
-    flood_servers = [RedisServer(work, *config, name=f"flood{i}") for i in range(servers - 1)]
-    d, good = hostile_daemon(work, [r.port] + [s.port for s in flood_servers], r, *FLOOD_FLAGS)
+    # More servers hold more connections (each process has its file limit); one tap sees
+    # them all when they share its port, each on its own loopback address.
+    flood_servers = [RedisServer(work, *config, name=f"flood{i}", host=f"127.0.0.{2 + i}",
+                                 port=r.port) for i in range(servers - 1)]
+    d, good = hostile_daemon(work, r, *FLOOD_FLAGS)
     good.batch = 1
     g = Guard(d, good)
     print(json.dumps({"case": "flood", **flood(d, g, r, flood_servers, servers, per, flows)}))
@@ -387,7 +393,7 @@ def case_flood(work):
 
 def flood(d, g, r, flood_servers, servers, per, flows):
     ctx = multiprocessing.get_context("fork")
-    ports = [r.port] + [s.port for s in flood_servers]
+    targets = [(s.host, s.port) for s in [r] + flood_servers]
     done, ready, stop, out = ctx.Event(), ctx.Queue(), ctx.Event(), ctx.Queue()
     steady = ctx.Process(target=_steady_client, args=(r.port, stop, out))
     steady.start()
@@ -397,10 +403,10 @@ def flood(d, g, r, flood_servers, servers, per, flows):
         wait_until(lambda: d.counts().read_keys > g.base.read_keys, 10, "the steady client")
         t0 = time.monotonic()
         left = flows
-        for i, port in enumerate(ports):
+        for i, (host, port) in enumerate(targets):
             n = min(per - (10 if i == 0 else 0), left)
             left -= n
-            w = ctx.Process(target=_flood_worker, args=(port, 10 + i, n, ready, done))
+            w = ctx.Process(target=_flood_worker, args=(host, port, 10 + i, n, ready, done))
             w.start()
             workers.append(w)
         for _ in workers:
@@ -418,7 +424,7 @@ def flood(d, g, r, flood_servers, servers, per, flows):
         settle(lambda: d.counts().flows_opened, timeout=60, quiet=0.5)
         mid = d.counts()
         g.sample_rss()
-        log(f"  {opened} connections held ({failed} failed) over {len(ports)} servers in "
+        log(f"  {opened} connections held ({failed} failed) over {len(targets)} servers in "
             f"{elapsed:.1f} s; tap: {mid.flows:.0f} flows tracked, "
             f"{mid.flows_evicted - g.base.flows_evicted:.0f} evicted, "
             f"{mid.flows_opened - g.base.flows_opened:.0f} opened, {mid.drops():.0f} dropped")
@@ -445,7 +451,7 @@ def flood(d, g, r, flood_servers, servers, per, flows):
     check(delta.flows_evicted >= seen - MAX_FLOWS,
           f"{delta.flows_evicted:.0f} flows evicted (>= {seen} - {MAX_FLOWS}"
           + (", half the flows: packets were dropped)" if delta.drops() else ")"))
-    return {"flows": opened, "failed_connects": failed, "servers": len(ports),
+    return {"flows": opened, "failed_connects": failed, "servers": len(targets),
             "connect_seconds": round(elapsed, 2), "evicted": delta.flows_evicted,
             "steady_gets": sent, "rss_start_bytes": g.rss0, "rss_peak_bytes": g.rss_peak,
             "bound_bytes": BOUND}

@@ -284,8 +284,9 @@ TEST_CASE("Tap: one flow's state fits TapOptions::kFlowStateBytes", "[tap]") {
     TapPipeline p(o, tracker);
     INFO("max_flows " << flows);
     CHECK(p.FlowStateBytes() <= config::TapOptions::kFlowStateBytes);
-    // Empty, it holds the table and the sessions only.
-    CHECK(p.memory_bytes() <= flows * config::TapOptions::kFlowStateBytes);
+    // Empty, it holds the table, the sessions and the client hosts table only.
+    CHECK(p.memory_bytes() <=
+          flows * config::TapOptions::kFlowStateBytes + config::TapOptions::kClientHostsBytes);
   }
 }
 
@@ -360,7 +361,8 @@ TEST_CASE("Tap: at the smallest flow buffer, each open flow stays within its sha
       const uint64_t per_flow =
           uint64_t{o.flow_buffer_bytes} * o.BuffersPerFlow() + config::TapOptions::kFlowStateBytes;
       const uint64_t bound = o.MemoryBoundBytes();
-      REQUIRE(bound == o.max_flows * per_flow);  // a file has no capture ring
+      // A file has no capture ring.
+      REQUIRE(bound == o.max_flows * per_flow + config::TapOptions::kClientHostsBytes);
       uint64_t most_flows = 0;
       for (const auto& [frame, time] : f.frames) {
         p.Frame(f.link_type, frame, time);
@@ -375,19 +377,67 @@ TEST_CASE("Tap: at the smallest flow buffer, each open flow stays within its sha
   }
 }
 
-TEST_CASE("Tap: the filter names every port", "[tap]") {
+TEST_CASE("Tap: a capture's client hosts are counted from its frames", "[tap]") {
+  testing::FakeClock clock;
+  // Every connection of the recorded captures comes from 127.0.0.1.
+  for (const char* file : {"redis_mix.pcap", "memcached.pcap", "redis_benchmark.pcap"}) {
+    config::TapOptions o = Capture(file);
+    if (std::string(file) == "memcached.pcap") o.protocol = config::TapProtocol::kMemcached;
+    std::unique_ptr<TapSource> s = ReadAll(o, clock);
+    INFO(file);
+    CHECK(s->tap_counters().flows_opened >= 1);
+    CHECK(s->counters().client_hosts == 1);
+    CHECK_FALSE(s->counters().client_hosts_capped);
+  }
+}
+
+TEST_CASE(
+    "Tap: client hosts are the peers of the tapped port, kept while their connection sends, "
+    "forgotten a window after",
+    "[tap]") {
+  namespace t = tcp::testing;
+  config::TapOptions o;
+  o.file = "unused";
+  o.ports = {6379};
+  sketch::HeavyHitters tracker = *sketch::HeavyHitters::Create(ExactTracker(), absl::Now());
+  TapPipeline p(o, tracker);
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  // A request from `src`:`port` to the server 10.0.0.100:6379 (or the reply, the other way).
+  const auto frame = [](std::array<uint8_t, 4> src, uint16_t port, uint32_t seq, bool reply) {
+    t::TcpSpec tcp;
+    tcp.src_port = reply ? 6379 : port;
+    tcp.dst_port = reply ? port : 6379;
+    tcp.seq = seq;
+    tcp.payload = reply ? "+OK\r\n" : "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+    t::Ipv4Spec ip;
+    ip.src = reply ? std::array<uint8_t, 4>{10, 0, 0, 100} : src;
+    ip.dst = reply ? src : std::array<uint8_t, 4>{10, 0, 0, 100};
+    return t::Ethernet(0x0800, t::Ipv4(ip, t::TcpBytes(tcp)));
+  };
+  const std::array<uint8_t, 4> a = {10, 0, 0, 1}, b = {10, 0, 0, 2}, c = {10, 0, 0, 3};
+  p.Frame(tcp::kDltEn10Mb, frame(a, 40000, 1, false), t0);
+  p.Frame(tcp::kDltEn10Mb, frame(a, 40001, 1, false), t0);  // a second connection of host a
+  p.Frame(tcp::kDltEn10Mb, frame(b, 40000, 1, false), t0);
+  p.Frame(tcp::kDltEn10Mb, frame(c, 40000, 1, false), t0);
+  // The server is never a client, even when its replies open the flow.
+  p.Frame(tcp::kDltEn10Mb, frame({10, 0, 0, 4}, 40000, 1, true), t0);
+  CHECK(p.client_hosts().count() == 4);  // a, b, c, and the client the reply went to
+  // Host a goes on sending on its first connection; b and c fall silent.
+  p.Frame(tcp::kDltEn10Mb, frame(a, 40000, 24, false), t0 + absl::Minutes(9));
+  p.ExpireIdle(t0 + absl::Minutes(10));
+  CHECK(p.client_hosts().count() == 1);
+  p.ExpireIdle(t0 + absl::Minutes(19));
+  CHECK(p.client_hosts().count() == 0);
+}
+
+TEST_CASE("Tap: the filter names the server's port", "[tap]") {
   config::TapOptions o;
   o.ports = {6379};
   CHECK(TapFilter(o) ==
         "tcp and ((dst port 6379) or ((src port 6379) and (tcp[tcpflags] & (tcp-fin|tcp-rst) "
         "!= 0 or (ip6 and ip6[6] == 6 and ip6[53] & 5 != 0))))");
-  o.ports = {6379, 6380};
-  CHECK(TapFilter(o) ==
-        "tcp and ((dst port 6379 or dst port 6380) or ((src port 6379 or src port 6380) and "
-        "(tcp[tcpflags] & (tcp-fin|tcp-rst) != 0 or (ip6 and ip6[6] == 6 and ip6[53] & 5 != "
-        "0))))");
   o.weight = config::TapWeight::kBytes;  // the replies too
-  CHECK(TapFilter(o) == "tcp and (port 6379 or port 6380)");
+  CHECK(TapFilter(o) == "tcp and (port 6379)");
 }
 
 // The filter as the kernel runs it (libpcap's compiler, over Ethernet frames built by hand):

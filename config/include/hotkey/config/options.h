@@ -29,6 +29,7 @@ namespace hotkey::config {
 // The UDP ingest side (daemon receivers).
 struct UdpOptions {
   // host:port, [v6-host]:port or :port (all interfaces). Port 0 asks the kernel for one.
+  // Empty: no UDP receiver (another source, the tap or the demo, must be on).
   std::string listen_address = "127.0.0.1:10111";
   // Receiver threads, each with its own SO_REUSEPORT socket and Tracker; in [1, 64].
   int receivers = 1;
@@ -45,6 +46,9 @@ struct UdpOptions {
   // as too long: a key longer than --key.max-bytes (TrackOptions::stored_key_bytes) is
   // tracked as its prefix plus a hash, as from every other source.
   static constexpr size_t kMaxPayloadBytes = 65507;
+
+  // Whether the daemon receives UDP events at all.
+  bool enabled() const { return !listen_address.empty(); }
 
   absl::Status Validate() const;
   friend bool operator==(const UdpOptions&, const UdpOptions&) = default;
@@ -65,8 +69,10 @@ struct TapOptions {
   // A capture file (pcap or pcapng) read instead of an interface, through the same path;
   // at its end the source keeps its counts. Empty: none. Not with `interface`.
   std::string file;
-  // The shard's server ports; each in [1, 65535]; at least one when the tap is on, at
-  // most kMaxPorts.
+  // The shard's server port, in [1, 65535]: exactly one when the tap is on. One tap is one
+  // shard: a share is of one server's traffic, so two instances on one host need two
+  // hotkeyds (a systemd template unit, a sidecar per pod), each tapping its own port. A
+  // vector for the capture code (tcp::DecodeFrame's port list), of one element.
   std::vector<uint16_t> ports;
   TapProtocol protocol = TapProtocol::kRedis;
   TapWeight weight = TapWeight::kOps;
@@ -86,7 +92,9 @@ struct TapOptions {
   // A flow idle this long is forgotten; in [1s, 24h].
   absl::Duration idle_timeout = absl::Minutes(5);
 
-  static constexpr size_t kMaxPorts = 64;
+  // The tap's table of client hosts (hotkey/source/client_hosts.h, 4096 addresses with
+  // their last-seen times); tap/ asserts it holds no more.
+  static constexpr uint64_t kClientHostsBytes = 112 << 10;
   // Upper bound of one flow's state besides its buffers (the reassembler's slot, the
   // parsers' objects, the reply queue's bookkeeping); tests/tap pins it.
   static constexpr size_t kFlowStateBytes = 1024;
@@ -103,8 +111,8 @@ struct TapOptions {
   // reply parser's and the reply queue's (bytes).
   int BuffersPerFlow() const { return weight == TapWeight::kBytes ? 3 : 1; }
   // The tap's worst-case memory besides its tracker: max_flows x (flow_buffer_bytes x
-  // BuffersPerFlow() + kFlowStateBytes) + kRingFactor x buffer_bytes (the capture ring,
-  // live capture only). 0 when the tap is off.
+  // BuffersPerFlow() + kFlowStateBytes) + kClientHostsBytes + kRingFactor x buffer_bytes
+  // (the capture ring, live capture only). 0 when the tap is off.
   uint64_t MemoryBoundBytes() const;
 
   absl::Status Validate() const;
@@ -323,17 +331,26 @@ struct DaemonOptions {
   // --check-config: validate the flags and the files they name, report, exit; bind nothing.
   bool check_config = false;
 
-  // Sources the daemon merges: the UDP receivers, the demo source with --demo and the tap
-  // with --tap.interface or --tap.file.
-  int Sources() const { return udp.receivers + (demo ? 1 : 0) + (tap.enabled() ? 1 : 0); }
+  // Sources the daemon merges: the UDP receivers (none with an empty
+  // --udp.listen-address), the demo source with --demo and the tap with --tap.interface or
+  // --tap.file.
+  int Sources() const {
+    return (udp.enabled() ? udp.receivers : 0) + (demo ? 1 : 0) + (tap.enabled() ? 1 : 0);
+  }
+  // The daemon's unit: true when its one tracked quantity is bytes (a tap with
+  // --tap.weight=bytes), false when it is operations (UDP events, the demo, a tap by ops).
+  // One daemon never mixes the two: Validate() refuses UDP or the demo beside a
+  // bytes-weighted tap, so every share, rate and advice of the daemon is in this unit.
+  bool CountsBytes() const { return tap.enabled() && tap.weight == TapWeight::kBytes; }
   // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
   // Sources(), each of 40 bytes (exporter/aggregator.h). Validate() rejects more than
   // kMaxRateHistoryKeys (2.5 GiB of entries): 8,800 by default.
   uint64_t RateHistoryKeys() const;
   static constexpr uint64_t kMaxRateHistoryKeys = uint64_t{1} << 26;
 
-  // Validates every part, the rate history's size (RateHistoryKeys()) and the tap's memory
-  // (TapOptions::MemoryBoundBytes(), at most TapOptions::kMaxMemoryBytes).
+  // Validates every part, the rate history's size (RateHistoryKeys()), the tap's memory
+  // (TapOptions::MemoryBoundBytes(), at most TapOptions::kMaxMemoryBytes), that there is a
+  // source at all, and that the sources share one unit (CountsBytes()).
   absl::Status Validate() const;
 };
 

@@ -29,13 +29,29 @@ struct SourceCounters {
   // The most memory the source can hold besides its tracker (the tap's flow table and
   // capture ring); 0 for most.
   uint64_t memory_bound_bytes = 0;
+  // Distinct client hosts seen over the last ClientHosts::kWindow (client_hosts.h): the tap's
+  // peers of connections to the tapped port, the UDP receiver's senders; 0 for the demo.
+  // With client_hosts_capped, at least this many (the table of ClientHosts::kCapacity was
+  // full).
+  uint64_t client_hosts = 0;
+  bool client_hosts_capped = false;
   SourceMetrics own;
 
   // Adds the counters every source has; `own` is summed per kind (exporter's aggregator).
+  // Client hosts take the largest, not the sum: sources of one daemon can see the same app
+  // servers (a host with several sockets reaches several UDP receivers), and the sum would
+  // count such a host twice. The largest is a lower bound (hosts spread over receivers are
+  // not added up); with one source it is exact.
   void Add(const SourceCounters& o) {
     events += o.events;
     last_event = std::max(last_event, o.last_event);
     memory_bound_bytes += o.memory_bound_bytes;
+    if (o.client_hosts > client_hosts) {
+      client_hosts = o.client_hosts;
+      client_hosts_capped = o.client_hosts_capped;
+    } else if (o.client_hosts == client_hosts) {
+      client_hosts_capped = client_hosts_capped || o.client_hosts_capped;
+    }
   }
 };
 

@@ -7,7 +7,8 @@
 // locks or throws. When asked (RequestPublish, the daemon's tick) it drains what the kernel
 // holds, then copies its tracker and counters into a recycled, immutable SourceReport
 // (report_buffer.h: no allocation once warm) that other threads read through Latest(). So
-// a datagram sent before the tick is in that tick's report. It is an EventSource
+// a datagram sent before the tick is in that tick's report. It counts the distinct hosts
+// that sent accepted datagrams (client_hosts.h; SourceCounters::client_hosts). It is an EventSource
 // (event_source.h) of kind "udp".
 //
 // With --udp.receivers=N the daemon opens N sockets on one port with SO_REUSEPORT: the
@@ -38,6 +39,7 @@
 #include "hotkey/config/values.h"
 #include "hotkey/parsers/wire.h"
 #include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/source/client_hosts.h"
 #include "hotkey/source/publishing_source.h"
 #include "hotkey/source/report.h"
 #include "hotkey/source/report_buffer.h"
@@ -65,6 +67,10 @@ class UdpReceiver final : public PublishingSource {
   // SO_RCVBUF as the kernel granted it.
   int receive_buffer_bytes() const { return rcvbuf_; }
 
+  // An IPv4 or IPv6 sender as ClientHosts keys it (IPv4 mapped into IPv6); false for
+  // another family.
+  static bool HostAddress(const sockaddr_storage& from, ClientHosts::Address& out);
+
  private:
   UdpReceiver(const config::UdpOptions& udp, sketch::HeavyHitters tracker,
               const clock::Clock& clock, PublishCallback on_publish);
@@ -90,6 +96,7 @@ class UdpReceiver final : public PublishingSource {
   sketch::HeavyHitters tracker_;
   SourceCounters counters_;
   UdpCounters udp_counters_;
+  ClientHosts hosts_;          // the senders of accepted datagrams
   absl::Time batch_time_;      // the clock read of the batch being processed
   std::vector<char> buffers_;  // batch * kMaxDatagram bytes
   std::vector<struct mmsghdr> msgs_;

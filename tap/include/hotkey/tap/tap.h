@@ -22,6 +22,12 @@ namespace hotkey::tap {
 absl::StatusOr<std::unique_ptr<source::EventSource>> NewTapSource(
     const config::DaemonOptions& options, const clock::Clock& clock);
 
+// For --check-config: opens the capture of options.tap exactly as NewTapSource does (the
+// interface exists and may be captured on, or the file opens and is a capture; the filter
+// installs), reads no packet, and closes it again. Returns the error NewTapSource would,
+// with the same message, so a check that passes means the tap starts.
+absl::Status CheckCapture(const config::DaemonOptions& options, const clock::Clock& clock);
+
 }  // namespace hotkey::tap
 
 #endif  // HOTKEY_TAP_TAP_H_
