@@ -133,7 +133,7 @@ void Aggregator::Advise(const HistoryPoint& point, const std::vector<Base>& base
   // No advice until the window is whole (a whole rate window since start, and all of the
   // key's ops in it): a shorter window follows bursts, and a key tracked for part of it has
   // a share still climbing; a first answer from either would be held.
-  if (shard_ops <= 0 || !whole || now - start_ < track_.rate_window) return;
+  if (counts_bytes_ || shard_ops <= 0 || !whole || now - start_ < track_.rate_window) return;
   absl::StatusOr<model::Projection> p =
       model::ProjectShare(resolved_.cluster, shard_ops, k->share, k->write_ratio);
   if (!p.ok()) return;  // the inputs are validated where they are set; nothing to advise
@@ -198,6 +198,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->start_time = stamp(start_);
   snap->kernel_drops = kernel_drops;
   snap->half_life_seconds = absl::ToDoubleSeconds(track_.half_life);
+  snap->counts_bytes = counts_bytes_;
 
   // Merge: one receiver's tracker is read in place; more are merged into merged_, which is
   // copy-assigned (not re-created) from the first so its memory is reused tick after tick.

@@ -188,10 +188,16 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
             "Datagrams the kernel dropped because our receive buffer was full (/proc/net/udp).",
             kCounter, static_cast<double>(snap->kernel_drops));
   {
-    MetricFamily f = Family("hotkey_ops_per_second",
-                            "This shard's ops per second over the rate window, by op, scaled "
-                            "by client sampling.",
-                            kGauge);
+    MetricFamily f =
+        snap->counts_bytes
+            ? Family("hotkey_bytes_per_second",
+                     "This shard's request and reply bytes per second over the rate window, by "
+                     "op (a bytes-weighted tap).",
+                     kGauge)
+            : Family("hotkey_ops_per_second",
+                     "This shard's ops per second over the rate window, by op, scaled by client "
+                     "sampling.",
+                     kGauge);
     for (int o = 0; o < sketch::kNumOps; ++o)
       Add(f, snap->ops_per_second[o], {{"op", kOpNames[o]}});
     out.push_back(std::move(f));
@@ -230,10 +236,16 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   MetricFamily write =
       Family("hotkey_key_write_ratio",
              "Fraction of the key's ops over the rate window that are writes.", kGauge);
-  MetricFamily ops = Family("hotkey_key_ops_per_second",
-                            "The key's ops per second over the rate window, by op, scaled by "
-                            "client sampling.",
-                            kGauge);
+  MetricFamily ops =
+      snap->counts_bytes
+          ? Family("hotkey_key_bytes_per_second",
+                   "The key's request and reply bytes per second over the rate window, by op (a "
+                   "bytes-weighted tap).",
+                   kGauge)
+          : Family("hotkey_key_ops_per_second",
+                   "The key's ops per second over the rate window, by op, scaled by client "
+                   "sampling.",
+                   kGauge);
   MetricFamily hot = Family("hotkey_key_hot", "1 while the key is in a hot episode.", kGauge);
   MetricFamily advice = Family("hotkey_key_advice_info",
                                "1 for the fix advised for the key (strategy), held steady; absent "

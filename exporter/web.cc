@@ -122,6 +122,9 @@ std::string SnapshotJson(const Snapshot& s) {
   o["receivers"] = s.receivers;
   o["half_life_seconds"] = s.half_life_seconds;
   o["rate_window_seconds"] = s.rate_window_seconds;
+  // What the rates count: "ops", or "bytes" with a bytes-weighted tap (the *_per_second
+  // fields then hold bytes per second, and there is no advice).
+  o["unit"] = s.counts_bytes ? "bytes" : "ops";
   o["ops_per_second"] = ByOp(s.ops_per_second);
   o["decayed_ops_per_second"] = ByOp(s.decayed_ops_per_second);
   o["events_received"] = s.counters.events;

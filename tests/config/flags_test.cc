@@ -512,3 +512,25 @@ TEST_CASE("Flags: --help lists the operator flags", "[config][flags]") {
 
 }  // namespace
 }  // namespace hotkey::config
+
+namespace hotkey::config {
+namespace {
+
+TEST_CASE("Flags: the cluster inputs given on the command line are marked as given",
+          "[config][flags]") {
+  const DaemonOptions none = ParseOk({});
+  CHECK_FALSE(none.cluster_given.capacity);
+  CHECK_FALSE(none.cluster_given.shards);
+  CHECK_FALSE(none.cluster_given.app_servers);
+  // Given at its default value, a flag still overrides what is measured.
+  const DaemonOptions o = ParseOk({"--cluster.capacity=10000", "--cluster.app-servers", "3"});
+  CHECK(o.cluster_given.capacity);
+  CHECK_FALSE(o.cluster_given.shards);
+  CHECK(o.cluster_given.app_servers);
+  CHECK(o.cluster.app_servers == 3);
+  CHECK(ParseOk({"--cluster.shards=4", "--cluster.replicas=2", "--cluster.split=2"})
+            .cluster_given.shards);
+}
+
+}  // namespace
+}  // namespace hotkey::config

@@ -76,6 +76,8 @@ class Aggregator {
   // measured; takes effect at the next Build(). Until called: the reloadable options'
   // cluster, all configured.
   void SetModelInputs(ModelInputs inputs);
+  // The sources weigh bytes, not ops (Snapshot::counts_bytes): no advice is given.
+  void SetCountsBytes(bool counts_bytes) { counts_bytes_ = counts_bytes; }
 
   // Builds the snapshot for `now` (monotonic) from the latest report of each receiver (nulls
   // are skipped). `wall` is the same instant on the wall clock: it stamps the snapshot's
@@ -169,6 +171,7 @@ class Aggregator {
   ModelInputs inputs_;                   // as set
   ModelInputs resolved_;                 // as used at this tick (ResolveInputs)
   std::optional<double> last_capacity_;  // the last capacity measured
+  bool counts_bytes_ = false;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same
   // shape, so no allocation); and the report whose tracker is read when there is only one.
   std::optional<sketch::HeavyHitters> merged_;

@@ -80,6 +80,10 @@ struct Snapshot {
   double epsilon = 0;  // count-min epsilon: share error bound for untracked keys
   size_t hot_keys = 0;
   ModelInputs model;  // what the advice was computed against
+  // The unit every rate and share is in: ops (each key an operation touches counts 1), or
+  // bytes (a bytes-weighted tap: --tap.weight=bytes). In bytes there is no advice: the
+  // shard load model counts operations.
+  bool counts_bytes = false;
 };
 
 }  // namespace hotkey::exporter
