@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -297,6 +298,110 @@ TEST_CASE("Prober: hostile replies are errors, never a crash", "[shard]") {
     CHECK_FALSE(m.status.ok());
     CHECK_THAT(std::string(m.status.message()), StartsWith("INFO: "));
     CHECK_FALSE(m.reading);
+  }
+}
+
+// A CA, a server certificate for localhost and 127.0.0.1, and a client certificate, made
+// with openssl in `dir`.
+void MakeCertificates(const TempDir& dir) {
+  const std::string d = dir.path();
+  const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  const std::string cmd = absl::StrCat(
+      "(cd ", d, " && ", HOTKEY_OPENSSL, " req -x509", key,
+      " -keyout ca.key -out ca.pem -days 1 -subj /CN=hotkey-test-ca && ", HOTKEY_OPENSSL, " req",
+      key, " -keyout server.key -out server.csr -subj /CN=localhost && ",
+      "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext && ", HOTKEY_OPENSSL,
+      " x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem",
+      " -days 1 -extfile server.ext && ", HOTKEY_OPENSSL, " req", key,
+      " -keyout client.key -out client.csr -subj /CN=hotkeyd && ", HOTKEY_OPENSSL,
+      " x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem",
+      " -days 1) >", d, "/openssl.log 2>&1");
+  REQUIRE(std::system(cmd.c_str()) == 0);
+}
+
+TEST_CASE("Prober: TLS to a real redis-server, verified against a CA made by the test",
+          "[shard][redis][tls]") {
+  TempDir certs;
+  MakeCertificates(certs);
+  const int port = FreePort();
+  const std::string c = certs.path();
+  Redis redis(absl::StrCat("--port 0 --tls-port ", port, " --tls-cert-file ", c,
+                           "/server.pem --tls-key-file ", c, "/server.key --tls-ca-cert-file ", c,
+                           "/ca.pem --tls-auth-clients optional"));
+  testing::FakeClock clock;
+  config::ShardOptions o = Options(absl::StrCat("127.0.0.1:", port));
+  o.tls = true;
+  o.tls_ca_file = c + "/ca.pem";
+  Measurement m = Probing(o, clock).Next();
+  REQUIRE(m.status.ok());
+  CHECK(m.reading->server.starts_with("redis "));
+  CHECK(m.cpus_source == CpusSource::kOneCore);  // loopback: local, and no quota here
+  o.tls_server_name = "localhost";
+  CHECK(Probing(o, clock).Next().status.ok());
+  o.tls_cert_file = c + "/client.pem";
+  o.tls_key_file = c + "/client.key";
+  CHECK(Probing(o, clock).Next().status.ok());
+  CHECK(CheckReachable(o, absl::Seconds(5)).ok());
+
+  // A name the certificate does not hold; a CA that did not sign it; plain text to TLS.
+  o.tls_server_name = "redis.example";
+  m = Probing(o, clock).Next();
+  CHECK_THAT(std::string(m.status.message()),
+             StartsWith(absl::StrCat("TLS handshake with 127.0.0.1:", port, ": ")));
+  CHECK_THAT(std::string(m.status.message()), Contains("certificate verify failed"));
+  o.tls_server_name.clear();
+  o.tls_ca_file = c + "/client.pem";
+  CHECK_THAT(std::string(Probing(o, clock).Next().status.message()),
+             Contains("certificate verify failed"));
+  o.tls_ca_file = c + "/missing.pem";
+  CHECK_THAT(std::string(Probing(o, clock).Next().status.message()),
+             StartsWith(absl::StrCat("TLS: CA file ", c, "/missing.pem: ")));
+  o = Options(absl::StrCat("127.0.0.1:", port));
+  o.timeout = absl::Milliseconds(500);
+  CHECK_FALSE(Probing(o, clock).Next().status.ok());
+}
+
+TEST_CASE("Prober: a real three-node cluster's shards and this node's id",
+          "[shard][redis][cluster]") {
+  TempDir dir;
+  std::array<int, 3> ports{};
+  // Each node's cluster bus listens on its port + 10000, so ports stay under 55536 (a bus
+  // port in use fails the start, and the test).
+  for (int& p : ports) {
+    do {
+      p = FreePort();
+    } while (p > 55535);
+  }
+  auto cli = [&](int port, const std::string& args) {
+    return Output(absl::StrCat(HOTKEY_REDIS_CLI, " -p ", port, " ", args, " 2>&1"));
+  };
+  for (int p : ports) {
+    REQUIRE(std::system(absl::StrCat(HOTKEY_REDIS_SERVER, " --port ", p,
+                                     " --bind 127.0.0.1 --cluster-enabled yes",
+                                     " --cluster-config-file ", dir.path(), "/nodes-", p,
+                                     ".conf --dir ", dir.path(), " --save '' --appendonly no",
+                                     " --daemonize yes --logfile ", dir.path(), "/", p, ".log")
+                            .c_str()) == 0);
+  }
+  struct Shutdown {
+    std::function<void()> f;
+    ~Shutdown() { f(); }
+  } shutdown{[&] {
+    for (int p : ports) cli(p, "shutdown nosave");
+  }};
+  for (int i = 0; i < 50 && cli(ports[2], "ping") != "PONG"; ++i) ::usleep(100'000);
+  REQUIRE(std::system(absl::StrCat(HOTKEY_REDIS_CLI, " --cluster create 127.0.0.1:", ports[0],
+                                   " 127.0.0.1:", ports[1], " 127.0.0.1:", ports[2],
+                                   " --cluster-yes >", dir.path(), "/create.log 2>&1")
+                          .c_str()) == 0);
+  testing::FakeClock clock;
+  for (int p : ports) {
+    const Measurement m = Probing(Options(absl::StrCat("127.0.0.1:", p)), clock).Next();
+    REQUIRE(m.status.ok());
+    CHECK(m.reading->cluster_mode);
+    CHECK(m.cluster.cluster_mode);
+    CHECK(m.cluster.shards == 3);
+    CHECK(m.cluster.node_id == cli(p, "cluster myid"));
   }
 }
 
