@@ -22,7 +22,7 @@ TEST_CASE("Reply: RESP simple strings, errors, bulk strings and nulls", "[shard]
   REQUIRE(r.ok());
   CHECK((*r)->kind == Reply::Kind::kError);
   CHECK((*r)->text == "WRONGPASS invalid");
-  CHECK((*r)->size == 20);  // "-", 17 bytes, CRLF
+  CHECK((*r)->size == 20);                        // "-", 17 bytes, CRLF
   r = ParseRespReply("$5\r\nab\r\nc\r\n", kCap);  // a payload may hold CRLF
   REQUIRE(r.ok());
   CHECK((*r)->kind == Reply::Kind::kBulk);

@@ -31,6 +31,10 @@ struct Reading {
   int threads = 1;            // how many threads that CPU time is spread over
   bool cluster_mode = false;  // Redis with cluster_enabled:1
   int64_t pid = 0;            // the server's process id (INFO process_id, stats pid); 0: none
+  // The server's own clock when it answered (Redis 7's server_time_usec; memcached's `time`,
+  // in whole seconds); nullopt where it does not say. A cross-check of the reader's clock,
+  // not used by LoadBetween.
+  std::optional<absl::Time> server_time = std::nullopt;
 };
 
 // INFO's text (all sections, or at least server, stats and cpu).
