@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <fstream>
 #include <tuple>
 #include <utility>
@@ -12,7 +13,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
@@ -134,7 +134,13 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
                config::TapProtocol::kRedis),
         deadline_(io),
         resolver_(io) {
-    if (options_.tls) tls_status_ = MakeTlsContext();
+    if (options_.tls) {
+      try {
+        tls_status_ = MakeTlsContext();
+      } catch (const std::exception& e) {  // ssl::context's constructor throws
+        tls_status_ = absl::InternalError(absl::StrCat("TLS: ", e.what()));
+      }
+    }
   }
 
   void Probe() {
@@ -142,7 +148,26 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
     asio::post(io_, [self = shared_from_this()] {
       if (self->stopped_ || self->busy_) return;
       self->busy_ = true;
-      asio::co_spawn(self->io_, self->Round(), asio::detached);
+      asio::co_spawn(self->io_, self->Round(), [self](std::exception_ptr e) {
+        if (!e) return;
+        if (!self->busy_) std::rethrow_exception(e);  // the callback's own: the caller's
+        // Asio's and OpenSSL's throwing paths (allocation, SSL_new): this round fails, the
+        // next starts afresh.
+        self->busy_ = false;
+        self->Disarm();
+        self->CloseConn();
+        self->conn_.reset();
+        self->in_.clear();
+        self->consumed_ = 0;
+        Measurement m;
+        m.time = self->clock_.Now();
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          m.status = absl::InternalError(absl::StrCat("asking the shard: ", x.what()));
+        }
+        if (!self->stopped_) self->callback_(m);
+      });
     });
   }
 

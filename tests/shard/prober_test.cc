@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
@@ -24,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "fake_clock.h"
+#include "hotkey/clock/ticker.h"
 #include "unix_socket.h"
 
 namespace hotkey::shard {
@@ -184,6 +186,57 @@ TEST_CASE("Prober: a real redis-server's commands and CPU, and the load between 
   const int before = connections();
   CHECK(probing.Next().status.ok());
   CHECK(connections() == before + 1);
+  // A kept connection the server has closed since is made again within the round.
+  CHECK(redis.Cli("client kill type normal") == "1");
+  clock.Advance(absl::Seconds(1));
+  const Measurement c = probing.Next();
+  CHECK(c.status.ok());
+  CHECK(c.load);
+  CHECK(connections() == before + 4);  // three redis-cli, one prober
+}
+
+TEST_CASE("Prober: on a ticker it asks every interval of the clock's time", "[shard][redis]") {
+  Redis redis("--port 0");
+  testing::FakeClock clock;
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::vector<Measurement> got;
+  config::ShardOptions o = Options(redis.socket());
+  o.interval = absl::Seconds(5);
+  Prober prober(io, o, clock, [&](const Measurement& m) { got.push_back(m); });
+  clock::Ticker ticker(clock);
+  prober.ScheduleOn(ticker);
+  const absl::Time start = clock.Now();
+  ticker.Start(start);
+  for (int round = 1; round <= 3; ++round) {
+    clock.Advance(absl::Seconds(5));
+    while (got.size() < static_cast<size_t>(round)) REQUIRE(io.run_one() > 0);
+    CHECK(got.back().status.ok());
+    CHECK(got.back().time == start + absl::Seconds(5 * round));
+  }
+  REQUIRE(got[2].load);
+  // Each interval holds one INFO of the prober's: 1 / 5 s.
+  CHECK(got[2].load->ops_per_second == 0.2);
+  ticker.Stop();
+}
+
+TEST_CASE("Prober: no callback after Stop(), even for a round in progress", "[shard]") {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor hung(io, {boost::asio::ip::address_v4::loopback(), 0});
+  config::ShardOptions o = Options(absl::StrCat("127.0.0.1:", hung.local_endpoint().port()));
+  o.timeout = absl::Seconds(30);
+  testing::FakeClock clock;
+  int calls = 0;
+  Prober prober(io, o, clock, [&](const Measurement&) { ++calls; });
+  prober.Probe();
+  io.poll();  // the round starts (connecting, or waiting for the reply to INFO)
+  prober.Stop();
+  io.run();  // returns once the round has ended: the deadline's 30 s are not waited for
+  CHECK(calls == 0);
+  prober.Probe();
+  io.restart();
+  io.run();
+  CHECK(calls == 0);
 }
 
 TEST_CASE("Prober: AUTH from a password file, and a wrong password is a clear error",
@@ -244,6 +297,33 @@ TEST_CASE("Prober: a real memcached's stats, its threads as the CPUs", "[shard][
   CHECK(b.reading->commands - a.reading->commands == 3);  // stats counts in none
   REQUIRE(b.load);
   CHECK(b.load->ops_per_second == 3);
+  std::system(absl::StrCat("kill $(cat ", dir.path(), "/pid)").c_str());
+}
+
+TEST_CASE("Prober: memcached's ASCII authentication from a password file", "[shard][memcached]") {
+  TempDir dir;
+  const std::string users = dir.Write("users", "hotkeyd:pw\n");
+  REQUIRE(std::system(absl::StrCat(HOTKEY_MEMCACHED, " -u root -s ", dir.path(), "/sock -d -P ",
+                                   dir.path(), "/pid -Y ", users)
+                          .c_str()) == 0);
+  for (int i = 0; i < 100 && !std::filesystem::exists(dir.path() + "/sock"); ++i) {
+    ::usleep(50'000);
+  }
+  testing::FakeClock clock;
+  config::ShardOptions o = Options(dir.path() + "/sock", config::TapProtocol::kMemcached);
+  o.password_file = dir.Write("pw", "hotkeyd pw\n");
+  Measurement m = Probing(o, clock).Next();
+  CHECK(m.status.ok());
+  o.password_file = dir.Write("wrong", "hotkeyd nope\n");
+  m = Probing(o, clock).Next();
+  CHECK(m.status.code() == absl::StatusCode::kUnauthenticated);
+  CHECK_THAT(std::string(m.status.message()), StartsWith("AUTH refused: CLIENT_ERROR"));
+  o.password_file = dir.Write("one", "pw\n");
+  CHECK_THAT(std::string(Probing(o, clock).Next().status.message()),
+             Contains("needs \"user password\""));
+  o.password_file.clear();
+  CHECK_THAT(std::string(Probing(o, clock).Next().status.message()),
+             StartsWith("stats: the shard answered CLIENT_ERROR"));
   std::system(absl::StrCat("kill $(cat ", dir.path(), "/pid)").c_str());
 }
 
