@@ -165,6 +165,8 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
           std::rethrow_exception(e);
         } catch (const std::exception& x) {
           m.status = absl::InternalError(absl::StrCat("asking the shard: ", x.what()));
+        } catch (...) {
+          m.status = absl::InternalError("asking the shard: an unknown exception");
         }
         if (!self->stopped_) self->callback_(m);
       });
@@ -173,7 +175,11 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
 
   void Stop() {
     stopped_ = true;
-    asio::post(io_, [self = shared_from_this()] { self->CloseConn(); });
+    if (io_.get_executor().running_in_this_thread()) {
+      CloseConn();
+    } else {
+      asio::post(io_, [self = shared_from_this()] { self->CloseConn(); });
+    }
   }
 
   // One round: ask, then call back. Holds the Impl alive while it runs.

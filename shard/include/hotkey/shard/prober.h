@@ -7,16 +7,18 @@
 //
 // A Boost.Asio client on the caller's io_context: TCP, TLS over TCP or a Unix socket; one
 // connection kept between rounds and made again after any error. Commands go out as RESP
-// arrays; every reply is read into a buffer of at most kMaxReplyBytes (a longer one is an
-// error: reply.h), and connecting (with TLS and AUTH) and each reply are bounded by
+// arrays; a reply longer than kMaxReplyBytes is an error as soon as its length or its
+// unended line says so (reply.h), so the reply buffer holds at most that plus one read of
+// 16 KiB; connecting (with TLS and AUTH) and each reply are bounded by
 // ShardOptions::timeout, so a hung server costs a timeout, never the daemon.
 //
 // Credentials come from ShardOptions::password_file, read at each connect: Redis AUTH with
 // "password" or "user password"; memcached's ASCII authentication (`memcached -Y`), which
 // needs "user password".
 //
-// Each round adds the prober's own commands to the shard's count (INFO, and CLUSTER NODES in
-// a cluster; AUTH at a connect): at the default 5 s interval, 0.4 ops/s or less.
+// Each round adds the prober's own commands to the shard's count: one INFO (and CLUSTER
+// NODES in a cluster; AUTH at each connect), so 0.2 ops/s outside a cluster at the default
+// 5 s interval (tests/shard/prober_test.cc).
 //
 // Thread safety: Probe() and Stop() may be called from any thread; everything else runs on
 // the io_context's thread, where the callback is called. Destroy the prober on that thread
