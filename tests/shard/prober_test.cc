@@ -195,6 +195,26 @@ TEST_CASE("Prober: a real redis-server's commands and CPU, and the load between 
   CHECK(connections() == before + 4);  // three redis-cli, one prober
 }
 
+TEST_CASE("Prober: --shard.cpus overrides what is measured", "[shard][redis]") {
+  Redis redis("--port 0");
+  testing::FakeClock clock;
+  config::ShardOptions o = Options(redis.socket());
+  o.cpus = 0.5;
+  Probing probing(o, clock);
+  const Measurement a = probing.Next();
+  REQUIRE(a.status.ok());
+  CHECK(a.cpus == 0.5);
+  CHECK(a.cpus_source == CpusSource::kFlag);
+  CHECK(CpusSourceName(a.cpus_source) == "flag");
+  clock.Advance(absl::Seconds(1));
+  const Measurement b = probing.Next();
+  REQUIRE(b.load);
+  CHECK(b.load->busy == (b.reading->cpu_seconds - a.reading->cpu_seconds) / 1 / 0.5);
+  CHECK(CpusSourceName(CpusSource::kOneCore) == "one_core");
+  CHECK(CpusSourceName(CpusSource::kThreads) == "threads");
+  CHECK(CpusSourceName(CpusSource::kCgroupQuota) == "cgroup_quota");
+}
+
 TEST_CASE("Prober: on a ticker it asks every interval of the clock's time", "[shard][redis]") {
   Redis redis("--port 0");
   testing::FakeClock clock;
