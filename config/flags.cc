@@ -146,7 +146,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
        }
        o.shard.protocol = *p;
        return absl::OkStatus();});
-  p.AddString("shard.password-file", "File holding the shard's password, or \"user password\" for a Redis ACL user.", &o.shard.password_file);
+  p.AddString("shard.password-file", "File holding the shard's password, or \"user password\" (a Redis ACL user; memcached -Y).", &o.shard.password_file);
   p.AddBool("shard.tls", "Connect to the shard over TLS.", &o.shard.tls);
   p.AddString("shard.tls-ca-file", "CA certificates to verify the shard with; empty: the system's.", &o.shard.tls_ca_file);
   p.AddString("shard.tls-cert-file", "Client certificate for the shard (with --shard.tls-key-file).", &o.shard.tls_cert_file);
