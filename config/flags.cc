@@ -144,6 +144,29 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddInteger("tap.snaplen", "Bytes captured per frame, 128 to 262144; a frame cut short is counted and its flow resyncs.", &o.tap.snaplen).Advanced();
   p.AddDuration("tap.idle-timeout", "A connection idle this long is forgotten (1s to 24h).", &o.tap.idle_timeout).Advanced();
 
+  p.Section("Shard (measured inputs of the advice model)");
+  p.AddString("shard.address", "The shard to ask for its load and shape (INFO, CLUSTER NODES, stats): host:port, [ipv6]:port or a Unix socket path. Empty: 127.0.0.1:<first --tap.port> with the tap, else none.", &o.shard.address);
+  p.AddCustom("shard.protocol", "The shard's protocol: redis or memcached; empty: as --tap.protocol.", "",
+      [&o](std::string_view v) {
+       if (v.empty()) {  // as the tap
+         o.shard.protocol.reset();
+         return absl::OkStatus();
+       }
+       absl::StatusOr<TapProtocol> p = ParseTapProtocol(v);
+       if (!p.ok()) {
+         return absl::InvalidArgumentError(absl::StrCat(internal::QuoteForError(v), " is not a shard protocol (redis, memcached)"));
+       }
+       o.shard.protocol = *p;
+       return absl::OkStatus();});
+  p.AddString("shard.password-file", "File holding the shard's password, or \"user password\" (a Redis ACL user; memcached -Y).", &o.shard.password_file);
+  p.AddBool("shard.tls", "Connect to the shard over TLS.", &o.shard.tls);
+  p.AddString("shard.tls-ca-file", "CA certificates to verify the shard with; empty: the system's.", &o.shard.tls_ca_file);
+  p.AddString("shard.tls-cert-file", "Client certificate for the shard (with --shard.tls-key-file).", &o.shard.tls_cert_file);
+  p.AddString("shard.tls-key-file", "Key of --shard.tls-cert-file.", &o.shard.tls_key_file);
+  p.AddString("shard.tls-server-name", "Name the shard's certificate must hold (and SNI); empty: the address's host.", &o.shard.tls_server_name);
+  p.AddNumber("shard.cpus", "CPUs the shard's bottleneck may use; 0: measured (1 for Redis, memcached's threads, less under a cgroup CPU quota).", &o.shard.cpus);
+  p.AddDuration("shard.interval", "How often the shard is asked (1s to 1h).", &o.shard.interval).Advanced();
+
   p.Section("Keys");
   p.AddSize("key.max-bytes", "Key bytes kept per tracked key (16 to 65536). A longer key is tracked, not rejected: as its first max-bytes bytes plus a hash of the whole key, so long keys with one prefix stay apart.", &o.track.stored_key_bytes)
       .Shown(absl::StrCat(o.track.stored_key_bytes));

@@ -74,6 +74,8 @@ absl::StatusOr<Reading> ParseRedisInfo(std::string_view text) {
   } else {
     return Missing("INFO", "used_cpu_sys and used_cpu_user");
   }
+  if (!Number(*f, "process_id", &r.pid)) r.pid = 0;
+  if (int64_t us = 0; Number(*f, "server_time_usec", &us)) r.server_time = absl::FromUnixMicros(us);
   int cluster = 0;
   r.cluster_mode = Number(*f, "cluster_enabled", &cluster) && cluster == 1;
   return r;
@@ -92,6 +94,8 @@ absl::StatusOr<Reading> ParseMemcachedStats(std::string_view text) {
   }
   r.cpu_seconds = sys + user;
   if (!Number(*f, "threads", &r.threads) || r.threads < 1) return Missing("stats", "threads");
+  if (!Number(*f, "pid", &r.pid)) r.pid = 0;
+  if (int64_t t = 0; Number(*f, "time", &t)) r.server_time = absl::FromUnixSeconds(t);
   // Key operations: retrievals count per key (cmd_get), storage and touch per command.
   for (std::string_view name : {"cmd_get", "cmd_set", "cmd_touch", "delete_hits", "delete_misses",
                                 "incr_hits", "incr_misses", "decr_hits", "decr_misses"}) {
@@ -106,7 +110,7 @@ std::optional<Load> LoadBetween(const Reading& a, absl::Time ta, const Reading& 
                                 double cpus) {
   const double seconds = absl::ToDoubleSeconds(tb - ta);
   if (!(seconds > 0) || !(cpus > 0) || b.commands < a.commands || b.cpu_seconds < a.cpu_seconds ||
-      a.server != b.server) {
+      a.server != b.server || a.pid != b.pid) {
     return std::nullopt;
   }
   Load l;

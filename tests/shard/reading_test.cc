@@ -136,16 +136,21 @@ TEST_CASE("Reading: the thread's figures win over the process's; bad input is an
   const absl::StatusOr<Reading> r = ParseRedisInfo(
       "# Server\r\nredis_version:7.2.4\r\n# Stats\r\ntotal_commands_processed:1000\r\n"
       "# CPU\r\nused_cpu_sys:10.5\r\nused_cpu_user:20.25\r\nused_cpu_sys_main_thread:1.5\r\n"
-      "used_cpu_user_main_thread:2.25\r\n# Cluster\r\ncluster_enabled:1\r\n");
+      "used_cpu_user_main_thread:2.25\r\n# Cluster\r\ncluster_enabled:1\r\n"
+      "process_id:77\r\nserver_time_usec:1700000000123456\r\n");
   REQUIRE(r.ok());
   CHECK(r->server == "redis 7.2.4");
   CHECK(r->commands == 1000);
   CHECK(r->cpu_seconds == 3.75);
   CHECK(r->cluster_mode);
+  CHECK(r->pid == 77);
+  CHECK(r->server_time == absl::FromUnixMicros(1700000000123456));
   const absl::StatusOr<Reading> old = ParseRedisInfo(
       "redis_version:5.0.7\ntotal_commands_processed:7\nused_cpu_sys:1\nused_cpu_user:2\n");
   REQUIRE(old.ok());
   CHECK(old->cpu_seconds == 3);
+  CHECK(old->pid == 0);
+  CHECK_FALSE(old->server_time);
   for (std::string_view bad :
        {"", "redis_version:7\n", "redis_version:7\ntotal_commands_processed:x\n",
         "redis_version:7\ntotal_commands_processed:1\nused_cpu_sys:-1\nused_cpu_user:1\n",
@@ -183,6 +188,9 @@ TEST_CASE("Reading: load and capacity between two readings", "[shard]") {
   CHECK_FALSE(LoadBetween(b, t0, a, t0 + absl::Seconds(1), 1));
   Reading other = b;
   other.server = "redis 7.2";
+  CHECK_FALSE(LoadBetween(a, t0, other, t0 + absl::Seconds(1), 1));
+  other = b;
+  other.pid = 4242;  // the same server, restarted: another process
   CHECK_FALSE(LoadBetween(a, t0, other, t0 + absl::Seconds(1), 1));
   CHECK_FALSE(LoadBetween(a, t0, b, t0, 1));
   CHECK_FALSE(LoadBetween(a, t0, b, t0 + absl::Seconds(1), 0));

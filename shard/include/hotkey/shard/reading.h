@@ -30,6 +30,11 @@ struct Reading {
   double cpu_seconds = 0;     // CPU time of the bottleneck threads since start
   int threads = 1;            // how many threads that CPU time is spread over
   bool cluster_mode = false;  // Redis with cluster_enabled:1
+  int64_t pid = 0;            // the server's process id (INFO process_id, stats pid); 0: none
+  // The server's own clock when it answered (Redis 7's server_time_usec; memcached's `time`,
+  // in whole seconds); nullopt where it does not say. A cross-check of the reader's clock,
+  // not used by LoadBetween.
+  std::optional<absl::Time> server_time = std::nullopt;
 };
 
 // INFO's text (all sections, or at least server, stats and cpu).
@@ -53,7 +58,8 @@ inline constexpr double kMinBusy = 0.05;
 // The load between readings `a` at `ta` and `b` at `tb` of one server, whose bottleneck may
 // use `cpus` CPUs (Redis's main thread: 1, or less under a CPU quota; memcached: at most
 // its threads). Nullopt when the readings cannot be of one server run in that order (time or
-// counters going back: a restart), or when tb - ta or cpus is not positive.
+// counters going back, another process id: a restart), or when tb - ta or cpus is not
+// positive.
 std::optional<Load> LoadBetween(const Reading& a, absl::Time ta, const Reading& b, absl::Time tb,
                                 double cpus);
 

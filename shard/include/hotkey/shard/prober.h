@@ -1,0 +1,124 @@
+// Prober: asks the shard hotkeyd runs beside for what it knows about itself, every
+// ShardOptions::interval: its commands and CPU (Redis's INFO, memcached's stats), the load
+// between two answers (reading.h), the CPUs its bottleneck may use (cpu_quota.h), and in a
+// Redis Cluster the cluster's shape (CLUSTER NODES, hotkey/cluster/topology.h). These are
+// the measured inputs of the advice model, which falls back to the --cluster.* flags while
+// the shard cannot be asked (Measurement::status says why).
+//
+// A Boost.Asio client on the caller's io_context: TCP, TLS over TCP or a Unix socket; one
+// connection kept between rounds and made again after any error. Commands go out as RESP
+// arrays; a reply longer than kMaxReplyBytes is an error as soon as its length or its
+// unended line says so (reply.h), so the reply buffer holds at most that plus one read of
+// 16 KiB; connecting (with TLS and AUTH) and each reply are bounded by
+// ShardOptions::timeout, so a hung server costs a timeout, never the daemon.
+//
+// Credentials come from ShardOptions::password_file, read at each connect: Redis AUTH with
+// "password" or "user password"; memcached's ASCII authentication (`memcached -Y`), which
+// needs "user password".
+//
+// Each round adds the prober's own commands to the shard's count: one INFO (and CLUSTER
+// NODES in a cluster; AUTH at each connect), so 0.2 ops/s outside a cluster at the default
+// 5 s interval (tests/shard/prober_test.cc).
+//
+// Thread safety: Probe() and Stop() may be called from any thread; everything else runs on
+// the io_context's thread, where the callback is called. Destroy the prober on that thread
+// or once the io_context has stopped running.
+
+#ifndef HOTKEY_SHARD_PROBER_H_
+#define HOTKEY_SHARD_PROBER_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "hotkey/clock/clock.h"
+#include "hotkey/clock/ticker.h"
+#include "hotkey/config/options.h"
+#include "hotkey/shard/cpu_quota.h"
+#include "hotkey/shard/reading.h"
+
+namespace hotkey::shard {
+
+// Where Measurement::cpus came from.
+enum class CpusSource {
+  kOneCore,      // Redis's main thread runs every command: one core
+  kThreads,      // memcached's worker threads (stats `threads`)
+  kCgroupQuota,  // the shard process's cgroup CPU quota, where less than the above
+  kFlag,         // --shard.cpus
+};
+// "one_core", "threads", "cgroup_quota", "flag".
+std::string_view CpusSourceName(CpusSource source);
+
+// The cluster around the shard, as the shard sees it.
+struct ClusterSummary {
+  bool cluster_mode = false;  // Redis with cluster_enabled:1
+  int shards = 0;             // primaries serving slots (Topology::Shards()); 0 outside a cluster
+  std::string node_id;        // the answering node's id (Topology::Myself()); empty outside
+};
+
+struct Measurement {
+  // On the prober's clock (a monotonic one in the daemon), when the answer arrived.
+  absl::Time time;
+  // OK, or why the shard could not be asked this round: then `reading` and `load` are
+  // empty and the rest is as at construction.
+  absl::Status status;
+  std::optional<Reading> reading;
+  // Between the last good reading and this one; nullopt at the first reading, after a
+  // restart of the shard (reading.h: LoadBetween) or when this round failed.
+  std::optional<Load> load;
+  // The CPUs the shard's bottleneck may use, which `load` was computed with.
+  double cpus = 1;
+  CpusSource cpus_source = CpusSource::kOneCore;
+  // The file that set a quota, or why no quota could be read (the shard is remote, its
+  // process is not visible here); empty otherwise.
+  std::string cpus_detail;
+  ClusterSummary cluster;
+};
+
+class Prober {
+ public:
+  using Callback = std::function<void(const Measurement&)>;
+
+  // The largest reply read: INFO is a few KiB; CLUSTER NODES about 100 bytes a node plus
+  // its slot ranges, so 1 MiB holds some thousands of nodes, past Redis's suggested
+  // maximum of 1000.
+  static constexpr size_t kMaxReplyBytes = size_t{1} << 20;
+
+  // `options` must be validated and Resolved() with a non-empty address. `clock` (which
+  // must outlive the prober) stamps each measurement. Nothing is sent before Probe().
+  Prober(boost::asio::io_context& io, config::ShardOptions options, const clock::Clock& clock,
+         Callback callback);
+  ~Prober();
+  Prober(const Prober&) = delete;
+  Prober& operator=(const Prober&) = delete;
+
+  // Starts a round (connect if need be, ask, call back) on the io_context; a call while a
+  // round runs is dropped, since that round's answer is as fresh. Thread-safe.
+  void Probe();
+  // Calls Probe() every options.interval on `ticker`'s clock. Before ticker.Start().
+  void ScheduleOn(clock::Ticker& ticker);
+  // Closes the connection and ends a round in progress; no callback is called after it
+  // returns on the io_context's thread. Thread-safe; idempotent.
+  void Stop();
+
+ private:
+  class Impl;
+  const absl::Duration interval_;
+  std::shared_ptr<Impl> impl_;
+};
+
+// Connects, authenticates and asks once (INFO, or stats), as a Prober does, within
+// `timeout`, blocking: for --check-config. The error text is the one a Prober's
+// Measurement::status would carry.
+absl::Status CheckReachable(const config::ShardOptions& options, absl::Duration timeout);
+
+}  // namespace hotkey::shard
+
+#endif  // HOTKEY_SHARD_PROBER_H_
