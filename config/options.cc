@@ -259,7 +259,8 @@ absl::Status StorageOptions::Validate() const {
 
 ShardOptions ShardOptions::Resolved(const TapOptions& tap) const {
   ShardOptions out = *this;
-  if (out.address.empty() && tap.enabled() && !tap.ports.empty()) {
+  // A capture file is traffic recorded elsewhere: no shard to ask here.
+  if (out.address.empty() && !tap.interface.empty() && !tap.ports.empty()) {
     out.address = absl::StrCat("127.0.0.1:", tap.ports.front());
   }
   if (!out.protocol) out.protocol = tap.protocol;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "advice_inputs.h"
 #include "hotkey/clock/ticker.h"
 #include "hotkey/exporter/aggregator.h"
 #include "hotkey/exporter/load_comparison.h"
@@ -23,6 +24,7 @@
 #include "hotkey/http/server.h"
 #include "hotkey/http/tls.h"
 #include "hotkey/log/log.h"
+#include "hotkey/shard/prober.h"
 #include "hotkey/source/tracker_options.h"
 #include "hotkey/source/udp_receiver.h"
 #include "storage.h"
@@ -121,6 +123,9 @@ class Daemon::Impl {
   void PollMeasuredLoads();
   // Runs `job` on the io thread every `interval`, until shutdown (ticker_).
   void OnIoEvery(absl::Duration interval, std::function<void()> job);
+  // The prober's answer (io thread): new model inputs for the aggregator, and a log line
+  // when the shard becomes reachable or stops being so.
+  void Measured(const shard::Measurement& m);
 
   const config::DaemonOptions options_;
   const clock::Clock& mono_;  // durations
@@ -146,6 +151,11 @@ class Daemon::Impl {
   MeasuredLoadsPoller poll_measured_loads_;     // null: no measured loads
   std::unique_ptr<LoadComparison> comparison_;  // with poll_measured_loads_
   std::unique_ptr<Collectables> all_metrics_;   // collector_, comparison_
+  // The shard asked for its own figures (shard/prober.h): none without a live tap or
+  // --shard.address.
+  std::string shard_address_;
+  std::unique_ptr<shard::Prober> prober_;       // io thread
+  std::optional<shard::Measurement> measured_;  // io thread: the last answer
   // io thread: the last news of the measured-loads file was an error (or there was none).
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
@@ -203,6 +213,15 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   }
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
                                              std::move(inputs.label_secret), origin_, log_);
+  aggregator_->SetCountsBytes(options_.CountsBytes());
+  const config::ShardOptions shard = options_.shard.Resolved(options_.tap);
+  shard_address_ = shard.address;
+  aggregator_->SetModelInputs(AdviceInputs(options_, cluster_, shard_address_, nullptr));
+  if (!shard_address_.empty()) {
+    prober_ = std::make_unique<shard::Prober>(io_, shard, mono_,
+                                              [this](const shard::Measurement& m) { Measured(m); });
+    prober_->ScheduleOn(ticker_);
+  }
 
   // Receivers: with port 0 the first socket picks the port and the others join it. None
   // with UDP off (an empty --udp.listen-address: the tap or the demo is the source).
@@ -288,6 +307,29 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   return absl::OkStatus();
 }
 
+void Daemon::Impl::Measured(const shard::Measurement& m) {
+  if (shut_down_) return;
+  const bool was_up = measured_ && measured_->status.ok();
+  const bool first = !measured_;
+  measured_ = m;
+  aggregator_->SetModelInputs(AdviceInputs(options_, cluster_, shard_address_, &*measured_));
+  if (m.status.ok() && (first || !was_up)) {
+    log::LogLine line = Line("info", "the shard answers; the advice uses its measured load");
+    line.Value("shard", shard_address_);
+    if (m.reading) line.Quoted("server", m.reading->server);
+    line.Value("cpus", absl::StrFormat("%g", m.cpus))
+        .Value("cpus_source", shard::CpusSourceName(m.cpus_source));
+    if (m.cluster.cluster_mode) line.Value("cluster_shards", absl::StrCat(m.cluster.shards));
+    Log(line);
+  } else if (!m.status.ok() && (first || was_up)) {
+    Log(Line("warn",
+             "cannot ask the shard; the advice uses the configured --cluster.* figures until it "
+             "answers")
+            .Value("shard", shard_address_)
+            .Quoted("err", std::string(m.status.message())));
+  }
+}
+
 void Daemon::Impl::OnIoEvery(absl::Duration interval, std::function<void()> job) {
   ticker_.Every(interval, [this, job = std::move(job)](absl::Time) {
     asio::post(io_, [this, job] {
@@ -331,6 +373,8 @@ void Daemon::Impl::Run(bool handle_signals) {
         .Value("udp_read_buffer", absl::StrCat(receivers_[0]->receive_buffer_bytes()));
   }
   Log(started);
+  Log(Line(shard_address_.empty() ? "warn" : "info", "advice inputs")
+          .Quoted("detail", DescribeAdviceInputs(options_, shard_address_)));
   for (size_t i = receivers_.size(); i < sources_.size(); ++i) {
     log::LogLine line = Line("info", "event source started").Value("kind", sources_[i]->kind());
     for (const auto& [key, value] : sources_[i]->Describe()) line.Value(key, value);
@@ -370,6 +414,7 @@ void Daemon::Impl::DoShutdown() {
     signals_->cancel(ec);
   }
   ticker_.Stop();  // no more ticks or polls; a job it posted finds shut_down_ set
+  if (prober_) prober_->Stop();
   for (auto& s : sources_) s->Stop();
   // The last reports, so a final scrape would see everything counted. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.

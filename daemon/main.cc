@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/config/flags.h"
 #include "hotkey/config/hash_secret.h"
@@ -14,6 +15,7 @@
 #include "hotkey/daemon/daemon.h"
 #include "hotkey/log/log.h"
 #include "hotkey/net/systemd_socket.h"
+#include "hotkey/shard/prober.h"
 #include "hotkey/source/demo.h"
 #include "hotkey/tap/tap.h"
 
@@ -81,8 +83,20 @@ int CheckConfig(const hotkey::config::FlagsResult& flags) {
       std::printf("tap capture %s: ok (opened and closed, no packet read)\n", what.c_str());
     }
   }
-  // The shard itself (reachable, answering) is checked here, after the capture: a line
-  // saying ok, or fail(status) with the message a start would give.
+  // The shard the advice asks for its load: reachable and answering, within the prober's
+  // timeout, with the message a start would log.
+  if (const hotkey::config::ShardOptions shard = options.shard.Resolved(options.tap);
+      !shard.address.empty()) {
+    if (absl::Status s = hotkey::shard::CheckReachable(shard, shard.timeout); !s.ok()) {
+      fail(absl::Status(s.code(), absl::StrCat("shard ", shard.address, ": ", s.message())));
+    } else {
+      std::printf("shard %s: ok (answers)\n", shard.address.c_str());
+    }
+  } else {
+    std::printf(
+        "shard: not asked (no --tap.interface or --shard.address); the advice uses "
+        "the --cluster.* flags\n");
+  }
   return ok ? 0 : 1;
 }
 

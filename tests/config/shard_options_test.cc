@@ -29,7 +29,7 @@ TEST_CASE("ShardOptions: no address and no tap means no probing", "[config][shar
 
 TEST_CASE("ShardOptions: the address and protocol follow the tap unless given", "[config][shard]") {
   absl::StatusOr<FlagsResult> r =
-      Parse({"--tap.interface=lo", "--tap.port=11211,11212", "--tap.protocol=memcached"});
+      Parse({"--tap.interface=lo", "--tap.port=11211", "--tap.protocol=memcached"});
   REQUIRE(r.ok());
   ShardOptions s = r->options.shard.Resolved(r->options.tap);
   CHECK(s.address == "127.0.0.1:11211");
@@ -42,6 +42,11 @@ TEST_CASE("ShardOptions: the address and protocol follow the tap unless given", 
   CHECK(s.address == "/run/redis.sock");
   CHECK(s.unix_socket());
   CHECK(s.protocol == TapProtocol::kMemcached);
+
+  // A capture file was recorded elsewhere: no shard is asked unless one is named.
+  r = Parse({"--tap.file=x.pcap", "--tap.port=6379"});
+  REQUIRE(r.ok());
+  CHECK(r->options.shard.Resolved(r->options.tap).address.empty());
 }
 
 TEST_CASE("ShardOptions: every flag sets its field", "[config][shard]") {

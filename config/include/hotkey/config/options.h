@@ -304,7 +304,8 @@ struct MeasuredLoadsOptions {
 // the --cluster.* flags.
 struct ShardOptions {
   // host:port, [ipv6]:port, or a Unix socket path (starting with '/'). Empty: the daemon
-  // asks 127.0.0.1:<first --tap.port> when the tap is on, and nothing otherwise (Resolved()).
+  // asks 127.0.0.1:<--tap.port> when the tap captures an interface, and nothing otherwise
+  // (Resolved()).
   std::string address;
   // The shard's protocol; unset: the tap's (--tap.protocol).
   std::optional<TapProtocol> protocol;
