@@ -258,6 +258,7 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
 
   awaitable<absl::Status> Connect() {
     in_.clear();
+    consumed_ = 0;
     local_ = false;
     const std::string step = absl::StrCat("connect to ", options_.address);
     Arm(step);
