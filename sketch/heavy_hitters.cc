@@ -27,7 +27,9 @@ constexpr char kMagic[] = "HKHH";
 // lobby are raised into the sketch (each way bounds the keys of its hash outside the table,
 // so the sketch then does). Version 6: the sketch as a f64 scale and u32 cells; the f64
 // counters of versions 2 to 5 load rounded up to cells, into a sketch of the width the
-// budget now holds.
+// budget now holds. Since every stored weight rounds outward (heavy_hitters.h), the count of
+// roundings is written 0, so a build that still counts them reads the file right (it widens by
+// nothing); a nonzero count, saved by such a build, is applied once when loaded.
 constexpr uint16_t kVersion = 6;
 constexpr uint16_t kFirstWithCells = 6;
 constexpr uint16_t kOldestVersion = 2;
@@ -36,6 +38,9 @@ constexpr uint16_t kLastWithLobby = 4;
 // The largest lobby versions 3 and 4 accepted, and its ways per bucket.
 constexpr uint32_t kMaxLoadedLobby = 1u << 22;
 constexpr uint32_t kLobbyWays = 4;
+// The largest count of roundings versions 4 to 6 hold: the builds that wrote one settled it
+// into the stored values every 2^31 events, two roundings each.
+constexpr uint64_t kMaxLoadedRoundings = uint64_t{1} << 32;
 
 // The index's home bucket: the hash's middle bits, which neither the count-min columns
 // (low bits plus multiples of the high half) nor the truncation marker lean on alone.
@@ -73,7 +78,9 @@ inline bool SameBytes(const char* a, const char* b, size_t n) {
 int64_t ToNanos(absl::Time t) { return absl::ToUnixNanos(t); }
 
 // Largest value a loaded tracker may hold. A real one never comes near it: an event adds at
-// most kMaxWeight * 2^kRescaleExponent (about 1.1e27), so 1e250 is some 1e223 events away.
+// most kMaxWeight * 2^kRescaleExponent (about 1.1e27), so 1e250 is some 1e223 events away,
+// and the per-event path's outward steps (a relative 2^-50 an event at most) take more than
+// 2^57 events to multiply a value by 1e58.
 // Refusing more keeps what follows a load finite, where a hostile value near DBL_MAX would
 // become +inf: a read widens a value by a little, Total() adds two, and Merge() scales the
 // other tracker's values by up to 2^kRescaleExponent and adds them.
@@ -175,18 +182,6 @@ void HeavyHitters::Rescale() {
               [scale](double s) { return internal::MulDown(s, scale); });
   landmark_ = now_;
   factor_ = 1.0;
-}
-
-void HeavyHitters::SettleRoundings() {
-  // Each stored value S of an upper bound has S >= (its exact value) * keep, and each lower
-  // bound L has L <= (its exact value) / keep (RoundingKeep()): dividing the first by keep
-  // rounding up, and multiplying the second by it rounding down, makes both hold with no
-  // rounding counted.
-  if (settle_left_ == kSettleEvents) return;
-  const double keep = RoundingKeep();
-  ScaleStored([keep](double s) { return internal::DivUp(s, keep); },
-              [keep](double s) { return internal::MulDown(s, keep); });
-  settle_left_ = kSettleEvents;
 }
 
 void HeavyHitters::SyncFloor() {
@@ -296,20 +291,16 @@ void HeavyHitters::SetKey(uint32_t slot, std::string_view stored, bool truncated
 inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key, Op op,
                                              double weight) {
   // The common paths only: a hit in the key's home index bucket, and a miss whose home
-  // bucket is empty. The others (the rest of a probe run, a settle, an admission) are
+  // bucket is empty. The others (the rest of a probe run, an admission) are
   // out-of-line calls, so the common paths keep a small frame.
   if (!(weight >= kMinWeight)) return;  // also NaN: such an event carries no weight
-  // Every sum below rounds to nearest, and so does the product: the event's two roundings
-  // are counted, and the bounds are widened by them when read (see RoundingKeep()). The
-  // count is settled into the stored values every kSettleEvents events.
-  if (--settle_left_ < 0) [[unlikely]] {
-    UpdateSettling(hash, key, op, weight);
-    return;
-  }
   weight = std::min(kMaxWeight, weight);
   const int o = static_cast<int>(op);
-  const double w = weight * factor_;  // factor_ >= 1 and weight >= kMinWeight: no underflow
-  total_[o] += w;
+  // The decayed weight rounded to nearest, normal (factor_ >= 1, weight >= kMinWeight). The
+  // decayed sums step two ulps outward, which covers the rounding of w and of the sum; the
+  // raw sums, counts rather than bounds, round to nearest (see "Rounding" in heavy_hitters.h).
+  const double w = weight * factor_;
+  total_[o] = internal::AddUpStep2(total_[o], w);
   raw_total_[o] += weight;
 
   // The key's length, or max_key_bytes + 1 for a key too long to store whole (whose
@@ -334,8 +325,8 @@ inline void HeavyHitters::UpdateHashedInline(uint64_t hash, std::string_view key
 }
 
 inline void HeavyHitters::AddHit(Entry& e, int o, double w, double weight) {
-  e.upper += w;
-  e.weight[o] += w;
+  e.upper = internal::AddUpStep2(e.upper, w);
+  e.weight[o] = internal::AddDownStep2(e.weight[o], w);
   e.raw[o] += weight;
   // The heap node lags; see HeapNode.
 }
@@ -344,11 +335,15 @@ inline void HeavyHitters::UpdateMiss(uint64_t hash, const char* key, uint32_t co
                                      double weight) {
   // The default depth inline; any other through a call, so that its loop does not weigh
   // on this path's frame.
+  // The sketch adds floor(x + 1) units for x = w / unit at depth 4 (Update4Inline<false>):
+  // an integer above x, so at least the double after x, which is at or above the exact
+  // product / unit (w is that rounded to nearest). The other depths add ceil(x) units, so
+  // they are given w stepped up.
   double estimate;
   if (cms_.depth() == 4) [[likely]] {
     estimate = cms_.Update4Inline<false>(hash, w);
   } else {
-    estimate = cms_.UpdateAnyDepth(hash, w);
+    estimate = cms_.UpdateAnyDepth(hash, internal::NextUp(w));
   }
   // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1 while
   // the table has room: an estimate at or below it cannot be admitted, and the common miss
@@ -356,13 +351,6 @@ inline void HeavyHitters::UpdateMiss(uint64_t hash, const char* key, uint32_t co
   if (estimate > admit_floor_) [[unlikely]] {
     MaybeAdmit(hash, key, code, op, w, weight, estimate);
   }
-}
-
-void HeavyHitters::UpdateSettling(uint64_t hash, std::string_view key, Op op, double weight) {
-  // settle_left_ went below 0: settle at R = kMaxRoundings, then count this event.
-  settle_left_ = 0;
-  SettleRoundings();  // settle_left_ = kSettleEvents
-  UpdateHashed(hash, key, op, weight);
 }
 
 void HeavyHitters::UpdateProbe(uint64_t hash, const char* key, uint32_t code, Op op, double w,
@@ -425,10 +413,10 @@ void HeavyHitters::Admit(uint64_t hash, std::string_view stored, bool truncated,
   Entry& e = entries_[slot];
   e.hash = hash;
   // The sketch's estimate already includes this event; never report less than was seen.
-  e.upper = std::max(estimate, weight);
+  e.upper = std::max(estimate, internal::NextUp(weight));  // weight: rounded to nearest
   e.weight[0] = e.weight[1] = 0;
   e.raw[0] = e.raw[1] = 0;
-  e.weight[static_cast<int>(op)] = weight;
+  e.weight[static_cast<int>(op)] = internal::NextDown(weight);
   e.raw[static_cast<int>(op)] = raw;
   e.admitted_ns = ToNanos(now_);
   SetKey(slot, stored, truncated);
@@ -452,7 +440,7 @@ double HeavyHitters::UpperStored(uint64_t hash, std::string_view key, int32_t* s
 
 double HeavyHitters::UpperBoundHashed(uint64_t hash, std::string_view key) const {
   int32_t slot;
-  return internal::DivUp(UpperStored(hash, key, &slot), UpperDivisor());
+  return internal::DivUp(UpperStored(hash, key, &slot), factor_);
 }
 
 double HeavyHitters::LowerBoundHashed(uint64_t hash, std::string_view key) const {
@@ -465,23 +453,16 @@ double HeavyHitters::LowerBoundHashed(uint64_t hash, std::string_view key) const
 }
 
 double HeavyHitters::Total() const {
-  return internal::DivUp(internal::AddUp(total_[0], total_[1]), UpperDivisor());
+  return internal::DivUp(internal::AddUp(total_[0], total_[1]), factor_);
 }
 
 double HeavyHitters::Total(Op op) const {
-  return internal::DivUp(total_[static_cast<int>(op)], UpperDivisor());
+  return internal::DivUp(total_[static_cast<int>(op)], factor_);
 }
 
-double HeavyHitters::SketchUnit() const { return internal::DivUp(cms_.scale(), UpperDivisor()); }
+double HeavyHitters::SketchUnit() const { return internal::DivUp(cms_.scale(), factor_); }
 
-double HeavyHitters::UpperDivisor() const {
-  // factor_ * keep, rounded down: a stored upper S bounds factor_ * true, times keep.
-  return internal::MulDown(factor_, RoundingKeep());
-}
-
-double HeavyHitters::LowerRead(double stored) const {
-  return internal::DivDown(internal::MulDown(stored, RoundingKeep()), factor_);
-}
+double HeavyHitters::LowerRead(double stored) const { return internal::DivDown(stored, factor_); }
 
 HeavyHitter HeavyHitters::Report(uint32_t slot) const {
   HeavyHitter h;
@@ -495,7 +476,7 @@ void HeavyHitters::Report(uint32_t slot, HeavyHitter* out) const {
   h.key.assign(StoredKey(slot));
   h.truncated = e.key_code > options_.max_key_bytes;
   h.hash = e.hash;
-  h.estimate = internal::DivUp(e.upper, UpperDivisor());
+  h.estimate = internal::DivUp(e.upper, factor_);
   for (int o = 0; o < kNumOps; ++o) {
     h.weight[o] = LowerRead(e.weight[o]);
     h.raw_weight[o] = e.raw[o];
@@ -607,9 +588,6 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
 
   if (absl::Status s = cms_.Merge(other.cms_, scale); !s.ok()) return s;
   if (other.counted()) start_ = counted() ? std::min(start_, other.start_) : other.start_;
-  // Each merged value's roundings are those of one side, at most: the sums and products
-  // here round outward, so they add none.
-  settle_left_ = std::min(settle_left_, other.settle_left_);
   for (int k = 0; k < kNumOps; ++k) {
     total_[k] = internal::AddUp(total_[k], internal::MulUp(other.total_[k], scale));
     raw_total_[k] += other.raw_total_[k];
@@ -645,7 +623,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
 // Layout (after the common magic/version header, all little-endian):
 //   u32 candidates | u32 max_key_bytes | u32 sketch_depth | u64 sketch_bytes | i64 half_life_ns
 //     (-1: no decay) | u64 seed | i64 start_ns | i64 landmark_ns | i64 now_ns
-//   f64 total[2] | f64 raw_total[2] | versions 4 on: u64 roundings
+//   f64 total[2] | f64 raw_total[2] | versions 4 on: u64 roundings (written 0, see kVersion)
 //   u32 cms_width | version 6: f64 cms_scale | u32 cells[width * depth]
 //                 | versions 2 to 5: f64 counters[width * depth]
 //   u32 entries, then per entry:
@@ -669,7 +647,7 @@ std::string HeavyHitters::Serialize() const {
   w.I64(ToNanos(now_));
   for (double t : total_) w.F64(t);
   for (double t : raw_total_) w.F64(t);
-  w.U64(roundings());
+  w.U64(0);  // no roundings to count (kVersion)
   w.U32(cms_.width());
   w.F64(cms_.scale());
   for (CountMinSketch::Counter c : cms_.counters()) w.U32(c);
@@ -740,15 +718,20 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes, a
   for (double& t : hh->raw_total_) {
     if (!r.F64(&t) || !Loadable(t)) return corrupt("bad raw total");
   }
+  // A build that rounded its sums to nearest saved R, the roundings it made since it last
+  // widened its values: each stored upper value S then bounds its exact value U by
+  // S >= U * keep, and each lower value L its exact L' by L <= L' / keep, with
+  // keep = 1 - R * 2^-53 (exact: R <= 2^32), by Bernoulli's inequality and
+  // e^x <= 1 / (1 - x). Dividing the upper values by keep (rounding up) and multiplying the
+  // lower ones by it (rounding down), once, below, makes them bounds as this build keeps
+  // them. (The raw sums are counts, not bounds, in both builds: they load as saved.)
+  uint64_t roundings = 0;
   if (version >= 4) {
-    uint64_t roundings;
-    if (!r.U64(&roundings) || roundings > kMaxRoundings) {
+    if (!r.U64(&roundings) || roundings > kMaxLoadedRoundings) {
       return corrupt("rounding count out of range");
     }
-    // Rounded up to whole events: counting more roundings than were made is safe.
-    hh->settle_left_ = kSettleEvents - static_cast<int64_t>((roundings + kRoundingsPerEvent - 1) /
-                                                            kRoundingsPerEvent);
   }
+  const double keep = 1.0 - static_cast<double>(roundings) * 0x1p-53;
   uint32_t width;
   if (!r.U32(&width) || width != saved_width || width == 0) {
     return corrupt("sketch width mismatch");
@@ -792,12 +775,12 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes, a
         !r.U32(&key_len) || key_len > o.max_key_bytes || !r.Bytes(key_len, &key)) {
       return corrupt("short or malformed entry");
     }
-    // The key's upper bound is at least its lower bound in every tracker, both read as the
-    // tracker reads them (widened by its roundings), so no other slack is allowed.
+    // The key's upper bound is at least its lower bound in every tracker, both widened by
+    // the saved roundings (as the saving build read them), so no other slack is allowed.
     if (!Loadable(upper) || !Loadable(weight[0]) || !Loadable(weight[1]) || !Loadable(raw[0]) ||
         !Loadable(raw[1]) || truncated > 1 ||
-        internal::DivUp(upper, hh->RoundingKeep()) <
-            internal::MulDown(internal::AddDown(weight[0], weight[1]), hh->RoundingKeep())) {
+        internal::DivUp(upper, keep) <
+            internal::MulDown(internal::AddDown(weight[0], weight[1]), keep)) {
       return corrupt("entry values out of range");
     }
     if (!truncated && HashKey(key, o.seed) != hash) return corrupt("entry hash mismatch");
@@ -841,6 +824,11 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes, a
   if (r.remaining() != 0) return corrupt("trailing bytes");
   for (uint32_t i = hh->size_ / 2; i-- > 0;) hh->SiftDown(i);
   hh->SyncFloor();
+  if (roundings > 0) {
+    // The saved count's widening, once (above); ScaleStored() keeps the heap's order.
+    hh->ScaleStored([keep](double s) { return internal::DivUp(s, keep); },
+                    [keep](double s) { return internal::MulDown(s, keep); });
+  }
   // Only now that every value is loaded against the saved landmark may the clock move
   // (a move of more than kRescaleExponent half-lives rescales them).
   hh->Advance(absl::FromUnixNanos(now_ns));

@@ -13,6 +13,15 @@
 // fma() (glibc picks the FMA instruction at load time where the CPU has it); the global
 // rounding mode (fesetround) is never touched. Inputs must be finite and >= +0, not -0.
 // Internal to hotkey::sketch.
+//
+// The Step variants below are cheaper and coarser: a sum rounded to nearest, then stepped
+// outward by whole ulps whatever its error was (an integer add on its bits). They suit a
+// path where finding the sign costs more than an ulp or two of drift: the tracker's
+// per-event sums (heavy_hitters.h). For a >= 0 and an x > 0 known only as w = RN(x) (x a
+// product, say), x and the sums normal (>= 2^-1022) and finite,
+//   AddDownStep2(a, w) <= a + x <= AddUpStep2(a, w),
+//   (a + x) * (1 - 2^-50) < AddDownStep2(a, w),   AddUpStep2(a, w) < (a + x) * (1 + 2^-50),
+// and NextDown(w) <= x <= NextUp(w) (tests/sketch/rounding_test.cc).
 
 #ifndef HOTKEY_SKETCH_ROUNDING_H_
 #define HOTKEY_SKETCH_ROUNDING_H_
@@ -60,6 +69,20 @@ inline double AddDown(double a, double b) {
   const double s = a + b;
   const uint64_t step = SumAboveExact(a, b, s);  // only when s > 0; +inf steps to DBL_MAX
   return std::bit_cast<double>(std::bit_cast<uint64_t>(s) - step);
+}
+
+// RN(a + w) two ulps up, or down: one step covers the sum's rounding, the other w's. For
+// s = RN(y), NextUp(s) >= y (if s < y, s is the double just below y). When x > w, x - w is
+// at most half the gap above w; the double one step above RN(a + w) is at least a + w >= w,
+// so the gap above it is at least as wide, and the second step passes a + x. The same holds
+// below. Relative bounds: RN errs by at most 2^-53 (twice: w, then the sum) and a step is
+// at most 2^-52 of the value, so the result is within (1 + 2^-53)^2 * (1 + 2^-52)^2 <
+// 1 + 2^-50 of a + x. The sum must be finite (up) or positive (down).
+inline double AddUpStep2(double a, double w) {
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(a + w) + 2);
+}
+inline double AddDownStep2(double a, double w) {
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(a + w) - 2);
 }
 
 // Below this, an FMA residual may itself underflow and lose its sign; results that small

@@ -62,7 +62,7 @@ TEST_CASE("Merge: two halves merged match the whole stream's top-100 and keep ev
   REQUIRE(first.Merge(second).ok());
   CHECK(first.RawTotal(Op::kRead) + first.RawTotal(Op::kWrite) == 2000000);
   CHECK(first.RawTotal(Op::kWrite) == first_writes + second.RawTotal(Op::kWrite));
-  CHECK_THAT(first.Total(), UpperBoundOf(2000000, first));
+  CHECK_THAT(first.Total(), UpperBoundOf(2000000, first, 2000000));
   CHECK(first.size() == first.options().candidates);
 
   const std::vector<HeavyHitter> top = first.TopK(100);

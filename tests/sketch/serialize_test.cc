@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "hotkey/sketch/count_min.h"
 #include "hotkey/sketch/hash.h"
@@ -46,6 +47,7 @@ using testing::Reload;
 namespace {
 
 using testing::KeyFor;
+using testing::kMaxSavedRoundings;
 using testing::kRoundingsAt;
 using testing::LowerBoundOf;
 using testing::Patch;
@@ -208,7 +210,6 @@ HeavyHitters BusyTracker(absl::Duration half_life, uint32_t candidates = 100) {
 
 void CheckSame(const HeavyHitters& a, const HeavyHitters& b) {
   CHECK(a.now() == b.now());
-  CHECK(a.roundings() == b.roundings());
   CHECK(a.size() == b.size());
   CHECK(a.Total() == b.Total());
   CHECK(a.Total(Op::kWrite) == b.Total(Op::kWrite));
@@ -399,11 +400,11 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
       {"total negative", [](std::string* b) { Patch<double>(b, 74, -1.0); }},
       {"raw total infinite", [](std::string* b) { Patch<double>(b, 82, kInf); }},
       // No tracker's value comes near 1e250 (kMaxLoaded in heavy_hitters.cc); one near
-      // DBL_MAX would read as +inf once widened by the count of roundings, or merged.
+      // DBL_MAX would become +inf once widened by a saved count of roundings, or merged.
       {"total above 1e250", [](std::string* b) { Patch<double>(b, 66, 1e251); }},
       {"raw total DBL_MAX", [](std::string* b) { Patch<double>(b, 82, DBL_MAX); }},
       {"roundings above 2^32",
-       [](std::string* b) { Patch<uint64_t>(b, kRoundingsAt, HeavyHitters::kMaxRoundings + 1); }},
+       [](std::string* b) { Patch<uint64_t>(b, kRoundingsAt, kMaxSavedRoundings + 1); }},
       {"sketch width mismatch", [](std::string* b) { Patch<uint32_t>(b, 106, 32); }},
       {"sketch scale negative", [](std::string* b) { Patch<double>(b, 110, -2.0); }},
       {"sketch scale -0", [](std::string* b) { Patch<double>(b, 110, -0.0); }},
@@ -467,7 +468,7 @@ TEST_CASE("HeavyHitters: checksummed buffers with absurd fields are rejected",
 
 // A tracker created at `t` (half-life 1 s) and fed a few keys, saved with its totals and its
 // first entry's upper bound at 1e250, the most Deserialize() takes (kMaxLoaded in
-// heavy_hitters.cc), and its count of roundings at 2^32, the most a read widens by; loaded.
+// heavy_hitters.cc), and its count of roundings at 2^32, the most a load widens by; loaded.
 HeavyHitters LoadedAtLimit(absl::Time t) {
   HeavyHittersOptions o;
   o.candidates = 4;
@@ -478,23 +479,23 @@ HeavyHitters LoadedAtLimit(absl::Time t) {
   std::string b = hh->Serialize();
   Patch<double>(&b, testing::kTotalsAt, 1e250);
   Patch<double>(&b, testing::kTotalsAt + 8, 1e250);
-  Patch<uint64_t>(&b, kRoundingsAt, HeavyHitters::kMaxRoundings);
+  Patch<uint64_t>(&b, kRoundingsAt, kMaxSavedRoundings);
   const size_t e0 = testing::EntryCountAt(b) + 4;
   REQUIRE(Peek<uint32_t>(b, e0 - 4) == 4);
   Patch<double>(&b, e0 + 8, 1e250);  // its upper bound, far above its weights
   Rechecksum(&b);
   absl::StatusOr<HeavyHitters> loaded = Reload(b);
   REQUIRE(loaded.ok());
-  REQUIRE(loaded->TopK(1)[0].estimate > 1e250);  // widened by 2^-21 when read
+  REQUIRE(loaded->TopK(1)[0].estimate > 1e250);  // widened by 2^-21 when loaded
   return *std::move(loaded);
 }
 
 TEST_CASE("HeavyHitters: a loaded tracker at the 1e250 limit merges and reads finite",
           "[sketch][serialize][merge]") {
-  // kMaxLoaded leaves room for what follows a load: a read widens a value by 2^-21 at most,
-  // Total() adds two, and Merge() scales the other tracker's values by up to 2^40 (its
-  // landmark up to 40 half-lives later) and adds them. Both ways round, at the limit on both
-  // sides, and against a fresh tracker.
+  // kMaxLoaded leaves room for what follows a load: the load widens a value by 2^-21 at
+  // most (a saved count of roundings), Total() adds two, and Merge() scales the other tracker's
+  // values by up to 2^40 (its landmark up to 40 half-lives later) and adds them. Both ways round,
+  // at the limit on both sides, and against a fresh tracker.
   const absl::Time late = kT0 + absl::Seconds(40);  // 40 half-lives
   const HeavyHitters early_loaded = LoadedAtLimit(kT0), late_loaded = LoadedAtLimit(late);
   HeavyHitters late_fresh = HeavyHitters::Create(early_loaded.options(), late).value();
@@ -528,7 +529,6 @@ TEST_CASE("HeavyHitters: a loaded tracker at the 1e250 limit merges and reads fi
     INFO(c.what);
     HeavyHitters merged = c.into;
     REQUIRE(merged.Merge(c.other).ok());
-    CHECK(merged.roundings() == std::max(c.into.roundings(), c.other.roundings()));
     check_finite(merged);
     // And it goes on: an event, then the clock past the rescale.
     merged.Update("after", Op::kWrite, HeavyHitters::kMaxWeight);
@@ -538,8 +538,8 @@ TEST_CASE("HeavyHitters: a loaded tracker at the 1e250 limit merges and reads fi
 }
 
 TEST_CASE("HeavyHitters: a count of roundings above 2^32 is rejected", "[sketch][serialize]") {
-  // A tracker settles its roundings every 2^31 events (2^32 roundings): a larger count was
-  // not written by one, and would widen every bound by more than the relative 2^-21 stated.
+  // The builds that counted their roundings settled them every 2^31 events (2^32
+  // roundings): a larger count was not written by one.
   const std::string good = SmallTrackerBytes();
   auto with_roundings = [&](uint64_t r) {
     std::string b = good;
@@ -547,37 +547,80 @@ TEST_CASE("HeavyHitters: a count of roundings above 2^32 is rejected", "[sketch]
     Rechecksum(&b);
     return Reload(b);
   };
-  for (uint64_t r : {HeavyHitters::kMaxRoundings + 1, uint64_t{1} << 63, ~uint64_t{0}}) {
+  for (uint64_t r : {kMaxSavedRoundings + 1, uint64_t{1} << 63, ~uint64_t{0}}) {
     const absl::Status s = with_roundings(r).status();
     INFO(r << " roundings: " << s);
     CHECK_FALSE(s.ok());
     CHECK(std::string(s.message()).find("rounding count") != std::string::npos);
   }
-  // Controls: 2^32 itself is a count a tracker can reach, and an odd count is rounded up to
-  // whole events (two roundings each): counting more roundings than were made is safe.
-  absl::StatusOr<HeavyHitters> most = with_roundings(HeavyHitters::kMaxRoundings);
-  REQUIRE(most.ok());
-  CHECK(most->roundings() == HeavyHitters::kMaxRoundings);
-  absl::StatusOr<HeavyHitters> odd = with_roundings(3);
-  REQUIRE(odd.ok());
-  CHECK(odd->roundings() == 4);
+  // Controls: 2^32 itself is a count a tracker could reach, and an odd count loads too.
+  CHECK(with_roundings(kMaxSavedRoundings).ok());
+  CHECK(with_roundings(3).ok());
 }
 
-TEST_CASE("HeavyHitters: a round trip keeps the count of roundings", "[sketch][serialize]") {
+TEST_CASE("HeavyHitters: a round trip saves no count of roundings and reads the same",
+          "[sketch][serialize]") {
   HeavyHitters hh = BusyTracker(absl::Seconds(2));
-  // Every event of BusyTracker has a weight of at least 1, so each counts two roundings.
-  REQUIRE(hh.roundings() == 2 * 200000);
   const std::string bytes = hh.Serialize();
-  CHECK(Peek<uint64_t>(bytes, kRoundingsAt) == hh.roundings());
+  CHECK(Peek<uint64_t>(bytes, kRoundingsAt) == 0);
   absl::StatusOr<HeavyHitters> back = Reload(bytes);
   REQUIRE(back.ok());
-  CHECK(back->roundings() == hh.roundings());
-  // And so the same widening: every figure read is the same (CheckSame), not only close.
+  // Every figure read is the same (CheckSame), not only close, and so are the bytes saved.
   CheckSame(hh, *back);
+  CHECK(back->Serialize() == bytes);
   hh.Update("one more", Op::kWrite);
   back->Update("one more", Op::kWrite);
-  CHECK(back->roundings() == hh.roundings());
-  CHECK(back->roundings() == 2 * 200001);
+  CheckSame(hh, *back);
+}
+
+TEST_CASE("HeavyHitters: a saved count of roundings widens every stored value once, at load",
+          "[sketch][serialize]") {
+  // A build that rounded its sums to nearest saved R, the roundings since it last widened its
+  // values; this one loads its values widened once by keep = 1 - R * 2^-53 (the upper ones
+  // divided by it, rounding up, the lower ones multiplied), and saves them with no count, so
+  // a second round trip widens nothing more. At R = 2^32, keep = 1 - 2^-21.
+  const HeavyHitters hh = BusyTracker(absl::Seconds(2));
+  std::string bytes = hh.Serialize();
+  Patch<uint64_t>(&bytes, kRoundingsAt, kMaxSavedRoundings);
+  Rechecksum(&bytes);
+  absl::StatusOr<HeavyHitters> back = Reload(bytes);
+  REQUIRE(back.ok());
+  // 1 / keep is 1 + 2^-21 + 2^-42 + ...; a read's own roundings are far below 2^-22.
+  auto widened_up = [](double got, double was) {
+    return got >= was * (1 + 0x1p-21) && got <= was * (1 + 0x1p-20);
+  };
+  auto widened_down = [](double got, double was) {
+    return got <= was * (1 - 0x1p-21) * (1 + 0x1p-50) && got >= was * (1 - 0x1p-20);
+  };
+  CHECK(widened_up(back->Total(), hh.Total()));
+  CHECK(widened_up(back->Total(Op::kWrite), hh.Total(Op::kWrite)));
+  // Counts, not bounds: as saved.
+  CHECK(back->RawTotal(Op::kRead) == hh.RawTotal(Op::kRead));
+  REQUIRE(back->size() == hh.size());
+  // The table, by hash (some keys are truncated: their stored bytes name another key).
+  absl::flat_hash_map<uint64_t, HeavyHitter> before;
+  hh.ForEach([&](const HeavyHitter& h) { before[h.hash] = h; });
+  back->ForEach([&](const HeavyHitter& h) {
+    INFO(h.key);
+    REQUIRE(before.contains(h.hash));
+    const HeavyHitter& was = before[h.hash];
+    CHECK(widened_up(h.estimate, was.estimate));
+    CHECK(widened_down(h.lower_bound, was.lower_bound));
+    CHECK(h.raw_weight[0] == was.raw_weight[0]);
+  });
+  // Keys outside the table: the sketch's cells are widened too (then rounded up to units).
+  for (int i = 0; i < 20000; i += 37) {
+    const std::string k = KeyFor(i);
+    if (hh.LowerBound(k) > 0) continue;
+    INFO(k);
+    CHECK(back->UpperBound(k) >= hh.UpperBound(k) * (1 + 0x1p-21));
+  }
+  // Once: saved again with no count, it loads as it was.
+  const std::string again = back->Serialize();
+  CHECK(Peek<uint64_t>(again, kRoundingsAt) == 0);
+  absl::StatusOr<HeavyHitters> twice = Reload(again);
+  REQUIRE(twice.ok());
+  CheckSame(*back, *twice);
 }
 
 // `v6` (a version-6 buffer) as version 5 saved its sketch: f64 counters, as many as the
@@ -632,10 +675,9 @@ std::string AsOlderVersion(const std::string& v6, uint16_t version,
 
 TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
           "[sketch][serialize]") {
-  // A version-3 tracker rounded every sum outward, so its values are bounds as saved. To
-  // make one: a stream whose every sum is a double (integer weights, decay off), whose
-  // values rounded to nearest are those version 3 would have saved, and its buffer without
-  // the count of roundings, with an empty lobby.
+  // A version-3 tracker rounded every sum outward, so its values are bounds as saved, as
+  // this build's are: a buffer of this build without the count of roundings (0 here), with
+  // an empty lobby, is one.
   HeavyHittersOptions o;
   o.candidates = 4;
   o.sketch_bytes = 256;
@@ -649,36 +691,28 @@ TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
   for (int r = 0; r < 3; ++r) {
     for (int i = 4; i < 34; ++i) hh.Update(KeyFor(i), Op::kWrite, 1);
   }
-  REQUIRE(hh.roundings() == 2 * (200 + 90));
   const std::string v6 = hh.Serialize();
   absl::StatusOr<HeavyHitters> back = Reload(AsOlderVersion(v6, 3, {}));
   INFO(back.status());
   REQUIRE(back.ok());
-  CHECK(back->roundings() == 0);
-  // Everything but the sketch and the count of roundings is as saved; the sketch is twice
-  // as wide as version 3's (4-byte cells), every key reading what its counters held.
-  std::string v6_without_roundings = v6;
-  Patch<uint64_t>(&v6_without_roundings, kRoundingsAt, 0);
-  Rechecksum(&v6_without_roundings);
+  // Everything but the sketch is as saved; the sketch is twice as wide as version 3's
+  // (4-byte cells), every key reading what its counters held.
   const std::string again = back->Serialize();
   CHECK(Peek<uint32_t>(again, 106) == Peek<uint32_t>(v6, 106));
-  CHECK(again.substr(0, 106) == v6_without_roundings.substr(0, 106));
+  CHECK(again.substr(0, 106) == v6.substr(0, 106));
   const size_t again_at = testing::EntryCountAt(again), v6_at = testing::EntryCountAt(v6);
   CHECK(again.substr(again_at, again.size() - again_at - 8) ==
         v6.substr(v6_at, v6.size() - v6_at - 8));
-  // With no roundings counted, bounds read exactly as version 3 read them: the table keys'
-  // bounds are their exact weights (plus the sketch's units they were admitted with), where
-  // hh's are widened by its 580 roundings.
-  CHECK(back->Total() == 4 * 100 + 30 * 3);
-  CHECK_THAT(hh.Total(), UpperBoundOf(4 * 100 + 30 * 3, hh));
+  // Nothing to widen: the table's bounds read as hh's, within its 290 events' steps of the
+  // truth (plus the sketch's units the keys were admitted with).
+  CHECK(back->Total() == hh.Total());
+  CHECK_THAT(back->Total(), UpperBoundOf(4 * 100 + 30 * 3, hh, 290));
   for (int i = 0; i < 4; ++i) {
     INFO(KeyFor(i));
-    CHECK(back->UpperBound(KeyFor(i)) >= 100);
-    CHECK(back->UpperBound(KeyFor(i)) < 100 + 2 * hh.SketchUnit());
-    CHECK(back->LowerBound(KeyFor(i)) == 100);
-    CHECK_THAT(hh.UpperBound(KeyFor(i)), UpperBoundOf(100, hh, testing::StoredSums::kExact, 1));
-    CHECK_THAT(hh.LowerBound(KeyFor(i)), LowerBoundOf(100, hh));
-    CHECK(hh.UpperBound(KeyFor(i)) > 100);
+    CHECK(back->UpperBound(KeyFor(i)) == hh.UpperBound(KeyFor(i)));
+    CHECK(back->LowerBound(KeyFor(i)) == hh.LowerBound(KeyFor(i)));
+    CHECK_THAT(back->UpperBound(KeyFor(i)), UpperBoundOf(100, hh, 50, 1));
+    CHECK_THAT(back->LowerBound(KeyFor(i)), LowerBoundOf(100, 50));
   }
   for (int i = 4; i < 34; ++i) {
     INFO(KeyFor(i));
@@ -708,7 +742,6 @@ TEST_CASE("HeavyHitters: a version-5 buffer loads into a sketch of twice its wid
   absl::StatusOr<HeavyHitters> back = Reload(v5);
   INFO(back.status());
   REQUIRE(back.ok());
-  CHECK(back->roundings() == hh.roundings());
   CHECK(back->Total() == hh.Total());
   CHECK(back->size() == hh.size());
   for (int i = 0; i < 3000; ++i) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iomanip>
 #include <limits>
 #include <sstream>
@@ -94,46 +95,42 @@ static_assert(std::numeric_limits<long double>::digits >= 64,
 
 namespace {
 
-// 1 - R * 2^-53 (the tracker's RoundingKeep), to the power the stored sums call for.
-long double Widening(uint64_t roundings, StoredSums sums) {
-  const long double keep = 1.0L - static_cast<long double>(roundings) * 0x1p-53L;
-  return sums == StoredSums::kExact ? keep : keep * keep;
-}
+constexpr long double kStep = 0x1p-50L;       // one event's relative drift (test_util.h)
+constexpr long double kReadSlack = 0x1p-50L;  // the read's own roundings (test_util.h)
 
-constexpr long double kReadSlack = 8 * 0x1p-53L;  // the read's own roundings (test_util.h)
+long double Drift(uint64_t events, long double step) {
+  return std::pow(1 + step, static_cast<long double>(events));
+}
 
 }  // namespace
 
 bool BoundOfTruth::match(const double& bound) const {
-  const long double keep = Widening(roundings_, sums_);
   const long double b = bound, t = truth_;
-  if (upper_) return t <= b && (b - units_) * keep <= t * (1 + kReadSlack);
-  return b <= t && b >= t * keep * (1 - kReadSlack);
+  if (upper_) return t <= b && b <= (t + units_) * Drift(events_, kStep) * (1 + kReadSlack);
+  return b <= t && b >= t * Drift(events_, -kStep) * (1 - kReadSlack);
 }
 
 std::string BoundOfTruth::describe() const {
   std::ostringstream os;
   os << std::setprecision(21) << "is " << (upper_ ? "an upper" : "a lower") << " bound of "
-     << truth_ << " widened by at most " << roundings_ << " roundings"
-     << (sums_ == StoredSums::kExact ? "" : " twice") << " plus " << units_
-     << " for the sketch's units (";
-  const long double keep = Widening(roundings_, sums_);
+     << truth_ << " within " << events_ << " events' steps"
+     << " plus " << units_ << " for the sketch's units (";
   if (upper_) {
-    os << "in [" << truth_ << ", " << static_cast<double>(truth_ * (1 + kReadSlack) / keep + units_)
-       << "])";
+    os << "in [" << truth_ << ", "
+       << static_cast<double>((truth_ + units_) * Drift(events_, kStep) * (1 + kReadSlack)) << "])";
   } else {
-    os << "in [" << static_cast<double>(truth_ * keep * (1 - kReadSlack)) << ", " << truth_ << "])";
+    os << "in [" << static_cast<double>(truth_ * Drift(events_, -kStep) * (1 - kReadSlack)) << ", "
+       << truth_ << "])";
   }
   return os.str();
 }
 
-BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums, int adds) {
-  return BoundOfTruth(true, truth, hh.roundings(), sums,
-                      2 * static_cast<long double>(adds) * hh.SketchUnit());
+BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh, uint64_t events, int adds) {
+  return BoundOfTruth(true, truth, events, 2 * static_cast<long double>(adds) * hh.SketchUnit());
 }
 
-BoundOfTruth LowerBoundOf(long double truth, const HeavyHitters& hh, StoredSums sums) {
-  return BoundOfTruth(false, truth, hh.roundings(), sums, 0);
+BoundOfTruth LowerBoundOf(long double truth, uint64_t events) {
+  return BoundOfTruth(false, truth, events, 0);
 }
 
 size_t EntryCountAt(const std::string& hkhh) {

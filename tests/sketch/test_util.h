@@ -67,60 +67,50 @@ size_t FoundOfTopK(const std::vector<HeavyHitter>& top, const ExactStream& exact
 // Ids ordered by count, heaviest first, ties broken by id (so the order is deterministic).
 std::vector<uint64_t> ByCountDescending(const absl::flat_hash_map<uint64_t, double>& counts);
 
-// A bound read from a tracker against the exact truth it bounds. The tracker keeps its sums
-// rounded to nearest and widens what it reads by its count of roundings R = hh.roundings()
-// (heavy_hitters.h): keep = 1 - R * 2^-53, an upper value is read as stored / keep, a lower
-// one as stored * keep. So, besides never crossing the truth, a bound is at most that far
-// from it:
-//   * StoredSums::kExact, for streams whose every sum is a double (integer weights at a
-//     decay factor of 1 or a power of two): the stored value is the truth, and only the read
-//     widens it:  truth <= upper <= truth / keep,  truth * keep <= lower <= truth;
-//   * StoredSums::kRounded, for any stream: the stored value itself may have drifted by up to
-//     R roundings, a relative R * 2^-53 (a sum that stalls loses that much), and the read
-//     widens it again:  truth <= upper <= truth / keep^2,  truth * keep^2 <= lower <= truth.
-// Each also allows 8 * 2^-53 relative for the read's own roundings. A read rounds outward up
-// to three times, each by less than an ulp (a relative 2^-52): Total() adds the two ops,
-// rounds the divisor factor * keep down and the quotient up, and a lower bound adds the
-// ops, multiplies by keep and divides by the factor. At a decay factor of 1 or a power of
-// two the factor's rounding is exact, and 4 * 2^-53 (two roundings) would do; any other
-// factor (decay on, between powers) takes the third, 6 * 2^-53, which 8 covers with room.
-// With R == 0 the widening is nil: a bound of an exact stream is the truth within 3 ulps.
-// The truth is a long double, so a test may compute a truth that is not a double (a sum of
-// decayed weights) without rounding it first. The comparison is made in long double (64-bit
-// significand on x86-64), so its own roundings are far below the allowance. Usage:
-//   CHECK_THAT(hh.UpperBound("c"), UpperBoundOf(10, hh));
-enum class StoredSums { kExact, kRounded };
-
+// A bound read from a tracker against the exact truth it bounds. The tracker's per-event
+// path rounds each sum to nearest and steps it two ulps outward (heavy_hitters.h), so a
+// stored value that n events added to is within a relative (1 + 2^-50)^n of its exact value,
+// on its side of it; a read rounds outward again, at most two ulps (Total() adds the two
+// ops and divides by the decay factor, a lower bound adds the ops and divides), which
+// kReadSlack = 2^-50 covers. So
+//   truth <= upper <= (truth + units) * (1 + 2^-50)^events * (1 + 2^-50),
+//   truth * (1 - 2^-50)^events * (1 - 2^-50) <= lower <= truth,
+// where `events` is the number of events added to the value (any larger number will do) and
+// `units` two of the sketch's units for each add that rounded the bound up to whole units
+// (a key admitted from the sketch carries one). The truth is a long double, so a test may
+// compute a truth that is not a double (a sum of decayed weights) without rounding it first;
+// the comparison is made in long double (64-bit significand on x86-64), whose own roundings
+// are far below the allowance. Usage:
+//   CHECK_THAT(hh.UpperBound("c"), UpperBoundOf(10, hh, 10));
 class BoundOfTruth : public Catch::MatcherBase<double> {
  public:
-  BoundOfTruth(bool upper, long double truth, uint64_t roundings, StoredSums sums,
-               long double units)
-      : upper_(upper), truth_(truth), roundings_(roundings), sums_(sums), units_(units) {}
+  BoundOfTruth(bool upper, long double truth, uint64_t events, long double units)
+      : upper_(upper), truth_(truth), events_(events), units_(units) {}
   bool match(const double& bound) const override;
   std::string describe() const override;
 
  private:
   bool upper_;
   long double truth_;
-  uint64_t roundings_;
-  StoredSums sums_;
+  uint64_t events_;
   long double units_;
 };
 
-// `truth` <= the bound <= `truth` widened by hh's roundings (see above), plus two of the
-// sketch's units (hh.SketchUnit()) for each of `adds`: the adds or divisions of the sketch's
-// cells that rounded the bound up to whole units (a key admitted from the sketch carries one).
-BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh,
-                          StoredSums sums = StoredSums::kExact, int adds = 0);
-// `truth` narrowed by hh's roundings <= the bound <= `truth` (see above).
-BoundOfTruth LowerBoundOf(long double truth, const HeavyHitters& hh,
-                          StoredSums sums = StoredSums::kExact);
+// `truth` <= the bound <= `truth` widened by `events` events' steps (see above), plus two of
+// the sketch's units (hh.SketchUnit()) for each of `adds`.
+BoundOfTruth UpperBoundOf(long double truth, const HeavyHitters& hh, uint64_t events, int adds = 0);
+// `truth` narrowed by `events` events' steps <= the bound <= `truth` (see above).
+BoundOfTruth LowerBoundOf(long double truth, uint64_t events);
 
 // Offset of the u64 count of roundings in a version-4 (to 6) HKHH buffer: after the magic (4),
 // version (2), the options and times (u32 x3, u64, i64, u64, i64 x3: 60 bytes) and the f64
 // totals and raw totals (32). Version 3 has no such field (everything after it is 8 bytes
-// earlier).
+// earlier). Builds that rounded their sums to nearest counted their roundings there; this
+// one writes 0 and applies a saved count once when it loads it (heavy_hitters.cc).
 inline constexpr size_t kRoundingsAt = 98;
+// The largest count of roundings a saved tracker holds: the builds that counted settled it
+// every 2^31 events, two roundings each.
+inline constexpr uint64_t kMaxSavedRoundings = uint64_t{1} << 32;
 // Offset of the f64 totals in a version-4 (or 3) HKHH buffer: total[read], then total[write].
 inline constexpr size_t kTotalsAt = 66;
 

@@ -23,25 +23,32 @@
 // (each event's weight times the tracker's decay factor, below):
 //   LowerBound(k) <= true(k) <= UpperBound(k) = Estimate(k),
 //   sum over k of true(k) <= Total(),
-// exactly (tests/sketch/rounding_accounting_test.cc, saturation_test.cc). For a key outside
-// the table, with probability >= 1 - delta (the count-min bound, epsilon = e / width;
-// heavy_hitters_test.cc):
+// exactly, whatever the rounding (tests/sketch/heavy_hitters_rounding_test.cc,
+// saturation_test.cc). For a key outside the table, with probability >= 1 - delta (the
+// count-min bound, epsilon = e / width; heavy_hitters_test.cc):
 //   UpperBound(k) - true(k) <= epsilon * Total() + the sketch's rounding to whole units,
 // which is less than two SketchUnit()s for each add to k's cells (floor(w / unit + 1) units
 // for a weight w, count_min_inline.h) and one for each division of the cells to make room
 // (count_min.h); the sketch's unit is at most 2^-30 of its largest cell.
 //
-// Rounding: the per-event path keeps every sum of the table, and the event's decayed weight,
-// a double rounded to nearest, and counts the roundings: R, two per event. (The sketch's
-// cells round that weight up to whole units, so they hold at least what they were given.) With u =
-// 2^-53, a stored upper value S (a bound, a total, a sketch cell, a way) has S >= U * (1 - u)^R,
-// and a stored lower value L has L <= L' * (1 + u)^R, where U and L' are what exact arithmetic
-// would hold; a read therefore divides an upper value by keep = 1 - R * u (rounding up) and
-// multiplies a lower one by keep (rounding down), with the directed helpers of rounding.h. Every
-// kSettleEvents events the count is settled (every stored value widened once by keep, R
-// restarts at 0), so R <= kMaxRoundings and 1 / keep <= 1 + 2^-20. A value kept through j
-// settles is within a relative (j + 1) * 2^-21 of its exact value (pinned by
-// rounding_accounting_test.cc).
+// Rounding: every stored weight is an upper value (an entry's bound, the totals, the
+// sketch's cells) or a lower one (an entry's weights since admission), and every sum,
+// product and quotient that makes one rounds toward its side (rounding.h), so that with U and
+// L what exact arithmetic would hold, the stored S and L' have S >= U and L' <= L; a read
+// rounds outward again. Merges, rescales, loads and reads find the sign of each error and
+// step only when it is not zero. The per-event path does not look: the decayed weight
+// w = weight * factor is rounded to nearest, each sum with it is rounded to nearest and
+// stepped two ulps outward (AddUpStep2/AddDownStep2: one ulp for the sum's rounding, one
+// for w's), and an admitted key's bound and weight start one ulp outward of w. Each event
+// thus moves a value it adds to by at most a relative 2^-50 beyond the exact sum, and a value
+// that n events added to from 0, with no merge, rescale or load in between, holds
+//   U <= S < U * (1 + 2^-50)^n,   L * (1 - 2^-50)^n < L' <= L,
+// about n * 2^-50 relative (2^-10 after 2^40 events); an entry's bound starts from the
+// sketch's estimate instead of 0 and the same factor applies to that estimate plus what the
+// n events added. The raw sums (RawTotal(), raw_weight) are counts, not bounds: no
+// guarantee above rests on them, their readers take differences of them (rates), and they
+// are rounded to nearest, so sums of integer weights are exact up to 2^53
+// (heavy_hitters_rounding_test.cc pins all of these).
 //
 // Time decay: exponential, with half-life h, by forward decay (Cormode, Shkapenyuk,
 // Srivastava & Xu, "Forward Decay", ICDE 2009). An event at time t adds w * 2^((t - L)/h)
@@ -52,8 +59,8 @@
 // kRescaleExponent half-lives, O(1) per update otherwise. The sketch's unit follows the
 // factor: between rescales, forward-decayed values grow with it, and the unit doubles
 // whenever a cell would pass 2^32 - 1 units (about once a half-life under steady traffic,
-// O(sketch cells) each time); a rescale (or a settle, below) writes every cell anew in the
-// smallest unit that holds the largest, rounding up. Time only moves through Advance():
+// O(sketch cells) each time); a rescale writes every cell anew in the smallest unit that
+// holds the largest, rounding up. Time only moves through Advance():
 // the caller's clock (a monotonic one: a reading earlier than the last is ignored), never a
 // global. A tracker loaded from another process's state is placed on the caller's clock by
 // Deserialize(bytes, now).
@@ -141,13 +148,6 @@ class HeavyHitters {
   // Rescale when the decay factor passes 2^40: far below double's 2^1023 limit, and rare
   // (once per 40 half-lives).
   static constexpr double kRescaleExponent = 40;
-  // Roundings counted per event: the product weight * factor and one sum per value.
-  static constexpr uint64_t kRoundingsPerEvent = 2;
-  // The count of roundings is settled into the stored values (SettleRoundings) every 2^31
-  // events, so R <= 2^32 and a read widens a stored value by at most a relative 2^-21 * (1 +
-  // 2^-20); the O(memory) settling runs once per 2^31 events.
-  static constexpr int64_t kSettleEvents = int64_t{1} << 31;
-  static constexpr uint64_t kMaxRoundings = kRoundingsPerEvent * kSettleEvents;
 
   // A tracker whose clock starts at `now`.
   static absl::StatusOr<HeavyHitters> Create(const HeavyHittersOptions& options, absl::Time now);
@@ -180,11 +180,6 @@ class HeavyHitters {
   // The same for a key whose events were given to UpdateHashed() with `hash`.
   double UpperBoundHashed(uint64_t hash, std::string_view key) const;
   double LowerBoundHashed(uint64_t hash, std::string_view key) const;
-  // Roundings to nearest counted since they were last settled (R above, at most
-  // kMaxRoundings). For tests.
-  uint64_t roundings() const {
-    return kRoundingsPerEvent * static_cast<uint64_t>(kSettleEvents - settle_left_);
-  }
 
   // The count-min sketch's unit (count_min.h) in decayed units, rounded up: an add to the
   // sketch raises a key outside the table by less than two units beyond its weight, a
@@ -195,7 +190,8 @@ class HeavyHitters {
   // Decayed weight of all events, and by op: upper bounds on the true totals (see above).
   double Total() const;
   double Total(Op op) const;
-  // Undecayed weight of all events ever counted, by op.
+  // Undecayed weight of all events ever counted, by op: a count rounded to nearest, exact
+  // while the sum of the weights is a double (integer weights, up to 2^53).
   double RawTotal(Op op) const { return raw_total_[static_cast<int>(op)]; }
 
   // The additive error bound for keys outside the table: epsilon * Total(), which holds
@@ -247,7 +243,7 @@ class HeavyHitters {
     uint64_t hash;
     double upper;            // upper bound, forward-decayed units (an upper value)
     double weight[kNumOps];  // since admission, forward-decayed units (a lower value)
-    double raw[kNumOps];     // since admission, undecayed
+    double raw[kNumOps];     // since admission, undecayed (a count, rounded to nearest)
     int64_t admitted_ns;
     // The stored key's length, or max_key_bytes + 1 if the key was longer (then its first
     // max_key_bytes bytes are stored): length and truncation compare as one value.
@@ -294,8 +290,6 @@ class HeavyHitters {
   [[gnu::always_inline]] inline void AddHit(Entry& e, int o, double w, double weight);
   // Update() of a key longer than 16 bytes: the out-of-line hash, then UpdateHashed().
   [[gnu::noinline]] void UpdateLongKey(std::string_view key, Op op, double weight);
-  // The event that finds the rounding count at its limit: settles it, then UpdateHashed().
-  [[gnu::noinline]] void UpdateSettling(uint64_t hash, std::string_view key, Op op, double weight);
   // The rest of the event's path when the key's home index bucket holds another key: the
   // probe from the next bucket on, then the hit or the miss. Arguments as for MaybeAdmit().
   [[gnu::noinline]] void UpdateProbe(uint64_t hash, const char* key, uint32_t code, Op op,
@@ -307,7 +301,8 @@ class HeavyHitters {
   // The miss path past the sketch: admits the key if the table has room or `estimate`
   // beats the weakest entry. Out of line, so the common miss stays short. `key` and `code` as for
   // FindCode() (the stored bytes and truncation are worked out here, off the common path); `weight`
-  // is the event's decayed weight as counted, `raw` its weight.
+  // is the event's decayed weight rounded to nearest (stepped outward where it is stored), `raw`
+  // its weight.
   void MaybeAdmit(uint64_t hash, const char* key, uint32_t code, Op op, double weight, double raw,
                   double estimate);
   void SetKey(uint32_t slot, std::string_view stored, bool truncated);
@@ -324,20 +319,8 @@ class HeavyHitters {
   void Admit(uint64_t hash, std::string_view stored, bool truncated, Op op, double weight,
              double raw, double estimate);
   void Rescale();
-  // A lower bound on (1 - u)^R and on (1 + u)^-R for R = roundings() and u = 2^-53 (the
-  // relative error of one rounding to nearest): 1 - R * u, exact in a double (R < 2^53),
-  // by Bernoulli's inequality and e^x <= 1 / (1 - x). A stored upper value S then bounds
-  // its exact value U by S >= U * keep, and a stored lower value L its exact L* by
-  // L <= L* / keep; 1 (exactly) when no rounding is counted.
-  double RoundingKeep() const { return 1.0 - static_cast<double>(roundings()) * 0x1p-53; }
-  // factor_ * RoundingKeep(), rounded down: a stored upper value divided by it (rounding
-  // up) is an upper bound in decayed units.
-  double UpperDivisor() const;
   // A stored lower value as a lower bound in decayed units.
   double LowerRead(double stored) const;
-  // Applies RoundingKeep() to every stored value, rounding outward, and restarts the count
-  // of roundings at 0. O(memory); once per kSettleEvents events.
-  void SettleRoundings();
   // Replaces every stored upper value S (sketch counters, totals, entries and heap nodes)
   // with up(S) and every stored lower value with down(S). Both must be monotone (the heap's
   // order and node <= entry then hold) and map 0 to 0. Calls SyncFloor().
@@ -354,15 +337,14 @@ class HeavyHitters {
 
   HeavyHittersOptions options_;
   CountMinSketch cms_;
-  double half_life_s_;                   // +inf when decay is off
-  absl::Time start_;                     // the first event's time (the clock before any event)
-  absl::Time landmark_;                  // L
-  absl::Time now_;                       // the clock
-  double factor_ = 1.0;                  // 2^((now - L)/h): the weight of an event now
-  int64_t settle_left_ = kSettleEvents;  // events until settling; R = 2 * (kSettleEvents - it)
-  double admit_floor_ = -1.0;            // see SyncFloor()
-  double total_[kNumOps] = {0, 0};       // forward-decayed units, an upper value
-  double raw_total_[kNumOps] = {0, 0};   // undecayed
+  double half_life_s_;                  // +inf when decay is off
+  absl::Time start_;                    // the first event's time (the clock before any event)
+  absl::Time landmark_;                 // L
+  absl::Time now_;                      // the clock
+  double factor_ = 1.0;                 // 2^((now - L)/h): the weight of an event now
+  double admit_floor_ = -1.0;           // see SyncFloor()
+  double total_[kNumOps] = {0, 0};      // forward-decayed units, an upper value
+  double raw_total_[kNumOps] = {0, 0};  // undecayed (a count, rounded to nearest)
 
   uint32_t size_ = 0;           // slots in use: 0..candidates
   std::vector<Entry> entries_;  // `candidates` slots
