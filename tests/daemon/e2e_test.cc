@@ -549,14 +549,14 @@ TEST_CASE(
   }
   CHECK(d.CountLogs("episode started", "key=\"hot\"") == 1);
 
-  // Ten half-lives later the old traffic weighs 1/1024: now 9%, under the threshold but
-  // over 0.08, so the key stays hot.
+  // Ten half-lives later the old traffic weighs 1/1024: now 9% (the decayed share, which
+  // detection reads), under the threshold but over 0.08, so the key stays hot.
   d.Tick(absl::Seconds(2));
   send(1000, 90);
   d.Tick();
   k = d.TopKey("hot");
   REQUIRE(k);
-  CHECK((*k)["share"].number == Approx(0.09).margin(0.01));
+  CHECK((*k)["decayed_share"].number == Approx(0.09).margin(0.01));
   CHECK((*k)["hot"].boolean);
   CHECK(d.CountLogs("episode ended", "key=\"hot\"") == 0);
 
@@ -567,7 +567,7 @@ TEST_CASE(
   k = d.TopKey("hot");
   REQUIRE(k);
   CHECK_FALSE((*k)["hot"].boolean);
-  CHECK((*k)["share"].number == Approx(0.05).margin(0.01));
+  CHECK((*k)["decayed_share"].number == Approx(0.05).margin(0.01));
   CHECK(d.Metrics().Find("hotkey_key_hot").empty());
   CHECK(d.CountLogs("episode started", "key=\"hot\"") == 1);
   CHECK(d.CountLogs("episode ended", "key=\"hot\"") == 1);
@@ -598,10 +598,10 @@ TEST_CASE("E2E: a wall clock stepped back an hour moves the stamps; decay goes o
   d.Tick();
   const std::optional<Json> fresh = d.TopKey("new");
   REQUIRE(fresh);
-  CHECK((*fresh)["share"].number == Approx(32.0 / 33).margin(0.01));
+  CHECK((*fresh)["decayed_share"].number == Approx(32.0 / 33).margin(0.01));
   const std::optional<Json> stale = d.TopKey("old");
   REQUIRE(stale);
-  CHECK((*stale)["share"].number == Approx(1.0 / 33).margin(0.01));
+  CHECK((*stale)["decayed_share"].number == Approx(1.0 / 33).margin(0.01));
   // The stamps show the step: the snapshot's time is the wall clock's (25 ms at start, 25,
   // 1000 and 25 since).
   CHECK(d.Top()["time"].string == "2027-01-15T07:00:01.075Z");
