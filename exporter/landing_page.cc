@@ -1,13 +1,16 @@
 // The landing page: live top keys (from /api/v1/top, every second) and the shard-model
-// playground (sliders -> /api/v1/model -> per-shard load bars). The sliders start at the
-// daemon's configured cluster (/api/v1/model's default inputs); a clicked key is modelled on
-// the figures the daemon's advice for it uses (/api/v1/model's measured mode: the shard's
-// ops/s over the rate window, the key's share and write ratio, as /api/v1/top gives them),
-// so the page
-// shows the fix the daemon advises. With --model.measured-loads-file, a table between the
-// two shows the shards' measured loads beside the model's projection for each fix
-// (/api/v1/measured, every second; load_comparison.h). Self-contained: no build step, no external
-// script, style or font, so it works on an air-gapped host.
+// playground (sliders -> /api/v1/model -> per-shard load bars). Each hot key's row says in
+// one line what its advised fix means, with the key's figures (fixLine), and links to the
+// fix's runbook section in deploy/README.md. The model's inputs are shown with their origin
+// (measured from the shard, or configured), with a warning when the advice rests on
+// configured figures (modelWarning). The sliders start at the cluster the daemon's advice
+// uses (/api/v1/model's default inputs); a clicked key is modelled on the figures the
+// daemon's advice for it uses (/api/v1/model's measured mode: the shard's ops/s over the rate
+// window, the key's share and write ratio, as /api/v1/top gives them), so the page shows the
+// fix the daemon advises. With --model.measured-loads-file, a table between the two shows the
+// shards' measured loads beside the model's projection for each fix (/api/v1/measured, every
+// second; load_comparison.h). Self-contained: no build step, no external script, style or
+// font, so it works on an air-gapped host.
 
 #include <string>
 #include <string_view>
@@ -78,6 +81,8 @@ label{display:flex;justify-content:space-between} input[type=range]{width:100%}
 .cap{position:absolute;left:0;right:0;border-top:2px dashed #333} .tgt{position:absolute;left:0;right:0;border-top:1px dotted #c80}
 .advice{font-size:1.1em;margin:.6em 0;font-weight:600}
 tr.inforce td{background:#e8f1fd} .stale{color:#b35900;font-weight:600} .error{color:#c62828}
+th:last-child,td.fix{text-align:left} td.fix{font-size:.92em} .warn{color:#b35900;font-weight:600;margin:.3em 0}
+#model-inputs span{margin-right:.8em;white-space:nowrap}
 </style></head><body>
 <h1>hotkeyd</h1>
 <div class="muted">Hot-key detection for one shard. <span id="summary"></span></div>
@@ -85,7 +90,7 @@ tr.inforce td{background:#e8f1fd} .stale{color:#b35900;font-weight:600} .error{c
 
 <h2>Top keys <span class="muted" id="updated"></span></h2>
 <table id="top"><thead><tr><th>key</th><th>share</th><th>± error</th><th>reads/s</th><th>writes/s</th>
-<th>write ratio</th><th>threshold</th><th>state</th><th>advice</th></tr></thead><tbody></tbody></table>
+<th>write ratio</th><th>threshold</th><th>state</th><th>advice</th><th>what the fix means</th></tr></thead><tbody></tbody></table>
 <div id="empty" class="muted">No key above the minimum share yet.</div>
 
 <section id="versus" hidden>
@@ -104,8 +109,10 @@ the last taken under it since then.</div>
 
 <h2>Playground: what would each fix do to the shards?</h2>
 <div class="muted">The daemon's shard load model (the one it uses to advise each hot key), for the inputs below;
-they start at the daemon's configured cluster. Click a key above to model it as the daemon does: on this
+they start at the cluster the daemon's advice uses. Click a key above to model it as the daemon does: on this
 shard's measured ops/s, the key's share and write mix.</div>
+<div id="model-warning" class="warn" hidden></div>
+<div id="model-inputs"></div>
 <div id="measured" hidden><span id="measured-text"></span> <button id="measured-off" type="button">Back to cluster-wide inputs</button></div>
 <div class="grid" id="inputs"></div>
 <div class="advice" id="advice"></div>
@@ -118,6 +125,60 @@ target utilisation; red: over capacity.</div>
 const fmt = (x, d=1) => x == null ? "–" : (100*x).toFixed(d) + "%";
 const num = x => x == null ? "–" : x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(1);
 const names = {none:"none", cache:"cache", replicate:"replicate", split:"split", split_cache:"split+cache", isolate:"isolate"};
+const count = x => x == null ? "–" : (+x.toFixed(4)).toLocaleString();
+// Each fix's runbook: a section of deploy/README.md, at the base URL the alerts use
+// (deploy/mixin/config.libsonnet runbookURLBase); the anchor is its heading "Fix: <name>".
+const runbookBase = "https://github.com/hotkeyd/hotkeyd/blob/main/deploy/README.md#";
+const runbook = advice => runbookBase + "fix-" + advice;
+// What a key's advised fix means, in one line, with the figures the advice used: the
+// daemon's model inputs (/api/v1/top's "model") and the key's projected busiest shard under
+// the fix (a fraction of a shard's capacity).
+function fixLine(k, m) {
+  if (k.advice == null) return "not advised yet";
+  const load = fmt(k.projected_load[k.advice], 0);
+  const every = `refreshed every ${count(m.refresh)} s`;
+  switch (k.advice) {
+    case "cache": return `cache: serve reads from each app server's cache, ${every}; projected busiest shard ${load}`;
+    case "replicate": return `replicate: ${m.replicas} copies on ${m.replicas} shards, reads spread over them; projected busiest shard ${load}`;
+    case "split": return `split: ${m.split} sub-keys on ${m.split} shards, a write goes to one, a read sums all; projected busiest shard ${load}`;
+    case "split_cache": return `split + cache: ${m.split} sub-keys, the total cached on each app server, ${every}; projected busiest shard ${load}`;
+    case "isolate": return `isolate: no fix keeps the busiest shard under ${fmt(m.target, 0)}; give the key its own capacity`;
+    case "none": return `none: the shard absorbs it; projected load ${load}`;
+  }
+  return String(k.advice);
+}
+// The warning over advice that rests on configured figures, or "" when there is none.
+function modelWarning(m) {
+  const sh = m.shard || {};
+  if (sh.asked && !sh.up) {
+    return `advice uses configured figures: the shard could not be asked (${sh.error || "no error given"}); set --cluster.* flags`;
+  }
+  const measured = ["capacity", "shards", "app_servers"].some(id => m[id] && m[id].origin === "measured");
+  if (!sh.asked && !measured) return "advice uses configured cluster figures (--cluster.* flags)";
+  return "";
+}
+// The model's inputs, each with its origin; the fixes' parameters are always configured.
+function showModel(m) {
+  const w = modelWarning(m), warn = document.getElementById("model-warning");
+  warn.textContent = w; warn.hidden = !w;
+  const span = (id, text, origin) => {
+    const e = document.createElement("span"); e.dataset.input = id;
+    if (origin) e.dataset.origin = origin;
+    e.textContent = origin ? `${text} (${origin})` : text; return e;
+  };
+  const parts = [document.createTextNode("Advice inputs: ")];
+  for (const [id, label, unit] of [["capacity", "shard capacity", " ops/s"], ["shards", "shards", ""], ["app_servers", "app servers", ""]]) {
+    if (m[id]) parts.push(span(id, `${label} ${count(m[id].value)}${unit}`, m[id].origin));
+  }
+  parts.push(span("fixes", `cache refresh ${count(m.refresh)} s, replicas ${m.replicas}, split ${m.split}, ` +
+                           `target ${fmt(m.target, 0)}`, "configured"));
+  const sh = m.shard || {};
+  if (sh.asked && sh.up) {
+    parts.push(span("shard", `shard ${sh.server || ""}: busy ${fmt(sh.busy, 0)} of ${count(sh.cpus)} CPUs` +
+                             `${sh.cpus_origin ? ` (${sh.cpus_origin})` : ""}, ${num(sh.commands_per_second)} commands/s`, "measured"));
+  }
+  document.getElementById("model-inputs").replaceChildren(...parts);
+}
 // The sliders' ranges; their values come from the daemon (/api/v1/model's "inputs").
 const inputs = [
   ["hot_share","hot share",0,1,0.01], ["write_share","write share",0,1,0.01],
@@ -228,6 +289,7 @@ async function refresh() {
     document.getElementById("summary").textContent =
       `${num(total)} ops/s, ${s.tracked_keys} keys tracked, ${s.hot_keys} hot, ${s.events_received.toLocaleString()} events received.`;
     document.getElementById("updated").textContent = "at " + s.time;
+    if (s.model) showModel(s.model);
     const body = document.querySelector("#top tbody");
     body.replaceChildren(...s.keys.map(k => {
       const tr = document.createElement("tr"); if (k.hot) tr.className = "hot";
@@ -236,7 +298,18 @@ async function refresh() {
       for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
       const st = document.createElement("td"); st.innerHTML = `<span class="pill">${k.hot ? "hot" : "ok"}</span>`; tr.append(st);
       // Advice is for hot keys; for the others it would answer a question nobody asked.
-      const ad = document.createElement("td"); ad.textContent = k.hot ? (names[k.advice] || k.advice) : "–"; tr.append(ad);
+      const ad = document.createElement("td");
+      ad.textContent = !k.hot ? "–" : k.advice == null ? "not advised yet" : (names[k.advice] || k.advice); tr.append(ad);
+      const fx = document.createElement("td"); fx.className = "fix";
+      if (k.hot) {
+        const line = document.createElement("span"); line.className = "line"; line.textContent = fixLine(k, s.model); fx.append(line);
+        if (k.advice != null) {
+          const a = Object.assign(document.createElement("a"), {href: runbook(k.advice), textContent: "runbook", target: "_blank", rel: "noopener"});
+          a.addEventListener("click", e => e.stopPropagation());
+          fx.append(" ", a);
+        }
+      }
+      tr.append(fx);
       tr.style.cursor = "pointer"; tr.addEventListener("click", () => useKey(k, s));
       return tr;
     }));

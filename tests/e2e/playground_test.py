@@ -6,8 +6,10 @@ Usage: playground_test.py HOTKEYD_BIN [--artifact-dir DIR]
 
 hotkeyd runs with a cluster of 32 shards (not the default 8) and demo traffic of 5,000 ops/s,
 half a shard's capacity: there the demo's hot key needs no fix, while the model of a
-cluster's total times the key's share would advise one. Asserts, with Runtime.evaluate on
-the page:
+cluster's total times the key's share would advise one. A second hotkeyd runs the demo at
+its own rate on the default cluster, where its three hot keys need three different fixes
+(cache, split, split+cache: source/demo_source.h), for (g). Asserts, with Runtime.evaluate
+on the page:
   (a) the top-keys table lists the demo's hot key "user:celebrity:profile", marked hot, with
       the advice /api/v1/top gives it;
   (b) the playground drew five strategy rows (none, cache, replicate, split, split+cache),
@@ -21,17 +23,33 @@ the page:
   (f) clicking the hot key's row models it on the figures the daemon's advice uses (the
       request carries shard_ops, no cluster ops), and the page's advice is the key's advice
       in /api/v1/top;
+  (g) on both daemons, for EVERY hot key of /api/v1/top (once the rate window is whole and
+      each is advised: a bounded wait), the table row's advice, its one-line fix text
+      (strategy word and projected busiest shard), the /api/v1/top answer the page drew it
+      from (read off the DevTools Network domain, by its time), a fresh /api/v1/top, and the
+      playground after clicking the row (its advice, its busiest shard under the fix, and
+      the exact shard_ops, hot_share and write_share in its request) all agree;
+      each row links to its fix's runbook section, an anchor of a heading in
+      deploy/README.md at the alerts' runbookURLBase;
+  (h) the advice inputs panel shows each input's origin as /api/v1/top's "model" gives it,
+      and the warning for configured figures (hotkeyd --demo asks no shard);
+  (i) the page's fixLine() and modelWarning() give the stated text for each fix and each
+      shard state, including those the demo does not reach (isolate, a shard that could
+      not be asked);
   and that the page threw no JavaScript exception. Saves a PNG screenshot to
-  ${ARTIFACT_DIR:-DIR}/playground.png (DIR defaults to ./test-artifacts).
+  ${ARTIFACT_DIR:-DIR}/playground.png (DIR defaults to ./test-artifacts), and the second
+  daemon's page to playground-fixes.png.
 
 Needs chromium and python3-websocket (tools/install-deps.sh). Everything it starts is
-stopped on exit, whatever happens; every wait is bounded and the whole run is cut at 55 s.
+stopped on exit, whatever happens; every wait is bounded and the whole run is cut at 90 s
+(advice waits for the daemon's whole 5 s rate window, and each hot key is clicked in turn).
 """
 
 import argparse
 import base64
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -55,7 +73,12 @@ INPUTS = ["hot_share", "write_share", "ops", "shards", "capacity", "app_servers"
           "replicas", "split", "target"]
 SHARDS = 32  # --cluster.shards: not the default (8), which a page that ignores it shows
 DEMO_RATE = 5000  # ops/s on a 10,000 ops/s shard
-OVERALL_SECONDS = 55
+OVERALL_SECONDS = 90
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEPLOY = os.path.join(HERE, "..", "..", "deploy")
+# The first word of each fix's one-line text on the page.
+LINE_WORD = {"none": "none", "cache": "cache", "replicate": "replicate", "split": "split",
+             "split_cache": "split + cache", "isolate": "isolate"}
 
 
 def log(msg):
@@ -98,6 +121,8 @@ class Cdp:
         self.ws = websocket.create_connection(ws_url, timeout=10, suppress_origin=True)
         self.next_id = 0
         self.exceptions = []  # Runtime.exceptionThrown events: page JavaScript errors
+        self.top_requests = []  # requestIds of the page's /api/v1/top responses, newest last
+        self.top_bodies = {}  # requestId -> parsed body
 
     def call(self, method, timeout=10, **params):
         self.next_id += 1
@@ -110,6 +135,9 @@ class Cdp:
             if msg.get("method") == "Runtime.exceptionThrown":
                 d = msg["params"]["exceptionDetails"]
                 self.exceptions.append(d.get("exception", {}).get("description") or d.get("text"))
+            if (msg.get("method") == "Network.responseReceived"
+                    and "/api/v1/top" in msg["params"]["response"]["url"]):
+                self.top_requests = self.top_requests[-19:] + [msg["params"]["requestId"]]
             if msg.get("id") == msg_id:
                 if "error" in msg:
                     raise Failure(f"{method}: {msg['error']}")
@@ -126,6 +154,20 @@ class Cdp:
                           f"{d.get('exception', {}).get('description') or d.get('text')}")
         return r["result"].get("value")
 
+    def top_at(self, when):
+        """The /api/v1/top answer, with time `when`, that the page fetched (one of its last
+        20), or None."""
+        for rid in reversed(self.top_requests):
+            if rid not in self.top_bodies:
+                try:
+                    self.top_bodies[rid] = json.loads(
+                        self.call("Network.getResponseBody", requestId=rid)["body"])
+                except Failure:  # not finished loading yet
+                    continue
+            if self.top_bodies[rid]["time"] == when:
+                return self.top_bodies[rid]
+        return None
+
     def close(self):
         try:
             self.ws.close()
@@ -137,11 +179,14 @@ class Cdp:
 # (style, in % of the plot) and tooltips (each shard's load as a % of capacity).
 PLAYGROUND_JS = r"""(() => ({
   advice: document.getElementById("advice").textContent,
+  measured: document.getElementById("measured").hidden ? null :
+            document.getElementById("measured-text").textContent,
   query: document.getElementById("strategies").dataset.query,
   inputs: Object.fromEntries(%s.map(id => [id, document.getElementById(id).value])),
   rows: Array.from(document.querySelectorAll("#strategies .strategy")).map(div => ({
     strategy: div.dataset.strategy,
     label: div.querySelector("b").textContent,
+    text: div.textContent,
     heights: Array.from(div.querySelectorAll(".bars .bar")).map(b => b.style.height),
     titles: Array.from(div.querySelectorAll(".bars .bar")).map(b => b.title),
     pixels: Array.from(div.querySelectorAll(".bars .bar")).map(b => b.getBoundingClientRect().height),
@@ -274,6 +319,218 @@ def click_and_compare(cdp, base):
         f"{key['advice']!r}, projected {key['projected_load']}, query {shown['query']}")
 
 
+# The top-keys table as drawn: the time of the /api/v1/top answer it shows (set in the same
+# task as the rows), and per row its key, state, advice, fix line and runbook link.
+TABLE_JS = r"""(() => ({
+  time: document.getElementById("updated").textContent.replace(/^at /, ""),
+  rows: Array.from(document.querySelectorAll("#top tbody tr")).map(tr => ({
+    key: tr.children[0].textContent,
+    hot: tr.classList.contains("hot"),
+    advice: tr.children[8].textContent,
+    line: (tr.children[9].querySelector(".line") || {}).textContent || "",
+    href: (tr.children[9].querySelector("a") || {}).href || null,
+  })),
+  warning: document.getElementById("model-warning").hidden ? null :
+           document.getElementById("model-warning").textContent,
+  origins: Object.fromEntries(Array.from(document.querySelectorAll("#model-inputs [data-input]"))
+                              .map(e => [e.dataset.input, e.dataset.origin || null])),
+}))()"""
+
+
+def expected_warning(model):
+    """The warning the page must show for /api/v1/top's "model", or None."""
+    shard = model.get("shard", {})
+    if shard.get("asked") and not shard.get("up"):
+        return (f"advice uses configured figures: the shard could not be asked "
+                f"({shard.get('error', 'no error given')}); set --cluster.* flags")
+    if not shard.get("asked") and all(model[i]["origin"] == "configured"
+                                      for i in ("capacity", "shards", "app_servers")):
+        return "advice uses configured cluster figures (--cluster.* flags)"
+    return None
+
+
+def runbook_anchors():
+    """The runbookURLBase of the alerts (deploy/mixin/config.libsonnet) and the anchors
+    GitHub gives deploy/README.md's headings (lower case, punctuation but - and _ dropped,
+    spaces as -)."""
+    with open(os.path.join(DEPLOY, "mixin", "config.libsonnet")) as f:
+        base = re.search(r"runbookURLBase:\s*'([^']*)'", f.read()).group(1)
+    anchors = set()
+    with open(os.path.join(DEPLOY, "README.md")) as f:
+        for line in f:
+            m = re.match(r"#+ (.*)", line)
+            if m:
+                anchors.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+    return base, anchors
+
+
+def check_row(row, k, model, base_url, anchors):
+    """(g) One hot key's row against the /api/v1/top answer it was drawn from."""
+    advice = k["advice"]
+    if advice is None:
+        if row["advice"] != "not advised yet" or row["line"] != "not advised yet":
+            raise Failure(f"{k['key']}: not advised yet in /api/v1/top, row shows "
+                          f"{row['advice']!r} / {row['line']!r}")
+        return False
+    if row["advice"] != NAMES[advice]:
+        raise Failure(f"{k['key']}: row advice {row['advice']!r}, /api/v1/top {advice!r}")
+    word = LINE_WORD[advice] + ":"
+    if not row["line"].startswith(word):
+        raise Failure(f"{k['key']}: fix line {row['line']!r} does not start with {word!r}")
+    if advice == "isolate":
+        want = f"under {page_fmt0(model['target'])}"
+    else:
+        want = page_fmt0(k["projected_load"][advice])
+    if not (row["line"].endswith(want) if advice != "isolate" else want in row["line"]):
+        raise Failure(f"{k['key']}: fix line {row['line']!r} lacks {want!r} "
+                      f"(projected_load {k['projected_load']})")
+    if row["href"] is None or not row["href"].startswith(base_url):
+        raise Failure(f"{k['key']}: runbook link {row['href']!r} is not under {base_url}")
+    anchor = row["href"][len(base_url):]
+    if anchor not in anchors:
+        raise Failure(f"{k['key']}: runbook link #{anchor} is no heading of deploy/README.md")
+    return True
+
+
+def check_table(cdp, base):
+    """(g), (h): waits (bounded) for a drawn table whose every hot key is advised, checking
+    each drawn table against the answer it came from meanwhile. Returns (table, answer)."""
+    base_url, anchors = runbook_anchors()
+    last = {"why": "nothing read yet"}
+
+    def agrees():
+        shown = cdp.eval(TABLE_JS)
+        snap = cdp.top_at(shown["time"])
+        if snap is None:
+            last["why"] = f"the page's /api/v1/top answer of {shown['time']!r} not captured"
+            return None
+        rows = {r["key"]: r for r in shown["rows"]}
+        if [r["key"] for r in shown["rows"]] != [k["key"] for k in snap["keys"]]:
+            raise Failure(f"table rows {list(rows)} are not /api/v1/top's keys")
+        want = expected_warning(snap["model"])
+        if shown["warning"] != want:
+            raise Failure(f"model warning {shown['warning']!r}, want {want!r}")
+        for i in ("capacity", "shards", "app_servers"):
+            if shown["origins"].get(i) != snap["model"][i]["origin"]:
+                raise Failure(f"inputs panel: {i} shown as {shown['origins'].get(i)!r}, "
+                              f"/api/v1/top's model says {snap['model'][i]['origin']!r}")
+        hot = [k for k in snap["keys"] if k["hot"]]
+        advised = [check_row(rows[k["key"]], k, snap["model"], base_url, anchors) for k in hot]
+        if not hot or not all(advised):
+            last["why"] = f"{sum(advised)} of {len(hot)} hot keys advised at {snap['time']}"
+            return None
+        return shown, snap
+    try:
+        shown, snap = wait_for(30, "every hot key advised in the table", agrees, interval=0.5)
+    except Failure as e:
+        raise Failure(f"{e}: {last['why']}") from None
+    hot = [k for k in snap["keys"] if k["hot"]]
+    rows = {r["key"]: r for r in shown["rows"]}
+    # The advice is held (alert.advice_dwell), so a fresh answer advises the same.
+    fresh = {k["key"]: k["advice"] for k in json.loads(http_get(f"{base}/api/v1/top"))["keys"]}
+    for k in hot:
+        if fresh.get(k["key"]) != k["advice"]:
+            raise Failure(f"{k['key']}: advised {k['advice']!r} at {snap['time']}, "
+                          f"{fresh.get(k['key'])!r} now")
+        log(f"ok: {k['key']}: row {rows[k['key']]['advice']!r}, {rows[k['key']]['line']!r}, "
+            f"runbook {rows[k['key']]['href']}")
+    log(f"ok: inputs panel origins {shown['origins']}, warning {shown['warning']!r}")
+    return hot
+
+
+def click_key(cdp, base, key):
+    """(g) Clicks `key`'s row; waits (bounded) until the playground models it on exactly the
+    figures of the /api/v1/top answer that row was drawn from, and checks that its advice
+    and busiest shard under the fix are the row's."""
+    click_js = r"""(() => {
+      for (const tr of document.querySelectorAll("#top tbody tr")) {
+        if (tr.children[0].textContent === %s) {
+          tr.click();
+          return {time: document.getElementById("updated").textContent.replace(/^at /, ""),
+                  advice: tr.children[8].textContent,
+                  line: tr.children[9].querySelector(".line").textContent};
+        }
+      }
+      return null; })()""" % json.dumps(key)
+    row = cdp.eval(click_js)
+    if row is None:
+        raise Failure(f"no row for {key} to click")
+    last = {"why": "nothing read yet"}
+
+    def settled():
+        snap = cdp.top_at(row["time"])
+        if snap is None:
+            last["why"] = f"the page's /api/v1/top answer of {row['time']!r} not captured"
+            return None
+        shown = cdp.eval(PLAYGROUND_JS)
+        if not (shown["measured"] or "").startswith(f"Key {key} "):
+            last["why"] = f"the playground models {shown['measured']!r}"
+            return None
+        k = {x["key"]: x for x in snap["keys"]}[key]
+        q = dict(urllib.parse.parse_qsl(shown["query"] or ""))
+        want = {"shard_ops": snap["ops_per_second"]["read"] + snap["ops_per_second"]["write"],
+                "hot_share": k["share"], "write_share": k["write_ratio"]}
+        got = {n: float(q[n]) if n in q else None for n in want}
+        if got != want or "ops" in q:
+            last["why"] = f"model request {shown['query']!r}, want {want}"
+            return None
+        last["why"] = model_mismatch(base, shown, measured=True)
+        return None if last["why"] else (shown, k)
+    try:
+        shown, k = wait_for(5, f"clicked {key}: playground models its figures", settled)
+    except Failure as e:
+        raise Failure(f"{e}: {last['why']}") from None
+    if shown["advice"] != "Advice: " + row["advice"]:
+        raise Failure(f"clicked {key}: playground {shown['advice']!r}, row {row['advice']!r}")
+    if k["advice"] != "isolate":
+        fix = {r["strategy"]: r for r in shown["rows"]}[k["advice"]]
+        busiest = re.search(r"busiest (\S+%)", fix["text"]).group(1)
+        if not row["line"].endswith(busiest):
+            raise Failure(f"clicked {key}: playground's {k['advice']} busiest {busiest}, row "
+                          f"says {row['line']!r}")
+    log(f"ok: clicked {key}: playground {shown['advice']!r} = row {row['advice']!r}, "
+        f"query {shown['query']}")
+
+
+def check_page_functions(cdp):
+    """(i) fixLine() and modelWarning() for every fix and shard state, on made-up figures."""
+    model = {"capacity": {"value": 10000, "origin": "configured"},
+             "shards": {"value": 16, "origin": "measured"},
+             "app_servers": {"value": 50, "origin": "configured"},
+             "refresh": 2, "replicas": 3, "split": 6, "target": 0.75, "shard": {"asked": False}}
+    loads = {"none": 1.234, "cache": 0.524, "replicate": 0.61, "split": 0.7, "split_cache": 0.4}
+    want = {
+        "cache": "cache: serve reads from each app server's cache, refreshed every 2 s; "
+                 "projected busiest shard 52%",
+        "replicate": "replicate: 3 copies on 3 shards, reads spread over them; "
+                     "projected busiest shard 61%",
+        "split": "split: 6 sub-keys on 6 shards, a write goes to one, a read sums all; "
+                 "projected busiest shard 70%",
+        "split_cache": "split + cache: 6 sub-keys, the total cached on each app server, "
+                       "refreshed every 2 s; projected busiest shard 40%",
+        "isolate": "isolate: no fix keeps the busiest shard under 75%; give the key its own "
+                   "capacity",
+        "none": "none: the shard absorbs it; projected load 123%",
+        None: "not advised yet",
+    }
+    for advice, text in want.items():
+        got = cdp.eval("fixLine(%s, %s)" % (
+            json.dumps({"advice": advice, "projected_load": loads}), json.dumps(model)))
+        if got != text:
+            raise Failure(f"fixLine for {advice!r}: {got!r}, want {text!r}")
+    down = dict(model, shard={"asked": True, "up": False, "error": "connection refused"})
+    up = dict(model, shard={"asked": True, "up": True})
+    configured = dict(model, shards={"value": 16, "origin": "configured"})
+    for m, text in [(down, "advice uses configured figures: the shard could not be asked "
+                           "(connection refused); set --cluster.* flags"),
+                    (up, ""), (model, ""),
+                    (configured, "advice uses configured cluster figures (--cluster.* flags)")]:
+        got = cdp.eval("modelWarning(%s)" % json.dumps(m))
+        if got != text:
+            raise Failure(f"modelWarning for shard {m['shard']}: {got!r}, want {text!r}")
+    log("ok: fixLine and modelWarning give the stated text for every fix and shard state")
+
+
 def run(args, tmp, procs):
     # ------------------------------------------------------------------ hotkeyd --demo
     try:
@@ -285,6 +542,15 @@ def run(args, tmp, procs):
     procs.append(("hotkeyd", hk.proc, False))
     base = f"http://127.0.0.1:{hk.web}"
     log(f"hotkeyd pid {hk.proc.pid}: http {base}, udp 127.0.0.1:{hk.udp}")
+    # Started now, so its rate window is whole by the time the page gets to it.
+    try:
+        hk2 = e2e.Hotkeyd(args.hotkeyd, "--demo", "--track.publish-interval=100ms",
+                          work=tmp, log_path=os.path.join(tmp, "hotkeyd-fixes.log"))
+    except AssertionError as e:
+        raise Failure(str(e)) from None
+    procs.append(("hotkeyd-fixes", hk2.proc, False))
+    base2 = f"http://127.0.0.1:{hk2.web}"
+    log(f"second hotkeyd (demo rate, default cluster) pid {hk2.proc.pid}: http {base2}")
 
     # ------------------------------------------------------------------ chromium
     profile = os.path.join(tmp, "chromium-profile")
@@ -332,11 +598,17 @@ def run(args, tmp, procs):
     try:
         cdp.call("Runtime.enable")
         cdp.call("Page.enable")
+        cdp.call("Network.enable")
         cdp.call("Emulation.setDeviceMetricsOverride", width=1200, height=1500,
                  deviceScaleFactor=1, mobile=False)
         cdp.call("Page.navigate", url=base + "/")
         wait_for(10, "landing page loaded", lambda: cdp.eval(
             f"location.href === {json.dumps(base + '/')} && document.readyState === 'complete'"))
+
+        # (i) the page's text functions, then (g) + (h): every hot key advised, its row as the
+        # answer it was drawn from (advice appears once the 5 s rate window is whole).
+        check_page_functions(cdp)
+        hot = check_table(cdp, base)
 
         # (a) the live table lists the demo's hot key, hot, with the daemon's advice.
         row_js = r"""(() => {
@@ -404,12 +676,33 @@ def run(args, tmp, procs):
 
         # (f) click the hot key's row: the page shows the fix the daemon advises for it.
         click_and_compare(cdp, base)
+        # (g) every hot key, clicked in turn.
+        for k in hot:
+            click_key(cdp, base, k["key"])
 
         # Screenshot (full page), saved as a test artifact.
         shot = cdp.call("Page.captureScreenshot", timeout=20, format="png",
                         captureBeyondViewport=True)
         os.makedirs(args.artifact_dir, exist_ok=True)
         path = os.path.join(args.artifact_dir, "playground.png")
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        log(f"screenshot: {path}")
+
+        # (g) on the second daemon: three hot keys, three different fixes.
+        cdp.top_requests = []
+        cdp.call("Page.navigate", url=base2 + "/")
+        wait_for(10, "second daemon's landing page loaded", lambda: cdp.eval(
+            f"location.href === {json.dumps(base2 + '/')} && document.readyState === 'complete'"))
+        hot2 = check_table(cdp, base2)
+        fixes = sorted({k["advice"] for k in hot2})
+        if len(fixes) < 3:
+            raise Failure(f"the default demo's hot keys are advised {fixes}, want three fixes")
+        for k in hot2:
+            click_key(cdp, base2, k["key"])
+        shot = cdp.call("Page.captureScreenshot", timeout=20, format="png",
+                        captureBeyondViewport=True)
+        path = os.path.join(args.artifact_dir, "playground-fixes.png")
         with open(path, "wb") as f:
             f.write(base64.b64decode(shot["data"]))
         log(f"screenshot: {path}")
@@ -475,7 +768,7 @@ def main():
         signal.alarm(0)
         stop(procs)
         if not ok:
-            for name in ("hotkeyd.log", "chromium.log"):
+            for name in ("hotkeyd.log", "hotkeyd-fixes.log", "chromium.log"):
                 p = os.path.join(tmp, name)
                 if os.path.exists(p):
                     with open(p, errors="replace") as f:
