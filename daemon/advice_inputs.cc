@@ -12,7 +12,7 @@ using exporter::InputOrigin;
 
 exporter::ModelInputs AdviceInputs(const config::DaemonOptions& options,
                                    const model::Cluster& cluster, const std::string& shard_address,
-                                   const shard::Measurement* last) {
+                                   const shard::Measurement* last, uint64_t answers) {
   exporter::ModelInputs in;
   in.cluster = cluster;
   in.shard_asked = !shard_address.empty();
@@ -29,6 +29,7 @@ exporter::ModelInputs AdviceInputs(const config::DaemonOptions& options,
   in.shard_cpus = last->cpus;
   in.cpus_origin = std::string(shard::CpusSourceName(last->cpus_source));
   if (last->load) {
+    in.shard_answers = answers;
     in.shard_busy = last->load->busy;
     in.shard_ops = last->load->ops_per_second;
   }

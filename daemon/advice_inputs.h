@@ -21,10 +21,11 @@
 namespace hotkey::daemon {
 
 // `cluster` is the configured cluster (the flags); `shard_address` the shard asked (empty:
-// none); `last` the shard's last measurement (null: none yet).
+// none); `last` the shard's last measurement (null: none yet), and `answers` how many of
+// its measurements had a load (ModelInputs::shard_answers).
 exporter::ModelInputs AdviceInputs(const config::DaemonOptions& options,
                                    const model::Cluster& cluster, const std::string& shard_address,
-                                   const shard::Measurement* last);
+                                   const shard::Measurement* last, uint64_t answers = 0);
 
 // What the start log says of the inputs: which are measured and, for the configured ones,
 // the flags to set.

@@ -156,6 +156,7 @@ class Daemon::Impl {
   std::string shard_address_;
   std::unique_ptr<shard::Prober> prober_;       // io thread
   std::optional<shard::Measurement> measured_;  // io thread: the last answer
+  uint64_t shard_answers_ = 0;                  // io thread: answers with a load
   // io thread: the last news of the measured-loads file was an error (or there was none).
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
@@ -312,7 +313,9 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
   const bool was_up = measured_ && measured_->status.ok();
   const bool first = !measured_;
   measured_ = m;
-  aggregator_->SetModelInputs(AdviceInputs(options_, cluster_, shard_address_, &*measured_));
+  if (m.load) ++shard_answers_;
+  aggregator_->SetModelInputs(
+      AdviceInputs(options_, cluster_, shard_address_, &*measured_, shard_answers_));
   if (m.status.ok() && (first || !was_up)) {
     log::LogLine line = Line("info", "the shard answers; the advice uses its measured load");
     line.Value("shard", shard_address_);

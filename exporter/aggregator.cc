@@ -148,7 +148,18 @@ const ModelInputs& Aggregator::ResolveInputs(double window_ops, uint64_t client_
   resolved_ = inputs_;
   if (inputs_.measure_capacity) {
     const double busy = inputs_.shard_busy;
-    if (inputs_.shard_up && busy >= kMinBusy && window_ops > 0) last_capacity_ = window_ops / busy;
+    if (inputs_.shard_answers != sampled_answers_ && inputs_.shard_up && busy >= 0 &&
+        window_ops > 0) {
+      sampled_answers_ = inputs_.shard_answers;
+      if (capacity_samples_.size() == kCapacitySamples) capacity_samples_.pop_front();
+      capacity_samples_.push_back({window_ops, busy});
+      double ops = 0, busy_sum = 0;
+      for (const CapacitySample& c : capacity_samples_) {
+        ops += c.ops;
+        busy_sum += c.busy;
+      }
+      if (busy_sum >= kMinBusy * capacity_samples_.size()) last_capacity_ = ops / busy_sum;
+    }
     if (last_capacity_) {
       resolved_.cluster.capacity = *last_capacity_;
       resolved_.capacity = InputOrigin::kMeasured;

@@ -52,7 +52,7 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.udp.allowed_sources.empty());
   CHECK(o.track.half_life == absl::Milliseconds(500));
   CHECK(o.track.publish_interval == absl::Milliseconds(250));
-  CHECK(o.track.rate_window == absl::Seconds(5));
+  CHECK(o.track.rate_window == absl::Seconds(10));
   CHECK(o.track.candidates == 200);
   CHECK(o.track.sketch_bytes == 32u << 10);
   CHECK(o.track.stored_key_bytes == 128);
@@ -233,7 +233,7 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
       "--key.hash-secret-file=\"\"",
       "--track.half-life=500ms",
       "--track.publish-interval=250ms",
-      "--track.rate-window=5s",
+      "--track.rate-window=10s",
       "--track.candidates=200",
       "--track.sketch-bytes=32KiB",
       "--cluster.shards=8",

@@ -36,8 +36,8 @@ TEST_CASE("Options: every default validates", "[config][options]") {
 TEST_CASE("Options: the rate history's size is validated against its maximum",
           "[config][options]") {
   DaemonOptions o;
-  CHECK(o.track.MaxRatePoints() == 44);    // 2 x (5 s / 250 ms) + 4
-  CHECK(o.RateHistoryKeys() == 44 * 200);  // points x the default 200 candidates
+  CHECK(o.track.MaxRatePoints() == 84);    // 2 x (5 s / 250 ms) + 4
+  CHECK(o.RateHistoryKeys() == 84 * 200);  // points x the default 200 candidates
   // The largest window at the shortest interval with the most candidates: refused, naming
   // the flags.
   o.track.rate_window = absl::Hours(1);

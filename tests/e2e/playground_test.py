@@ -42,7 +42,7 @@ on the page:
 
 Needs chromium and python3-websocket (tools/install-deps.sh). Everything it starts is
 stopped on exit, whatever happens; every wait is bounded and the whole run is cut at 90 s
-(advice waits for the daemon's whole 5 s rate window, and each hot key is clicked in turn).
+(advice waits for the daemon's whole 10 s rate window, and each hot key is clicked in turn).
 """
 
 import argparse
@@ -606,7 +606,7 @@ def run(args, tmp, procs):
             f"location.href === {json.dumps(base + '/')} && document.readyState === 'complete'"))
 
         # (i) the page's text functions, then (g) + (h): every hot key advised, its row as the
-        # answer it was drawn from (advice appears once the 5 s rate window is whole).
+        # answer it was drawn from (advice appears once the 10 s rate window is whole).
         check_page_functions(cdp)
         hot = check_table(cdp, base)
 

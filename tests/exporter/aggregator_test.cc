@@ -1142,5 +1142,56 @@ TEST_CASE("Aggregator: the advice uses the model inputs it is given, and the sna
   CHECK(snap->model.shard_busy == 1.0);
 }
 
+TEST_CASE("Aggregator: the capacity is the window's ops over the shard's busy fraction",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.cluster.capacity = 100000;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);  // 2 s window
+  ModelInputs in;
+  in.cluster = r.cluster;
+  in.measure_capacity = true;
+  in.shard_asked = true;
+  in.shard_up = true;
+  Stream s;
+  std::shared_ptr<const Snapshot> snap;
+  // 10,000 ops/s; the shard answers every second, busy 2% at first (too little to
+  // extrapolate from), then alternately 40% and 60%: 10,000 / 0.5 = 20,000 ops/s.
+  const double busy[] = {0.02, 0.4, 0.6, 0.4, 0.6};
+  for (int second = 1; second <= 5; ++second) {
+    in.shard_busy = busy[second - 1];
+    in.shard_answers = second;
+    agg.SetModelInputs(in);
+    FeedKnownMix(s, 10);
+    s.AdvanceTo(kT0 + absl::Seconds(second));
+    snap = BuildOne(agg, s, kT0 + absl::Seconds(second));
+    INFO("second " << second);
+    if (second == 1) {
+      CHECK(snap->model.capacity == InputOrigin::kConfigured);
+      CHECK(snap->model.cluster.capacity == 100000);
+    }
+    if (second == 3 || second == 5) {
+      CHECK(snap->model.capacity == InputOrigin::kMeasured);
+      // Each sample pairs 10,000 ops/s with its busy; the 2% sample stays in the sums.
+      const double busy_sum = second == 3 ? 1.02 : 2.02;
+      CHECK(snap->model.cluster.capacity == Approx(10000.0 * (second) / busy_sum));
+    }
+  }
+  // Answers that do not move on add no sample: the capacity stands.
+  const double before = snap->model.cluster.capacity;
+  FeedKnownMix(s, 10);
+  s.AdvanceTo(kT0 + absl::Seconds(6));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(6));
+  CHECK(snap->model.cluster.capacity == before);
+  // A flag given (measure_capacity off) wins.
+  in.measure_capacity = false;
+  in.shard_answers = 7;
+  agg.SetModelInputs(in);
+  FeedKnownMix(s, 10);
+  s.AdvanceTo(kT0 + absl::Seconds(7));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(7));
+  CHECK(snap->model.capacity == InputOrigin::kConfigured);
+  CHECK(snap->model.cluster.capacity == 100000);
+}
+
 }  // namespace
 }  // namespace hotkey::exporter

@@ -157,7 +157,7 @@ struct TrackOptions {
   // cost dominates the receivers' CPU.
   absl::Duration publish_interval = absl::Milliseconds(250);
   // Window of the exported ops/s rates; at least publish_interval, at most 1h.
-  absl::Duration rate_window = absl::Seconds(5);
+  absl::Duration rate_window = absl::Seconds(10);
   // Top-K table slots per receiver (the keys tracked exactly); in [1, 1048576].
   uint32_t candidates = sketch::HeavyHittersOptions{}.candidates;
   // Memory of the count-min sketch per receiver; in [1 KiB, 1 GiB].
@@ -172,7 +172,7 @@ struct TrackOptions {
   // Points the aggregator's rate history holds at most, spares included: a point per tick
   // over rate_window, kept at least publish_interval / 2 apart (a tick closer to the last
   // point is not kept), the point being built, and two spares: 2 * ceil(rate_window /
-  // publish_interval) + 4. 44 by default.
+  // publish_interval) + 4. 84 by default.
   uint64_t MaxRatePoints() const;
 
   absl::Status Validate() const;
@@ -392,7 +392,7 @@ struct DaemonOptions {
   bool CountsBytes() const { return tap.enabled() && tap.weight == TapWeight::kBytes; }
   // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
   // Sources(), each of 40 bytes (exporter/aggregator.h). Validate() rejects more than
-  // kMaxRateHistoryKeys (2.5 GiB of entries): 8,800 by default.
+  // kMaxRateHistoryKeys (2.5 GiB of entries): 16,800 by default.
   uint64_t RateHistoryKeys() const;
   static constexpr uint64_t kMaxRateHistoryKeys = uint64_t{1} << 26;
 

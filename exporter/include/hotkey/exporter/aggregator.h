@@ -171,6 +171,12 @@ class Aggregator {
   ModelInputs inputs_;                   // as set
   ModelInputs resolved_;                 // as used at this tick (ResolveInputs)
   std::optional<double> last_capacity_;  // the last capacity measured
+  struct CapacitySample {
+    double ops;   // the shard's ops/s over the rate window at an answer of the shard
+    double busy;  // the busy fraction that answer gave
+  };
+  std::deque<CapacitySample> capacity_samples_;  // the last kCapacitySamples
+  uint64_t sampled_answers_ = 0;                 // ModelInputs::shard_answers last sampled
   bool counts_bytes_ = false;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same
   // shape, so no allocation); and the report whose tracker is read when there is only one.

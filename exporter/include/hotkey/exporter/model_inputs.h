@@ -24,6 +24,9 @@ enum class InputOrigin { kConfigured, kMeasured };
 
 // Below this busy fraction a shard's capacity is not extrapolated (ModelInputs).
 inline constexpr double kMinBusy = 0.05;
+// The shard's answers the capacity is measured over (ModelInputs): a minute at the default
+// 5 s between answers.
+inline constexpr size_t kCapacitySamples = 12;
 
 // "configured" or "measured": the `origin` label value and JSON field.
 std::string_view InputOriginName(InputOrigin origin);
@@ -36,14 +39,19 @@ struct ModelInputs {
   InputOrigin shards = InputOrigin::kConfigured;
   InputOrigin app_servers = InputOrigin::kConfigured;
 
-  // Inputs the aggregator measures at each tick unless a flag set them:
-  // - the capacity, as the shard's ops/s over the rate window divided by shard_busy (the ops
-  //   it would serve with its command threads' CPU all used, counted as hotkeyd counts
-  //   ops). Below kMinBusy there is too little work to extrapolate from: the last capacity
-  //   measured stands, or the configured one until there is one;
+  // Inputs the aggregator measures unless a flag set them:
+  // - the capacity: the ops the shard would serve with its command threads' CPU all used,
+  //   counted as hotkeyd counts ops. At each new answer of the shard (shard_answers) the
+  //   aggregator pairs the shard's ops/s over the rate window with shard_busy; the capacity
+  //   is the sum of the last kCapacitySamples ops/s over the sum of their busy fractions,
+  //   so it follows the shard's cost per op, not its bursts. Under an average kMinBusy
+  //   there is too little work to extrapolate from: the last capacity measured stands, or
+  //   the configured one until there is one;
   // - the app servers, as the distinct client hosts the sources have seen.
   bool measure_capacity = false;
   bool measure_app_servers = false;
+  // Counts the shard's answers with a load (a new shard_busy); the daemon increments it.
+  uint64_t shard_answers = 0;
 
   // The shard's own account of itself. `shard_asked` is whether the daemon asks a shard at
   // all (a tap beside it, or --shard.address); `shard_up` whether the last asking worked,
