@@ -16,3 +16,12 @@ endforeach()
 # Each takes 15 to 60 s on two busy cores; the limits only stop a hung server from blocking CI.
 set_tests_properties(tap_redis_e2e tap_memcached_e2e tap_instances_e2e PROPERTIES TIMEOUT 180)
 set_tests_properties(tap_hostile_e2e PROPERTIES TIMEOUT 300)
+
+# One steady answer beside a real Redis whose CPU quota keeps it about 90% busy, with no
+# --cluster.* flag (about 80 s): one strategy and projected loads within 10% of their median
+# over 60 s of a bursty load. Skipped (77) where no cgroup with the cpu controller can be made.
+add_test(NAME tap_advice_steady_e2e
+         COMMAND ${HOTKEY_DEBIAN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/advice_steady_e2e.py
+                 $<TARGET_FILE:hotkeyd>)
+set_tests_properties(tap_advice_steady_e2e PROPERTIES
+  LABELS "e2e;tap" RUN_SERIAL TRUE TIMEOUT 240 SKIP_RETURN_CODE 77)
