@@ -94,6 +94,25 @@ for a in json.load(sys.stdin)["data"]["alerts"]:
         print(a["state"]); break' "$1" "$2"
 }
 alert_is() { [ "$(alert_state "$1" "$2")" = "$3" ]; }
+# alert_names_fix NAME KEY: the firing alert's description names the fix the daemon advises
+# now (hotkey_key_advice_info's strategy for KEY, as Prometheus has it).
+alert_names_fix() {
+  local fix
+  fix=$(curl -sf --max-time 5 "$prom/api/v1/query" \
+          --data-urlencode "query=hotkey_key_advice_info{key=\"$2\"} == 1" |
+        python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["metric"]["strategy"] if r else "")')
+  [ -n "$fix" ] || return 1
+  curl -sf --max-time 5 "$prom/api/v1/alerts" |
+    python3 -c 'import json,sys
+name,key,fix=sys.argv[1:4]
+for a in json.load(sys.stdin)["data"]["alerts"]:
+    l=a["labels"]
+    if l.get("alertname")==name and l.get("key")==key and a["state"]=="firing":
+        d=a["annotations"]["description"]
+        print(d)
+        sys.exit(0 if d.endswith("Advised strategy: "+fix+".") else 1)
+sys.exit(1)' "$1" "$2" "$fix"
+}
 alert_gone() { [ -z "$(alert_state "$1" "$2")" ]; }
 # rules_ok N: all groups loaded, N rules, none with an evaluation error.
 rules_ok() {
@@ -194,6 +213,7 @@ python3 -c "import sys; sys.exit(0 if abs(float('$v') - 0.30) <= 0.02 else 1)" |
 log "ok: share of hot:e2e = $v"
 wait_for 40 "HotkeydHotKey firing for hot:e2e" alert_is HotkeydHotKey hot:e2e firing
 wait_for 5 "hotkey_key_hot{key=\"hot:e2e\"} == 1" query_cmp 'max(hotkey_key_hot{key="hot:e2e"})' == 1
+wait_for 30 "the alert's text names the fix hotkey_key_advice_info gives" alert_names_fix HotkeydHotKey hot:e2e
 # The page's join of the projected load with hot works on the daemon's real series: 3000
 # ops/s on the default 10,000 ops/s capacity is about 30%, under the 80% page level, so
 # HotkeydHotKeyCritical stays silent although the key is hot. The page averages over 2m,
