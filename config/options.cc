@@ -264,6 +264,7 @@ ShardOptions ShardOptions::Resolved(const TapOptions& tap) const {
     out.address = absl::StrCat("127.0.0.1:", tap.ports.front());
   }
   if (!out.protocol) out.protocol = tap.protocol;
+  out.timeout = std::min(out.timeout, out.interval);  // a round ends before the next one
   return out;
 }
 
@@ -306,8 +307,8 @@ absl::Status ShardOptions::Validate() const {
   if (!InRange(interval, absl::Seconds(1), absl::Hours(1))) {
     return OutOfRange("shard interval", "[1s, 1h]", absl::FormatDuration(interval));
   }
-  if (!InRange(timeout, absl::Milliseconds(1), interval)) {
-    return OutOfRange("shard timeout", "[1ms, the interval]", absl::FormatDuration(timeout));
+  if (!InRange(timeout, absl::Milliseconds(1), absl::Hours(1))) {
+    return OutOfRange("shard timeout", "[1ms, 1h]", absl::FormatDuration(timeout));
   }
   return absl::OkStatus();
 }

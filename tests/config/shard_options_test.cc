@@ -83,9 +83,13 @@ TEST_CASE("ShardOptions: bad values are clear errors", "[config][shard]") {
   CHECK_THAT(Error({"--shard.cpus=2000"}), Contains("shard cpus must be in [0, 1024]"));
   CHECK_THAT(Error({"--shard.interval=500ms"}), Contains("shard interval must be in [1s, 1h]"));
   ShardOptions o;
+  o.timeout = absl::ZeroDuration();
+  CHECK_THAT(std::string(o.Validate().message()), Contains("shard timeout"));
+  // A timeout longer than the interval is cut to it: a round ends before the next starts.
   o.interval = absl::Seconds(1);
   o.timeout = absl::Seconds(2);
-  CHECK_THAT(std::string(o.Validate().message()), Contains("shard timeout"));
+  CHECK(o.Validate().ok());
+  CHECK(o.Resolved(TapOptions{}).timeout == absl::Seconds(1));
 }
 
 }  // namespace

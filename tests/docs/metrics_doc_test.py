@@ -5,8 +5,10 @@ Usage: metrics_doc_test.py --doc docs/metrics.md --readme README.md --hotkeyd BI
                            --pcap tests/tap/testdata/redis_mix.pcap
 
 Starts one hotkeyd with every optional family switched on (the demo load, the tap reading a
-recorded capture, a measured-loads file and a web config file), scrapes /metrics once the
-capture is read and the demo has hot keys, and fails when:
+recorded capture, a measured-loads file, a web config file and a real redis-server on a Unix
+socket to ask for its load), scrapes /metrics once the capture is read, the demo has hot keys
+and the shard has answered twice; then one with a bytes-weighted tap on the same capture
+(whose rate families replace the ops ones). Fails when, over both pages:
   - a family served is not in the reference, or one in the reference is not served;
   - a family's type or label names differ from the reference's row;
   - the README names a `hotkey_*` family that is not served (a stale name).
@@ -84,18 +86,32 @@ def main():
     web_config = work.file("web.yml")
     open(web_config, "w").close()
     ok = False
+    redis_sock = work.file("redis.sock")
     try:
+        e2e.Procs.start(["redis-server", "--port", "0", "--unixsocket", redis_sock, "--save", "",
+                         "--appendonly", "no", "--dir", work.path], work.file("redis.log"))
+        e2e.wait_until(lambda: os.path.exists(redis_sock), 10, "redis-server's socket")
         d = e2e.Hotkeyd(args.hotkeyd, "--demo", f"--tap.file={args.pcap}",
                         f"--tap.port={pcap_server_port(args.pcap)}",
                         f"--model.measured-loads-file={loads}",
+                        f"--shard.address={redis_sock}", "--shard.interval=1s",
                         f"--web.config.file={web_config}", work=work, ready_timeout=30)
 
         def complete():
             text = d.metrics_text()
             return text if ("hotkey_tap_capture_file_done 1" in text and "hotkey_key_hot{" in text
+                            and "hotkey_key_advice_info{" in text
+                            and "hotkey_shard_cpu_busy_ratio" in text
                             and "hotkey_measured_loads_timestamp_seconds" in text) else None
         text = e2e.wait_until(complete, 30, "a /metrics page with the capture read, a hot key "
-                              "and the measured loads", interval=0.1)
+                              "advised, the shard's load and the measured loads", interval=0.1)
+        b = e2e.Hotkeyd(args.hotkeyd, f"--tap.file={args.pcap}", "--tap.weight=bytes",
+                        f"--tap.port={pcap_server_port(args.pcap)}", "--udp.listen-address=",
+                        work=work, ready_timeout=30)
+        text_bytes = e2e.wait_until(
+            lambda: (lambda t: t if "hotkey_tap_capture_file_done 1" in t and
+                     "hotkey_key_bytes_per_second{" in t else None)(b.metrics_text()),
+            30, "a bytes-weighted /metrics page with the capture read", interval=0.1)
         ok = True
     except AssertionError as e:
         sys.exit(f"FAIL: {e}\n{work.log_tails()}")
@@ -105,6 +121,8 @@ def main():
 
     doc = documented(open(args.doc).read())
     got = served(text)
+    for name, (kind, labels) in served(text_bytes).items():
+        got.setdefault(name, (kind, labels))
     failures = []
     for name in sorted(set(got) - set(doc)):
         failures.append(f"{name} is served but not in {args.doc}")
