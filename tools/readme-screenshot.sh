@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # readme-screenshot.sh: regenerates docs/landing-page.png, the README's screenshot of the
-# landing page: hotkeyd --demo on free loopback ports, a few seconds for the demo's hot keys
+# landing page: hotkeyd --demo on free loopback ports, 12 s for the demo's hot keys and their advice
 # to show, then one headless Chromium screenshot at 1280x800.
 #   tools/readme-screenshot.sh [HOTKEYD_BIN (default build/daemon/hotkeyd)] [OUT.png]
 # (relative paths are taken from the repository root).
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/daemon/hotkeyd}
 out=${2:-docs/landing-page.png}
-settle=${SETTLE_SECONDS:-4}
+settle=${SETTLE_SECONDS:-12}  # the advice shows once the 10 s rate window is whole
 tmp=$(mktemp -d /tmp/hotkeyd-screenshot.XXXXXX)
 pid=
 cleanup() {
