@@ -97,6 +97,27 @@ check 1 'unknown key' --config.file="$rules"
 printf 'tls_server_config:\n  cert_file: /nonexistent.crt\n  key_file: /nonexistent.key\n' >"$tmp/bad-web.yml"
 check 1 "web config file \"$tmp/bad-web.yml\"" --web.config.file="$tmp/bad-web.yml"
 check 1 'flags: unknown flag --nope' --nope
+# The shard the advice asks: nothing listening, a listener that never answers (the timeout),
+# and a real redis-server; a start logs the same error the check prints.
+closed=$(free_port tcp)
+check 1 "shard 127.0.0.1:$closed: " --shard.address="127.0.0.1:$closed"
+reason=$(sed -n "s/^shard 127.0.0.1:$closed: //p" "$tmp/check.out")
+check 1 "shard 127.0.0.1:$held: " --shard.address="127.0.0.1:$held"
+check 0 "shard: not asked" --udp.listen-address=127.0.0.1:0
+redis-server --port 0 --unixsocket "$tmp/redis.sock" --save "" --appendonly no --dir "$tmp" \
+  >"$tmp/redis.log" 2>&1 &
+pids+=($!)
+wait_for 10 "redis-server's socket" test -S "$tmp/redis.sock"
+check 0 "shard $tmp/redis.sock: ok (answers)" --shard.address="$tmp/redis.sock"
+udp=$(free_port udp)
+web=$(free_port tcp)
+e2e_start_hotkeyd "$hotkeyd_bin" "http://127.0.0.1:$web" --web.listen-address="127.0.0.1:$web" \
+  --udp.listen-address="127.0.0.1:$udp" --shard.address="127.0.0.1:$closed" --shard.interval=1s
+wait_for 10 "the start logs the check's error" grep -qF -- "$reason" "$tmp/hotkeyd.log"
+grep -q 'msg="cannot ask the shard' "$tmp/hotkeyd.log" || fail "no warning: $(cat "$tmp/hotkeyd.log")"
+kill "$hotkeyd_pid"
+wait "$hotkeyd_pid" || true
+log "ok: the start logs what --check-config said: $reason"
 
 # ---------------------------------------------------------------- D: two addresses
 p1=$(free_port tcp)
