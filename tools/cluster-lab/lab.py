@@ -1137,6 +1137,8 @@ scrape_configs:
                 self.feed_hold.set()
                 try:
                     pj = http_json(f"http://127.0.0.1:{self.web_ports[home]}/api/v1/measured")
+                    # hotkeyd's capacity moves with each reading of the shard: read beside it
+                    cap_now = self.model_inputs(home)["capacity"][0]
                     rows, line = self.page_table(home, browser)
                     api = self.page_table(home, False)[0] if browser else rows
                 finally:
@@ -1162,7 +1164,6 @@ scrape_configs:
                 m = pj["measurement"]
                 cap_page = (m["ops_per_second"][0] / m["loads"][0]
                             if m and m["loads"] and m["loads"][0] > 0 else float("nan"))
-                cap_now = self.model_inputs(home)["capacity"][0]
                 rate_p = (pj["projection"]["shard_ops"] / (a.share + (1 - a.share) /
                                                            inp["shards"][0])
                           if pj["projection"] else rate_r)  # the page's projection's
