@@ -2,14 +2,21 @@
 """The cluster lab: the shard load model against real Redis shards and real client code.
 
 One command starts, on loopback only:
-  * N standalone redis-server shards (default 8). Slots are assigned by the client, as a
-    Redis Cluster client would: CRC16 (XMODEM) of the key, or of its {hash tag}, mod 16384,
-    and shard i owns the contiguous slot range [i*16384/N, (i+1)*16384/N). Standalone
-    servers rather than a Redis Cluster: no cluster bus, no MOVED/ASK redirections and no
-    slot migration, so the lab is simpler, starts in a second and is deterministic on
-    loopback, while every key still lands where a cluster would put it;
-  * one hotkeyd per shard, tapping that shard's port (--tap.interface=lo), with the lab's
-    cluster figures (--cluster.shards, capacity, app-servers, refresh, replicas, split);
+  * N redis-server shards (default 8), made one Redis Cluster of N primaries (`redis-cli
+    --cluster create`); the lab reads the slot table (CLUSTER SLOTS) and sends every
+    command to the shard serving its key's slot (CRC16/XMODEM of the key, or of its
+    {hash tag}, mod 16384), so there are no redirections;
+  * each shard in a cgroup of its own with a CPU quota, so that it really saturates at the
+    lab's capacity C (see "The shards' size" below);
+  * one hotkeyd per shard, tapping that shard's port (--tap.interface=lo), with none of the
+    --cluster.capacity, --cluster.shards and --cluster.app-servers flags: each measures
+    them. Capacity from its shard (INFO's CPU time, the cgroup's quota) asked every 2 s
+    (--shard.interval=2s, the shortest its 2 s timeout allows), shards from CLUSTER NODES, app servers from the client hosts the
+    tap sees (one on loopback, though the lab runs several app workers: the model's
+    refresh load is then A = 1 refresh per TTL, not one per worker, a difference of a few
+    ops/s). Only the fixes' parameters are flags (--cluster.refresh, replicas, split,
+    target). The rules file (--config.file) sets alert.min_dwell 0s and
+    alert.advice_dwell 2s: the default 30 s hold of the advice is longer than a phase;
   * a real Prometheus scraping all hotkeyds with the shipped recording rules and alerts
     (deploy/prometheus/hotkeyd.rules.yml, targets labelled cluster/shard as in
     deploy/prometheus/scrape.yml); the lab's time scale is seconds, so `for:` and
@@ -31,15 +38,49 @@ ops/s over the last 4 s, with the fix in force, to every hotkeyd's
 beside the projected ones; at the end of each mix the check reads the page's figures
 from /api/v1/measured, and after the last mix also as headless Chromium draws the page.
 
+The shards' size. Before the hotkeyds start, the lab calibrates: with no quota, it drives
+the background mix (GET, 10% SET, spread over every shard) at the lab's total rate for
+--calibrate-seconds and divides the commands the shards served (INFO commandstats) by the
+CPU-seconds they used (INFO used_cpu_sys + used_cpu_user): commands per CPU-second, and
+the quota C / that rate (printed), in CPUs, with the shortest period of at least 10 ms
+whose quota is at least the kernel's 1 ms minimum. A redis-server's cost per command
+falls as its load rises (a busy one reads several requests per wakeup; its timers cost
+the same at any load), so a shard sized so serves more than C when saturated, and
+hotkeyd's measured capacity (ops/s over busy fraction) moves with the load: the run
+prints both, per phase, beside the same figure from INFO. Here that is cgroup v1's
+cpu controller (/sys/fs/cgroup/cpu/cluster-lab-<pid>-<i>: cpu.cfs_period_us,
+cpu.cfs_quota_us, cgroup.procs) or, where only cgroup v2 is mounted, cpu.max in a child of
+the v2 root with +cpu in its cgroup.subtree_control. The cgroups are removed when the lab
+ends, however it ends (short of SIGKILL: then `rmdir` them). Without root or a writable
+cgroup hierarchy the lab exits 77. To size a redis-server by hand on another host:
+  systemd-run --scope -p CPUQuota=2% redis-server ...           (systemd, v1 or v2)
+  cgcreate -g cpu:/shard0; cgset -r cpu.cfs_quota_us=2000 shard0  (libcgroup, v1)
+    cgset -r cpu.cfs_period_us=100000 shard0; cgexec -g cpu:shard0 redis-server ...
+  mkdir /sys/fs/cgroup/shard0; echo "2000 100000" > /sys/fs/cgroup/shard0/cpu.max;
+    echo $PID > /sys/fs/cgroup/shard0/cgroup.procs                (v2, as root)
+(2000 us per 100 ms is 0.02 CPUs: put C / your own calibration there.)
+
 Load is measured from Redis itself: the deltas of INFO commandstats calls per second on
-each shard (the lab's own INFO calls excluded), over capacity C. The model's projection
-comes from hotkey::model's formulas (shard_model.h), recomputed here for the lab's figures;
-the advice each mix gets from them must be the one the burnt shard's hotkeyd exports.
+each shard (INFO and CLUSTER, the probes', excluded), over the capacity the burnt shard's
+hotkeyd measured. The model's projection comes from hotkey::model's formulas
+(shard_model.h), recomputed here with the inputs that hotkeyd reports (/api/v1/top
+"model": capacity, shards, app servers) at the rate the driver achieved. With no fix the
+burnt shard is saturated (its busy fraction near 1; the driver's latency on it rises, and
+the driver, whose request threads wait on it, achieves less than its target): hotkeyd
+sees the rate the shard serves, so its advice is the model's at that rate, which the lab
+checks; the fix the lab expects to resolve the alert is the model's at the target rate.
+The two differ when saturation hides enough of the demand (the lab logs a NOTE).
+The run reports, per phase, the burnt shard's busy fraction (INFO, and hotkeyd's
+hotkey_shard_cpu_busy_ratio) and the driver's mean latency of its background commands
+to it, beside the other shards'.
 
 Usage: tools/cluster-lab/lab.py --hotkeyd build/daemon/hotkeyd [--quick] [--check]
   --check exits 1 unless detection, the model-vs-measured table, the alert loop and the
-  landing page's table all hold (what tests/lab/cluster_lab_test.sh runs). Needs root (CAP_NET_RAW) for the tap,
-  redis-server, prometheus and promtool, and Debian's python3-redis.
+  landing page's table all hold (what tests/lab/cluster_lab_test.sh runs); it exits 77
+  (skipped, with the reason) when the driver kept under 90% of its rate in a phase where
+  no shard was saturated, since the machine, not the model, was then measured. Needs root
+  (CAP_NET_RAW for the tap, cgroups for the quotas), redis-server and redis-cli,
+  prometheus and promtool, and Debian's python3-redis.
 """
 
 import argparse
@@ -89,9 +130,18 @@ def key_slot(key: bytes) -> int:
     return crc16(key) % SLOTS
 
 
+# The cluster's slot table: SLOT_OWNER[slot] is the lab's index of the shard serving it,
+# read from CLUSTER SLOTS once the cluster is up (before the app workers fork).
+SLOT_OWNER = None
+
+
 def shard_of(key, n):
+    """The shard serving `key`: from the cluster's slot table once it is read, else the
+    contiguous ranges [i*16384/n, (i+1)*16384/n)."""
     if isinstance(key, str):
         key = key.encode()
+    if SLOT_OWNER is not None:
+        return SLOT_OWNER[key_slot(key)]
     return key_slot(key) * n // SLOTS
 
 
@@ -293,10 +343,15 @@ def app_worker(wid, ports, plan, ctl, stop, threads_per_worker):
                     client.read(conns, rng, mode)
             else:
                 k = rng.choice(pools[shard])
+                t = time.monotonic()
                 if rng.random() < 0.1:
                     call(conns[shard], "SET", k, b"x")
                 else:
                     call(conns[shard], "GET", k)
+                lat = time.monotonic() - t
+                with ctl["latency"].get_lock():
+                    ctl["latency"][2 * shard] += lat
+                    ctl["latency"][2 * shard + 1] += 1
                 shard = (shard + 1) % n
             done += 1
             with ctl["ops"].get_lock():
@@ -351,6 +406,77 @@ def http_text(url, timeout=3):
         return r.read().decode()
 
 
+class Skip(Exception):
+    """The lab cannot run here, or its driver could not keep its rate: exit 77."""
+
+
+class CpuQuota:
+    """A cgroup of its own for one process, with a CPU quota: cgroup v1's cpu controller
+    (cpu.cfs_quota_us / cpu.cfs_period_us) where it is mounted, else v2's cpu.max. Needs
+    root. remove() moves the process back to the root cgroup and deletes the cgroup."""
+
+    def __init__(self, name):
+        self.v1 = self.v2 = None
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                pre, post = line.split(" - ", 1)
+                fstype, _, opts = post.split()[:3]
+                point = pre.split()[4]
+                if fstype == "cgroup" and "cpu" in opts.split(","):
+                    self.v1 = point
+                elif fstype == "cgroup2" and self.v2 is None:
+                    self.v2 = point
+        if self.v1:
+            self.root = self.v1
+        elif self.v2 and "cpu" in open(f"{self.v2}/cgroup.controllers").read().split():
+            self.root = self.v2
+            with open(f"{self.root}/cgroup.subtree_control", "w") as f:
+                f.write("+cpu")  # OSError when not root: the caller's skip
+        else:
+            raise Skip("no cgroup hierarchy with the cpu controller is mounted")
+        self.dir = os.path.join(self.root, name)
+        os.mkdir(self.dir)
+        self.pids = []
+
+    def add(self, pid):
+        with open(f"{self.dir}/cgroup.procs", "w") as f:
+            f.write(str(pid))
+        self.pids.append(pid)
+
+    def set(self, cpus):
+        """Limits the cgroup to `cpus` CPUs (None: no limit). The period is the shortest
+        of at least 10 ms in which the quota is at least the kernel's minimum, 1 ms."""
+        period = 100_000 if cpus is None else max(10_000, int(1000 / cpus) + 1)
+        quota = None if cpus is None else int(cpus * period)
+        if self.root == self.v1:
+            # No limit while the period changes, then the quota.
+            for name, v in (("cpu.cfs_quota_us", -1), ("cpu.cfs_period_us", period),
+                            ("cpu.cfs_quota_us", -1 if quota is None else quota)):
+                with open(f"{self.dir}/{name}", "w") as f:
+                    f.write(str(v))
+        else:
+            with open(f"{self.dir}/cpu.max", "w") as f:
+                f.write(f"{'max' if quota is None else quota} {period}")
+        return quota, period
+
+    def remove(self):
+        for pid in self.pids:
+            try:
+                with open(f"{self.root}/cgroup.procs", "w") as f:
+                    f.write(str(pid))
+            except OSError:
+                pass  # gone already
+        for _ in range(50):
+            try:
+                os.rmdir(self.dir)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)  # a process still leaving
+        print(f"[lab] could not remove cgroup {self.dir}", file=sys.stderr)
+
+
 class Lab:
     def __init__(self, args):
         self.a = args
@@ -363,6 +489,9 @@ class Lab:
         # The shards' measured loads, fed back to every hotkeyd's landing page.
         self.loads_file = os.path.join(self.tmp, "measured-loads.json")
         self.feed_hold = threading.Event()  # set: the feed writes nothing
+        self.cgroups = []  # CpuQuota per shard
+        self.cpus = None  # each shard's CPU quota, in CPUs
+        self.feed_rates = {}  # (mode index, write ratio) -> driver's ops/s in the last feed
 
     def log(self, msg):
         line = f"[lab {time.strftime('%H:%M:%S')}] {msg}"
@@ -378,20 +507,33 @@ class Lab:
     def start(self):
         a = self.a
         for i in range(self.n):
+            try:
+                self.cgroups.append(CpuQuota(f"cluster-lab-{os.getpid()}-{i}"))
+            except OSError as e:
+                raise Skip(f"cannot make a cgroup with a CPU quota ({e}): run as root, with "
+                           "a writable cgroup hierarchy with the cpu controller") from e
+        for i in range(self.n):
             port = free_port()
             d = os.path.join(self.tmp, f"redis{i}")
             os.mkdir(d)
-            self.spawn(f"redis{i}", [a.redis_server, "--port", str(port), "--bind", "127.0.0.1",
-                                     "--save", "", "--appendonly", "no", "--dir", d,
-                                     "--protected-mode", "no"])
+            p = self.spawn(f"redis{i}", [
+                a.redis_server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", d, "--protected-mode", "no",
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-port", str(free_port())])
+            self.cgroups[i].add(p.pid)
             self.ports.append(port)
         self.conns = [redis.Redis(host="127.0.0.1", port=p) for p in self.ports]
         for i, c in enumerate(self.conns):
             wait_until(f"redis shard {i}", c.ping, 10)
-        # The daemons' policy: a key is hot as soon as it crosses its threshold.
+        self.make_cluster()
+        self.make_pools()
+        self.calibrate()
+        # The daemons' policy: a key is hot as soon as it crosses its threshold, and the
+        # advice is held 2 s before it changes (the lab's time scale is seconds).
         rules_path = os.path.join(self.tmp, "hotkeyd-rules.yml")
         with open(rules_path, "w") as f:
-            f.write("alert:\n  min_dwell: 0s\n")
+            f.write("alert:\n  min_dwell: 0s\n  advice_dwell: 2s\n")
         for i, port in enumerate(self.ports):
             wp = free_port()
             self.web_ports.append(wp)
@@ -399,9 +541,8 @@ class Lab:
                 a.hotkeyd, f"--web.listen-address=127.0.0.1:{wp}",
                 "--udp.listen-address=127.0.0.1:0",
                 "--tap.interface=lo", f"--tap.port={port}", "--tap.protocol=redis",
-                "--tap.snaplen=4096", "--tap.buffer-bytes=4MiB",
-                f"--cluster.shards={self.n}", f"--cluster.capacity={a.capacity:g}",
-                f"--cluster.app-servers={a.app_servers}", f"--cluster.refresh={a.ttl:g}s",
+                "--tap.snaplen=4096", "--tap.buffer-bytes=4MiB", "--shard.interval=2s",
+                f"--cluster.refresh={a.ttl:g}s",
                 f"--cluster.replicas={a.replicas}", f"--cluster.split={a.split}",
                 f"--cluster.target={a.target:g}",
                 "--track.half-life=1s", "--track.rate-window=2s", f"--config.file={rules_path}",
@@ -447,7 +588,107 @@ scrape_configs:
         self.log(f"tmp {self.tmp}; redis ports {self.ports}; hotkeyd web ports "
                  f"{self.web_ports}; prometheus {self.prom}")
 
+    def make_cluster(self):
+        """Makes the shards one Redis Cluster of N primaries, and reads its slot table."""
+        global SLOT_OWNER
+        subprocess.run([self.a.redis_cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports),
+                        "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, capture_output=True, timeout=60)
+        for i, p in enumerate(self.ports):
+            conn = redis.Connection(host="127.0.0.1", port=p)
+            wait_until(f"shard {i} sees the cluster ok",
+                       lambda: b"cluster_state:ok" in call(conn, "CLUSTER", "INFO"), 30)
+            conn.disconnect()
+        conn = redis.Connection(host="127.0.0.1", port=self.ports[0])
+        owner = [None] * SLOTS
+        for r in call(conn, "CLUSTER", "SLOTS"):
+            shard = self.ports.index(int(r[2][1]))
+            for slot in range(int(r[0]), int(r[1]) + 1):
+                owner[slot] = shard
+        conn.disconnect()
+        assert None not in owner, "the cluster leaves slots unserved"
+        SLOT_OWNER = owner
+        self.log("cluster slots: " + ", ".join(
+            f"shard {i} (port {p}) {owner.count(i)} slots" for i, p in enumerate(self.ports)))
+
+    def make_pools(self):
+        """64 background keys per shard, found by their slots."""
+        n = self.n
+        self.pools = [[] for _ in range(n)]
+        i = 0
+        while min(len(p) for p in self.pools) < 64:
+            k = f"bg:{i}"
+            s = shard_of(k, n)
+            if len(self.pools[s]) < 64:
+                self.pools[s].append(k)
+            i += 1
+
+    def cpu(self, c):
+        """CPU-seconds the shard's main thread used (what hotkeyd's prober reads), and in
+        all its threads (what the quota limits)."""
+        st = c.info("cpu")
+        main = st.get("used_cpu_sys_main_thread", st["used_cpu_sys"]) + st.get(
+            "used_cpu_user_main_thread", st["used_cpu_user"])
+        return main, st["used_cpu_sys"] + st["used_cpu_user"]
+
+    def drive(self, plan, seconds, warmup=1.5):
+        """Runs the app workers on `plan` for `seconds` after `warmup`: each shard's commands
+        served (INFO commandstats) and CPU-seconds used (all threads), and the app's ops."""
+        ctl = self.new_ctl()
+        ctl["write"].value = 0.1
+        stop = mp.Event()
+        workers = [mp.Process(target=app_worker, args=(w, self.ports, plan, ctl, stop, 2),
+                              daemon=True) for w in range(self.a.app_servers)]
+        for w in workers:
+            w.start()
+        try:
+            time.sleep(warmup)
+            c0, u0, o0, t0 = self.calls(), [self.cpu(c)[1] for c in self.conns], \
+                ctl["ops"].value, time.monotonic()
+            time.sleep(seconds)
+            c1, u1, o1, t1 = self.calls(), [self.cpu(c)[1] for c in self.conns], \
+                ctl["ops"].value, time.monotonic()
+        finally:
+            stop.set()
+            for p in workers:
+                p.join(timeout=5)
+                if p.is_alive():
+                    p.terminate()
+        dt = t1 - t0
+        return ([(y - x) / dt for x, y in zip(c0, c1)], [(y - x) / dt for x, y in zip(u0, u1)],
+                (o1 - o0) / dt)
+
+    def calibrate(self):
+        """Sets each shard's CPU quota to C / (commands one redis-server serves per
+        CPU-second), that rate measured with no quota for the background mix (GET, 10%
+        SET, every op to the next shard) at the lab's total rate."""
+        a = self.a
+        for cg in self.cgroups:
+            cg.set(None)
+        plan = dict(key=a.key, replicas=[], subkeys=[], ttl=a.ttl, pools=self.pools,
+                    share=0.0, rate_per_worker=a.ops / a.app_servers)
+        ops, cpu, app = self.drive(plan, a.calibrate_seconds)
+        self.ops_per_cpu_second = sum(ops) / sum(cpu)
+        self.cpus = a.capacity / self.ops_per_cpu_second
+        quota, period = 0, 0
+        for cg in self.cgroups:
+            quota, period = cg.set(self.cpus)
+        self.log(f"calibration: {app:.0f} app ops/s for {a.calibrate_seconds:g} s; commands "
+                 f"per CPU-second per shard " + " ".join(f"{o / u:.0f}" for o, u in zip(ops, cpu)) +
+                 f"; all shards {self.ops_per_cpu_second:.0f}; quota for {a.capacity:g} ops/s: "
+                 f"{self.cpus:.4f} CPUs ({quota} us per {period} us, "
+                 f"{'cgroup v1' if self.cgroups[0].root == self.cgroups[0].v1 else 'cgroup v2'})")
+
+    def new_ctl(self):
+        return dict(mode=mp.Value("i", 0), write=mp.Value("d", 0.05), ops=mp.Value("q", 0),
+                    latency=mp.Array("d", 2 * self.n))
+
     def stop(self):
+        # The cgroups first: a process that has exited but is not yet reaped stays in its
+        # cgroup and would keep it from being removed.
+        for cg in self.cgroups:
+            cg.remove()
+        self.cgroups = []
         for _, p in reversed(self.procs):
             if p.poll() is None:
                 p.terminate()
@@ -481,20 +722,39 @@ scrape_configs:
 
     # ------------------------------------------------------------ measurement
     def calls(self, conns=None):
-        """Commands served per shard, from INFO commandstats (the lab's INFO excluded)."""
+        """Commands served per shard, from INFO commandstats (INFO and CLUSTER, the lab's
+        and the hotkeyds' probes, excluded)."""
         out = []
         for c in conns or self.conns:
             st = c.info("commandstats")
-            out.append(sum(v["calls"] for k, v in st.items() if k not in ("cmdstat_info",)))
+            out.append(sum(v["calls"] for k, v in st.items()
+                           if not k.startswith(("cmdstat_info", "cmdstat_cluster"))))
         return out
 
     def measure(self, seconds):
+        """Over `seconds`: each shard's commands per second (INFO commandstats), its busy
+        fraction of its quota (INFO's main-thread CPU, as hotkeyd's prober reads it), the
+        driver's mean latency of background ops to it, and the driver's ops/s."""
+        lat = self.ctl["latency"]
         c0, t0, o0 = self.calls(), time.monotonic(), self.ctl["ops"].value
+        u0, l0 = [self.cpu(c)[0] for c in self.conns], lat[:]
         time.sleep(seconds)
         c1, t1, o1 = self.calls(), time.monotonic(), self.ctl["ops"].value
+        u1, l1 = [self.cpu(c)[0] for c in self.conns], lat[:]
         dt = t1 - t0
-        loads = [(b - a) / dt / self.a.capacity for a, b in zip(c0, c1)]
-        return loads, (o1 - o0) / dt
+        ops = [(b - a) / dt for a, b in zip(c0, c1)]
+        busy = [(b - a) / dt / self.cpus for a, b in zip(u0, u1)]
+        latency = [(l1[2 * i] - l0[2 * i]) / max(1, l1[2 * i + 1] - l0[2 * i + 1])
+                   for i in range(self.n)]
+        return ops, busy, latency, (o1 - o0) / dt
+
+    def model_inputs(self, i):
+        """The model's inputs shard i's hotkeyd reports (/api/v1/top "model"):
+        {capacity, shards, app_servers: (value, origin)}, and its shard's busy fraction."""
+        m = http_json(f"http://127.0.0.1:{self.web_ports[i]}/api/v1/top")["model"]
+        out = {k: (m[k]["value"], m[k]["origin"]) for k in ("capacity", "shards", "app_servers")}
+        out["busy"] = m.get("shard", {}).get("busy")
+        return out
 
     def feed_measured_loads(self, stop, key, window=4.0):
         """Every half second, writes each shard's ops/s over the last `window` seconds
@@ -502,7 +762,7 @@ scrape_configs:
         fix in force, atomically (a temporary file renamed over it). A window in which the
         fix or the mix changed is not written: it measured neither."""
         conns = [redis.Redis(host="127.0.0.1", port=p) for p in self.ports]
-        hist = []  # (monotonic time, wall time, calls per shard, phase)
+        hist = []  # (monotonic time, wall time, calls per shard, phase, app ops)
         tmp = self.loads_file + ".tmp"
         while not stop.wait(0.5):
             if self.feed_hold.is_set():
@@ -511,6 +771,7 @@ scrape_configs:
             try:
                 phase = (self.ctl["mode"].value, self.ctl["write"].value)
                 c, t, wall = self.calls(conns), time.monotonic(), time.time()
+                app = self.ctl["ops"].value
                 if phase != (self.ctl["mode"].value, self.ctl["write"].value):
                     hist.clear()
                     continue
@@ -518,7 +779,7 @@ scrape_configs:
                 return
             if hist and hist[-1][3] != phase:
                 hist.clear()
-            hist.append((t, wall, c, phase))
+            hist.append((t, wall, c, phase, app))
             # The newest sample at least `window` old, whatever the samples' spacing.
             old = [h for h in hist if t - h[0] >= window]
             hist = hist[len(old) - 1:] if old else hist
@@ -533,6 +794,7 @@ scrape_configs:
             with open(tmp, "w") as f:
                 json.dump(doc, f)
             os.replace(tmp, self.loads_file)
+            self.feed_rates[phase] = (app - start[4]) / dt
 
     def page_table(self, i, browser):
         """The landing page of shard i's hotkeyd: {strategy: [projected busiest, measured
@@ -563,15 +825,15 @@ scrape_configs:
         return rows, m.group(1) if m else ""
 
     def daemon_projection(self, i, key):
-        """{strategy: busiest load} that shard i's hotkeyd projects for `key`."""
-        text = http_text(f"http://127.0.0.1:{self.web_ports[i]}/metrics")
-        out = {}
-        for labels, v in re.findall(r'^hotkey_key_projected_load_ratio\{(.*)\} (\S+)$',
-                                    text, re.M):
-            d = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels))
-            if d.get("key") == key:
-                out[d.get("strategy")] = float(v)
-        return out
+        """{strategy: busiest load} that shard i's hotkeyd projects for `key`, in ops/s
+        (each load times the capacity it was projected over), and that capacity, from one
+        /api/v1/top."""
+        top = http_json(f"http://127.0.0.1:{self.web_ports[i]}/api/v1/top")
+        cap = top["model"]["capacity"]["value"]
+        for k in top["keys"]:
+            if k["key"] == key:
+                return {s: v * cap for s, v in (k.get("projected_load") or {}).items()}, cap
+        return {}, cap
 
     def shard_ops(self, i):
         """The shard's ops/s as hotkeyd's tap counts them (hotkey_ops_per_second)."""
@@ -617,20 +879,13 @@ scrape_configs:
             self.log(f"{name}: " + ", ".join(f"{k} (slot {key_slot(k.encode())} -> shard {s})"
                                              for k, s in zip(ks, shards)))
             assert len(set(shards)) == len(shards), f"{name} share a shard"
-        # Background: 64 keys per shard, found by their slots; every op goes to the next shard.
-        pools = [[] for _ in range(n)]
-        i = 0
-        while min(len(p) for p in pools) < 64:
-            k = f"bg:{i}"
-            s = shard_of(k, n)
-            if len(pools[s]) < 64:
-                pools[s].append(k)
-            i += 1
+        # Background: 64 keys per shard (make_pools); every op goes to the next shard.
+        pools = self.pools
         for k in replicas + subkeys + [key]:
             self.conns[shard_of(k, n)].set(k, b"0")
         plan = dict(key=key, replicas=replicas, subkeys=subkeys, ttl=a.ttl, pools=pools,
                     share=a.share, rate_per_worker=a.ops / a.app_servers)
-        self.ctl = dict(mode=mp.Value("i", 0), write=mp.Value("d", 0.05), ops=mp.Value("q", 0))
+        self.ctl = self.new_ctl()
         stop = mp.Event()
         workers = [mp.Process(target=app_worker,
                               args=(w, self.ports, plan, self.ctl, stop, 2), daemon=True)
@@ -654,26 +909,64 @@ scrape_configs:
             self.ctl["write"].value = w
             self.ctl["mode"].value = MODES.index(mode)
 
-        def measured(w, mode, proj):
-            loads, app_rate = self.measure(a.measure_seconds)
+        rates = {}  # (w, strategy) -> the driver's ops/s
+        latencies = {}  # (w, strategy) -> (burnt shard's, median other shard's) latency, s
+        busies = {}  # (w, strategy) -> burnt shard's busy fraction (INFO, hotkeyd's)
+        shortfalls = []
+
+        def lab_model(inp, rate, w):
+            """The model for the lab's mix at `rate` app ops/s, with the inputs a hotkeyd
+            measured (capacity, shards, app servers)."""
+            return project(int(inp["shards"][0]), inp["capacity"][0], rate, a.share, w,
+                           int(inp["app_servers"][0]), a.ttl, a.replicas, a.split)
+
+        def measured(w, mode):
+            ops, busy, lat, app_rate = self.measure(a.measure_seconds)
+            inputs = [self.model_inputs(i) for i in range(n)]
+            inp = inputs[home]
+            cap = inp["capacity"][0]
+            loads = [x / cap for x in ops]
             busiest = max(range(n), key=lambda s: loads[s])
-            pb, pl = proj[mode]
+            pb, pl = lab_model(inp, app_rate, w)[mode]
             mb, ml = max(loads), min(loads)
             results[(w, mode)] = (pb, pl, mb, ml)
+            rates[(w, mode)] = app_rate
+            latencies[(w, mode)] = (lat[home], statistics.median(lat[s] for s in others))
+            busies[(w, mode)] = (busy[home], inp["busy"])
             self.log(f"w={w:.0%} {mode}: app {app_rate:.0f} ops/s; shards " +
                      " ".join(f"{x:.0%}" for x in loads) +
-                     f"; busiest shard {busiest} {mb:.0%} (model {pb:.0%}), least busy "
-                     f"{ml:.0%} (model {pl:.0%})")
-            # Shard loads are linear in the app's rate: on a loaded machine the driver may
-            # fall a little short, so the model is taken at the rate it kept.
-            scale = app_rate / a.ops
-            eb, el = pb * scale, pl * scale
-            check(abs(mb - eb) <= a.tolerance * eb and abs(ml - el) <= a.tolerance * el,
+                     f" of shard {home}'s measured capacity {cap:.0f} ops/s; busiest shard "
+                     f"{busiest} {mb:.0%} (model {pb:.0%}), least busy {ml:.0%} (model "
+                     f"{pl:.0%}); shard {home} busy {busy[home]:.0%} (INFO) "
+                     f"{(inp['busy'] or 0):.0%} (hotkeyd), latency {lat[home] * 1e3:.2f} ms "
+                     f"(others' median {latencies[(w, mode)][1] * 1e3:.2f} ms)")
+            self.log("  capacity per hotkeyd, measured (INFO: commands per CPU-second x "
+                     "quota): " + " ".join(
+                         f"{i}:{inputs[i]['capacity'][0]:.0f}"
+                         f"({ops[i] / busy[i] if busy[i] > 0.05 else float('nan'):.0f})"
+                         for i in range(n)))
+            check(all(x["capacity"][1] == "measured" and x["shards"] == (n, "measured") and
+                      x["app_servers"] == (1, "measured") for x in inputs),
+                  f"w={w:.0%} {mode}: every hotkeyd measures its inputs: capacity, "
+                  f"shards = {n}, app servers = 1 (loopback)")
+            # Shard loads are linear in the app's rate: the model is taken at the rate the
+            # driver kept, with the inputs the burnt shard's hotkeyd measured.
+            check(abs(mb - pb) <= a.tolerance * pb and abs(ml - pl) <= a.tolerance * pl,
                   f"w={w:.0%} {mode}: busiest and least busy within ±{a.tolerance:.0%} of "
-                  f"the model at the driver's {app_rate:.0f} ops/s ({eb:.0%}, {el:.0%})")
-            check(abs(app_rate - a.ops) <= 0.10 * a.ops,
-                  f"w={w:.0%} {mode}: the driver kept within 10% of its {a.ops:g} ops/s "
-                  f"({app_rate:.0f})")
+                  f"the model at the driver's {app_rate:.0f} ops/s with shard {home}'s "
+                  f"measured inputs (C {cap:.0f}, N {inp['shards'][0]}, A "
+                  f"{inp['app_servers'][0]})")
+            if mode == "none":
+                check(busy[home] >= 0.9,
+                      f"w={w:.0%}: with no fix the burnt shard saturates: busy "
+                      f"{busy[home]:.0%} of its quota (INFO), {(inp['busy'] or 0):.0%} "
+                      f"(hotkeyd_shard_cpu_busy_ratio)")
+            # A saturated shard holds the driver's request threads: it then keeps less
+            # than its rate by the model's design. Short of it with none saturated, the
+            # machine was too busy to measure the model.
+            if app_rate < 0.9 * a.ops and max(busy) < 0.9:
+                shortfalls.append(f"w={w:.0%} {mode}: the driver kept {app_rate:.0f} of "
+                                  f"{a.ops:g} ops/s with no shard saturated")
             return loads, busiest
 
         def critical():
@@ -688,59 +981,96 @@ scrape_configs:
                      (0.50, ["none", "split_cache"])]
         try:
             for w, modes in mixes:
-                proj = project(n, a.capacity, a.ops, a.share, w, a.app_servers, a.ttl,
-                               a.replicas, a.split)
-                advice = advise(proj, a.target)
-                self.log(f"--- mix: hot share {a.share:.0%}, writes {w:.0%}; model advises "
-                         f"{advice}")
+                self.log(f"--- mix: hot share {a.share:.0%}, writes {w:.0%}")
                 # Detection, with no fix.
                 set_phase(w, "none")
                 t0 = t_phase = load_started if w == mixes[0][0] else time.monotonic()
                 want_share = a.share * a.ops / (a.share * a.ops + a.ops * (1 - a.share) / n)
+                inp, rate_r = self.model_inputs(home), a.ops
+                rate_driver = float("nan")
 
                 def detected():
                     hk = self.hot_keys(home)
-                    return hk if key in hk and hk[key][2] == advice else None
+                    return hk if key in hk and hk[key][2] is not None else None
                 try:
                     wait_until(f"shard {home}'s hotkeyd marks {key} hot", detected, 30)
                     timings[f"detect w={w:.0%}"] = time.monotonic() - t0
                     check(True, f"detection: shard {home}'s hotkeyd marks {key} hot "
-                          f"{time.monotonic() - t0:.1f}s into the mix, advising {advice}")
+                          f"{time.monotonic() - t0:.1f}s into the mix")
                     # The estimates, once the previous phase has decayed away (5 half-lives
                     # and a rate window): the mean of five readings half a second apart.
-                    time.sleep(5)
+                    # The driver's rate from a rate window (2 s) before the first reading
+                    # to the last: what the daemon's projections were made from.
+                    time.sleep(3)
+                    o0, r0 = self.ctl["ops"].value, time.monotonic()
+                    time.sleep(2)
                     # The projection too: it scales with the decayed ops/s, which a
                     # stall of the tap's thread on a loaded machine would dip for a moment
                     # (a 0.2 s stall, by 13% at the lab's 1 s half-life), so each strategy's
                     # figure is the median of the readings.
                     reads = []
                     projections = []
+                    caps = []  # the capacity each projection was made with
                     for _ in range(5):
                         reads.append(self.hot_keys(home).get(key))
-                        projections.append(self.daemon_projection(home, key))
+                        p, c = self.daemon_projection(home, key)
+                        projections.append(p)
+                        caps.append(c)
                         time.sleep(0.5)
+                    rate_driver = (self.ctl["ops"].value - o0) / (time.monotonic() - r0)
+                    inp = self.model_inputs(home)
+                    inp["capacity"] = (statistics.median(caps), inp["capacity"][1])
+                    # The app's rate the daemon's projections stand for: its busiest shard
+                    # with no fix is b + h = rate x (share + (1 - share) / N). Under
+                    # saturation the driver's rate wanders from one second to the next, and
+                    # the daemon's rate window is not the lab's.
+                    if all("none" in p for p in projections):
+                        rate_r = statistics.median(p["none"] for p in projections) / (
+                            a.share + (1 - a.share) / inp["shards"][0])
                     ok = all(r is not None for r in reads)
                     sh = statistics.mean(r[0] for r in reads) if ok else float("nan")
                     wr = statistics.mean(r[1] for r in reads) if ok else float("nan")
                     ops = self.shard_ops(home)
                     dp = {k: statistics.median(p[k] for p in projections)
                           for k in set.intersection(*(set(p) for p in projections))}
-                    self.log("the daemon's projection from what it measures: " + ", ".join(
-                        f"{k} {v:.0%} (model {proj[k][0]:.0%})" for k, v in sorted(dp.items())) +
-                        "; none's readings " + " ".join(
-                            f"{p['none']:.0%}" for p in projections if "none" in p))
+                except TimeoutError:
+                    check(False, f"detection on shard {home}: got {self.hot_keys(home)}")
+                    reads, ok, dp = [], False, {}
+                # What the daemon sees is the rate the shard serves: saturated, less than the
+                # app asks. Its advice is the model's at that rate; the fix that resolves the
+                # overload is the model's at the rate the app asks (the driver's target).
+                served = lab_model(inp, rate_r, w)
+                advice = advise(served, a.target)
+                proj = lab_model(inp, a.ops, w)
+                fix = advise(proj, a.target)
+                self.log(f"shard {home}'s hotkeyd measures C {inp['capacity'][0]:.0f} ops/s, "
+                         f"N {inp['shards'][0]}, A {inp['app_servers'][0]}, and projects from "
+                         f"an app rate of {rate_r:.0f} of {a.ops:g} ops/s (the driver's: "
+                         f"{rate_driver:.0f}); the model advises {advice} at that rate, {fix} "
+                         f"at {a.ops:g} ops/s")
+                if advice != fix:
+                    self.log(f"  NOTE: saturation hides {1 - rate_r / a.ops:.0%} of the app's "
+                             f"rate from the shard: the advice from what it serves ({advice}) "
+                             f"is not the fix its demand needs ({fix})")
+                if reads:
+                    # In ops/s: hotkeyd's measured capacity moves from one reading to the
+                    # next, and the model's ops/s do not depend on it.
+                    cap = inp["capacity"][0]
+                    want = {k: served[k][0] * cap for k in MODES}
+                    self.log("the daemon's projected busiest shard, ops/s: " + ", ".join(
+                        f"{k} {v:.0f} (model {want[k]:.0f})"
+                        for k, v in sorted(dp.items())) + "; none's readings " + " ".join(
+                            f"{p['none']:.0f}" for p in projections if "none" in p))
                     check(set(dp) == set(MODES) and all(
-                        abs(dp[k] - proj[k][0]) <= a.tolerance * proj[k][0] for k in MODES),
+                        abs(dp[k] - want[k]) <= a.tolerance * want[k] for k in MODES),
                         f"the daemon's projected busiest shard per fix is within "
-                        f"±{a.tolerance:.0%} of the model's for the lab's figures")
+                        f"±{a.tolerance:.0%} of the model's with its measured inputs")
                     check(ok and abs(sh - want_share) <= 0.02 and abs(wr - w) <= 0.03 and
                           all(r[2] == advice for r in reads),
                           f"detection on shard {home}: share {sh:.3f} (want {want_share:.3f}"
                           f"±0.02), write ratio {wr:.3f} (want {w:.2f}±0.03), advice "
                           f"{[r and r[2] for r in reads]} (model {advice}); the tap counts "
                           f"{ops:.0f} ops/s on the shard")
-                except TimeoutError:
-                    check(False, f"detection on shard {home}: got {self.hot_keys(home)}")
                 try:
                     wait_until("the other shards' hotkeyds mark nothing hot",
                                lambda: all(not self.hot_keys(s) for s in others), 15)
@@ -761,7 +1091,7 @@ scrape_configs:
                           f"{v:.3f} of the cluster's ops (want {a.share}±0.02)")
                 except TimeoutError:
                     check(False, f"cluster-wide share: {self.prom_value(expr)}")
-                measured(w, "none", proj)
+                measured(w, "none")
                 if proj["none"][0] > a.target:
                     try:
                         wait_until("HotkeydHotKeyCritical firing",
@@ -776,8 +1106,8 @@ scrape_configs:
                     set_phase(w, mode)
                     t_fix = time.monotonic()
                     time.sleep(a.settle_seconds)
-                    loads, busiest = measured(w, mode, proj)
-                    if mode == advice:
+                    loads, busiest = measured(w, mode)
+                    if mode == fix:
                         try:
                             wait_until("the alert resolves", lambda: critical()[0] is None, 60)
                             timings[f"resolve w={w:.0%} {mode}"] = time.monotonic() - t_fix
@@ -807,6 +1137,8 @@ scrape_configs:
                 self.feed_hold.set()
                 try:
                     pj = http_json(f"http://127.0.0.1:{self.web_ports[home]}/api/v1/measured")
+                    # hotkeyd's capacity moves with each reading of the shard: read beside it
+                    cap_now = self.model_inputs(home)["capacity"][0]
                     rows, line = self.page_table(home, browser)
                     api = self.page_table(home, False)[0] if browser else rows
                 finally:
@@ -824,15 +1156,38 @@ scrape_configs:
                     r = rows.get(mode)
                     self.log(f"  page row {mode}: " + ("missing" if r is None else
                              ", ".join("–" if x is None else f"{x:.0%}" for x in r)))
-                pb = lambda r, i: r is not None and None not in r and (  # noqa: E731
-                    abs(r[i + 1] - r[i]) <= a.tolerance * r[i])
-                check(all(pb(rows.get(m), 0) and pb(rows.get(m), 2) for m in modes) and
-                      all(abs(rows[m][0] - proj[m][0]) <= a.tolerance * proj[m][0]
+                # The page projects from the rate the shard served with no fix, and measures
+                # each fix at the rate the driver achieved under it: a fix's measured load is
+                # its projection scaled by the ratio of the two rates. Its loads are over the
+                # capacity it divides by (a measured shard's ops/s over its load); the model
+                # is compared in ops/s, since hotkeyd's measured capacity moves with load.
+                m = pj["measurement"]
+                cap_page = (m["ops_per_second"][0] / m["loads"][0]
+                            if m and m["loads"] and m["loads"][0] > 0 else float("nan"))
+                rate_p = (pj["projection"]["shard_ops"] / (a.share + (1 - a.share) /
+                                                           inp["shards"][0])
+                          if pj["projection"] else rate_r)  # the page's projection's
+                scale = {m: self.feed_rates.get((MODES.index(m), w), rate_p) / rate_p
+                         for m in modes}
+                self.log(f"  the page divides by capacity {cap_page:.0f} ops/s; hotkeyd "
+                         f"measures {cap_now:.0f}; each fix's measured load over its "
+                         "projection should be " +
+                         ", ".join(f"{m} {scale[m]:.2f}" for m in modes))
+                check(abs(cap_page - cap_now) <= a.tolerance * cap_now,
+                      f"w={w:.0%}: shard {home}'s landing page divides by the capacity "
+                      f"hotkeyd measures ({cap_page:.0f} ops/s, measured {cap_now:.0f})")
+                pb = lambda m, i: (lambda r: r is not None and None not in r and (  # noqa: E731
+                    abs(r[i + 1] - r[i] * scale[m]) <= a.tolerance * r[i] * scale[m]))(
+                        rows.get(m))
+                want = {m: served[m][0] * rate_p / rate_r * inp["capacity"][0] / cap_page
+                        for m in modes}
+                check(all(pb(m, 0) and pb(m, 2) for m in modes) and
+                      all(abs(rows[m][0] - want[m]) <= a.tolerance * want[m]
                           for m in modes) and "STALE" not in line,
                       f"w={w:.0%}: shard {home}'s landing page shows each fix's measured "
                       f"busiest and least busy load within ±{a.tolerance:.0%} of its "
-                      f"projection, the projection within ±{a.tolerance:.0%} of the model's "
-                      f"({', '.join(modes)})")
+                      f"projection at the driver's rate, the projection within "
+                      f"±{a.tolerance:.0%} of the model's in ops/s ({', '.join(modes)})")
 
         finally:
             stop.set()
@@ -841,17 +1196,29 @@ scrape_configs:
                 if p.is_alive():
                     p.terminate()
         self.print_table(results)
+        print(f"shard {home} (the hot key's): busy fraction of its quota (INFO; hotkeyd), "
+              f"driver's mean latency of its background ops (others' median), app ops/s:")
+        for (w, mode), (lh, lo) in latencies.items():
+            bi, bh = busies[(w, mode)]
+            print(f"  w={w:.0%} {mode:11} busy {bi:4.0%}; {(bh or 0):4.0%}  latency "
+                  f"{lh * 1e3:6.2f} ms ({lo * 1e3:.2f} ms)  {rates[(w, mode)]:.0f} ops/s")
         for k, v in timings.items():
             self.log(f"time: {k}: {v:.1f}s")
         failed = [w for ok, w in checks if not ok]
         print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
-        return not failed
+        if failed:
+            return False
+        if shortfalls:
+            raise Skip("the driver fell short of its rate (under 90%) where no shard was "
+                       "saturated, so the run proves nothing: " + "; ".join(shortfalls))
+        return True
 
     def print_table(self, results):
         cols = ["none", "cache", "replicate", "split", "split_cache"]
         heads = ["none", "cache", "replicate", "split", "split+cache"]
         for title, idx in (("busiest shard", 0), ("least busy shard", 1)):
-            print(f"\n{title}, projected -> measured (% of {self.a.capacity:g} ops/s):")
+            print(f"\n{title}, projected -> measured at the driver's rate (% of the burnt "
+                  f"shard's measured capacity):")
             print("| hot share | writes | " + " | ".join(heads) + " |")
             print("|---|---|" + "---|" * len(cols))
             for w in (0.05, 0.95, 0.50):
@@ -867,16 +1234,20 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--hotkeyd", default=os.path.join(ROOT, "build/daemon/hotkeyd"))
     p.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
+    p.add_argument("--redis-cli", default=shutil.which("redis-cli") or "redis-cli")
     p.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
     p.add_argument("--promtool", default=shutil.which("promtool") or "promtool")
     p.add_argument("--chromium", default=shutil.which("chromium") or "",
                    help="headless Chromium, to read the landing page as a browser draws it "
                    "(empty: read /api/v1/measured, what the page draws, instead)")
     p.add_argument("--shards", type=int, default=8, help="N")
-    p.add_argument("--capacity", type=float, default=1000, help="C, ops/s per shard")
+    p.add_argument("--capacity", type=float, default=1000,
+                   help="C, ops/s per shard: each shard's CPU quota is calibrated to it")
+    p.add_argument("--calibrate-seconds", type=float, default=3)
     p.add_argument("--ops", type=float, default=5000, help="T, app ops/s in total")
     p.add_argument("--share", type=float, default=0.30, help="the hot key's share h of T")
-    p.add_argument("--app-servers", type=int, default=8, help="A, app worker processes")
+    p.add_argument("--app-servers", type=int, default=8,
+                   help="app worker processes (hotkeyd sees one client host on loopback)")
     p.add_argument("--ttl", type=float, default=1.0, help="cache TTL = refresh interval, s")
     p.add_argument("--replicas", type=int, default=4, help="R")
     p.add_argument("--split", type=int, default=8, help="S")
@@ -893,17 +1264,24 @@ def main():
     p.add_argument("--check", action="store_true", help="exit 1 unless every check passes")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = p.parse_args()
+    a.hotkeyd = os.path.abspath(a.hotkeyd)  # the daemons run in the lab's directory
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(2))  # run the cleanup below
     lab = Lab(a)
     ok = False
+    skipped = False
+    t0 = time.monotonic()
     try:
         lab.start()
         ok = lab.run()
     except KeyboardInterrupt:
         pass
+    except Skip as e:
+        print(f"SKIP: {e}", flush=True)
+        skipped = True
     finally:
         lab.stop()
-    sys.exit(0 if ok or not a.check else 1)
+        print(f"[lab] ran {time.monotonic() - t0:.0f} s", flush=True)
+    sys.exit(77 if skipped else 0 if ok or not a.check else 1)
 
 
 if __name__ == "__main__":
