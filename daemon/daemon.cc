@@ -280,8 +280,12 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
         std::vector<const prometheus::Collectable*>{collector_.get(), comparison_.get()});
     hooks.metrics = all_metrics_.get();
     hooks.measured = [this] {
+      // The cluster the advice used (measured where it could be), as Observe() is given.
+      const std::shared_ptr<const Snapshot> snap = snapshot();
       model::Cluster cluster;
-      {
+      if (snap) {
+        cluster = snap->model.cluster;
+      } else {
         std::lock_guard<std::mutex> l(mu_);
         cluster = cluster_;
       }
@@ -487,12 +491,7 @@ void Daemon::Impl::PollMeasuredLoads() {
   // The key's figures first, so that a measurement read now can adopt them (its timestamp
   // permitting: load_comparison.h).
   if (std::shared_ptr<const Snapshot> snap = snapshot()) {
-    model::Cluster cluster;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      cluster = cluster_;
-    }
-    comparison_->Observe(*snap, cluster);
+    comparison_->Observe(*snap, snap->model.cluster);
   }
   const absl::StatusOr<std::optional<config::MeasuredLoads>> polled = poll_measured_loads_();
   comparison_->Update(polled);

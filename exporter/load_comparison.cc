@@ -73,12 +73,12 @@ void LoadComparison::Observe(const Snapshot& snap, const model::Cluster& cluster
   }
   if (key == nullptr) return;
   // The aggregator's own call and figures for the key's advice (aggregator.cc).
-  const double shard_ops = snap.decayed_ops_per_second[0] + snap.decayed_ops_per_second[1];
+  const double shard_ops = snap.ops_per_second[0] + snap.ops_per_second[1];
   absl::StatusOr<model::Projection> p =
       model::ProjectShare(cluster, shard_ops, key->share, key->write_ratio);
   if (!p.ok()) return;  // the cluster is validated at load; a share is in [0, 1]
-  noted_.push_back(
-      Noted{snap.time, key->label, shard_ops, key->share, key->write_ratio, *std::move(p)});
+  noted_.push_back(Noted{snap.time, key->label, shard_ops, key->share, key->write_ratio,
+                         *std::move(p), 1, cluster.capacity});
   while (noted_.size() > kMaxNoted) noted_.pop_front();
 }
 
@@ -122,8 +122,10 @@ void LoadComparison::Update(const absl::StatusOr<std::optional<config::MeasuredL
         p.share = key_ops / ops;
         p.write_share = key_ops > 0 ? write_ops / key_ops : 0;
         p.samples = n;
+        model::Cluster at = cluster_;
+        at.capacity = p.capacity;
         absl::StatusOr<model::Projection> mean =
-            model::ProjectShare(cluster_, p.shard_ops, p.share, p.write_share);
+            model::ProjectShare(at, p.shard_ops, p.share, p.write_share);
         if (mean.ok()) p.projection = *std::move(mean);
       }
       projection_ = std::move(p);
@@ -133,8 +135,12 @@ void LoadComparison::Update(const absl::StatusOr<std::optional<config::MeasuredL
   by_strategy_[m.strategy] = m;
 }
 
-std::string LoadComparison::Json(const model::Cluster& cluster, absl::Time now) const {
+std::string LoadComparison::Json(const model::Cluster& given, absl::Time now) const {
   std::lock_guard<std::mutex> l(mu_);
+  // Measured loads are divided by the capacity the projection was made with, so both are
+  // fractions of one figure (a measured capacity moves with the shard's load).
+  model::Cluster cluster = given;
+  if (projection_) cluster.capacity = projection_->capacity;
   json::object o;
   o["file"] = options_.file;
   o["max_age_seconds"] = absl::ToDoubleSeconds(options_.max_age);

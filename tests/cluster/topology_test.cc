@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "command_output.h"
 #include "hotkey/cluster/slot.h"
 
 namespace hotkey::cluster {
@@ -92,16 +93,7 @@ TEST_CASE("Topology: a malformed answer is an error naming its line, never a cra
   CHECK(t.status().message() == "CLUSTER NODES line 2: fewer than 8 fields");
 }
 
-// Runs `cmd` and returns what it printed, trimmed.
-std::string Output(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-  ::pclose(p);
-  return std::string(absl::StripAsciiWhitespace(out));
-}
+using hotkey::testing::CommandOutput;
 
 // Three redis-servers in cluster mode on loopback, joined by redis-cli --cluster create; each
 // shut down at the end.
@@ -142,7 +134,7 @@ class ThreeNodes {
   }
 
   std::string Cli(int port, const std::string& args) const {
-    return Output(absl::StrCat(HOTKEY_REDIS_CLI, " -p ", port, " ", args, " 2>&1"));
+    return CommandOutput(absl::StrCat(HOTKEY_REDIS_CLI, " -p ", port, " ", args, " 2>&1"));
   }
   const std::array<int, 3>& ports() const { return ports_; }
 

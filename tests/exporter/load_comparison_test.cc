@@ -42,8 +42,8 @@ Snapshot ShardAt(absl::Time time, double shard_ops, const std::string& key, doub
                  double w) {
   Snapshot s;
   s.time = time;
-  s.decayed_ops_per_second[0] = shard_ops * 0.9;
-  s.decayed_ops_per_second[1] = shard_ops * 0.1;
+  s.ops_per_second[0] = shard_ops * 0.9;
+  s.ops_per_second[1] = shard_ops * 0.1;
   KeySnapshot k;
   k.label = key;
   k.share = share;
@@ -324,6 +324,30 @@ TEST_CASE("Web: the landing page draws the measured loads beside the projection"
     INFO(part);
     CHECK_THAT(page, Contains(part));
   }
+}
+
+}  // namespace
+}  // namespace hotkey::exporter
+
+namespace hotkey::exporter {
+namespace {
+
+TEST_CASE("LoadComparison: measured loads are fractions of the capacity the projection used",
+          "[daemon][load_comparison]") {
+  // The advice's capacity is measured and moves with the shard's load: the page divides the
+  // measurements by the one the projection was made with, not the latest.
+  model::Cluster at_projection = LabCluster();
+  LoadComparison cmp(config::MeasuredLoadsOptions{"/run/loads.json", absl::Seconds(10)});
+  cmp.Observe(ShardAt(kT0, kShardOps, "user:42", kShare, 0.05), at_projection);
+  cmp.Update(News(Measured(kT0 + absl::Seconds(1), Strategy::kNone,
+                           {1940, 437, 437, 437, 437, 437, 437, 438})));
+  cmp.Update(News(Measured(kT0 + absl::Seconds(2), Strategy::kCache,
+                           {520, 437, 437, 437, 437, 437, 437, 438})));
+  model::Cluster now = at_projection;
+  now.capacity = 2 * at_projection.capacity;
+  const Json j = MustParse(cmp.Json(now, kT0 + absl::Seconds(3)));
+  CHECK(Fix(j, "cache")["measured"]["busiest"].number == Approx(520 / at_projection.capacity));
+  CHECK(j["measurement"]["loads"].array[0].number == Approx(520 / at_projection.capacity));
 }
 
 }  // namespace

@@ -24,9 +24,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "command_output.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/shard/cpu_quota.h"
 #include "hotkey/shard/prober.h"
+#include "probing.h"
 #include "unix_socket.h"
 
 namespace hotkey::shard {
@@ -35,15 +37,7 @@ namespace {
 constexpr absl::Duration kWindow = absl::Seconds(2);
 constexpr double kTolerance = 0.05;
 
-std::string Output(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-  ::pclose(p);
-  return std::string(absl::StripAsciiWhitespace(out));
-}
+using testing::CommandOutput;
 
 // A redis-server on a Unix socket, and redis-benchmark loading it (-P 16) while it lives.
 class LoadedRedis {
@@ -75,9 +69,9 @@ class LoadedRedis {
   }
   std::string socket() const { return dir_ + "/sock"; }
   void StartLoad() {
-    benchmark_pid_ = Output(absl::StrCat(HOTKEY_REDIS_BENCHMARK, " -s ", socket(),
-                                         " -P 16 -c 4 -n 2000000000 -t set,get -q",
-                                         " >/dev/null 2>&1 & echo $!"));
+    benchmark_pid_ = CommandOutput(absl::StrCat(HOTKEY_REDIS_BENCHMARK, " -s ", socket(),
+                                                " -P 16 -c 4 -n 2000000000 -t set,get -q",
+                                                " >/dev/null 2>&1 & echo $!"));
     REQUIRE_FALSE(benchmark_pid_.empty());
     ::usleep(300'000);  // its connections made, its pipelines full
   }
@@ -90,25 +84,6 @@ class LoadedRedis {
  private:
   std::string dir_;
   std::string benchmark_pid_;
-};
-
-class Probing {
- public:
-  explicit Probing(config::ShardOptions options)
-      : prober_(io_, std::move(options), clock::SteadyClock::Get(),
-                [this](const Measurement& m) { got_.push_back(m); }) {}
-  Measurement Next() {
-    const size_t n = got_.size();
-    prober_.Probe();
-    io_.restart();
-    while (got_.size() == n) REQUIRE(io_.run_one() > 0);
-    return got_.back();
-  }
-
- private:
-  boost::asio::io_context io_;
-  std::vector<Measurement> got_;
-  Prober prober_;
 };
 
 config::ShardOptions Options(const std::string& socket) {
@@ -154,7 +129,7 @@ Load MeasureUnderLoad(Probing& probing, double cpus) {
 TEST_CASE("Prober load: busy and capacity agree with the server's own clock under load",
           "[shard][redis][load]") {
   LoadedRedis redis;
-  Probing probing(Options(redis.socket()));
+  Probing probing(Options(redis.socket()), clock::SteadyClock::Get());
   redis.StartLoad();
   const Load load = MeasureUnderLoad(probing, 1);
   CHECK(load.busy > kMinBusy);
@@ -245,7 +220,7 @@ TEST_CASE(
     WARN("skipped: " << cgroup.reason);
     return;
   }
-  Probing probing(Options(redis.socket()));
+  Probing probing(Options(redis.socket()), clock::SteadyClock::Get());
   const Measurement first = probing.Next();
   REQUIRE(first.status.ok());
   CHECK(first.cpus == 1);

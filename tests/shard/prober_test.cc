@@ -24,8 +24,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "command_output.h"
 #include "fake_clock.h"
 #include "hotkey/clock/ticker.h"
+#include "probing.h"
 #include "unix_socket.h"
 
 namespace hotkey::shard {
@@ -34,16 +36,7 @@ namespace {
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
-// Runs `cmd` and returns what it printed, trimmed.
-std::string Output(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-  ::pclose(p);
-  return std::string(absl::StripAsciiWhitespace(out));
-}
+using testing::CommandOutput;
 
 class TempDir {
  public:
@@ -94,7 +87,7 @@ class Redis {
   const TempDir& dir() const { return dir_; }
   // redis-cli on the socket, with `auth` as its first arguments.
   std::string Cli(const std::string& args, const std::string& auth = "") const {
-    return Output(
+    return CommandOutput(
         absl::StrCat(HOTKEY_REDIS_CLI, " -s ", socket(), " ", auth, " ", args, " 2>/dev/null"));
   }
 
@@ -106,26 +99,6 @@ class Redis {
     return true;
   }
   TempDir dir_;
-};
-
-// A prober on its own io_context; Next() runs one round and returns its measurement.
-class Probing {
- public:
-  explicit Probing(config::ShardOptions options, const clock::Clock& clock)
-      : prober_(io_, std::move(options), clock,
-                [this](const Measurement& m) { got_.push_back(m); }) {}
-  Measurement Next() {
-    const size_t n = got_.size();
-    prober_.Probe();
-    io_.restart();
-    while (got_.size() == n) REQUIRE(io_.run_one() > 0);
-    return got_.back();
-  }
-
- private:
-  boost::asio::io_context io_;
-  std::vector<Measurement> got_;
-  Prober prober_;
 };
 
 config::ShardOptions Options(const std::string& address,
@@ -473,7 +446,7 @@ TEST_CASE("Prober: a real three-node cluster's shards and this node's id",
     } while (p > 55535);
   }
   auto cli = [&](int port, const std::string& args) {
-    return Output(absl::StrCat(HOTKEY_REDIS_CLI, " -p ", port, " ", args, " 2>&1"));
+    return CommandOutput(absl::StrCat(HOTKEY_REDIS_CLI, " -p ", port, " ", args, " 2>&1"));
   };
   for (int p : ports) {
     REQUIRE(std::system(absl::StrCat(HOTKEY_REDIS_SERVER, " --port ", p,

@@ -6,8 +6,9 @@
 // The projection has to be one of unfixed traffic: once a fix is in force the shard sees
 // fixed traffic (a cached key's reads are gone), and modelling the fixes again on that
 // would answer another question. So the projection shown is the daemon's advice figures
-// (model::ProjectShare on the shard's decayed ops/s, the key's share and write ratio, as
-// the aggregator advises) from the last moment a measurement says no fix was in force
+// (model::ProjectShare on the shard's ops/s over the rate window, the key's share and write
+// ratio, with the cluster the advice used, as the aggregator advises) from the last moment a
+// measurement says no fix was in force
 // ("strategy": "none", the default): at each poll the figures of the key are noted with
 // their snapshot's time, and a measurement with no fix, taken over [t - interval, t],
 // adopts the mean of the figures noted in that interval (the shard's ops/s, the key's
@@ -62,7 +63,8 @@ class LoadComparison : public prometheus::Collectable {
   // new (nullopt), or the error reading the changed file.
   void Update(const absl::StatusOr<std::optional<config::MeasuredLoads>>& polled);
 
-  // The answer of GET /api/v1/measured at `now`, loads as fractions of `cluster`'s capacity:
+  // The answer of GET /api/v1/measured at `now`, loads as fractions of the capacity the
+  // projection was made with (`cluster`'s before there is one):
   //   {"file", "max_age_seconds", "last_read_successful", "read_errors_total",
   //    "last_error" (the last read's error, or null),
   //    "measurement": null | {"time", "age_seconds", "stale", "strategy", "key", "source",
@@ -90,7 +92,8 @@ class LoadComparison : public prometheus::Collectable {
     double share = 0;
     double write_share = 0;
     model::Projection projection;
-    int samples = 1;  // figures averaged into it
+    int samples = 1;      // figures averaged into it
+    double capacity = 0;  // the cluster's capacity it was projected with
   };
 
   const config::MeasuredLoadsOptions options_;
