@@ -173,6 +173,7 @@ std::string LoadComparison::Json(const model::Cluster& given, absl::Time now) co
                                    {"time", Rfc3339(projection_->time)},
                                    {"samples", projection_->samples},
                                    {"shard_ops", projection_->shard_ops},
+                                   {"capacity", projection_->capacity},
                                    {"hot_share", projection_->share},
                                    {"write_share", projection_->write_share},
                                    {"advice", model::StrategyName(projection_->projection.advice)}};

@@ -71,8 +71,8 @@ class LoadComparison : public prometheus::Collectable {
   //                           "shards", "ops_per_second": [...], "loads": [...], "busiest",
   //                           "busiest_shard", "least_busy", "cluster_shards"},
   //    "projection": null | {"key", "time" (of the last figures in it), "samples" (how many
-  //                          were averaged), "shard_ops", "hot_share", "write_share",
-  //                          "advice"},
+  //                          were averaged), "shard_ops", "capacity" (the loads are
+  //                          fractions of it), "hot_share", "write_share", "advice"},
   //    "fixes": [{"strategy", "in_force", "projected": null | {"busiest", "least_busy"},
   //               "measured": null | {"time", "age_seconds", "stale", "busiest",
   //                                   "busiest_shard", "least_busy"}}, ...]}
