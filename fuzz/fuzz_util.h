@@ -68,6 +68,8 @@ int FuzzResp(const uint8_t* data, size_t size);
 int FuzzMemcached(const uint8_t* data, size_t size);
 int FuzzReassembly(const uint8_t* data, size_t size);
 int FuzzTap(const uint8_t* data, size_t size);
+int FuzzShard(const uint8_t* data, size_t size);
+int FuzzCluster(const uint8_t* data, size_t size);
 
 }  // namespace hotkey::fuzz
 

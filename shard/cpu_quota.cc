@@ -161,6 +161,9 @@ std::vector<std::string> CgroupDirs(const CgroupMount& mount, std::string_view c
   } else {
     return out;  // outside the mount
   }
+  // A cgroup path is absolute; a relative one names no directory (and has no parent to
+  // climb to below).
+  if (!rel.empty() && !rel.starts_with("/")) return out;
   while (!rel.empty() && rel.back() == '/') rel.remove_suffix(1);
   for (std::string_view part : Split(rel, '/')) {
     if (part == "..") return out;  // (a cgroup of another namespace shows so)

@@ -74,6 +74,9 @@ absl::StatusOr<Reading> ParseRedisInfo(std::string_view text) {
   } else {
     return Missing("INFO", "used_cpu_sys and used_cpu_user");
   }
+  // Each is finite; their sum may not be (two values near DBL_MAX), and an infinite CPU time
+  // would make LoadBetween's busy NaN.
+  if (!std::isfinite(r.cpu_seconds)) return Missing("INFO", "used_cpu_sys and used_cpu_user");
   if (!Number(*f, "process_id", &r.pid)) r.pid = 0;
   if (int64_t us = 0; Number(*f, "server_time_usec", &us)) r.server_time = absl::FromUnixMicros(us);
   int cluster = 0;
@@ -93,6 +96,7 @@ absl::StatusOr<Reading> ParseMemcachedStats(std::string_view text) {
     return Missing("stats", "rusage_system and rusage_user");
   }
   r.cpu_seconds = sys + user;
+  if (!std::isfinite(r.cpu_seconds)) return Missing("stats", "rusage_system and rusage_user");
   if (!Number(*f, "threads", &r.threads) || r.threads < 1) return Missing("stats", "threads");
   if (!Number(*f, "pid", &r.pid)) r.pid = 0;
   if (int64_t t = 0; Number(*f, "time", &t)) r.server_time = absl::FromUnixSeconds(t);

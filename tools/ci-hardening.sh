@@ -90,7 +90,7 @@ run_tsan() {  # run_tsan LIBRARY: runs build-tsan/tests/LIBRARY/LIBRARY_test
 }
 
 fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_resp fuzz_memcached fuzz_reassembly
-  fuzz_tap)
+  fuzz_tap fuzz_shard fuzz_cluster)
 
 run_fuzz() {  # run_fuzz TARGET
   local t=$1

@@ -34,6 +34,8 @@ constexpr Entry kTargets[] = {
     {"fuzz_memcached", FuzzMemcached},
     {"fuzz_reassembly", FuzzReassembly},
     {"fuzz_tap", FuzzTap},
+    {"fuzz_shard", FuzzShard},
+    {"fuzz_cluster", FuzzCluster},
 };
 
 std::vector<std::filesystem::path> FilesUnder(const std::filesystem::path& dir) {
