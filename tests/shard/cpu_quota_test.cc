@@ -75,6 +75,7 @@ TEST_CASE("CpuQuota: a cgroup's directories run from itself up to the mount's ro
         std::vector<std::string>{"/sys/fs/cgroup/pod/c", "/sys/fs/cgroup/pod", "/sys/fs/cgroup"});
   CHECK(CgroupDirs(sub, "/kubelet/x").empty());  // outside the mount
   CHECK(CgroupDirs(root, "/../other").empty());  // another cgroup namespace's
+  CHECK(CgroupDirs(root, "a/b").empty());        // not a cgroup path (once looped forever)
 }
 
 TEST_CASE("CpuQuota: the tightest limit over a cgroup and its ancestors wins", "[shard][cgroup]") {

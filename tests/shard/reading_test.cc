@@ -155,12 +155,25 @@ TEST_CASE("Reading: the thread's figures win over the process's; bad input is an
        {"", "redis_version:7\n", "redis_version:7\ntotal_commands_processed:x\n",
         "redis_version:7\ntotal_commands_processed:1\nused_cpu_sys:-1\nused_cpu_user:1\n",
         "redis_version:7\ntotal_commands_processed:1\nused_cpu_sys:nan\nused_cpu_user:1\n",
-        "redis_version:7\ntotal_commands_processed:99999999999999999999999\n"}) {
+        "redis_version:7\ntotal_commands_processed:99999999999999999999999\n",
+        // Each finite, their sum not (LoadBetween would make NaN of it).
+        "redis_version:7\ntotal_commands_processed:1\nused_cpu_sys:1e308\nused_cpu_user:1e308\n"}) {
     INFO(bad);
     CHECK_FALSE(ParseRedisInfo(bad).ok());
   }
   CHECK_FALSE(ParseMemcachedStats("STAT version 1.6\r\nEND\r\n").ok());
   CHECK_FALSE(ParseMemcachedStats("ERROR\r\n").ok());
+  const auto stats = [](const char* cpu) {
+    std::string text = absl::StrCat("STAT version 1.6\r\nSTAT rusage_user ", cpu,
+                                    "\r\nSTAT rusage_system ", cpu, "\r\nSTAT threads 4\r\n");
+    for (const char* name : {"cmd_get", "cmd_set", "cmd_touch", "delete_hits", "delete_misses",
+                             "incr_hits", "incr_misses", "decr_hits", "decr_misses"}) {
+      absl::StrAppend(&text, "STAT ", name, " 1\r\n");
+    }
+    return text + "END\r\n";
+  };
+  CHECK(ParseMemcachedStats(stats("1.5")).ok());
+  CHECK_FALSE(ParseMemcachedStats(stats("1e308")).ok());  // each finite, their sum not
 }
 
 TEST_CASE("Reading: load and capacity between two readings", "[shard]") {
