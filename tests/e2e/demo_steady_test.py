@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""demo_steady_test.py: `hotkeyd --demo` on its default settings keeps one fix per hot key.
+
+Usage: demo_steady_test.py HOTKEYD_BIN
+
+The demo's three celebrity keys each need a different fix (cache, split, split_cache) on
+the default cluster, near the model's target: the advice must not flip. Once every hot key
+is advised (bounded wait), /api/v1/top is polled four times a second for 30 s; every hot
+key must keep one advice, and the three must be the three fixes. Everything it starts is
+stopped on exit.
+"""
+
+import collections
+import os
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import hotkeyd_e2e as e2e  # noqa: E402
+
+POLL_SECONDS = 30
+WANT = {"user:celebrity:profile": "cache", "post:viral:likes": "split",
+        "item:flash-sale:stock": "split_cache"}
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    work = e2e.Workdir("demo-steady")
+    ok = False
+    try:
+        d = e2e.Hotkeyd(sys.argv[1], "--demo", work=work)
+        d.wait_top(lambda t: sum(1 for k in t["keys"] if k["hot"] and k["advice"]) >= 3,
+                   "the demo's three hot keys advised", timeout=40)
+        seen = collections.defaultdict(collections.Counter)
+        polls = 0
+        end = time.monotonic() + POLL_SECONDS
+        while time.monotonic() < end:
+            for k in d.top()["keys"]:
+                if k["hot"]:
+                    seen[k["key"]][k["advice"]] += 1
+            polls += 1
+            time.sleep(0.25)
+        e2e.log(f"{polls} polls: " + "; ".join(f"{k} {dict(v)}" for k, v in seen.items()))
+        for key, fix in WANT.items():
+            e2e.check(dict(seen.get(key, {})) == {fix: polls},
+                      f"{key}: {fix} at every one of {polls} polls")
+        ok = True
+        print("PASS")
+    except AssertionError as e:
+        print(f"FAIL: {e}\n{work.log_tails()}")
+    finally:
+        e2e.Procs.stop_all()
+        work.finish(ok)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
