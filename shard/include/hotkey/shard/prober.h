@@ -12,6 +12,11 @@
 // 16 KiB; connecting (with TLS and AUTH) and each reply are bounded by
 // ShardOptions::timeout, so a hung server costs a timeout, never the daemon.
 //
+// Not hiredis: Debian 12's libhiredis-dev (0.14.1) speaks RESP2 without TLS, blocks or
+// needs its own event adapter, and knows no memcached; the daemon already runs Asio (with
+// OpenSSL for its own TLS), so one client on its io_context covers TCP, TLS and Unix
+// sockets for both servers, with no new dependency.
+//
 // Credentials come from ShardOptions::password_file, read at each connect: Redis AUTH with
 // "password" or "user password"; memcached's ASCII authentication (`memcached -Y`), which
 // needs "user password".
