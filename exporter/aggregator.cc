@@ -134,6 +134,12 @@ void Aggregator::Advise(const HistoryPoint& point, const std::vector<Base>& base
   // key's ops in it): a shorter window follows bursts, and a key tracked for part of it has
   // a share still climbing; a first answer from either would be held.
   if (counts_bytes_ || shard_ops <= 0 || !whole || now - start_ < track_.rate_window) return;
+  // Nor while a shard that answers has not yet answered kMinCapacitySamples times: its
+  // capacity is still the configured one, or a guess from one or two answers.
+  if (inputs_.measure_capacity && inputs_.shard_up &&
+      capacity_samples_.size() < kMinCapacitySamples) {
+    return;
+  }
   absl::StatusOr<model::Projection> p =
       model::ProjectShare(resolved_.cluster, shard_ops, k->share, k->write_ratio);
   if (!p.ok()) return;  // the inputs are validated where they are set; nothing to advise

@@ -5,6 +5,7 @@
   advice_check.py settled URL OPS              /api/v1/top: the shard's ops/s over the rate
                                                window is within 3% of OPS (the model's input
                                                has settled)
+  advice_check.py advised URL KEY=STRATEGY...  /api/v1/top: every KEY is hot and advised (any fix)
   advice_check.py top URL KEY=STRATEGY...      /api/v1/top: every KEY is hot with that advice
   advice_check.py metrics URL KEY=STRATEGY...  /metrics: hotkey_key_hot{key} is 1 and
                                                hotkey_key_advice_info{key,strategy} says the
@@ -48,7 +49,7 @@ def check_settled(base, ops):
     return abs(got - ops) <= 0.03 * ops
 
 
-def check_top(base, want, advice=True):
+def check_top(base, want, advice=True, advised=False):
     snap = json.loads(fetch(base + "/api/v1/top"))
     ops = snap["ops_per_second"]["read"] + snap["ops_per_second"]["write"]
     keys = {k["key"]: k for k in snap["keys"]}
@@ -63,6 +64,8 @@ def check_top(base, want, advice=True):
                      f"hot={k['hot']} advice={k['advice']} [{loads}]")
         if not k["hot"]:
             problems.append(f"{key}: not hot")
+        elif advised and k["advice"] is None:
+            problems.append(f"{key}: not advised yet")
         elif advice and k["advice"] != strategy:
             problems.append(f"{key}: advice {k['advice']}, want {strategy}")
     print(f"shard {ops:.0f} ops/s (rate window); " + "; ".join(notes))
@@ -117,7 +120,7 @@ def check_metrics(base, want):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("hot", "settled", "top", "metrics"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("hot", "settled", "advised", "top", "metrics"):
         sys.exit(__doc__)
     cmd, base = sys.argv[1], sys.argv[2].rstrip("/")
     try:
@@ -126,7 +129,8 @@ def main():
         elif cmd == "metrics":
             ok = check_metrics(base, expected(sys.argv[3:]))
         else:
-            ok = check_top(base, expected(sys.argv[3:]), advice=cmd == "top")
+            ok = check_top(base, expected(sys.argv[3:]), advice=cmd == "top",
+                           advised=cmd == "advised")
     except (OSError, ValueError, KeyError) as e:
         print(f"not yet: {type(e).__name__}: {e}")
         ok = False

@@ -9,7 +9,9 @@
 #   post:viral:likes         95% writes   -> split
 #   item:flash-sale:stock    50/50        -> split_cache
 # The script polls /api/v1/top until all three are hot and the measured shard rate has
-# settled, asserts the advice (four readings, 0.5 s apart), then polls /metrics until hotkey_key_hot{key,strategy} says the same and
+# settled and the keys are advised (once the 10 s rate window is whole), asserts the advice
+# (four readings, 0.5 s apart), then polls /metrics until hotkey_key_advice_info{key,strategy}
+# says the same and
 # hotkey_key_projected_load_ratio has a series per strategy for each key, consistent with
 # the advice (tests/e2e/advice_check.py holds the assertions).
 #
@@ -96,6 +98,8 @@ check() { python3 "$here/advice_check.py" "$@"; }
 # allows, the advice must be right at once and stay right.
 wait_for 15 "/api/v1/top: all three keys hot" check hot "$hk" "${want[@]}"
 wait_for 15 "measured shard rate settled near 10000 ops/s" check settled "$hk" 10000
+# The advice is given once the rate window is whole, and then held (alert.advice_dwell).
+wait_for 20 "/api/v1/top: the three keys advised" check advised "$hk" "${want[@]}"
 for i in 1 2 3 4; do
   check top "$hk" "${want[@]}" > "$tmp/last-check.out" 2>&1 ||
     { sed 's/^/    /' "$tmp/last-check.out" >&4; fail "wrong advice on reading $i"; }

@@ -1169,6 +1169,10 @@ TEST_CASE("Aggregator: the capacity is the window's ops over the shard's busy fr
       CHECK(snap->model.capacity == InputOrigin::kConfigured);
       CHECK(snap->model.cluster.capacity == 100000);
     }
+    // Advice waits for the shard's third answer (the window is whole from 2 s on).
+    const KeySnapshot* a = FindKey(*snap, "A");
+    REQUIRE(a);
+    CHECK(a->projected_load.empty() == (second < 3));
     if (second == 3 || second == 5) {
       CHECK(snap->model.capacity == InputOrigin::kMeasured);
       // Each sample pairs 10,000 ops/s with its busy; the 2% sample stays in the sums.

@@ -18,7 +18,7 @@ set_tests_properties(tap_redis_e2e tap_memcached_e2e tap_instances_e2e PROPERTIE
 set_tests_properties(tap_hostile_e2e PROPERTIES TIMEOUT 300)
 
 # One steady answer beside a real Redis whose CPU quota keeps it about 90% busy, with no
-# --cluster.* flag (about 80 s): one strategy and projected loads within 10% of their median
+# --cluster.* flag (about 100 s): one strategy and projected loads within 10% of their median
 # over 60 s of a bursty load. Skipped (77) where no cgroup with the cpu controller can be made.
 add_test(NAME tap_advice_steady_e2e
          COMMAND ${HOTKEY_DEBIAN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/advice_steady_e2e.py

@@ -3,7 +3,7 @@
 # and a message that says how to grant the capability; the same flags with --tap.file
 # (no capture) need no privilege. --check-config opens the capture as a start does: it fails
 # without CAP_NET_RAW and on a missing interface, with a start's message and exit code 1,
-# and passes on lo as root. Runs hotkeyd as the unprivileged user nobody, so it needs root
+# and passes on lo as root with a real redis-server on the tapped port (the shard it asks). Runs hotkeyd as the unprivileged user nobody, so it needs root
 # to switch users (CI runs as root); otherwise it skips (exit 77).
 #   tap_capability_test.sh <hotkeyd>
 set -u
@@ -65,11 +65,28 @@ cat "$work/check"
 [ "$rc" = 1 ] || fail "--check-config on nosuch0 exited $rc, want 1"
 grep -qxF -- "${start_msg#hotkeyd: }" "$work/check" ||
   fail "--check-config on nosuch0 does not give the start's message"
+# On lo as root the capture opens; the shard the tap's port names is asked too: a real
+# redis-server there passes, nothing there fails (as a start would log).
+rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+  >"$work/redis.log" 2>&1 &
+redis_pid=$!
+trap 'kill "$redis_pid" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
 rc=0
-"$work/hotkeyd" --check-config --tap.interface=lo --tap.port=6379 >"$work/check" 2>&1 || rc=$?
+"$work/hotkeyd" --check-config --tap.interface=lo --tap.port="$rport" >"$work/check" 2>&1 || rc=$?
 cat "$work/check"
 [ "$rc" = 0 ] || fail "--check-config on lo as root exited $rc, want 0"
 grep -qF "tap capture --tap.interface=lo: ok" "$work/check" || fail "--check-config on lo: no ok line"
+grep -qxF "shard 127.0.0.1:$rport: ok (answers)" "$work/check" || fail "--check-config: no shard line"
+kill "$redis_pid"
+wait "$redis_pid" 2>/dev/null
+rc=0
+"$work/hotkeyd" --check-config --tap.interface=lo --tap.port="$rport" >"$work/check" 2>&1 || rc=$?
+cat "$work/check"
+[ "$rc" = 1 ] || fail "--check-config with no server on the tapped port exited $rc, want 1"
+grep -q "^shard 127.0.0.1:$rport: connect to 127.0.0.1:$rport: " "$work/check" ||
+  fail "--check-config: no shard error"
 # A bytes-weighted tap beside UDP is refused by the check as by a start.
 rc=0
 "$work/hotkeyd" --check-config --tap.interface=lo --tap.port=6379 --tap.weight=bytes \
@@ -79,9 +96,10 @@ cat "$work/check"
 grep -qF "Run two hotkeyds" "$work/check" || fail "--check-config with bytes and UDP: no advice"
 rc=0
 "$work/hotkeyd" --check-config --tap.interface=lo --tap.port=6379 --tap.weight=bytes \
-  >"$work/check" 2>&1 || rc=$?
+  --shard.address="$work/no-shard.sock" >"$work/check" 2>&1 || rc=$?
 cat "$work/check"
-[ "$rc" = 0 ] || fail "--check-config with a bytes tap alone exited $rc, want 0"
+[ "$rc" = 1 ] || fail "--check-config with a bytes tap alone (and no shard) exited $rc, want 1"
+grep -qxF "flags: ok" "$work/check" || fail "--check-config: a bytes tap alone is refused"
 grep -qxF "unit: bytes; udp: off" "$work/check" || fail "--check-config: no unit line"
 
 # A capture file needs no privilege: hotkeyd starts and serves.

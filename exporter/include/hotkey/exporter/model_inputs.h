@@ -27,6 +27,8 @@ inline constexpr double kMinBusy = 0.05;
 // The shard's answers the capacity is measured over (ModelInputs): a minute at the default
 // 5 s between answers.
 inline constexpr size_t kCapacitySamples = 12;
+// Answers a shard that answers gives before its keys are advised (15 s at the default 5 s).
+inline constexpr size_t kMinCapacitySamples = 3;
 
 // "configured" or "measured": the `origin` label value and JSON field.
 std::string_view InputOriginName(InputOrigin origin);
