@@ -10,8 +10,8 @@ One command starts, on loopback only:
     lab's capacity C (see "The shards' size" below);
   * one hotkeyd per shard, tapping that shard's port (--tap.interface=lo), with none of the
     --cluster.capacity, --cluster.shards and --cluster.app-servers flags: each measures
-    them. Capacity from its shard (INFO's CPU time, the cgroup's quota) asked every 2 s
-    (--shard.interval=2s, the shortest its 2 s timeout allows), shards from CLUSTER NODES, app servers from the client hosts the
+    them. Capacity from its shard (INFO's CPU time, the cgroup's quota) asked every 1 s
+    (--shard.interval=1s, the shortest allowed), shards from CLUSTER NODES, app servers from the client hosts the
     tap sees (one on loopback, though the lab runs several app workers: the model's
     refresh load is then A = 1 refresh per TTL, not one per worker, a difference of a few
     ops/s). Only the fixes' parameters are flags (--cluster.refresh, replicas, split,
@@ -541,7 +541,7 @@ class Lab:
                 a.hotkeyd, f"--web.listen-address=127.0.0.1:{wp}",
                 "--udp.listen-address=127.0.0.1:0",
                 "--tap.interface=lo", f"--tap.port={port}", "--tap.protocol=redis",
-                "--tap.snaplen=4096", "--tap.buffer-bytes=4MiB", "--shard.interval=2s",
+                "--tap.snaplen=4096", "--tap.buffer-bytes=4MiB", "--shard.interval=1s",
                 f"--cluster.refresh={a.ttl:g}s",
                 f"--cluster.replicas={a.replicas}", f"--cluster.split={a.split}",
                 f"--cluster.target={a.target:g}",
@@ -1002,6 +1002,18 @@ scrape_configs:
                     # The driver's rate from a rate window (2 s) before the first reading
                     # to the last: what the daemon's projections were made from.
                     time.sleep(3)
+                    # The daemon holds a key's fix until another wins for alert.advice_dwell
+                    # (2 s here), and its capacity sums the shard's last 12 answers: after a
+                    # mix change the advice settles on the new one within seconds. Wait
+                    # (bounded) for it to read the same three times running.
+                    last = []
+                    deadline = time.monotonic() + 20
+                    while time.monotonic() < deadline:
+                        hk = self.hot_keys(home).get(key)
+                        last = (last + [hk and hk[2]])[-3:]
+                        if len(last) == 3 and len(set(last)) == 1 and last[0] is not None:
+                            break
+                        time.sleep(1)
                     o0, r0 = self.ctl["ops"].value, time.monotonic()
                     time.sleep(2)
                     # The projection too: it scales with the decayed ops/s, which a
