@@ -12,7 +12,11 @@ then 1 s at 1,000), 30% of it on one key (about 5% of that key's ops writes). Ov
 /api/v1/top polls (four a second), from 20 s after the key is first advised, the test
 asserts:
   - one advised strategy for the key;
-  - its projected busiest-shard load with no fix within 10% of its median;
+  - at the polls where the load was steady over the rate window (the driver's own count
+    over the last 10 s within 5% of 2,000 ops/s), the projected busiest-shard load with no
+    fix within 10% of its median there; a driver held up by a loaded machine is not a
+    steady load, and if it kept one at under half the polls the test is skipped (77),
+    saying so;
   - its share within 0.03 of the truth (0.30);
   - the capacity measured (model.capacity.origin), not configured.
 It prints the figures (strategies seen, projected load min/median/max, share min/max, the
@@ -22,6 +26,7 @@ Needs root (the capture and the cgroup); exits 77 (skipped) with the reason when
 with the cpu controller can be made. Everything it starts is stopped on exit.
 """
 
+import collections
 import os
 import statistics
 import sys
@@ -54,6 +59,7 @@ class Driver:
         self.client = client
         self.stop = threading.Event()
         self.sent = 0
+        self.history = collections.deque(maxlen=2000)  # (time, sent), one per pipeline
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
@@ -75,10 +81,22 @@ class Driver:
                     pipe.get(f"bg:{(i * 7919) % 10000}")
             pipe.execute()
             self.sent += rate // 20
+            self.history.append((time.monotonic(), self.sent))
             slot += 1
             delay = t0 + slot * 0.05 - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+
+    def rate(self, seconds=10):
+        """Ops/s the driver sent over the last `seconds`, or None before it has run so long."""
+        history = list(self.history)
+        if not history or history[-1][0] - history[0][0] < seconds:
+            return None
+        t1, n1 = history[-1]
+        for t0, n0 in history:
+            if t0 >= t1 - seconds:
+                return (n1 - n0) / (t1 - t0)
+        return None
 
     def close(self):
         self.stop.set()
@@ -125,7 +143,7 @@ def main():
         e2e.wait_until(advised, 60, f"{HOT} advised", interval=0.25)
         time.sleep(20)  # a steady load: the capacity's sums take in a few more answers
 
-        strategies, nones, shares, capacities = [], [], [], []
+        strategies, nones, shares, capacities, steady = [], [], [], [], []
         r0, cpu0, w0 = client.info("stats")["total_commands_processed"], main_thread_cpu(client), \
             time.monotonic()
         end = time.monotonic() + POLL_SECONDS
@@ -139,6 +157,8 @@ def main():
             nones.append(k["projected_load"]["none"])
             shares.append(k["share"])
             capacities.append(top["model"]["capacity"]["value"])
+            rate = driver.rate()
+            steady.append(rate is not None and abs(rate - 2000) <= 0.05 * 2000)
             time.sleep(0.25)
         r1, cpu1, w1 = client.info("stats")["total_commands_processed"], main_thread_cpu(client), \
             time.monotonic()
@@ -147,11 +167,20 @@ def main():
 
         busy = (cpu1 - cpu0) / (w1 - w0) / cpus
         info_capacity = (r1 - r0) / (w1 - w0) / busy
-        median = statistics.median(nones)
+        steady_nones = [x for x, ok in zip(nones, steady) if ok]
+        e2e.log(f"the driver kept 2,000 ops/s (within 5%) over the rate window at "
+                f"{len(steady_nones)} of {len(nones)} polls")
+        if len(steady_nones) < len(nones) / 2:
+            print(f"SKIP: the driver could not keep a steady load on this machine "
+                  f"({len(steady_nones)} of {len(nones)} polls)")
+            ok = True  # nothing failed; the Workdir is cleaned up
+            sys.exit(77)
+        median = statistics.median(steady_nones)
         e2e.log(f"{len(strategies)} polls over {POLL_SECONDS} s: strategies "
                 f"{ {s: strategies.count(s) for s in set(strategies)} }")
-        e2e.log(f"projected load with no fix: min {min(nones):.3f} median {median:.3f} "
-                f"max {max(nones):.3f}")
+        e2e.log(f"projected load with no fix at the steady polls: min {min(steady_nones):.3f} "
+                f"median {median:.3f} max {max(steady_nones):.3f} (all polls: "
+                f"{min(nones):.3f} to {max(nones):.3f})")
         e2e.log(f"share: min {min(shares):.4f} max {max(shares):.4f} (truth 0.30)")
         e2e.log(f"capacity: hotkeyd {statistics.median(capacities):.0f} ops/s "
                 f"[{min(capacities):.0f}, {max(capacities):.0f}] "
@@ -160,8 +189,8 @@ def main():
                 f"{info_capacity:.0f} commands/s")
         e2e.log(f"shard as hotkeyd reports it: {top['model']['shard']}")
         e2e.check(len(set(strategies)) == 1, f"one strategy over {POLL_SECONDS} s")
-        e2e.check(all(abs(x - median) <= 0.1 * median for x in nones),
-                  "projected loads within 10% of their median")
+        e2e.check(all(abs(x - median) <= 0.1 * median for x in steady_nones),
+                  "projected loads within 10% of their median at a steady load")
         e2e.check(all(abs(s - 0.30) <= 0.03 for s in shares), "share within 0.03 of 0.30")
         e2e.check(top["model"]["capacity"]["origin"] == "measured", "capacity measured")
         ok = True
