@@ -1081,8 +1081,14 @@ scrape_configs:
                     # daemon's advice is the model's at the rate it serves, or, while that
                     # rate reaches for the demand, the model's at the demand (held for
                     # alert.advice_dwell either way).
+                    # Near the target the measured inputs' noise decides between two fixes:
+                    # any fix the model puts within the lab's tolerance of the target at the
+                    # served rate is an answer for it.
+                    def fits(s):
+                        return s in (advice, fix) or (
+                            s in served and served[s][0] <= a.target * (1 + a.tolerance))
                     check(ok and abs(sh - want_share) <= 0.02 and abs(wr - w) <= 0.03 and
-                          all(r[2] in (advice, fix) for r in reads),
+                          all(fits(r[2]) for r in reads),
                           f"detection on shard {home}: share {sh:.3f} (want {want_share:.3f}"
                           f"±0.02), write ratio {wr:.3f} (want {w:.2f}±0.03), advice "
                           f"{[r and r[2] for r in reads]} (model {advice} at the served rate, "
