@@ -8,18 +8,18 @@ void AdviceHold::Begin(absl::Time now) {
 }
 
 model::Strategy AdviceHold::Observe(uint64_t id, model::Strategy answer) {
-  auto [it, fresh] = keys_.try_emplace(id, Entry{answer, answer, now_, tick_});
+  auto [it, fresh] = keys_.try_emplace(id, Entry{answer, absl::InfiniteFuture(), tick_});
   Entry& e = it->second;
   e.seen_tick = tick_;
   if (fresh || answer == e.held) {
-    e.candidate = e.held;
+    e.losing_since = absl::InfiniteFuture();
     return e.held;
   }
-  if (answer != e.candidate) {
-    e.candidate = answer;
-    e.candidate_since = now_;
+  if (e.losing_since == absl::InfiniteFuture()) e.losing_since = now_;
+  if (now_ - e.losing_since >= dwell_) {
+    e.held = answer;
+    e.losing_since = absl::InfiniteFuture();
   }
-  if (now_ - e.candidate_since >= dwell_) e.held = answer;
   return e.held;
 }
 

@@ -1081,12 +1081,17 @@ scrape_configs:
                     # daemon's advice is the model's at the rate it serves, or, while that
                     # rate reaches for the demand, the model's at the demand (held for
                     # alert.advice_dwell either way).
-                    # Near the target the measured inputs' noise decides between two fixes:
-                    # any fix the model puts within the lab's tolerance of the target at the
-                    # served rate is an answer for it.
+                    # Near the target the served rate's wander decides between two fixes,
+                    # and the daemon holds the one it gave while the answer flickers back
+                    # to it: any fix the model puts within the lab's tolerance of the target
+                    # at the lowest rate the shard served during the reads is an answer.
+                    nones = [p["none"] for p in projections if "none" in p]
+                    low = lab_model(inp, min(nones) / (a.share + (1 - a.share) /
+                                                       inp["shards"][0]), w) if nones else served
+
                     def fits(s):
                         return s in (advice, fix) or (
-                            s in served and served[s][0] <= a.target * (1 + a.tolerance))
+                            s in low and low[s][0] <= a.target * (1 + a.tolerance))
                     check(ok and abs(sh - want_share) <= 0.02 and abs(wr - w) <= 0.03 and
                           all(fits(r[2]) for r in reads),
                           f"detection on shard {home}: share {sh:.3f} (want {want_share:.3f}"

@@ -2,9 +2,12 @@
 //
 // The model's answer for a key can move with every tick's figures; an operator acting on
 // it needs one answer. A key's first answer is taken at once; after that the held fix
-// changes only when another fix has been the model's answer at every tick for `dwell`
-// (as an episode needs its share over the threshold for min_dwell). A key not observed at
-// a tick is forgotten, so the hold keeps at most the keys observed at one tick.
+// changes only when it has not been the model's answer at any tick for `dwell` (as an
+// episode needs its share over the threshold for min_dwell), and then to the answer of
+// that tick. So an answer that flickers back to the held fix within the dwell never
+// replaces it, and a held fix that keeps losing goes even while the others take turns. A
+// key not observed at a tick is forgotten, so the hold keeps at most the keys observed at
+// one tick.
 //
 // Time is whatever the caller passes (monotonic readings); tests use a fake clock.
 // Thread-compatible: the aggregator calls it from one thread.
@@ -38,8 +41,7 @@ class AdviceHold {
  private:
   struct Entry {
     model::Strategy held;
-    model::Strategy candidate;
-    absl::Time candidate_since;
+    absl::Time losing_since;  // the first tick since which the held fix was not the answer
     uint64_t seen_tick;
   };
   absl::Duration dwell_;
