@@ -1,0 +1,22 @@
+#include "hotkey/cluster/slot_counts.h"
+
+#include <utility>
+
+namespace hotkey::cluster {
+
+SlotCounts::SlotCounts(sketch::HeavyHitters tags) : counts_(kSlots, 0.0), tags_(std::move(tags)) {}
+
+absl::StatusOr<SlotCounts> SlotCounts::Create(const sketch::HeavyHittersOptions& tag_options,
+                                              absl::Time now) {
+  absl::StatusOr<sketch::HeavyHitters> tags = sketch::HeavyHitters::Create(tag_options, now);
+  if (!tags.ok()) return tags.status();
+  return SlotCounts(*std::move(tags));
+}
+
+size_t SlotCounts::MemoryBytesFor(const sketch::HeavyHittersOptions& tag_options) {
+  absl::StatusOr<sketch::HeavyHitters> tags =
+      sketch::HeavyHitters::Create(tag_options, absl::UnixEpoch());
+  return kSlots * sizeof(double) + (tags.ok() ? tags->MemoryBytes() : 0);
+}
+
+}  // namespace hotkey::cluster

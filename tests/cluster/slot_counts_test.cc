@@ -1,0 +1,81 @@
+// SlotCounts: each key's weight lands in the slot Redis gives it (KeySlot, itself checked
+// against CLUSTER KEYSLOT in slot_test.cc), tagged keys add up under their tag, and neither
+// an update nor a copy into a report of the same shape allocates.
+
+#include "hotkey/cluster/slot_counts.h"
+
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "alloc_count.h"
+
+namespace hotkey::cluster {
+namespace {
+
+SlotCounts Make() {
+  absl::StatusOr<SlotCounts> c =
+      SlotCounts::Create(sketch::HeavyHittersOptions{}, absl::UnixEpoch());
+  REQUIRE(c.ok());
+  return *std::move(c);
+}
+
+TEST_CASE("SlotCounts: a key's weight goes to its slot, a tagged key's also to its tag",
+          "[cluster]") {
+  SlotCounts c = Make();
+  double total = 0;
+  for (int i = 0; i < 1000; ++i) {
+    c.Update(absl::StrCat("profile:{42}:", i), sketch::Op::kRead);
+    c.Update(absl::StrCat("plain:", i), sketch::Op::kWrite, 2.5);
+    total += 3.5;
+  }
+  CHECK(c.count(KeySlot("42")) >= 1000);
+  double sum = 0;
+  for (double v : c.counts()) sum += v;
+  CHECK(sum == Approx(total));
+  // Every plain key's weight sits in its own slot.
+  double plain_in_42 = 0;
+  for (int i = 0; i < 1000; ++i) {
+    if (KeySlot(absl::StrCat("plain:", i)) == KeySlot("42")) plain_in_42 += 2.5;
+  }
+  CHECK(c.count(KeySlot("42")) == Approx(1000 + plain_in_42));
+  // One tag, a thousand keys: the tag is the tags' top with all their weight; untagged keys
+  // add no tag.
+  std::vector<sketch::HeavyHitter> top = c.tags().TopK(3);
+  REQUIRE(top.size() == 1);
+  CHECK(top[0].key == "42");
+  CHECK(c.tags().RawTotal(sketch::Op::kRead) == Approx(1000));
+  CHECK(c.tags().RawTotal(sketch::Op::kWrite) == 0);
+}
+
+TEST_CASE("SlotCounts: binary keys and empty tags", "[cluster]") {
+  SlotCounts c = Make();
+  const std::string binary("\0{\xff\0}x", 6);
+  c.Update(binary, sketch::Op::kRead);
+  c.Update("{}x", sketch::Op::kRead);  // empty tag: the whole key is hashed, no tag
+  CHECK(c.count(KeySlot(std::string_view("\xff\0", 2))) == 1);
+  CHECK(c.count(KeySlot("{}x")) == 1);
+  std::vector<sketch::HeavyHitter> top = c.tags().TopK(3);
+  REQUIRE(top.size() == 1);
+  CHECK(top[0].key == std::string_view("\xff\0", 2));
+}
+
+TEST_CASE("SlotCounts: updates and copies of the same shape do not allocate", "[cluster]") {
+  SlotCounts c = Make();
+  SlotCounts copy = Make();
+  for (int i = 0; i < 300; ++i) c.Update(absl::StrCat("k{", i % 50, "}:", i), sketch::Op::kRead);
+  copy = c;  // warm: the tag table's key storage grows to what c holds
+  std::vector<std::string> keys;
+  for (int i = 0; i < 5000; ++i) keys.push_back(absl::StrCat("user:{", i % 300, "}:", i));
+  const uint64_t before = testing::AllocationsOnThisThread();
+  for (const std::string& k : keys) c.Update(k, sketch::Op::kWrite);
+  c.Advance(absl::UnixEpoch() + absl::Seconds(1));
+  copy = c;
+  CHECK(testing::AllocationsOnThisThread() == before);
+  CHECK(copy.counts() == c.counts());
+  CHECK(c.MemoryBytes() == SlotCounts::MemoryBytesFor(sketch::HeavyHittersOptions{}));
+}
+
+}  // namespace
+}  // namespace hotkey::cluster
