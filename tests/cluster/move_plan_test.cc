@@ -271,9 +271,10 @@ TEST_CASE("MoveCommands: an address that is not host:port gives a script that ex
 }
 
 // A directory holding a stand-in redis-cli: it appends its arguments to args.log (each
-// followed by a NUL), and its stdin, when it reads one (no command given), to stdin.log; it
-// answers "(empty array)" to GETKEYSINSLOT, an error to a call with the word $FAIL, and "OK" to
-// anything else.
+// followed by a NUL, each call by a line break). It answers an error to a call with the word
+// $FAIL; to GETKEYSINSLOT, the file `keys` once (when there is one), then "(empty array)";
+// to a call without a command (a line on stdin, which it appends to stdin.log), $MIGRATE or
+// "OK"; and "OK" to anything else.
 class FakeCli {
  public:
   FakeCli() {
@@ -286,7 +287,15 @@ printf '%s\0' "$@" >>"$dir/args.log"
 printf '\n' >>"$dir/args.log"
 case " $* " in
   *" $FAIL "*) echo 'ERR refused' ;;
-  *" GETKEYSINSLOT "*) echo '(empty array)' ;;
+  *" GETKEYSINSLOT "*)
+    if [[ -f $dir/keys && ! -f $dir/listed ]]; then
+      touch "$dir/listed"
+      cat "$dir/keys"
+    else
+      echo '(empty array)'
+    fi
+    ;;
+  *" --no-raw ") cat >>"$dir/stdin.log"; echo "${MIGRATE:-OK}" ;;
   *) echo OK ;;
 esac
 )";
@@ -295,23 +304,30 @@ esac
   ~FakeCli() { std::system(absl::StrCat("rm -rf '", dir_, "'").c_str()); }
 
   // Runs `script` with bash, the stand-in first on PATH; its exit status.
-  int Run(const std::string& script, const std::string& fail = "-none-") const {
+  int Run(const std::string& script, const std::string& fail = "-none-",
+          const std::string& migrate = "OK") const {
     std::ofstream(dir_ + "/move.sh") << script;
     const int status =
-        std::system(absl::StrCat("FAIL='", fail, "' PATH='", dir_, "':\"$PATH\" bash '", dir_,
-                                 "/move.sh' >'", dir_, "/out.log' 2>&1")
+        std::system(absl::StrCat("FAIL='", fail, "' MIGRATE='", migrate, "' PATH='", dir_,
+                                 "':\"$PATH\" bash '", dir_, "/move.sh' >'", dir_, "/out.log' 2>&1")
                         .c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  // One entry per call: its arguments.
-  std::vector<std::vector<std::string>> Calls() const {
-    std::ifstream in(dir_ + "/args.log");
+  // What GETKEYSINSLOT answers first.
+  void SetKeys(const std::string& reply) const { std::ofstream(dir_ + "/keys") << reply; }
+  // The contents of a file of the directory.
+  std::string Read(const std::string& name) const {
+    std::ifstream in(dir_ + "/" + name);
     std::stringstream ss;
     ss << in.rdbuf();
+    return ss.str();
+  }
+  // One entry per call: its arguments.
+  std::vector<std::vector<std::string>> Calls() const {
     std::vector<std::vector<std::string>> calls;
     std::vector<std::string> args;
     std::string cur;
-    const std::string text = ss.str();
+    const std::string text = Read("args.log");
     for (size_t i = 0; i < text.size(); ++i) {
       if (text[i] == '\0') {
         args.push_back(cur);
@@ -375,6 +391,39 @@ TEST_CASE("MoveCommands: the script stops at an unexpected reply", "[cluster]") 
   CHECK(none.Run(MoveCommands(Side("f", "nohost"), Side("t", "127.0.0.1:7001"), slots, false)) ==
         1);
   CHECK(none.Calls().empty());
+}
+
+TEST_CASE("MoveCommands: the listed keys go to MIGRATE quoted as redis-cli printed them",
+          "[cluster]") {
+  const std::vector<uint16_t> slots = {7};
+  const std::string script =
+      MoveCommands(Side("f", "127.0.0.1:7000"), Side("t", "[::1]:7001"), slots, false);
+  // redis-cli --no-raw pads the index from the tenth element on.
+  std::string listed, quoted;
+  for (int i = 1; i <= 10; ++i) {
+    const std::string key = i == 2 ? R"("a b\"c\n\x00\xff")" : absl::StrCat("\"k", i, "\"");
+    absl::StrAppend(&listed, i < 10 ? " " : "", i, ") ", key, "\n");
+    absl::StrAppend(&quoted, key, " ");
+  }
+  FakeCli cli;
+  cli.SetKeys(listed);
+  REQUIRE(cli.Run(script) == 0);
+  CHECK(cli.Read("stdin.log") ==
+        absl::StrCat("MIGRATE \"::1\" 7001 \"\" 0 5000 KEYS ", quoted, "\n"));
+  // IMPORTING, MIGRATING, GETKEYSINSLOT, MIGRATE, GETKEYSINSLOT (empty), NODE twice.
+  CHECK(cli.Calls().size() == 7);
+
+  // A MIGRATE that fails (a key already on the target) stops the script before any NODE.
+  FakeCli busy;
+  busy.SetKeys(listed);
+  CHECK(busy.Run(script, "-none-", "(error) BUSYKEY Target key name already exists.") == 1);
+  CHECK(busy.Calls().size() == 4);
+  CHECK(absl::StrContains(busy.Read("out.log"), "BUSYKEY"));
+
+  // An error listing the keys stops it too.
+  FakeCli error;
+  CHECK(error.Run(script, "GETKEYSINSLOT") == 1);
+  CHECK(error.Calls().size() == 3);
 }
 
 }  // namespace

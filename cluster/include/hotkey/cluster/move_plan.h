@@ -25,12 +25,12 @@
 // on `to` and on `from`. Keys travel byte-exact, newlines and NULs included: redis-cli
 // --no-raw prints each key quoted and escaped, and redis-cli reads the quoted form back from
 // stdin. Every reply is checked; the script stops at the first unexpected one (a key that
-// already exists on `to` stops it: MIGRATE without REPLACE). It does not authenticate: with
-// AUTH, export REDISCLI_AUTH, and MIGRATE then needs AUTH2 <user> <password> added.
-// Tests: tests/cluster/move_plan_test.cc (rules and script text) and
-// tests/cluster/move_commands_test.cc (the script run on a real three-node cluster).
+// already exists on `to` stops it, BUSYKEY: MIGRATE without REPLACE). It does not authenticate:
+// with AUTH, export REDISCLI_AUTH, and MIGRATE then needs AUTH2 <user> <password> added. Tests:
+// tests/cluster/move_plan_test.cc (rules and script text) and tests/cluster/move_commands_test.cc
+// (the script run on a real three-node cluster).
 //
-// Cost: O(|others| + |hot| log |hot|). Thread-safe (pure functions, no I/O).
+// Thread-safe (pure functions, no I/O).
 
 #ifndef HOTKEY_CLUSTER_MOVE_PLAN_H_
 #define HOTKEY_CLUSTER_MOVE_PLAN_H_
