@@ -11,7 +11,8 @@
 // - Greedy, slots largest first (ties: lowest slot first): a slot of s ops/s is moved iff the
 //   target then stays under what `from` then carries, to + s < from - s (in load when both
 //   capacities are known, else in ops/s); so the busier of the two always falls, and a slot
-//   carrying more than the gap between them is never moved: it would only move the hot spot.
+//   carrying half the gap between them or more is never moved: it would only move the hot
+//   spot.
 //   A slot that does not fit is skipped, and smaller ones are still tried.
 // - Stop once `from`'s load is at or under `target_load`, when its capacity is known.
 // Bad input never crashes: a hot slot that is not a slot number (>= 16384), a duplicate, or
@@ -78,7 +79,7 @@ struct MovePlan {
 // Plans moving some of `hot` (this node's hot slots, each spread over many keys) from `self`
 // to the least loaded of `others` (other primaries), by the rules above. nullopt when no move
 // lowers the busier of the two nodes (no other node, `self` already at or under target_load,
-// or every slot carries more than the gap: the hot spot would only move).
+// or every slot carries half the gap or more: the hot spot would only move).
 std::optional<MovePlan> PlanSlotMove(const NodeLoad& self, std::span<const NodeLoad> others,
                                      std::span<const SlotOps> hot, const MoveOptions& options);
 
