@@ -178,6 +178,17 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddDuration("track.publish-interval", "How often trackers publish a snapshot for metrics, API and alerts.", &o.track.publish_interval).Advanced();
   p.AddInteger("track.candidates", "Keys tracked exactly per receiver (top-K table slots).", &o.track.candidates).Advanced();
   p.AddSize("track.sketch-bytes", "Memory of the count-min sketch per receiver.", &o.track.sketch_bytes).Advanced();
+  p.AddCustom("track.slots", "Also track Redis Cluster slots and hash tags (hot slots, hot tags, slot moves): true, false, or auto (on unless the only source is a memcached tap or the unit is bytes).",
+      "auto",
+      [&o](std::string_view v) {
+       if (v == "auto") {
+         o.track.slots.reset();
+       } else if (v == "true" || v == "false") {
+         o.track.slots = v == "true";
+       } else {
+         return absl::InvalidArgumentError(absl::StrCat(internal::QuoteForError(v), " is not auto, true or false"));
+       }
+       return absl::OkStatus();});
 
   p.Section("Cluster (the advice model)");
   p.AddInteger("cluster.shards", "Shards in the cluster (N), for the advice model.", &o.cluster.shards);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "advice_inputs.h"
 #include "hotkey/clock/ticker.h"
+#include "hotkey/cluster/slot_counts.h"
 #include "hotkey/exporter/aggregator.h"
 #include "hotkey/exporter/load_comparison.h"
 #include "hotkey/exporter/metrics.h"
@@ -247,6 +248,13 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     if (!s) continue;
     s->SetPublishCallback([this] { RequestBuild(); });
     sources_.push_back(std::move(s));
+  }
+  if (options_.TracksSlots()) {
+    // Tags are tracked as keys are: a tag tracker of the key tracker's size per source.
+    absl::StatusOr<cluster::SlotCounts> prototype =
+        cluster::SlotCounts::Create(source::TrackerOptions(options_.track), origin_);
+    if (!prototype.ok()) return prototype.status();
+    for (const auto& s : sources_) s->EnableSlots(*prototype);
   }
 
   if (!options_.storage.path.empty()) {

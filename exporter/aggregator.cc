@@ -186,6 +186,7 @@ Aggregator::Aggregator(const config::TrackOptions& track,
       reloadable_(reloadable),
       label_secret_(std::move(label_secret)),
       start_(start),
+      log_(log),
       alerter_(reloadable.alert, std::move(log)),
       advice_hold_(reloadable.alert.advice_dwell) {
   inputs_.cluster = reloadable.cluster;
@@ -201,6 +202,12 @@ void Aggregator::SetReloadable(const config::ReloadableOptions& reloadable) {
   thresholds_.clear();
   alerter_.SetOptions(reloadable.alert);
   advice_hold_.SetDwell(reloadable.alert.advice_dwell);
+  if (slots_) slots_->SetReloadable(reloadable);
+}
+
+void Aggregator::SetClusterInputs(ClusterInputs inputs) {
+  cluster_inputs_ = std::move(inputs);
+  if (slots_) slots_->SetClusterInputs(cluster_inputs_);
 }
 
 std::shared_ptr<const Snapshot> Aggregator::Build(
@@ -410,11 +417,32 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   }
   snap->keys = std::move(keys);
 
+  // Slots and tags, when the sources count them.
+  const source::SourceReport* with_slots = nullptr;
+  for (const auto& r : reports) {
+    if (r && r->slots) with_slots = r.get();
+  }
+  size_t slot_bytes = 0;
+  if (with_slots) {
+    if (!slots_) {
+      slots_.emplace(track_, reloadable_, log_);
+      slots_->SetClusterInputs(cluster_inputs_);
+    }
+    const model::Cluster& c = snap->model.cluster;
+    snap->slots =
+        slots_->Build(reports, *tracker, now, wall, window_ops, c.target,
+                      c.capacity > 0 ? std::optional<double>(c.capacity) : std::nullopt, labeler);
+    // Each source's counts and their report copies, and the tracker's arrays.
+    const size_t counts = with_slots->slots->MemoryBytes();
+    slot_bytes = reports.size() * (1 + source::ReportBuffer::kMaxReports) * counts +
+                 SlotTracker::MemoryBound(with_slots->slots->tags().MemoryBytes());
+  }
+
   const size_t tracker_bytes = tracker->MemoryBytes();
   snap->merged_tracker_bytes = merged_ ? merged_->MemoryBytes() : 0;
   snap->rate_history_bytes = RateHistoryBytes();
-  snap->memory_budget_bytes =
-      MemoryBudget(track_, reports.size(), tracker_bytes) + snap->counters.memory_bound_bytes;
+  snap->memory_budget_bytes = MemoryBudget(track_, reports.size(), tracker_bytes) +
+                              snap->counters.memory_bound_bytes + slot_bytes;
   return snap;
 }
 

@@ -1,12 +1,17 @@
 #include "hotkey/exporter/alerter.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "hotkey/log/log.h"
 
 namespace hotkey::exporter {
 
-Alerter::Alerter(const config::AlertOptions& options, LogSink log)
-    : options_(options), log_(std::move(log)) {}
+Alerter::Alerter(const config::AlertOptions& options, LogSink log, std::string subject)
+    : options_(options),
+      log_(std::move(log)),
+      subject_(std::move(subject)),
+      started_msg_(absl::StrCat("hot ", subject_, " episode started")),
+      ended_msg_(absl::StrCat("hot ", subject_, " episode ended")) {}
 
 void Alerter::Begin(absl::Time now, double shard_ops_per_second, absl::Time wall) {
   now_ = now;
@@ -78,9 +83,9 @@ size_t Alerter::hot_count() const {
 
 void Alerter::Log(bool start, const KeyState& s, double share, double threshold) {
   if (!log_) return;
-  const std::string_view msg = start ? "hot key episode started" : "hot key episode ended";
+  const std::string_view msg = start ? started_msg_ : ended_msg_;
   log::LogLine line(wall_, start ? "warn" : "info", msg);
-  line.Quoted("key", s.label)
+  line.Quoted(subject_, s.label)
       .Value("share", absl::StrFormat("%.4f", share))
       .Value("peak_share", absl::StrFormat("%.4f", s.peak_share));
   if (threshold > 0) line.Value("threshold", absl::StrFormat("%.4f", threshold));

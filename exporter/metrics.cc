@@ -103,6 +103,80 @@ void AddModelInputs(const ModelInputs& in, std::vector<MetricFamily>& out) {
   }
 }
 
+// Redis Cluster slots and hash tags (slots.h): the exported ones only, at most top_k each.
+void AddSlotFamilies(const SlotsSnapshot& s, std::vector<MetricFamily>& out) {
+  AddSingle(out, "hotkey_hot_slots", "Redis Cluster slots currently in a hot episode.",
+            MetricType::Gauge, static_cast<double>(s.hot_slots));
+  AddSingle(out, "hotkey_hot_tags", "Hash tags currently in a hot episode.", MetricType::Gauge,
+            static_cast<double>(s.hot_tags));
+  MetricFamily share = Family("hotkey_slot_share_ratio",
+                              "The slot's share of this shard's ops over the rate window (0..1); "
+                              "top slots only.",
+                              MetricType::Gauge);
+  MetricFamily ops =
+      Family("hotkey_slot_ops_per_second",
+             "The slot's ops per second over the rate window; top slots only.", MetricType::Gauge);
+  MetricFamily hot =
+      Family("hotkey_slot_hot", "1 while the slot is in a hot episode.", MetricType::Gauge);
+  MetricFamily top = Family("hotkey_slot_top_key_share_ratio",
+                            "The share of the slot's ops that its busiest tracked key carries.",
+                            MetricType::Gauge);
+  MetricFamily advice = Family("hotkey_slot_advice_info",
+                               "1 for a hot slot's advice: move (hot through many keys: move "
+                               "slots, /api/v1/slots) or key (one key dominates: its own fix).",
+                               MetricType::Gauge);
+  for (const SlotSnapshot& v : s.slots) {
+    const std::string slot = std::to_string(v.slot);
+    Add(share, v.share, {{"slot", slot}});
+    Add(ops, v.ops_per_second, {{"slot", slot}});
+    if (v.hot) Add(hot, 1, {{"slot", slot}});
+    Add(top, v.top_key_share, {{"slot", slot}});
+    if (v.advice != SlotAdvice::kNone) {
+      Add(advice, 1, {{"slot", slot}, {"advice", std::string(SlotAdviceName(v.advice))}});
+    }
+  }
+  MetricFamily move = Family("hotkey_slot_move_projected_load_ratio",
+                             "The load (ops over capacity) of the two nodes of the advised slot "
+                             "move after it: role from (this node) and to (the target node).",
+                             MetricType::Gauge);
+  if (s.move) {
+    for (const auto& [role, side] : {std::pair{"from", &s.move->from}, {"to", &s.move->to}}) {
+      if (side->load_after) {
+        Add(move, *side->load_after, {{"address", side->address}, {"role", role}});
+      }
+    }
+  }
+  MetricFamily tag_share = Family("hotkey_tag_share_ratio",
+                                  "The hash tag's share of this shard's ops, decayed over about "
+                                  "one half-life (0..1); top tags only.",
+                                  MetricType::Gauge);
+  MetricFamily tag_ops =
+      Family("hotkey_tag_ops_per_second", "The hash tag's ops per second, decayed; top tags only.",
+             MetricType::Gauge);
+  MetricFamily tag_hot =
+      Family("hotkey_tag_hot", "1 while the hash tag is in a hot episode.", MetricType::Gauge);
+  for (const TagSnapshot& t : s.tags) {
+    const std::vector<ClientMetric::Label> labels = {{"tag", t.label},
+                                                     {"slot", std::to_string(t.slot)}};
+    Add(tag_share, t.share, labels);
+    Add(tag_ops, t.ops_per_second, labels);
+    if (t.hot) Add(tag_hot, 1, labels);
+  }
+  for (MetricFamily* f :
+       {&share, &ops, &hot, &top, &advice, &move, &tag_share, &tag_ops, &tag_hot}) {
+    out.push_back(std::move(*f));
+  }
+  if (const ClusterNode* me = s.cluster.Myself()) {
+    MetricFamily info =
+        Family("hotkey_cluster_node_info",
+               "1: this shard's node in its Redis Cluster (node_id, address).", MetricType::Gauge);
+    Add(info, 1, {{"node_id", me->id}, {"address", me->address}});
+    out.push_back(std::move(info));
+    AddSingle(out, "hotkey_cluster_node_slots", "Redis Cluster slots this shard's node serves.",
+              MetricType::Gauge, me->slots);
+  }
+}
+
 }  // namespace
 
 std::string_view BuildVersion() { return version::Build().version; }
@@ -275,6 +349,7 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   for (MetricFamily* f : {&share, &threshold, &error, &write, &ops, &hot, &advice, &load}) {
     out.push_back(std::move(*f));
   }
+  if (snap->slots.enabled) AddSlotFamilies(snap->slots, out);
   return out;
 }
 

@@ -115,6 +115,85 @@ json::object ModelJson(const ModelInputs& m) {
 
 }  // namespace
 
+std::string SlotsJson(const Snapshot& s) {
+  const SlotsSnapshot& v = s.slots;
+  json::object o;
+  o["time"] = Rfc3339(s.time);
+  o["enabled"] = v.enabled;
+  o["rate_window_seconds"] = s.rate_window_seconds;
+  o["hot_slots"] = v.hot_slots;
+  o["hot_tags"] = v.hot_tags;
+  const auto optional = [](const std::optional<double>& d) -> json::value {
+    if (d) return *d;
+    return nullptr;
+  };
+  if (const ClusterNode* me = v.cluster.Myself()) {
+    json::object c{{"node_id", me->id}, {"address", me->address}, {"slots", me->slots}};
+    json::array nodes;
+    for (const ClusterNode& n : v.cluster.nodes) {
+      nodes.push_back(json::object{{"id", n.id},
+                                   {"address", n.address},
+                                   {"myself", n.myself},
+                                   {"slots", n.slots},
+                                   {"up", n.up},
+                                   {"ops_per_second", optional(n.ops_per_second)},
+                                   {"busy", optional(n.busy)},
+                                   {"capacity_ops", optional(n.capacity_ops)}});
+    }
+    c["nodes"] = std::move(nodes);
+    o["cluster"] = std::move(c);
+  } else {
+    o["cluster"] = nullptr;
+  }
+  json::array slots;
+  for (const SlotSnapshot& x : v.slots) {
+    json::object j{{"slot", x.slot},
+                   {"share", x.share},
+                   {"decayed_share", x.decayed_share},
+                   {"ops_per_second", x.ops_per_second},
+                   {"hot", x.hot},
+                   {"top_key", x.top_key},
+                   {"top_key_share", x.top_key_share}};
+    if (x.hot) j["hot_since"] = Rfc3339(x.hot_since);
+    if (x.advice == SlotAdvice::kNone) {
+      j["advice"] = nullptr;
+    } else {
+      j["advice"] = SlotAdviceName(x.advice);
+    }
+    slots.push_back(std::move(j));
+  }
+  o["slots"] = std::move(slots);
+  json::array tags;
+  for (const TagSnapshot& t : v.tags) {
+    tags.push_back(json::object{{"tag", t.label},
+                                {"truncated", t.truncated},
+                                {"slot", t.slot},
+                                {"share", t.share},
+                                {"ops_per_second", t.ops_per_second},
+                                {"hot", t.hot}});
+  }
+  o["tags"] = std::move(tags);
+  if (v.move) {
+    const auto side = [&](const cluster::MoveSide& m) {
+      return json::object{{"id", m.id},
+                          {"address", m.address},
+                          {"ops_per_second_before", m.ops_before},
+                          {"ops_per_second_after", m.ops_after},
+                          {"load_before", optional(m.load_before)},
+                          {"load_after", optional(m.load_after)}};
+    };
+    json::array moved;
+    for (uint16_t slot : v.move->slots) moved.push_back(slot);
+    o["move"] = json::object{{"slots", std::move(moved)},
+                             {"from", side(v.move->from)},
+                             {"to", side(v.move->to)},
+                             {"commands", v.move->commands}};
+  } else {
+    o["move"] = nullptr;
+  }
+  return text::JsonText(std::move(o));
+}
+
 std::string SnapshotJson(const Snapshot& s) {
   json::object o;
   o["time"] = Rfc3339(s.time);
@@ -196,7 +275,8 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
   }
   const bool known = req.path == "/" || req.path == telemetry_path_ || req.path == "/-/healthy" ||
                      req.path == "/-/ready" || req.path == "/api/v1/top" ||
-                     req.path == "/api/v1/model" || req.path == "/api/v1/measured";
+                     req.path == "/api/v1/model" || req.path == "/api/v1/measured" ||
+                     req.path == "/api/v1/slots";
   if (!known) return Text(404, "not found\n");
   if (!get) return MethodNotAllowed("method not allowed\n", "GET, HEAD");
 
@@ -206,6 +286,11 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
     return hooks_.snapshot() ? Text(200, "Ready\n") : Text(503, "Not ready: no snapshot yet\n");
   }
   if (req.path == "/api/v1/top") return Top();
+  if (req.path == "/api/v1/slots") {
+    const std::shared_ptr<const Snapshot> snap = hooks_.snapshot();
+    if (!snap) return Json(503, JsonError("no snapshot yet"));
+    return Json(200, SlotsJson(*snap));
+  }
   if (req.path == "/api/v1/model") return Model(req.query);
   if (req.path == "/api/v1/measured") {
     if (!hooks_.measured) {

@@ -93,8 +93,10 @@ void DemoSource::MakeEvent() {
   double low = 0;
   for (const Celebrity& c : kCelebrities) {
     if (u < low + c.share) {
-      tracker_.Update(c.key,
-                      u - low < c.write_share * c.share ? sketch::Op::kWrite : sketch::Op::kRead);
+      const sketch::Op op =
+          u - low < c.write_share * c.share ? sketch::Op::kWrite : sketch::Op::kRead;
+      tracker_.Update(c.key, op);
+      CountSlot(c.key, op, 1.0);
       return;
     }
     low += c.share;
@@ -104,7 +106,9 @@ void DemoSource::MakeEvent() {
                             : sketch::Op::kRead;
   const uint64_t rank = zipf_(gen_) + 1;  // absl's ranks start at 0
   char* end = std::to_chars(key_ + 4, key_ + sizeof key_, rank).ptr;
-  tracker_.Update(std::string_view(key_, end - key_), op);
+  const std::string_view key(key_, end - key_);
+  tracker_.Update(key, op);
+  CountSlot(key, op, 1.0);
 }
 
 void DemoSource::Publish() {

@@ -89,7 +89,7 @@ ReportBuffer::ReportBuffer(const sketch::HeavyHitters& prototype)
   pool_->total = kSlots;
   pool_->Reserve();
   for (int i = 0; i < kSlots; ++i) {
-    pool_->free.push_back(std::make_unique<SourceReport>(SourceReport{{}, prototype, {}}));
+    pool_->free.push_back(std::make_unique<SourceReport>(SourceReport{{}, prototype, {}, {}}));
   }
 }
 
@@ -103,8 +103,13 @@ ReportBuffer::~ReportBuffer() {
   }
 }
 
+void ReportBuffer::EnableSlots(const cluster::SlotCounts& prototype) {
+  std::lock_guard<std::mutex> l(pool_->mu);
+  for (std::unique_ptr<SourceReport>& r : pool_->free) r->slots.emplace(prototype);
+}
+
 bool ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
-                           const SourceCounters& counters) {
+                           const cluster::SlotCounts* slots, const SourceCounters& counters) {
   std::unique_ptr<SourceReport> slot;
   {
     std::lock_guard<std::mutex> l(pool_->mu);
@@ -123,8 +128,10 @@ bool ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
     slot->time = time;
     slot->tracker = tracker;  // same options: every vector keeps its buffer
     slot->counters = counters;
+    if (slots) slot->slots = *slots;  // the same: same shape
   } else {
-    slot = std::make_unique<SourceReport>(SourceReport{time, tracker, counters});
+    slot = std::make_unique<SourceReport>(SourceReport{time, tracker, counters, {}});
+    if (slots) slot->slots.emplace(*slots);
   }
   std::shared_ptr<const SourceReport> report(slot.release(), Recycle{pool_},
                                              BlockAllocator<SourceReport>(pool_));

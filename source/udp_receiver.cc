@@ -190,9 +190,12 @@ void UdpReceiver::Process(const char* data, size_t len, const sockaddr_storage& 
     }
   }
   if (ClientHosts::Address host; HostAddress(from, host)) hosts_.Saw(host, batch_time_);
-  const parsers::ParseStats st = parsers::ParseDatagram(
-      std::string_view(data, len), config::UdpOptions::kMaxPayloadBytes,
-      [this](const parsers::Event& e) { tracker_.Update(e.key, e.op, e.weight); });
+  const parsers::ParseStats st =
+      parsers::ParseDatagram(std::string_view(data, len), config::UdpOptions::kMaxPayloadBytes,
+                             [this](const parsers::Event& e) {
+                               tracker_.Update(e.key, e.op, e.weight);
+                               CountSlot(e.key, e.op, e.weight);
+                             });
   counters_.events += st.events;
   if (st.events > 0) counters_.last_event = batch_time_;
   for (size_t i = 0; i < parsers::kNumRejects; ++i) udp_counters_.rejected[i] += st.rejected[i];

@@ -210,7 +210,10 @@ void TapPipeline::OnClose(tcp::FlowId flow) {
 void TapPipeline::Charge(const parsers::Request& request, double bytes) {
   if (request.keys.empty()) return;
   const double w = bytes_ ? bytes / static_cast<double>(request.keys.size()) : 1.0;
-  for (const parsers::KeyRef& k : request.keys) tracker_.Update(k.key, ToOp(k.access), w);
+  for (const parsers::KeyRef& k : request.keys) {
+    tracker_.Update(k.key, ToOp(k.access), w);
+    if (slots_) slots_->Update(k.key, ToOp(k.access), w);
+  }
   events_ += request.keys.size();
 }
 
@@ -298,7 +301,9 @@ uint32_t TapPipeline::ChargeFront(Session& s, uint64_t reply_bytes) {
       uint32_t len;
       std::memcpy(&len, k, 4);
       const auto access = static_cast<parsers::Access>(k[4]);
-      tracker_.Update(std::string_view(k + kKeyHeaderBytes, len), ToOp(access), w);
+      const std::string_view key(k + kKeyHeaderBytes, len);
+      tracker_.Update(key, ToOp(access), w);
+      if (slots_) slots_->Update(key, ToOp(access), w);
       k += kKeyHeaderBytes + len;
     }
     events_ += keys;

@@ -277,6 +277,11 @@ bool TapSource::Step(absl::Duration wait) {
   return !file_done_;
 }
 
+void TapSource::EnableSlots(const cluster::SlotCounts& prototype) {
+  PublishingSource::EnableSlots(prototype);
+  pipeline_.SetSlotCounts(slot_counts());
+}
+
 void TapSource::Publish() {
   const absl::Time now = clock_.Now();
   if (tap_.file.empty()) Dispatch(kLiveRounds);  // what the ring holds is in the report

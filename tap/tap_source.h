@@ -73,6 +73,7 @@ class TapSource final : public source::PublishingSource {
   ~TapSource() override;
 
   std::string_view kind() const override { return "tap"; }
+  void EnableSlots(const cluster::SlotCounts& prototype) override;
   std::vector<std::pair<std::string, std::string>> Describe() const override {
     return description_;
   }

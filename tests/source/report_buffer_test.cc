@@ -47,7 +47,7 @@ TEST_CASE("ReportBuffer: Latest is null before the first publish, then the last 
   for (int i = 1; i <= 5; ++i) {
     t.Update("k", sketch::Op::kWrite);
     c.events = i;
-    b.Publish(kT0 + absl::Seconds(i), t, c);
+    b.Publish(kT0 + absl::Seconds(i), t, nullptr, c);
     const std::shared_ptr<const SourceReport> r = b.Latest();
     REQUIRE(r);
     CHECK(r->time == kT0 + absl::Seconds(i));
@@ -63,12 +63,12 @@ TEST_CASE("ReportBuffer: a held report does not change while later ones are publ
   SourceCounters c;
   c.events = 1;
   t.Update("held", sketch::Op::kRead);
-  b.Publish(kT0, t, c);
+  b.Publish(kT0, t, nullptr, c);
   const std::shared_ptr<const SourceReport> held = b.Latest();
   for (int i = 0; i < 10; ++i) {
     Fill(t, i);
     c.events = 100 + i;
-    b.Publish(kT0 + absl::Seconds(i + 1), t, c);
+    b.Publish(kT0 + absl::Seconds(i + 1), t, nullptr, c);
   }
   CHECK(held->time == kT0);
   CHECK(held->counters.events == 1);
@@ -78,6 +78,37 @@ TEST_CASE("ReportBuffer: a held report does not change while later ones are publ
   CHECK(b.reports() <= ReportBuffer::kSlots + 1);
 }
 
+TEST_CASE("ReportBuffer: slot counts ride in the reports, and once warm cost no allocation",
+          "[daemon][report_buffer]") {
+  sketch::HeavyHitters t = Tracker();
+  absl::StatusOr<cluster::SlotCounts> slots =
+      cluster::SlotCounts::Create(sketch::HeavyHittersOptions{}, kT0);
+  REQUIRE(slots.ok());
+  ReportBuffer b(t);
+  b.EnableSlots(*slots);
+  SourceCounters c;
+  for (int i = 0; i < 2 * ReportBuffer::kSlots; ++i) {
+    slots->Update(absl::StrCat("user:{", i, "}:name"), sketch::Op::kRead);
+    b.Publish(kT0, t, &*slots, c);
+  }
+  std::shared_ptr<const SourceReport> reader;
+  for (int i = 0; i < 20; ++i) {
+    slots->Update(absl::StrCat("user:{", i % 4, "}:x"), sketch::Op::kWrite, 2);
+    reader = b.Latest();
+    const uint64_t before = AllocationsOnThisThread();
+    b.Publish(kT0 + absl::Milliseconds(i), t, &*slots, c);
+    CHECK(AllocationsOnThisThread() == before);
+  }
+  const std::shared_ptr<const SourceReport> last = b.Latest();
+  REQUIRE(last->slots);
+  CHECK(last->slots->counts() == slots->counts());
+  CHECK(last->slots->count(cluster::KeySlot("1")) == Approx(1 + 5 * 2));
+  // Without EnableSlots, reports carry none.
+  ReportBuffer plain(t);
+  plain.Publish(kT0, t, nullptr, c);
+  CHECK_FALSE(plain.Latest()->slots);
+}
+
 TEST_CASE("ReportBuffer: once warm, a publish allocates nothing, with a reader holding one",
           "[daemon][report_buffer]") {
   sketch::HeavyHitters t = Tracker();
@@ -85,14 +116,14 @@ TEST_CASE("ReportBuffer: once warm, a publish allocates nothing, with a reader h
   ReportBuffer b(t);
   SourceCounters c;
   // Warm-up: every slot holds a full tracker once, and every control block is made.
-  for (int i = 0; i < 2 * ReportBuffer::kSlots; ++i) b.Publish(kT0, t, c);
+  for (int i = 0; i < 2 * ReportBuffer::kSlots; ++i) b.Publish(kT0, t, nullptr, c);
   std::shared_ptr<const SourceReport> reader;
   for (int i = 0; i < 50; ++i) {
     Fill(t, i);
     c.events = i;
     reader = b.Latest();  // a reader keeps the previous report while the next is made
     const uint64_t before = AllocationsOnThisThread();
-    b.Publish(kT0 + absl::Milliseconds(i), t, c);
+    b.Publish(kT0 + absl::Milliseconds(i), t, nullptr, c);
     CHECK(AllocationsOnThisThread() == before);
   }
   reader.reset();
@@ -107,7 +138,7 @@ TEST_CASE("ReportBuffer: readers holding every report get one more, still correc
   std::vector<std::shared_ptr<const SourceReport>> held;
   for (int i = 0; i < 2 * ReportBuffer::kSlots; ++i) {
     c.events = i;
-    b.Publish(kT0, t, c);
+    b.Publish(kT0, t, nullptr, c);
     held.push_back(b.Latest());
   }
   CHECK(b.reports() == 2 * ReportBuffer::kSlots);
@@ -124,7 +155,7 @@ TEST_CASE("ReportBuffer: at most kMaxReports are made; a publish finding all hel
   std::vector<std::shared_ptr<const SourceReport>> held;
   for (int i = 0; i < 3 * ReportBuffer::kMaxReports; ++i) {
     c.events = i;
-    CHECK(b.Publish(kT0, t, c) == (i < ReportBuffer::kMaxReports));
+    CHECK(b.Publish(kT0, t, nullptr, c) == (i < ReportBuffer::kMaxReports));
     held.push_back(b.Latest());
   }
   CHECK(b.reports() == ReportBuffer::kMaxReports);
@@ -133,7 +164,7 @@ TEST_CASE("ReportBuffer: at most kMaxReports are made; a publish finding all hel
   CHECK(b.Latest()->counters.events == ReportBuffer::kMaxReports - 1);
   held.clear();
   c.events = 1000;
-  CHECK(b.Publish(kT0, t, c));
+  CHECK(b.Publish(kT0, t, nullptr, c));
   CHECK(b.Latest()->counters.events == 1000);
   CHECK(b.reports() == ReportBuffer::kMaxReports);
 }
@@ -144,7 +175,7 @@ TEST_CASE("ReportBuffer: a report outlives its buffer", "[daemon][report_buffer]
   std::shared_ptr<const SourceReport> r;
   {
     ReportBuffer b(t);
-    b.Publish(kT0, t, SourceCounters{});
+    b.Publish(kT0, t, nullptr, SourceCounters{});
     r = b.Latest();
   }
   CHECK(r->tracker.size() == 1);  // and ASan sees no use after free
@@ -172,7 +203,7 @@ TEST_CASE("ReportBuffer: concurrent readers always see a whole report", "[daemon
   for (int i = 0; i < 2000; ++i) {
     t.Update(absl::StrCat("k", i % 50), sketch::Op::kRead);
     ++c.events;
-    b.Publish(kT0, t, c);
+    b.Publish(kT0, t, nullptr, c);
   }
   stop = true;
   for (std::thread& r : readers) r.join();

@@ -168,6 +168,9 @@ struct TrackOptions {
   // the hash suffix leaves no room for a readable prefix. 128 by default: the default
   // ExportOptions::label_max_bytes, so a stored key fills a raw label.
   uint32_t stored_key_bytes = sketch::HeavyHittersOptions{}.max_key_bytes;
+  // --track.slots: also count every source's traffic by Redis Cluster slot and hash tag
+  // (cluster/slot_counts.h); nullopt ("auto"): DaemonOptions::TracksSlots() decides.
+  std::optional<bool> slots;
 
   // Points the aggregator's rate history holds at most, spares included: a point per tick
   // over rate_window, kept at least publish_interval / 2 apart (a tick closer to the last
@@ -391,6 +394,14 @@ struct DaemonOptions {
   // One daemon never mixes the two: Validate() refuses UDP or the demo beside a
   // bytes-weighted tap, so every share, rate and advice of the daemon is in this unit.
   bool CountsBytes() const { return tap.enabled() && tap.weight == TapWeight::kBytes; }
+  // Whether the sources count slots and tags: track.slots when given, else ("auto") unless
+  // the one source is a memcached tap (memcached has no slots) or the unit is bytes.
+  bool TracksSlots() const {
+    if (track.slots) return *track.slots;
+    const bool memcached_only =
+        tap.enabled() && tap.protocol == TapProtocol::kMemcached && !udp.enabled() && !demo;
+    return !memcached_only && !CountsBytes();
+  }
   // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
   // Sources(), each of 40 bytes (exporter/aggregator.h). Validate() rejects more than
   // kMaxRateHistoryKeys (2.5 GiB of entries): 16,800 by default.

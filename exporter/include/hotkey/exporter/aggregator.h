@@ -50,6 +50,7 @@
 #include "hotkey/exporter/alerter.h"
 #include "hotkey/exporter/key_label.h"
 #include "hotkey/exporter/model_inputs.h"
+#include "hotkey/exporter/slots.h"
 #include "hotkey/exporter/snapshot.h"
 #include "hotkey/exporter/threshold_matcher.h"
 
@@ -76,6 +77,9 @@ class Aggregator {
   // measured; takes effect at the next Build(). Until called: the reloadable options'
   // cluster, all configured.
   void SetModelInputs(ModelInputs inputs);
+  // The Redis Cluster around the shard (slots.h), for the slot-move plans; takes effect at
+  // the next Build().
+  void SetClusterInputs(ClusterInputs inputs);
   // The sources weigh bytes, not ops (Snapshot::counts_bytes): no advice is given.
   void SetCountsBytes(bool counts_bytes) { counts_bytes_ = counts_bytes; }
 
@@ -166,8 +170,12 @@ class Aggregator {
   uint64_t tick_ = 0;
   uint64_t threshold_lookups_ = 0;
   const absl::Time start_;  // monotonic
+  const Alerter::LogSink log_;
   Alerter alerter_;
   AdviceHold advice_hold_;
+  // Slots and tags: made at the first report that carries slot counts.
+  std::optional<SlotTracker> slots_;
+  ClusterInputs cluster_inputs_;
   ModelInputs inputs_;                   // as set
   ModelInputs resolved_;                 // as used at this tick (ResolveInputs)
   std::optional<double> last_capacity_;  // the last capacity measured

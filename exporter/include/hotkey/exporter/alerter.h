@@ -36,7 +36,9 @@ class Alerter {
   // Receives each finished log line (without newline).
   using LogSink = std::function<void(std::string_view line)>;
 
-  Alerter(const config::AlertOptions& options, LogSink log);
+  // `subject` names what is watched in the log lines: "hot <subject> episode started",
+  // <subject>="<label>" ("key", "slot", "tag").
+  Alerter(const config::AlertOptions& options, LogSink log, std::string subject = "key");
 
   void SetOptions(const config::AlertOptions& options) { options_ = options; }
   const config::AlertOptions& options() const { return options_; }
@@ -76,6 +78,8 @@ class Alerter {
 
   config::AlertOptions options_;
   LogSink log_;
+  std::string subject_;
+  std::string started_msg_, ended_msg_;
   absl::Time now_;
   absl::Time wall_;
   bool idle_ = false;

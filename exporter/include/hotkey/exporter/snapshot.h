@@ -17,6 +17,7 @@
 
 #include "absl/time/time.h"
 #include "hotkey/exporter/model_inputs.h"
+#include "hotkey/exporter/slots.h"
 #include "hotkey/model/shard_model.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/report.h"
@@ -84,6 +85,8 @@ struct Snapshot {
   // bytes (a bytes-weighted tap: --tap.weight=bytes). In bytes there is no advice: the
   // shard load model counts operations.
   bool counts_bytes = false;
+  // Redis Cluster slots and hash tags (slots.h); `slots.enabled` false when not counted.
+  SlotsSnapshot slots;
 };
 
 }  // namespace hotkey::exporter

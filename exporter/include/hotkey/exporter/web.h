@@ -76,6 +76,8 @@ class WebRoutes {
 
 // The snapshot as the JSON of /api/v1/top.
 std::string SnapshotJson(const Snapshot& snap);
+// The snapshot's slots, tags, cluster and move plan as the JSON of /api/v1/slots.
+std::string SlotsJson(const Snapshot& snap);
 
 }  // namespace hotkey::exporter
 

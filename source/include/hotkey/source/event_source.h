@@ -29,6 +29,10 @@
 #include <utility>
 #include <vector>
 
+namespace hotkey::cluster {
+class SlotCounts;
+}  // namespace hotkey::cluster
+
 namespace hotkey::source {
 
 struct SourceReport;
@@ -44,6 +48,11 @@ class EventSource {
   virtual std::string_view kind() const = 0;
   // How it is set up, as log fields (key, value); empty when there is nothing to add.
   virtual std::vector<std::pair<std::string, std::string>> Describe() const { return {}; }
+
+  // Called before Start(), at most once: the source also counts its traffic by Redis
+  // Cluster slot and hash tag (cluster/slot_counts.h), into counts shaped like `prototype`,
+  // and publishes them in its reports.
+  virtual void EnableSlots(const cluster::SlotCounts& prototype) = 0;
 
   // Called before Start(), at most once: the daemon asks to be told of every publish.
   virtual void SetPublishCallback(PublishCallback on_publish) = 0;

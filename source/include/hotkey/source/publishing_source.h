@@ -17,11 +17,13 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "absl/time/time.h"
+#include "hotkey/cluster/slot_counts.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/event_source.h"
 #include "hotkey/source/report.h"
@@ -33,6 +35,10 @@ class PublishingSource : public EventSource {
  public:
   void SetPublishCallback(PublishCallback on_publish) final { on_publish_ = std::move(on_publish); }
   std::shared_ptr<const SourceReport> Latest() const final { return reports_.Latest(); }
+  void EnableSlots(const cluster::SlotCounts& prototype) override {
+    slots_.emplace(prototype);
+    reports_.EnableSlots(prototype);
+  }
 
   // Runs Run() on a thread named "hotkey-<kind>" (top -H tells the sources apart); when it
   // returns (Stop()), publishes a last report. Once.
@@ -68,6 +74,14 @@ class PublishingSource : public EventSource {
   virtual void Publish() = 0;
 
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
+  // Counts an event by slot and tag, when EnableSlots() asked for it. Next to every
+  // tracker update of the source, with the same weight.
+  void CountSlot(std::string_view key, sketch::Op op, double weight) {
+    if (slots_) slots_->Update(key, op, weight);
+  }
+  // The slot counts (null unless EnableSlots() was called): for a part of the source that
+  // counts on its behalf (the tap's pipeline).
+  cluster::SlotCounts* slot_counts() { return slots_ ? &*slots_ : nullptr; }
   // Publishes if RequestPublish() was called since the last time.
   void PublishIfAsked() {
     if (publish_asked_.exchange(false)) Publish();
@@ -77,12 +91,14 @@ class PublishingSource : public EventSource {
   void PublishReport(absl::Time now, sketch::HeavyHitters& tracker,
                      const SourceCounters& counters) {
     tracker.Advance(now);
-    reports_.Publish(now, tracker, counters);
+    if (slots_) slots_->Advance(now);
+    reports_.Publish(now, tracker, slots_ ? &*slots_ : nullptr, counters);
     if (on_publish_) on_publish_();
   }
 
  private:
-  PublishCallback on_publish_;  // set before Start()
+  PublishCallback on_publish_;                // set before Start()
+  std::optional<cluster::SlotCounts> slots_;  // set before Start()
   ReportBuffer reports_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};

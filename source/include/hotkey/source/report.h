@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include <optional>
+
 #include "absl/time/time.h"
+#include "hotkey/cluster/slot_counts.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/source_metrics.h"
 
@@ -60,6 +63,8 @@ struct SourceReport {
   absl::Time time;  // on the daemon's monotonic clock
   sketch::HeavyHitters tracker;
   SourceCounters counters;
+  // The traffic by slot and by tag, when the source counts them (EventSource::EnableSlots).
+  std::optional<cluster::SlotCounts> slots;
 };
 
 // The names from when the UDP receiver was the only source.
