@@ -42,5 +42,8 @@
     dashboardTimeFrom: 'now-1h',
     // How many keys the top-K panels show.
     dashboardTopK: 10,
+    // How many nodes, slots, tags and keys per cluster the cluster-wide recording rules
+    // keep (topk by (cluster)); the dashboard's cluster row shows dashboardTopK of them.
+    clusterTopK: 20,
   },
 }

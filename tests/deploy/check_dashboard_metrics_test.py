@@ -104,6 +104,22 @@ class ShippedFiles(unittest.TestCase):
         self.assertIn("hotkey_event_received_total", out)
         self.assertIn('panel "typo"', out)
 
+    def test_absent_ok_allows_only_the_names_it_matches(self):
+        with open(METRICS) as f:
+            text = "".join(l for l in f if "hotkey_slot_" not in l and "hotkey_key_share_threshold_ratio" not in l)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as tmp:
+            tmp.write(text)
+        try:
+            rc_slots, out_slots = run(DASHBOARD, RULES, tmp.name, "--absent-ok", "hotkey_slot_.*")
+            rc_all, out_all = run(DASHBOARD, RULES, tmp.name, "--absent-ok", "hotkey_(slot_.*|key_share_threshold_ratio)")
+        finally:
+            os.unlink(tmp.name)
+        self.assertEqual(rc_slots, 1, out_slots)
+        self.assertIn("hotkey_key_share_threshold_ratio", out_slots.split("FAIL:")[1])
+        self.assertNotIn("hotkey_slot_share_ratio", out_slots.split("FAIL:")[1])
+        self.assertEqual(rc_all, 0, out_all)
+        self.assertIn("hotkey_slot_share_ratio", out_all)
+
     def test_a_metric_the_daemon_stops_exporting_fails(self):
         with open(METRICS) as f:
             text = "".join(l for l in f if "hotkey_key_share_threshold_ratio" not in l)

@@ -31,13 +31,19 @@ fields=$(jsonnet -J "$mixin" -e 'local m = import "mixin.libsonnet";
                  if std.objectHasAll(m, f)])')
 [ "$fields" = '"prometheusAlerts prometheusRules grafanaDashboards _config"' ] ||
   fail "mixin.libsonnet exposes only $fields"
-# _config reaches the rules: another job selector and page level.
+# _config reaches the rules: another job selector and page level, and the cluster topk.
 jsonnet -J "$mixin" -e '
   local m = (import "mixin.libsonnet") + { _config+:: { hotkeydSelector: "job=\"kv\"", pageLoadRatio: 1 } };
   local rules = { [r.alert]: r for r in m.prometheusAlerts.groups[0].rules };
   assert rules.HotkeydDown.expr == "up{job=\"kv\"} == 0" : rules.HotkeydDown.expr;
   assert std.length(std.findSubstr(") > 1\n", rules.HotkeydHotKeyCritical.expr)) == 1 : rules.HotkeydHotKeyCritical.expr;
   assert std.length(std.findSubstr("pages above 100%", rules.HotkeydHotKeyCritical.annotations.description)) == 1;
+  local cl = (import "mixin.libsonnet") + { _config+:: { clusterTopK: 5 } };
+  local rec = { [r.record]: r for g in cl.prometheusRules.groups for r in g.rules };
+  assert rec["cluster_node_slot:hotkey_slot_share_ratio:topk"].expr ==
+    "topk by (cluster) (5, max by (cluster, node, slot) (hotkey_slot_share_ratio))" : rec["cluster_node_slot:hotkey_slot_share_ratio:topk"].expr;
+  local page = { [r.alert]: r for r in ((import "mixin.libsonnet") + { _config+:: { pageLoadRatio: 1 } }).prometheusAlerts.groups[0].rules };
+  assert std.length(std.findSubstr("> 1\n)", page.HotkeydHotSlotMoveCritical.expr)) == 1 : page.HotkeydHotSlotMoveCritical.expr;
   true' >/dev/null || fail "a _config override does not reach the rules"
 echo "ok: mixin fields and _config overrides"
 

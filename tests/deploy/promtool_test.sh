@@ -7,6 +7,7 @@
 #   the shortened copy made by shorten-for.sh still passes `check rules`, and differs from
 #     the shipped file only in its `for:`/`keep_firing_for:` lines, all set to the asked value
 #   check_dashboard_metrics.py against the sample exposition (and its own unit tests)
+#   every alert's runbook_url anchor is a heading of deploy/README.md
 #   the Kubernetes manifests parse as YAML
 #
 # Usage: tests/deploy/promtool_test.sh [REPO_ROOT]   (default: two levels above this script)
@@ -55,6 +56,23 @@ step "dashboard and rules use only exported metric names"
 python3 "$here/check_dashboard_metrics.py" "$root/deploy/grafana/hotkeyd-dashboard.json" \
   "$prom/hotkeyd.rules.yml" "$here/testdata/metrics.txt"
 python3 "$here/check_dashboard_metrics_test.py" 2>&1 | tail -n 3
+
+step "every runbook_url points to a heading of deploy/README.md"
+python3 - "$prom/hotkeyd.rules.yml" "$root/deploy/README.md" <<'PY'
+import re, sys, yaml
+# GitHub's heading anchors: lower case, punctuation other than - and _ dropped, spaces to -.
+anchors = {re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+           for m in re.finditer(r"^#+ (.*)$", open(sys.argv[2]).read(), re.M)}
+bad = []
+for g in yaml.safe_load(open(sys.argv[1]))["groups"]:
+    for r in g["rules"]:
+        url = (r.get("annotations") or {}).get("runbook_url")
+        if url and url.split("#", 1)[-1] not in anchors:
+            bad.append(f'{r["alert"]}: {url}')
+if bad:
+    sys.exit("runbook_url without a README heading:\n  " + "\n  ".join(bad))
+print("ok: every runbook_url has its README section")
+PY
 
 step "Kubernetes manifests parse"
 python3 - "$root/deploy/kubernetes" <<'PY'

@@ -46,6 +46,33 @@ local text = import '../lib/text.libsonnet';
       '$labels.instance $labels.key | query }}{{ . | first | label "strategy" }}' +
       '{{ else }}not advised yet{{ end }}',
 
+    // The hot slots the daemon advises to move (see HotkeydHotSlotMove).
+    local hotMoveSlot = |||
+      hotkey_slot_share_ratio
+      and ignoring (advice)
+      (hotkey_slot_advice_info{advice="move"} == 1)
+      and
+      hotkey_slot_hot == 1
+    |||,
+    // Lookups for the slot alerts' descriptions: one series of this alert's target.
+    local targetLookup(query, args='$labels.job $labels.instance') =
+      '{{ with printf "' + query + '" ' + args + ' | query }}' +
+      '{{ . | first | value | humanizePercentage }}{{ else }}(unknown){{ end }}',
+    local moveText = {
+      node: text.node,
+      topkey:
+        '{{ with printf "hotkey_slot_top_key_share_ratio{job=%q,instance=%q,slot=%q}" $labels.job ' +
+        '$labels.instance $labels.slot | query }}{{ . | first | value | humanizePercentage }}' +
+        '{{ else }}(unknown){{ end }}',
+      load: targetLookup(
+        'hotkey_shard_commands_per_second{job=%q,instance=%q} / ignoring (input, origin) ' +
+        'hotkey_model_input{job=%q,instance=%q,input=\\"capacity_ops_per_second\\"}',
+        '$labels.job $labels.instance $labels.job $labels.instance'
+      ),
+      from: targetLookup('hotkey_slot_move_projected_load_ratio{job=%q,instance=%q,role=\\"from\\"}'),
+      to: targetLookup('hotkey_slot_move_projected_load_ratio{job=%q,instance=%q,role=\\"to\\"}'),
+    },
+
     groups+: [
       {
         name: 'hotkeyd.alerts',
@@ -120,6 +147,81 @@ local text = import '../lib/text.libsonnet';
                 advice: advice,
               }),
               runbook_url: runbook('HotkeydHotKeyCritical'),
+            },
+          },
+          {
+            // A hot slot whose advice is `move`: hot through many keys, none of which carries
+            // half of it (hotkey_slot_advice_info{advice="move"}), so moving slots to a less
+            // loaded node is the fix. A slot advised `key` (one key dominates) never fires
+            // here: moving it only moves the hot spot, and that key's own alerts and fix
+            // apply. "Hot" and the advice are the daemon's (hotkey_slot_hot applies the key
+            // threshold and hysteresis to the slot); the advice is matched in the expression
+            // with `ignoring (advice)` so that the alert's labels are the slot's. The value
+            // is the slot's share of the node's ops over the rate window. A ticket: the
+            // daemon advises moves long before the node is saturated; the critical twin
+            // below pages when the node itself is at risk.
+            alert: 'HotkeydHotSlotMove',
+            expr: hotMoveSlot,
+            'for': c.hotKeyFor,
+            keep_firing_for: c.hotKeyKeepFiringFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A Redis Cluster slot is hot through many keys; move slots off its node.',
+              description: text.fold(|||
+                Slot {{ $labels.slot }} is hot on
+                %(node)s:
+                it takes {{ $value | humanizePercentage }} of the node's traffic through many keys
+                (its busiest key carries %(topkey)s of the slot), so no key's own fix helps: move
+                slots to a less loaded node. Load of the node now: %(load)s of capacity;
+                after the advised move: %(from)s, and %(to)s on the node that receives the slots.
+                The slots, the target node and the redis-cli commands: GET /api/v1/slots on
+                {{ $labels.instance }} (`move`).
+              ||| % moveText),
+              runbook_url: c.runbookURLBase + 'fix-move-slots',
+            },
+          },
+          {
+            // The same hot, move-advised slot, on a node whose load (the shard's own commands/s
+            // over the model's capacity, as /api/v1/slots's `load_before`), averaged over
+            // projectedLoadWindow, is over the page level: the node is at risk. The slot's
+            // share alone never pages. Alertmanager should mute HotkeydHotSlotMove while this
+            // fires, as it does HotkeydHotKey for HotkeydHotKeyCritical.
+            alert: 'HotkeydHotSlotMoveCritical',
+            expr: |||
+              (
+                %(slot)s
+              )
+              and on (job, instance)
+              (
+                avg_over_time(hotkey_shard_commands_per_second[%(window)s])
+                / ignoring (input, origin)
+                (hotkey_model_input{input="capacity_ops_per_second"} > 0)
+                > %(page)s
+              )
+            ||| % {
+              slot: std.strReplace(std.rstripChars(hotMoveSlot, '\n'), '\n', '\n  '),
+              window: c.projectedLoadWindow,
+              page: '%g' % c.pageLoadRatio,
+            },
+            'for': c.hotKeyFor,
+            keep_firing_for: c.hotKeyKeepFiringFor,
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A slot hot through many keys puts its Redis Cluster node over its load target.',
+              description: text.fold(|||
+                Slot {{ $labels.slot }} is hot on
+                %(node)s
+                through many keys (its busiest key carries %(topkey)s of the slot), and the node's
+                load is %(load)s of capacity (pages while its %(window)s average is above %(page)s%%). The slot
+                takes {{ $value | humanizePercentage }} of the node's traffic. After the advised move:
+                %(from)s on this node, %(to)s on the node that receives the slots. The slots, the
+                target node and the redis-cli commands: GET /api/v1/slots on {{ $labels.instance }}
+                (`move`).
+              ||| % moveText {
+                window: c.projectedLoadWindow,
+                page: text.percent(c.pageLoadRatio),
+              }),
+              runbook_url: c.runbookURLBase + 'fix-move-slots',
             },
           },
           {

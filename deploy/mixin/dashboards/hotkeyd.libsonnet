@@ -10,6 +10,8 @@
     local ds = { type: 'prometheus', uid: '${datasource}' },
     // The per-target selector of the dashboard's variables.
     local sel = 'job=~"$job", cluster=~"$cluster", instance=~"$instance"',
+    // The cluster row's selector: its recording rules keep cluster and node only.
+    local csel = 'cluster=~"$cluster"',
     local topk = std.toString(c.dashboardTopK),
     local grid(h, w, x, y) = { h: h, w: w, x: x, y: y },
     local row(id, title, y) = {
@@ -971,6 +973,245 @@
               },
             },
           ],
+        },
+        // The cluster-wide view of a Redis Cluster with one hotkeyd per node, from the
+        // recording rules of group hotkeyd.cluster (topk per cluster, each with its node).
+        row(33, 'Cluster: hottest nodes, slots, tags, keys', 87),
+        {
+          type: 'table',
+          id: 34,
+          title: 'Hottest nodes',
+          description: 'Per Redis Cluster node (target label node): the ops/s hotkeyd counts, CPU busy and load over capacity as the node reports them, the slots it serves (hotkey_cluster_node_slots) and its Redis Cluster node id (hotkey_cluster_node_info). Recording rules cluster_node:*:topk.',
+          datasource: ds,
+          gridPos: grid(9, 12, 0, 88),
+          targets: [
+            table('A', 'cluster_node:hotkey_ops_per_second:topk{' + csel + '}'),
+            table('B', 'cluster_node:hotkey_shard_cpu_busy_ratio:topk{' + csel + '}'),
+            table('C', 'cluster_node:hotkey_shard_load_ratio:topk{' + csel + '}'),
+            table('D', 'max by (cluster, node) (hotkey_cluster_node_slots{' + csel + '})'),
+            table('E', 'max by (cluster, node, node_id) (hotkey_cluster_node_info{' + csel + '})'),
+          ],
+          fieldConfig: {
+            defaults: { unit: 'short' },
+            overrides: [
+              {
+                matcher: { id: 'byName', options: 'ops/s' },
+                properties: [{ id: 'unit', value: 'ops' }],
+              },
+              {
+                matcher: { id: 'byName', options: 'CPU busy' },
+                properties: [{ id: 'unit', value: 'percentunit' }],
+              },
+              {
+                matcher: { id: 'byName', options: 'load' },
+                properties: [{ id: 'unit', value: 'percentunit' }],
+              },
+            ],
+          },
+          options: {},
+          transformations: [
+            { id: 'merge', options: {} },
+            {
+              id: 'organize',
+              options: {
+                excludeByName: { Time: true, 'Value #E': true },
+                renameByName: {
+                  'Value #A': 'ops/s',
+                  'Value #B': 'CPU busy',
+                  'Value #C': 'load',
+                  'Value #D': 'slots',
+                },
+              },
+            },
+            {
+              id: 'sortBy',
+              options: { sort: [{ field: 'ops/s', desc: true }] },
+            },
+          ],
+        },
+        {
+          type: 'timeseries',
+          id: 35,
+          title: 'Ops/s of the hottest nodes',
+          description: 'Recording rule cluster_node:hotkey_ops_per_second:topk.',
+          datasource: ds,
+          gridPos: grid(9, 12, 12, 88),
+          targets: [
+            range('A', 'cluster_node:hotkey_ops_per_second:topk{' + csel + '}', '{{cluster}} {{node}}'),
+          ],
+          fieldConfig: {
+            defaults: { unit: 'ops' },
+            overrides: [],
+          },
+          options: {
+            legend: {
+              displayMode: 'table',
+              placement: 'bottom',
+              calcs: ['lastNotNull', 'max'],
+              showLegend: true,
+            },
+            tooltip: { mode: 'multi', sort: 'desc' },
+          },
+        },
+        {
+          type: 'table',
+          id: 36,
+          title: 'Hottest slots',
+          description: "Each slot's share of its node's ops and its ops/s (cluster_node_slot:*:topk), the share of its busiest key (hotkey_slot_top_key_share_ratio), and the advice for hot slots: move (hot through many keys: move slots, see the runbook) or key (one key carries it: moving the slot would only move the hot spot; the key's own fix applies).",
+          datasource: ds,
+          gridPos: grid(9, 12, 0, 97),
+          targets: [
+            table('A', 'topk(' + topk + ', cluster_node_slot:hotkey_slot_share_ratio:topk{' + csel + '})'),
+            table('B', 'cluster_node_slot:hotkey_slot_ops_per_second:topk{' + csel + '}'),
+            table('C', 'max by (cluster, node, slot) (hotkey_slot_top_key_share_ratio{' + csel + '})'),
+            table('D', 'cluster_node_slot:hotkey_slot_advice_info:max{' + csel + '}'),
+          ],
+          fieldConfig: {
+            defaults: { unit: 'percentunit' },
+            overrides: [
+              {
+                matcher: { id: 'byName', options: 'ops/s' },
+                properties: [{ id: 'unit', value: 'ops' }],
+              },
+            ],
+          },
+          options: {},
+          transformations: [
+            { id: 'merge', options: {} },
+            {
+              id: 'filterByValue',
+              options: {
+                filters: [{ fieldName: 'Value #A', config: { id: 'isNull', options: {} } }],
+                type: 'exclude',
+                match: 'any',
+              },
+            },
+            {
+              id: 'organize',
+              options: {
+                excludeByName: { Time: true, 'Value #D': true },
+                renameByName: {
+                  'Value #A': 'share of node',
+                  'Value #B': 'ops/s',
+                  'Value #C': 'busiest key share',
+                },
+              },
+            },
+            {
+              id: 'sortBy',
+              options: { sort: [{ field: 'share of node', desc: true }] },
+            },
+          ],
+        },
+        {
+          type: 'table',
+          id: 37,
+          title: 'Hottest hash tags',
+          description: 'Each hash tag ({...} in the keys) with its slot: its share of its node, its ops/s (cluster_node_tag:*:topk), and whether it is hot (hotkey_tag_hot). A hot tag is the cause itself: its keys share one slot because of the tag, and need not.',
+          datasource: ds,
+          gridPos: grid(9, 12, 12, 97),
+          targets: [
+            table('A', 'topk(' + topk + ', cluster_node_tag:hotkey_tag_share_ratio:topk{' + csel + '})'),
+            table('B', 'cluster_node_tag:hotkey_tag_ops_per_second:topk{' + csel + '}'),
+            table('C', 'max by (cluster, node, tag, slot) (hotkey_tag_hot{' + csel + '})'),
+          ],
+          fieldConfig: {
+            defaults: { unit: 'percentunit' },
+            overrides: [
+              {
+                matcher: { id: 'byName', options: 'ops/s' },
+                properties: [{ id: 'unit', value: 'ops' }],
+              },
+              {
+                matcher: { id: 'byName', options: 'hot' },
+                properties: [{ id: 'unit', value: 'short' }],
+              },
+            ],
+          },
+          options: {},
+          transformations: [
+            { id: 'merge', options: {} },
+            {
+              id: 'filterByValue',
+              options: {
+                filters: [{ fieldName: 'Value #A', config: { id: 'isNull', options: {} } }],
+                type: 'exclude',
+                match: 'any',
+              },
+            },
+            {
+              id: 'organize',
+              options: {
+                excludeByName: { Time: true },
+                renameByName: {
+                  'Value #A': 'share of node',
+                  'Value #B': 'ops/s',
+                  'Value #C': 'hot',
+                },
+              },
+            },
+            {
+              id: 'sortBy',
+              options: { sort: [{ field: 'share of node', desc: true }] },
+            },
+          ],
+        },
+        {
+          type: 'bargauge',
+          id: 38,
+          title: 'Hottest keys, with their node',
+          description: 'Recording rule cluster_node_key:hotkey_key_ops_per_second:topk: the ops/s of the busiest keys of the cluster and the node that serves each.',
+          datasource: ds,
+          gridPos: grid(9, 12, 0, 106),
+          targets: [
+            instant('A', 'topk(' + topk + ', cluster_node_key:hotkey_key_ops_per_second:topk{' + csel + '})', '{{cluster}} {{node}} {{key}}'),
+          ],
+          fieldConfig: {
+            defaults: {
+              unit: 'ops',
+              min: 0,
+              thresholds: {
+                mode: 'absolute',
+                steps: [
+                  { color: 'green', value: null },
+                ],
+              },
+            },
+            overrides: [],
+          },
+          options: {
+            orientation: 'horizontal',
+            displayMode: 'gradient',
+            reduceOptions: {
+              calcs: ['lastNotNull'],
+            },
+            min: 0,
+          },
+        },
+        {
+          type: 'timeseries',
+          id: 39,
+          title: 'Hot slots and hot tags per cluster',
+          description: 'Recording rules cluster:hotkey_hot_slots:sum and cluster:hotkey_hot_tags:sum.',
+          datasource: ds,
+          gridPos: grid(9, 12, 12, 106),
+          targets: [
+            range('A', 'cluster:hotkey_hot_slots:sum{' + csel + '}', '{{cluster}} hot slots'),
+            range('B', 'cluster:hotkey_hot_tags:sum{' + csel + '}', '{{cluster}} hot tags'),
+          ],
+          fieldConfig: {
+            defaults: { unit: 'short', min: 0, decimals: 0 },
+            overrides: [],
+          },
+          options: {
+            legend: {
+              displayMode: 'table',
+              placement: 'bottom',
+              calcs: ['lastNotNull', 'max'],
+              showLegend: true,
+            },
+            tooltip: { mode: 'multi', sort: 'desc' },
+          },
         },
       ],
     },

@@ -10,4 +10,8 @@
   // The target a description speaks of: "shard S (instance)" when the target has a shard
   // label, else the instance. A Go template, expanded by Prometheus.
   target:: '{{ with $labels.shard }}shard {{ . }} ({{ end }}{{ $labels.instance }}{{ with $labels.shard }}){{ end }}',
+
+  // The Redis Cluster node a description speaks of: "node N (instance)" when the target has
+  // a node label (scrape.yml's host:port of the Redis node), else the instance.
+  node:: '{{ with $labels.node }}node {{ . }} ({{ end }}{{ $labels.instance }}{{ with $labels.node }}){{ end }}',
 }
