@@ -32,7 +32,10 @@ slots in turn (several keys per slot).
               its rate at the plan: both nodes within 10%.
   B, key      the tag's traffic stops and one key takes 30% of the ops: its slot's advice
               is "key", the key is hot in /api/v1/top with a key fix (a model strategy,
-              never a move), and `move` is null on every node.
+              never a move; with no CPU quota the shard is far from its measured capacity,
+              so the model's fix is "none") and its share within 0.05 of the truth,
+              Prometheus has it hot on its node (the target label) only, and `move` is
+              null on every node.
 It prints every figure: detection time, shares, projected against measured commands/s per
 node, the driver's rate in each window, the series counts.
 
@@ -683,6 +686,18 @@ def run(binary, rehearse):
                                f"{HOT_KEY} hot with a fix", interval=0.25)
             log(f"B: key {HOT_KEY}: share {k['share']:.3f}, advice {k['advice']}")
             check(k["advice"] in STRATEGIES, f"the key's fix {k['advice']!r} is the model's")
+        # The key's share of its node's key ops: 0.3 / (0.3 + 0.7 * the node's slot share).
+        truth_b = HOT_SHARE / (HOT_SHARE + (1 - HOT_SHARE) * table.count(key_node.port) / SLOTS)
+        k = next(x for x in key_node.hotkeyd.top()["keys"] if x["key"] == HOT_KEY)
+        figures["key_share"], figures["key_share_truth"] = k["share"], round(truth_b, 4)
+        figures["key_advice"] = k["advice"]
+        check(abs(k["share"] - truth_b) <= 0.05,
+              f"the key's share {k['share']:.3f} within 0.05 of {truth_b:.3f}")
+        r = e2e.wait_until(lambda: prom.query(
+            f'max by (node) (hotkey_key_hot{{cluster="{CLUSTER}",key="{HOT_KEY}"}}) == 1'), 10,
+            "Prometheus has the hot key", interval=0.25)
+        check([x["metric"].get("node") for x in r] == [key_node.address],
+              f"Prometheus: {HOT_KEY} hot on node {key_node.address} only (the target label)")
         check(driver.alive(), "the driver ran to the end")
         log(f"driver: {driver.ops()} ops, {driver.errors()} errors; "
             f"{time.monotonic() - t_start:.0f} s in all")
