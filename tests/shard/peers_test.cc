@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -16,7 +17,9 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "certificates.h"
 #include "fake_clock.h"
 #include "hotkey/cluster/slot.h"
 #include "probing.h"
@@ -217,6 +220,63 @@ TEST_CASE("PeerProbers: nothing is probed after Stop()", "[shard]") {
   REQUIRE(peers.Loads().size() == 1);
   CHECK(peers.Loads()[0].status == absl::UnavailableError("not probed yet"));
   peers.Stop();  // idempotent
+}
+
+TEST_CASE("PeerProbers: with TLS, a peer's certificate is checked against its hostname or IP",
+          "[shard][redis][tls]") {
+  char tmpl[] = "/tmp/hotkey-peers-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string d = tmpl;
+  testing::MakeCertificates(d);  // the server's certificate names localhost and 127.0.0.1
+  const int port = ClosedPort();
+  REQUIRE(std::system(absl::StrCat(HOTKEY_REDIS_SERVER, " --port 0 --tls-port ", port,
+                                   " --bind 127.0.0.1 --tls-cert-file ", d,
+                                   "/server.pem --tls-key-file ", d, "/server.key",
+                                   " --tls-ca-cert-file ", d, "/ca.pem --tls-auth-clients no",
+                                   " --save '' --appendonly no --daemonize yes --dir ", d,
+                                   " --pidfile ", d, "/pid --logfile ", d, "/log")
+                          .c_str()) == 0);
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() {
+      std::system(absl::StrCat("kill $(cat ", d, "/pid) 2>/dev/null").c_str());
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  } cleanup{d};
+  config::ShardOptions base = Base();
+  base.tls = true;
+  base.tls_ca_file = d + "/ca.pem";
+  // The own shard's server name is not the peers'.
+  base.tls_server_name = "redis.example";
+
+  // The standalone server stands in for a peer: a good handshake ends in "not in cluster
+  // mode", a refused certificate in the handshake's error.
+  auto status_with_hostname = [&](const std::string& hostname) {
+    cluster::Topology t;
+    t.nodes.push_back(Primary("me", "127.0.0.1:1", 0, 99));
+    t.nodes.back().myself = true;
+    t.nodes.push_back(Primary("peer", absl::StrCat("127.0.0.1:", port), 100, 16383));
+    t.nodes.back().hostname = hostname;
+    boost::asio::io_context io;
+    testing::FakeClock clock;
+    PeerProbers peers(io, base, clock);
+    peers.SetTopology(t);
+    for (int i = 0; i < 50; ++i) {  // until the server listens
+      peers.ProbeAll();
+      RunRounds(io);
+      if (!absl::StartsWith(peers.Loads()[0].status.message(), "connect to ")) break;
+      ::usleep(100'000);
+    }
+    return peers.Loads()[0].status;
+  };
+  const std::string not_cluster = absl::StrCat("127.0.0.1:", port, " is not in cluster mode");
+  CHECK(status_with_hostname("").message() == not_cluster);  // checked against 127.0.0.1
+  CHECK(status_with_hostname("localhost").message() == not_cluster);
+  const absl::Status refused = status_with_hostname("redis.example");
+  CHECK_THAT(std::string(refused.message()),
+             StartsWith(absl::StrCat("TLS handshake with 127.0.0.1:", port, ": ")));
+  CHECK_THAT(std::string(refused.message()), Contains("certificate verify failed"));
 }
 
 // A key whose slot `node` serves.

@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "certificates.h"
 #include "command_output.h"
 #include "fake_clock.h"
 #include "hotkey/clock/ticker.h"
@@ -373,28 +374,10 @@ TEST_CASE("Prober: hostile replies are errors, never a crash", "[shard]") {
   }
 }
 
-// A CA, a server certificate for localhost and 127.0.0.1, and a client certificate, made
-// with openssl in `dir`.
-void MakeCertificates(const TempDir& dir) {
-  const std::string d = dir.path();
-  const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  const std::string cmd = absl::StrCat(
-      "(cd ", d, " && ", HOTKEY_OPENSSL, " req -x509", key,
-      " -keyout ca.key -out ca.pem -days 1 -subj /CN=hotkey-test-ca && ", HOTKEY_OPENSSL, " req",
-      key, " -keyout server.key -out server.csr -subj /CN=localhost && ",
-      "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext && ", HOTKEY_OPENSSL,
-      " x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem",
-      " -days 1 -extfile server.ext && ", HOTKEY_OPENSSL, " req", key,
-      " -keyout client.key -out client.csr -subj /CN=hotkeyd && ", HOTKEY_OPENSSL,
-      " x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem",
-      " -days 1) >", d, "/openssl.log 2>&1");
-  REQUIRE(std::system(cmd.c_str()) == 0);
-}
-
 TEST_CASE("Prober: TLS to a real redis-server, verified against a CA made by the test",
           "[shard][redis][tls]") {
   TempDir certs;
-  MakeCertificates(certs);
+  testing::MakeCertificates(certs.path());
   const int port = FreePort();
   const std::string c = certs.path();
   Redis redis(absl::StrCat("--port 0 --tls-port ", port, " --tls-cert-file ", c,
