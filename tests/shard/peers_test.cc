@@ -16,8 +16,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "certificates.h"
 #include "fake_clock.h"
@@ -310,7 +310,9 @@ TEST_CASE("PeerProbers: a real cluster's other two primaries, up, with the load 
   }
 
   boost::asio::io_context io;
-  PeerProbers peers(io, Base(), clock);
+  config::ShardOptions base = Base();
+  base.timeout = absl::Seconds(1);  // for the paused node below
+  PeerProbers peers(io, base, clock);
   peers.SetTopology(*m.topology);
   std::vector<PeerLoad> loads = peers.Loads();
   REQUIRE(loads.size() == 2);
@@ -346,6 +348,21 @@ TEST_CASE("PeerProbers: a real cluster's other two primaries, up, with the load 
     CHECK(l.load->ops_per_second == (busy ? (2 + 500 + 1 + 1) / 2.0 : 2 / 2.0));
     CHECK(l.load->busy >= 0);
   }
+
+  // A round that fails (the idle node does not answer within the timeout) leaves the peer
+  // not up, with the load of its last two good answers.
+  const int idle_port = cluster.ports()[2];
+  REQUIRE(cluster.Cli(idle_port, "client pause 3000 all") == "OK");
+  peers.ProbeAll();
+  RunRounds(io);
+  for (const PeerLoad& l : peers.Loads()) {
+    if (l.id != id2) continue;
+    CHECK_FALSE(l.up);
+    CHECK(l.status.code() == absl::StatusCode::kDeadlineExceeded);
+    REQUIRE(l.load);
+    CHECK(l.load->ops_per_second == 2 / 2.0);
+  }
+  cluster.Cli(idle_port, "client unpause");  // waits out the pause
 
   // An address that answers as another node: not up, no load, and it says why.
   cluster::Topology moved = *m.topology;
