@@ -435,6 +435,7 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
         m.cluster.cluster_mode = true;
         m.cluster.shards = t->Shards();
         if (const cluster::Node* me = t->Myself()) m.cluster.node_id = me->id;
+        m.topology = std::make_shared<const cluster::Topology>(*std::move(t));
       }
     } else {
       std::string request = "stats\r\n";

@@ -7,12 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,10 +22,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "certificates.h"
 #include "command_output.h"
 #include "fake_clock.h"
 #include "hotkey/clock/ticker.h"
 #include "probing.h"
+#include "redis_cluster.h"
 #include "unix_socket.h"
 
 namespace hotkey::shard {
@@ -374,28 +374,10 @@ TEST_CASE("Prober: hostile replies are errors, never a crash", "[shard]") {
   }
 }
 
-// A CA, a server certificate for localhost and 127.0.0.1, and a client certificate, made
-// with openssl in `dir`.
-void MakeCertificates(const TempDir& dir) {
-  const std::string d = dir.path();
-  const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  const std::string cmd = absl::StrCat(
-      "(cd ", d, " && ", HOTKEY_OPENSSL, " req -x509", key,
-      " -keyout ca.key -out ca.pem -days 1 -subj /CN=hotkey-test-ca && ", HOTKEY_OPENSSL, " req",
-      key, " -keyout server.key -out server.csr -subj /CN=localhost && ",
-      "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext && ", HOTKEY_OPENSSL,
-      " x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem",
-      " -days 1 -extfile server.ext && ", HOTKEY_OPENSSL, " req", key,
-      " -keyout client.key -out client.csr -subj /CN=hotkeyd && ", HOTKEY_OPENSSL,
-      " x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem",
-      " -days 1) >", d, "/openssl.log 2>&1");
-  REQUIRE(std::system(cmd.c_str()) == 0);
-}
-
 TEST_CASE("Prober: TLS to a real redis-server, verified against a CA made by the test",
           "[shard][redis][tls]") {
   TempDir certs;
-  MakeCertificates(certs);
+  testing::MakeCertificates(certs.path());
   const int port = FreePort();
   const std::string c = certs.path();
   Redis redis(absl::StrCat("--port 0 --tls-port ", port, " --tls-cert-file ", c,
@@ -434,48 +416,47 @@ TEST_CASE("Prober: TLS to a real redis-server, verified against a CA made by the
   CHECK_FALSE(Probing(o, clock).Next().status.ok());
 }
 
-TEST_CASE("Prober: a real three-node cluster's shards and this node's id",
+TEST_CASE("Prober: a real three-node cluster's shards, this node's id and the whole topology",
           "[shard][redis][cluster]") {
-  TempDir dir;
-  std::array<int, 3> ports{};
-  // Each node's cluster bus listens on its port + 10000, so ports stay under 55536 (a bus
-  // port in use fails the start, and the test).
-  for (int& p : ports) {
-    do {
-      p = FreePort();
-    } while (p > 55535);
-  }
-  auto cli = [&](int port, const std::string& args) {
-    return CommandOutput(absl::StrCat(HOTKEY_REDIS_CLI, " -p ", port, " ", args, " 2>&1"));
-  };
-  for (int p : ports) {
-    REQUIRE(std::system(absl::StrCat(HOTKEY_REDIS_SERVER, " --port ", p,
-                                     " --bind 127.0.0.1 --cluster-enabled yes",
-                                     " --cluster-config-file ", dir.path(), "/nodes-", p,
-                                     ".conf --dir ", dir.path(), " --save '' --appendonly no",
-                                     " --daemonize yes --logfile ", dir.path(), "/", p, ".log")
-                            .c_str()) == 0);
-  }
-  struct Shutdown {
-    std::function<void()> f;
-    ~Shutdown() { f(); }
-  } shutdown{[&] {
-    for (int p : ports) cli(p, "shutdown nosave");
-  }};
-  for (int i = 0; i < 50 && cli(ports[2], "ping") != "PONG"; ++i) ::usleep(100'000);
-  REQUIRE(std::system(absl::StrCat(HOTKEY_REDIS_CLI, " --cluster create 127.0.0.1:", ports[0],
-                                   " 127.0.0.1:", ports[1], " 127.0.0.1:", ports[2],
-                                   " --cluster-yes >", dir.path(), "/create.log 2>&1")
-                          .c_str()) == 0);
+  RedisCluster cluster;
   testing::FakeClock clock;
-  for (int p : ports) {
+  for (int p : cluster.ports()) {
     const Measurement m = Probing(Options(absl::StrCat("127.0.0.1:", p)), clock).Next();
     REQUIRE(m.status.ok());
     CHECK(m.reading->cluster_mode);
     CHECK(m.cluster.cluster_mode);
     CHECK(m.cluster.shards == 3);
-    CHECK(m.cluster.node_id == cli(p, "cluster myid"));
+    CHECK(m.cluster.node_id == cluster.Cli(p, "cluster myid"));
+    // The topology: three primaries, this one `myself` at its address, and their slots.
+    REQUIRE(m.topology);
+    REQUIRE(m.topology->nodes.size() == 3);
+    CHECK(m.topology->Shards() == 3);
+    const cluster::Node* me = m.topology->Myself();
+    REQUIRE(me);
+    CHECK(me->id == m.cluster.node_id);
+    CHECK(me->address == absl::StrCat("127.0.0.1:", p));
+    CHECK(me->primary);
+    int total = 0;
+    for (const cluster::Node& n : m.topology->nodes) {
+      CHECK(n.primary);
+      // `--cluster create` splits 16384 slots in three: 5461, 5462, 5461.
+      CHECK((n.SlotCount() == 5461 || n.SlotCount() == 5462));
+      total += n.SlotCount();
+    }
+    CHECK(total == 16384);
+    // The owner of a key's slot is the node CLUSTER KEYSLOT and CLUSTER NODES agree on.
+    const int slot = std::stoi(cluster.Cli(p, "cluster keyslot user:1000"));
+    const cluster::Node* owner = m.topology->Owner(static_cast<uint16_t>(slot));
+    REQUIRE(owner);
+    CHECK_THAT(cluster.Cli(p, "cluster nodes"),
+               Contains(absl::StrCat(owner->id, " ", owner->address)));
   }
+
+  // Outside a cluster: no topology.
+  Redis redis("--port 0");
+  const Measurement m = Probing(Options(redis.socket()), clock).Next();
+  REQUIRE(m.status.ok());
+  CHECK_FALSE(m.topology);
 }
 
 }  // namespace

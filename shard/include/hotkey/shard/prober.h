@@ -45,6 +45,7 @@
 #include "absl/time/time.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/clock/ticker.h"
+#include "hotkey/cluster/topology.h"
 #include "hotkey/config/options.h"
 #include "hotkey/shard/cpu_quota.h"
 #include "hotkey/shard/reading.h"
@@ -85,6 +86,10 @@ struct Measurement {
   // process is not visible here); empty otherwise.
   std::string cpus_detail;
   ClusterSummary cluster;
+  // The whole CLUSTER NODES answer: every node, its address, flags and slots. Null outside
+  // a cluster or when the round failed (an answer that does not parse fails the round).
+  // Shared and immutable, so a measurement is cheap to copy and to hand to other threads.
+  std::shared_ptr<const cluster::Topology> topology;
 };
 
 class Prober {
