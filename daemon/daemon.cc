@@ -1,5 +1,6 @@
 #include "hotkey/daemon/daemon.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include "hotkey/http/server.h"
 #include "hotkey/http/tls.h"
 #include "hotkey/log/log.h"
+#include "hotkey/shard/peers.h"
 #include "hotkey/shard/prober.h"
 #include "hotkey/source/tracker_options.h"
 #include "hotkey/source/udp_receiver.h"
@@ -34,6 +36,8 @@ namespace hotkey::daemon {
 
 using exporter::Aggregator;
 using exporter::BuildVersion;
+using exporter::ClusterInputs;
+using exporter::ClusterNode;
 using exporter::LoadComparison;
 using exporter::ReadUdpDrops;
 using exporter::ReloadStatus;
@@ -156,6 +160,9 @@ class Daemon::Impl {
   // --shard.address.
   std::string shard_address_;
   std::unique_ptr<shard::Prober> prober_;       // io thread
+  // In a Redis Cluster, with slots tracked: the other primaries, asked after each answer of
+  // the own shard, for the slot-move plans (exporter/slots.h). io thread.
+  std::unique_ptr<shard::PeerProbers> peers_;
   std::optional<shard::Measurement> measured_;  // io thread: the last answer
   uint64_t shard_answers_ = 0;                  // io thread: answers with a load
   // io thread: the last news of the measured-loads file was an error (or there was none).
@@ -320,6 +327,45 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The cluster as the own shard's topology and answer, and its peers' answers, give it: every
+// primary that serves slots.
+ClusterInputs ClusterFrom(const cluster::Topology& topology, const shard::Measurement& own,
+                          const std::vector<shard::PeerLoad>& peers, bool tls) {
+  ClusterInputs c;
+  c.tls = tls;
+  for (const cluster::Node& n : topology.nodes) {
+    if (!n.primary || n.SlotCount() == 0) continue;
+    ClusterNode node;
+    node.id = n.id;
+    node.address = n.address;
+    node.myself = n.myself;
+    node.slots = n.SlotCount();
+    std::optional<shard::Load> load;
+    if (n.myself) {
+      node.up = own.status.ok();
+      load = own.load;
+    } else {
+      const auto it = std::find_if(peers.begin(), peers.end(),
+                                   [&](const shard::PeerLoad& p) { return p.id == n.id; });
+      if (it != peers.end()) {
+        node.up = it->up;
+        if (it->up) load = it->load;
+      }
+    }
+    if (load) {
+      node.ops_per_second = load->ops_per_second;
+      node.busy = load->busy;
+      node.capacity_ops = load->capacity_ops;
+    }
+    c.nodes.push_back(std::move(node));
+  }
+  return c;
+}
+
+}  // namespace
+
 void Daemon::Impl::Measured(const shard::Measurement& m) {
   if (shut_down_) return;
   const bool was_up = measured_ && measured_->status.ok();
@@ -328,6 +374,15 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
   if (m.load) ++shard_answers_;
   aggregator_->SetModelInputs(
       AdviceInputs(options_, cluster_, shard_address_, &*measured_, shard_answers_));
+  if (m.topology && options_.TracksSlots()) {
+    if (!peers_) {
+      peers_ = std::make_unique<shard::PeerProbers>(io_, options_.shard.Resolved(options_.tap),
+                                                    mono_);
+    }
+    peers_->SetTopology(*m.topology);
+    peers_->ProbeAll();
+    aggregator_->SetClusterInputs(ClusterFrom(*m.topology, m, peers_->Loads(), options_.shard.tls));
+  }
   if (m.status.ok() && (first || !was_up)) {
     log::LogLine line = Line("info", "the shard answers; the advice uses its measured load");
     line.Value("shard", shard_address_);
@@ -430,6 +485,7 @@ void Daemon::Impl::DoShutdown() {
   }
   ticker_.Stop();  // no more ticks or polls; a job it posted finds shut_down_ set
   if (prober_) prober_->Stop();
+  if (peers_) peers_->Stop();
   for (auto& s : sources_) s->Stop();
   // The last reports, so a final scrape would see everything counted. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.
