@@ -8,6 +8,10 @@
 
 #include "hotkey/config/web_config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -357,12 +361,21 @@ absl::StatusOr<WebConfig> Parse(const std::string& text, std::string_view base_d
   return c;
 }
 
+// Whether `path` opens as a regular file. O_NONBLOCK and the type check: the TLS library
+// later reads it with a blocking open, which a FIFO would hold forever.
 absl::Status CheckReadable(const std::string& key, const std::string& path) {
   if (path.empty()) return absl::OkStatus();
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (f == nullptr) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("tls_server_config.", key, ": cannot read \"", path, "\": ", strerror(errno)));
+  }
+  struct stat st;
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  ::close(fd);
+  if (!regular) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tls_server_config.", key, ": \"", path, "\" is not a regular file"));
   }
   return absl::OkStatus();
 }

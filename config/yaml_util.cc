@@ -1,5 +1,9 @@
 #include "yaml_util.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -28,10 +32,26 @@ absl::Status ForEachEntry(const YAML::Node& map, std::string_view path, const Ma
 
 FileText ReadCappedFile(const std::string& path, size_t max_bytes) {
   FileText out;
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  // O_NONBLOCK: opening a FIFO with no writer must not wait. Only a regular file is read,
+  // checked on the descriptor it is read from, so the read is bounded by max_bytes and
+  // never waits on a writer (a FIFO) or a device.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    out.problem = FileText::kCannotOpen;
+    out.error = errno;
+    return out;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    out.problem = FileText::kNotRegular;
+    ::close(fd);
+    return out;
+  }
+  std::unique_ptr<FILE, int (*)(FILE*)> file(::fdopen(fd, "rb"), &std::fclose);
   if (file == nullptr) {
     out.problem = FileText::kCannotOpen;
     out.error = errno;
+    ::close(fd);
     return out;
   }
   char buffer[8192];
@@ -63,6 +83,9 @@ absl::StatusOr<std::string> ReadConfigFile(const std::string& path, std::string_
       return file.error == ENOENT ? absl::NotFoundError(message)
                                   : absl::InvalidArgumentError(message);
     }
+    case FileText::kNotRegular:
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " is not a regular file (a FIFO, a device or a directory)"));
     case FileText::kTooLarge:
       return absl::InvalidArgumentError(
           absl::StrCat(name, " is larger than ", FormatByteSize(max_bytes)));

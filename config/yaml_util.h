@@ -68,14 +68,16 @@ absl::StatusOr<T> CatchYamlErrors(Parse parse) {
 
 // The outcome of ReadCappedFile; the callers turn it into their own messages.
 struct FileText {
-  enum Problem { kNone, kCannotOpen, kTooLarge, kReadError };
+  enum Problem { kNone, kCannotOpen, kNotRegular, kTooLarge, kReadError };
   Problem problem = kNone;
   int error = 0;     // errno for kCannotOpen and kReadError
   std::string text;  // the whole file when problem == kNone
 };
 
 // Reads `path` whole, stopping with kTooLarge once more than `max_bytes` are read (so a
-// wrong path such as /dev/zero or a log cannot eat memory).
+// wrong path such as a log cannot eat memory). Anything but a regular file (a FIFO, a
+// device such as /dev/zero, a directory) is kNotRegular and never read, so the call cannot
+// block on a writer.
 FileText ReadCappedFile(const std::string& path, size_t max_bytes);
 
 // ReadCappedFile with its problems as statuses naming the file as `what` ("rules file"):

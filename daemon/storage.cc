@@ -1,6 +1,7 @@
 #include "storage.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 
@@ -83,22 +82,83 @@ absl::Status StateStore::SaveBytes(const std::string& data) const {
   return absl::OkStatus();
 }
 
+uint64_t StateStore::MaxFileBytes(const sketch::HeavyHittersOptions& o) {
+  // The current format (HeavyHitters::Serialize) holds at most sketch_bytes of sketch cells
+  // and, per candidate, kEntryBytes of fixed fields plus its key, besides a fixed header.
+  // Twice that, plus kSlackBytes (the header, and small trackers), leaves room for what an
+  // older format of the same options held besides (a version 3 or 4 lobby, 16 bytes a way).
+  // A larger file cannot be a tracker of these options: Load() would refuse it after
+  // reading it anyway, so refusing it first loses nothing and bounds the memory a load
+  // takes by the tracker's own size.
+  constexpr uint64_t kEntryBytes = 8 + 8 + 2 * 8 + 2 * 8 + 8 + 1 + 4;  // see Serialize()
+  constexpr uint64_t kSlackBytes = uint64_t{1} << 20;
+  const uint64_t tracker =
+      uint64_t{o.sketch_bytes} + uint64_t{o.candidates} * (kEntryBytes + o.max_key_bytes);
+  return kHeaderBytes + 2 * tracker + kSlackBytes;
+}
+
 StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected, absl::Time mono,
                                     absl::Time wall) const {
   Loaded out;
   // A temporary file left by a crash mid-write is never the state: remove it.
   std::error_code ec;
   std::filesystem::remove(absl::StrCat(path_, ".tmp"), ec);
-  std::ifstream f(path_, std::ios::binary);
-  if (!f) {
-    if (std::filesystem::exists(path_, ec)) {
-      out.problem = absl::StrCat("cannot read ", path_, ": ", std::strerror(errno));
+  const auto move_aside = [&](std::string problem) {
+    out.problem = std::move(problem);
+    out.moved_to = absl::StrCat(path_, ".bad-", absl::ToUnixSeconds(wall));
+    if (::rename(path_.c_str(), out.moved_to.c_str()) != 0) {
+      out.moved_to.clear();
+      out.problem += absl::StrCat(" (and it could not be moved aside: ", std::strerror(errno), ")");
     }
     return out;
+  };
+  // O_NONBLOCK: opening a FIFO with no writer, or a device, must not wait. The file is
+  // checked on the descriptor it is read from, so it cannot change in between.
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int open_errno = errno;
+    struct stat st;
+    if (open_errno == ENOENT) return out;  // first start
+    if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return move_aside("not a regular file");  // a socket cannot even be opened
+    }
+    out.problem = absl::StrCat("cannot read ", path_, ": ", std::strerror(open_errno));
+    return out;
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string file = ss.str();
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    out.problem = absl::StrCat("cannot stat ", path_, ": ", std::strerror(errno));
+    return out;
+  }
+  if (!S_ISREG(st.st_mode)) return move_aside("not a regular file");
+  const uint64_t max_bytes = MaxFileBytes(expected);
+  const auto too_large = [&] {
+    return move_aside(absl::StrCat("larger than ", max_bytes,
+                                   " bytes, the most a tracker of these --track.* options saves"));
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) return too_large();
+  // Read up to one byte past the cap: a file that grew since fstat() is refused too.
+  std::string file(static_cast<size_t>(st.st_size) + 1, '\0');
+  size_t got = 0;
+  for (;;) {
+    if (got == file.size()) {
+      if (file.size() > max_bytes) return too_large();
+      file.resize(std::min<uint64_t>(2 * file.size(), max_bytes + 1));
+    }
+    const ssize_t n = ::read(fd, file.data() + got, file.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      out.problem = absl::StrCat("cannot read ", path_, ": ", std::strerror(errno));
+      return out;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  file.resize(got);
   std::string_view data = file;
   absl::Duration downtime = absl::ZeroDuration();  // unknown without a stamp
   if (data.substr(0, kMagic.size()) == kMagic && data.size() >= kHeaderBytes) {
@@ -117,15 +177,7 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
         "saved with other tracker options (--track.candidates, --track.sketch-bytes, "
         "--key.max-bytes or --track.half-life)");
   }
-  if (!hh.ok()) {
-    out.problem = std::string(hh.status().message());
-    out.moved_to = absl::StrCat(path_, ".bad-", absl::ToUnixSeconds(wall));
-    if (::rename(path_.c_str(), out.moved_to.c_str()) != 0) {
-      out.moved_to.clear();
-      out.problem += absl::StrCat(" (and it could not be moved aside: ", std::strerror(errno), ")");
-    }
-    return out;
-  }
+  if (!hh.ok()) return move_aside(std::string(hh.status().message()));
   hh->Advance(mono);  // the downtime decays its weights like any other time
   out.tracker = *std::move(hh);
   return out;

@@ -18,8 +18,10 @@
 // the same directory, fsync, rename over the old file, fsync of the directory; a crash or
 // SIGKILL at any moment leaves the previous file or the new one, never a torn one. On load,
 // a file that is corrupt, of another version, or of another tracker shape (other
-// --track.* options) is reported, moved aside (`<path>.bad-<unix seconds>`), and the
-// daemon starts empty rather than refusing to run.
+// --track.* options), larger than such a tracker can be (MaxFileBytes(), checked before
+// anything is read), or not a regular file (a FIFO, a device, a directory: opened without
+// blocking, never read) is reported, moved aside (`<path>.bad-<unix seconds>`), and the
+// daemon starts empty rather than refusing to run or waiting.
 //
 // StateStore is thread-compatible (it holds only its path). StateWriter does its writes
 // on a thread of its own, so that the fsyncs never stall the daemon's io thread, which
@@ -64,6 +66,10 @@ class StateStore {
     std::string problem;   // why the file was not used (empty if it was, or was absent)
     std::string moved_to;  // where an unusable file was moved
   };
+  // The largest file Load() reads for a tracker of options `o`: the most such a tracker
+  // serialises to, with room for older formats (storage.cc). Pinned by storage_test.cc.
+  static uint64_t MaxFileBytes(const sketch::HeavyHittersOptions& o);
+
   // Reads the file; a tracker is returned only if its options equal `expected` (a state
   // saved with a lobby, format versions 3 and 4, loads with it handed to the sketch). A
   // missing file is not a problem (first start). `mono` and `wall` are the daemon's

@@ -27,6 +27,18 @@ std::string Fit(std::string s, size_t max_bytes) {
   return s;
 }
 
+// Whether the n-byte UTF-8 sequence at `s` is a bidirectional control (Unicode's
+// Bidi_Control property: U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069). Shown as
+// is, one reorders the text around it: a label with U+202E (right-to-left override) reads
+// backwards in a dashboard or a terminal, so one key can pass for another.
+bool IsBidiControl(std::string_view s, size_t n) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  if (n == 2) return b(0) == 0xD8 && b(1) == 0x9C;  // U+061C
+  if (n != 3 || b(0) != 0xE2) return false;
+  if (b(1) == 0x80) return b(2) == 0x8E || b(2) == 0x8F || (b(2) >= 0xAA && b(2) <= 0xAE);
+  return b(1) == 0x81 && b(2) >= 0xA6 && b(2) <= 0xA9;
+}
+
 }  // namespace
 
 std::string KeyLabeler::Escape(std::string_view bytes, size_t max_bytes, bool* cut) {
@@ -35,8 +47,11 @@ std::string KeyLabeler::Escape(std::string_view bytes, size_t max_bytes, bool* c
   while (!bytes.empty()) {
     const size_t n = text::Utf8SequenceLength(bytes);
     const unsigned char c = static_cast<unsigned char>(bytes[0]);
-    const bool plain = n > 1 || (n == 1 && c >= 0x20 && c != 0x7F && c != '\\');
-    const size_t need = plain ? n : 4;
+    const bool plain =
+        (n > 1 && !IsBidiControl(bytes, n)) || (n == 1 && c >= 0x20 && c != 0x7F && c != '\\');
+    // Not plain: every byte of the sequence (one if it is not valid UTF-8) as \xHH.
+    const size_t escaped = n > 1 ? n : 1;
+    const size_t need = plain ? n : 4 * escaped;
     if (out.size() + need > max_bytes) {
       *cut = true;
       break;
@@ -45,8 +60,10 @@ std::string KeyLabeler::Escape(std::string_view bytes, size_t max_bytes, bool* c
       out.append(bytes.substr(0, n));
       bytes.remove_prefix(n);
     } else {
-      absl::StrAppendFormat(&out, "\\x%02x", c);
-      bytes.remove_prefix(1);
+      for (size_t i = 0; i < escaped; ++i) {
+        absl::StrAppendFormat(&out, "\\x%02x", static_cast<unsigned char>(bytes[i]));
+      }
+      bytes.remove_prefix(escaped);
     }
   }
   return out;

@@ -55,7 +55,8 @@
 // line at a line start, seen before the real boundary, is parsed as a request (until the
 // next protocol error); an inline command is never a resync point. Replies resync at a
 // line start whose byte is a RESP type, which is weaker (a value line can look like that):
-// after a gap, reply sizes are approximate until the pipeline drains.
+// after a gap, reply sizes are approximate until the pipeline drains. A reply's aggregate
+// header above 1M elements (resp::kMaxReplyElements) is a protocol error too.
 //
 // Framing. Both parsers read bytes through one core, resp::Framer (resp_framing.h): type
 // bytes, header numbers, bulk strings and their CRLF, simple and inline lines, the caps on
@@ -1073,6 +1074,7 @@ class RespReplyParser final : public ReplyParser {
     }
     if (n < 0) return false;
     const int64_t elements = (type == '%' || type == '|') ? 2 * n : n;
+    if (elements > resp::kMaxReplyElements) return false;
     if (elements == 0) {
       Complete(attribute);
       return true;

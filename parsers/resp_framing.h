@@ -33,6 +33,14 @@ inline constexpr int64_t kMaxBulkBytes = 512LL * 1024 * 1024;
 // applied) the header is counted as a protocol error and resynced past instead; the cost
 // is that a real request with more arguments is not parsed, only counted.
 inline constexpr int64_t kMaxRequestElements = 1024 * 1024;
+// The most elements a reply's aggregate header may announce (a map's or an attribute's
+// pairs count twice), for the same reason: a reply header of INT_MAX elements would take
+// every later reply of the flow as one of its elements, none reported, no counter moving.
+// Above it the header is a protocol error and the parser resyncs. The cost: a real reply
+// that large (KEYS, SMEMBERS or HGETALL of more than a million entries, each a blocking
+// call on the server itself) is counted as an error, and reply sizes are approximate until
+// the pipeline drains, as after any resync.
+inline constexpr int64_t kMaxReplyElements = kMaxRequestElements;
 // Digits of a header number: 10^18 fits int64_t; anything longer is far past every cap.
 inline constexpr int kMaxHeaderDigits = 18;
 

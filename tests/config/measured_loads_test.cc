@@ -123,8 +123,10 @@ TEST_CASE("MeasuredLoads: a file names itself in its errors; a missing one is No
   absl::StatusOr<MeasuredLoads> ok = LoadMeasuredLoadsFile(dir.Path("ok.json"));
   REQUIRE(ok.ok());
   CHECK(ok->ops_per_second.size() == 2);
-  // A wrong path to something endless is refused at the size cap, not read whole.
-  CHECK_THAT(Message(LoadMeasuredLoadsFile("/dev/zero")), Contains("larger than 1MiB"));
+  // A wrong path to something endless is refused unread; a large file at the size cap.
+  CHECK_THAT(Message(LoadMeasuredLoadsFile("/dev/zero")), Contains("not a regular file"));
+  dir.Write("big.json", std::string((1 << 20) + 1, ' '));
+  CHECK_THAT(Message(LoadMeasuredLoadsFile(dir.Path("big.json"))), Contains("larger than 1MiB"));
 }
 
 TEST_CASE("MeasuredLoads: the watcher reports a change once, and a lasting problem once",

@@ -2,6 +2,7 @@
 
 #include "hotkey/config/rules_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "test_util.h"
 
 namespace hotkey::config {
@@ -249,6 +251,24 @@ TEST_CASE("Rules file: a directory is not a rules file", "[config][rules]") {
       LoadRulesFile(std::filesystem::temp_directory_path().string(), ReloadableOptions{});
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(Message(r), Contains(std::filesystem::temp_directory_path().string()));
+}
+
+TEST_CASE("Rules file: a FIFO or a device is refused at once, never read", "[config][rules]") {
+  // A FIFO with no writer would block a read (and the reload on the I/O thread with it);
+  // /dev/zero would never end.
+  const std::string fifo =
+      (std::filesystem::temp_directory_path() / absl::StrCat("hotkey_rules_fifo_", ::getpid()))
+          .string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    INFO(path);
+    absl::StatusOr<ReloadableOptions> r = LoadRulesFile(path, ReloadableOptions{});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(Message(r),
+               Contains(absl::StrCat("rules file \"", path, "\" is not a regular file")));
+  }
+  ::unlink(fifo.c_str());
 }
 
 TEST_CASE("Rules file: LoadReloadable is the flags' options without a file", "[config][rules]") {

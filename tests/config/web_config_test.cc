@@ -6,6 +6,7 @@
 
 #include "hotkey/config/web_config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -273,6 +274,33 @@ TEST_CASE("WebConfig: LoadWebConfigFile resolves paths and refuses missing files
   absl::StatusOr<WebConfig> none = LoadWebConfigFile(pki.Path("absent.yml"));
   REQUIRE_FALSE(none.ok());
   CHECK(absl::IsNotFound(none.status()));
+}
+
+TEST_CASE("WebConfig: a FIFO as the file or as a PEM file is refused at once, never read",
+          "[web_config]") {
+  // A FIFO with no writer would block a read, and the TLS library's blocking open of a PEM
+  // file, on the thread that polls the file.
+  TempDir pki;
+  pki.Write("server.crt", "certificate\n");
+  pki.Write("server.key", "key\n");
+  REQUIRE(::mkfifo(pki.Path("fifo.yml").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo(pki.Path("fifo.key").c_str(), 0600) == 0);
+  absl::StatusOr<WebConfig> file = LoadWebConfigFile(pki.Path("fifo.yml"));
+  REQUIRE_FALSE(file.ok());
+  CHECK(Message(file.status()) ==
+        absl::StrCat("web config file \"", pki.Path("fifo.yml"),
+                     "\" is not a regular file (a FIFO, a device or a directory)"));
+
+  pki.Write("web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: fifo.key\n");
+  absl::StatusOr<WebConfig> key = LoadWebConfigFile(pki.Path("web.yml"));
+  REQUIRE_FALSE(key.ok());
+  CHECK_THAT(Message(key.status()),
+             Catch::Contains(absl::StrCat("tls_server_config.key_file: \"", pki.Path("fifo.key"),
+                                          "\" is not a regular file")));
+  // The watcher reads the PEM files' bytes too: it reports the problem and returns.
+  WebConfigWatcher w(pki.Path("web.yml"));
+  absl::StatusOr<std::optional<WebConfig>> p = w.Poll();
+  CHECK_FALSE(p.ok());
 }
 
 TEST_CASE("WebConfig: the name tables hold every Go name once", "[web_config]") {

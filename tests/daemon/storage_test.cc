@@ -4,6 +4,8 @@
 
 #include "storage.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -101,6 +103,84 @@ TEST_CASE(
     CHECK_FALSE(cut.problem.empty());
     CHECK(cut.moved_to == dir.File("state") + ".bad-1800000003");
   }
+}
+
+TEST_CASE("StateStore: a full tracker with the longest keys fits the file cap",
+          "[daemon][storage]") {
+  sketch::HeavyHittersOptions small = Tracker();
+  sketch::HeavyHittersOptions big;
+  big.candidates = 4096;
+  big.max_key_bytes = 256;
+  big.sketch_bytes = 4 << 20;
+  for (const sketch::HeavyHittersOptions& o : {small, big, sketch::HeavyHittersOptions{}}) {
+    sketch::HeavyHitters t = *sketch::HeavyHitters::Create(o, absl::FromUnixSeconds(1));
+    for (uint32_t i = 0; i < 2 * o.candidates; ++i) {
+      std::string key(o.max_key_bytes, 'k');
+      key.replace(0, 10, absl::StrCat(1'000'000'000 + i));
+      t.Update(key, sketch::Op::kWrite);
+    }
+    REQUIRE(t.size() == o.candidates);
+    const std::string bytes = StateStore::Stamped(t.Serialize(), absl::FromUnixSeconds(2));
+    INFO(o.candidates << " candidates: " << bytes.size() << " bytes");
+    CHECK(bytes.size() <= StateStore::MaxFileBytes(o));
+    // The cap follows the tracker's size, not a constant: the big tracker's is above 8 MiB.
+    if (o.candidates == big.candidates) CHECK(StateStore::MaxFileBytes(o) > (8u << 20));
+  }
+}
+
+TEST_CASE("StateStore: a file larger than its tracker can be is moved aside unread",
+          "[daemon][storage]") {
+  TempDir dir;
+  StateStore store(dir.File("state"));
+  const absl::Time wall = absl::FromUnixSeconds(1'800'000'000);
+  SECTION("a sparse 64 GiB file: read whole it would exhaust memory") {
+    std::ofstream(dir.File("state"), std::ios::binary) << "HKSTATE1";
+    std::filesystem::resize_file(dir.File("state"), uint64_t{64} << 30);
+  }
+  SECTION("one byte over the cap") {
+    std::ofstream(dir.File("state"), std::ios::binary)
+        << std::string(StateStore::MaxFileBytes(Tracker()) + 1, 'x');
+  }
+  StateStore::Loaded l = store.Load(Tracker(), absl::FromUnixSeconds(5), wall);
+  CHECK_FALSE(l.tracker);
+  CHECK(l.problem.find("larger than") != std::string::npos);
+  CHECK(l.moved_to == dir.File("state") + ".bad-1800000000");
+  CHECK_FALSE(std::filesystem::exists(dir.File("state")));
+  CHECK(std::filesystem::exists(l.moved_to));
+}
+
+TEST_CASE("StateStore: a FIFO, a device or a directory at the path is moved aside, never read",
+          "[daemon][storage]") {
+  TempDir dir;
+  StateStore store(dir.File("state"));
+  const absl::Time wall = absl::FromUnixSeconds(1'800'000'000);
+  SECTION("a FIFO with no writer: a blocking open or read would hang the start") {
+    REQUIRE(::mkfifo(dir.File("state").c_str(), 0600) == 0);
+  }
+  SECTION("a FIFO with a writer that never writes") {
+    REQUIRE(::mkfifo(dir.File("state").c_str(), 0600) == 0);
+    // Opened read-write, so the FIFO has a writer for the whole test.
+    const int writer = ::open(dir.File("state").c_str(), O_RDWR | O_NONBLOCK);
+    REQUIRE(writer >= 0);
+    StateStore::Loaded l = store.Load(Tracker(), absl::FromUnixSeconds(5), wall);
+    ::close(writer);
+    CHECK(l.problem == "not a regular file");
+    CHECK(l.moved_to == dir.File("state") + ".bad-1800000000");
+    return;
+  }
+  SECTION("a link to a character device") {
+    std::filesystem::create_symlink("/dev/zero", dir.File("state"));
+  }
+  SECTION("a directory") { std::filesystem::create_directory(dir.File("state")); }
+  StateStore::Loaded l = store.Load(Tracker(), absl::FromUnixSeconds(5), wall);
+  CHECK_FALSE(l.tracker);
+  CHECK(l.problem == "not a regular file");
+  CHECK(l.moved_to == dir.File("state") + ".bad-1800000000");
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(dir.File("state"))));
+  // The next start finds no file: a first start, no problem.
+  StateStore::Loaded next = store.Load(Tracker(), absl::FromUnixSeconds(6), wall);
+  CHECK(next.problem.empty());
+  CHECK_FALSE(next.tracker);
 }
 
 TEST_CASE("StateWriter: writes run on the writer's thread, not the caller's", "[daemon][storage]") {

@@ -3,6 +3,7 @@
 
 #include "hotkey/exporter/key_label.h"
 
+#include <cstring>
 #include <random>
 #include <set>
 #include <string>
@@ -69,6 +70,35 @@ TEST_CASE("KeyLabel: raw mode writes invalid bytes, control characters and backs
   CHECK(Raw("ok\xc3") == "ok\\xc3");                // truncated sequence at the end
   // A literal "\x41" in a key cannot be confused with the byte it spells.
   CHECK(Raw("\\x41") != Raw("A"));
+}
+
+TEST_CASE(
+    "KeyLabel: raw mode writes bidirectional controls as \\xHH, so a label cannot read "
+    "backwards",
+    "[daemon][key_label]") {
+  // U+202E (right-to-left override) would show "user:1337:gpj.exe" as "user:1337:exe.jpg".
+  CHECK(Raw("user:1337:\xe2\x80\xaegpj.exe") == "user:1337:\\xe2\\x80\\xaegpj.exe");
+  // Every code point of Unicode's Bidi_Control property, as UTF-8.
+  for (const char* bidi : {"\xd8\x9c", "\xe2\x80\x8e", "\xe2\x80\x8f", "\xe2\x80\xaa",
+                           "\xe2\x80\xab", "\xe2\x80\xac", "\xe2\x80\xad", "\xe2\x80\xae",
+                           "\xe2\x81\xa6", "\xe2\x81\xa7", "\xe2\x81\xa8", "\xe2\x81\xa9"}) {
+    const std::string label = Raw(std::string("a") + bidi + "b");
+    INFO(label);
+    CHECK(label.find(bidi) == std::string::npos);
+    CHECK(label.size() == 2 + 4 * std::strlen(bidi));  // "a", "b" and 4 bytes per byte
+  }
+  // Their neighbours are ordinary characters and pass as they are.
+  for (const char* plain : {"\xd8\x9b", "\xe2\x80\x8d", "\xe2\x80\x90", "\xe2\x80\xa9",
+                            "\xe2\x80\xaf", "\xe2\x81\xa5", "\xe2\x81\xaa"}) {
+    CHECK(Raw(plain) == plain);
+  }
+  // Prefix mode escapes the family the same way.
+  bool cut;
+  CHECK(KeyLabeler::Escape("\xe2\x81\xa6x", 64, &cut) == "\\xe2\\x81\\xa6x");
+  CHECK_FALSE(cut);
+  // An escape is never split: 12 bytes do not fit in 11.
+  CHECK(KeyLabeler::Escape("\xe2\x80\xae", 11, &cut).empty());
+  CHECK(cut);
 }
 
 TEST_CASE("KeyLabel: every label of random bytes is valid UTF-8 and within the byte limit",

@@ -507,6 +507,27 @@ TEST_CASE("Web: bad /api/v1/model parameters are a 400 with a JSON error", "[dae
   }
 }
 
+TEST_CASE("Web: /api/v1/model answers for at most 1024 shards, so one request stays small",
+          "[daemon][web]") {
+  Fixture f;
+  // Every strategy on, replicas and split at their widest: the largest answer at the cap.
+  const std::string wide = "ops=1000000&capacity=1000&replicas=1024&split=1024&shards=";
+  const http::HttpResponse at_cap = f.Get("/api/v1/model", wide + "1024");
+  REQUIRE(at_cap.status == 200);
+  const Json j = MustParse(at_cap.body);
+  CHECK(j["inputs"]["shards"].number == 1024);
+  for (const Json& s : j["strategies"].array) CHECK(s["shard_loads"].array.size() == 1024);
+  // Each shard's load is one JSON number per strategy: the whole answer stays under
+  // 5 strategies * 1024 shards * 24 bytes = 120 KiB.
+  CHECK(at_cap.body.size() < 5 * 1024 * 24);
+  for (const char* shards : {"1025", "10000"}) {
+    INFO(shards);
+    const http::HttpResponse over = f.Get("/api/v1/model", wide + shards);
+    CHECK(over.status == 400);
+    CHECK(MustParse(over.body)["error"].string == "parameter shards: at most 1024");
+  }
+}
+
 TEST_CASE("Web: a malformed /api/v1/model query is a 400 with a JSON error", "[daemon][web]") {
   Fixture f;
   for (const char* q : {"ops=%zz", "ops=1%", "ops=1&split=\"3\""}) {

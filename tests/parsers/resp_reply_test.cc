@@ -117,6 +117,35 @@ TEST_CASE("RESP replies: nesting beyond the depth limit is a protocol error, the
   CHECK(sink.replies.size() == 1);
 }
 
+TEST_CASE("RESP replies: an aggregate header above 1M elements is a counted protocol error",
+          "[parsers][resp]") {
+  // A header of INT_MAX elements, then 400,000 replies: taken as one aggregate, they would
+  // pass without a reply or a counter. The header is refused; the resync then finds a reply
+  // at each line that starts with a type byte.
+  std::string s = "*2147483647\r\n";
+  for (int i = 0; i < 400000; ++i) s += "$3\r\nabc\r\n";
+  s += "+OK\r\n";
+  const Result r = FeedAll(s);
+  CHECK(r.counters.protocol_errors == 1);
+  CHECK(r.counters.resyncs == 1);
+  REQUIRE(r.replies.size() == 400001);
+  CHECK(r.replies.front() == Size("$3\r\nabc\r\n"));
+  CHECK(r.replies.back() == Size("+OK\r\n"));
+
+  // The cap is 1024 * 1024 = 1048576 elements, a map's pairs counting twice.
+  for (const char* at_cap : {"*1048576\r\n", "~1048576\r\n", "%524288\r\n", ">1048576\r\n"}) {
+    INFO(at_cap);
+    const Result ok = FeedAll(at_cap);
+    CHECK(ok.counters.protocol_errors == 0);
+    CHECK(ok.replies.empty());  // its elements are still to come
+  }
+  for (const char* above :
+       {"*1048577\r\n", "~1048577\r\n", "%524289\r\n", "|524289\r\n", "*9223372036854775\r\n"}) {
+    INFO(above);
+    CHECK(FeedAll(above).counters.protocol_errors == 1);
+  }
+}
+
 TEST_CASE("RESP replies: garbage and bad lengths resync at the next line", "[parsers][resp]") {
   const Result r = FeedAll("@@@garbage\r\n+OK\r\n$abc\r\n:5\r\n");
   CHECK(r.counters.protocol_errors == 2);
