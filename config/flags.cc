@@ -226,6 +226,9 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddBool("demo", "Generate demo traffic in-process: three celebrity keys (hot reads, hot writes, both) over a Zipf background.", &o.demo);
   p.AddNumber("demo.rate", "Demo events per second.", &o.demo_rate).Advanced();
 
+  p.Section("Privileges");
+  p.AddString("run-as", "Once the capture, the listening sockets and the files are open, switch to this user (setgroups, setgid, setuid on every thread) and drop every capability, with no_new_privs; without root, capabilities (such as a unit's CAP_NET_RAW) are dropped all the same. auto: the hotkeyd user when hotkeyd starts as root and that user exists. Empty or root: keep root. The user must be able to read --config.file, --web.config.file (and its certificates) and --model.measured-loads-file, and to write --storage.path's directory; the start fails, saying which, if not. A changed --tap.* flag needs a restart.", &o.run_as);
+
   p.Section("Logging");
   p.AddString("log.level", "Least severe log messages to print: debug, info, warn or error.", &o.log_level);
   p.AddString("log.format", "Output format of log messages: logfmt or json (one object a line).", &o.log_format);

@@ -1,6 +1,9 @@
 // hotkeyd: hot-key detection sidecar. See README.md, and `hotkeyd --help` for the flags.
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +18,7 @@
 #include "hotkey/daemon/daemon.h"
 #include "hotkey/log/log.h"
 #include "hotkey/net/systemd_socket.h"
+#include "hotkey/privilege/drop.h"
 #include "hotkey/shard/prober.h"
 #include "hotkey/source/demo.h"
 #include "hotkey/tap/tap.h"
@@ -100,6 +104,38 @@ int CheckConfig(const hotkey::config::FlagsResult& flags) {
   return ok ? 0 : 1;
 }
 
+// The files a process running as the switched-to user re-reads or rewrites later: each
+// must stay usable, or the start fails now, saying which, rather than the first reload.
+absl::Status CheckFilesAfterSwitch(const hotkey::config::DaemonOptions& options,
+                                   const hotkey::config::WebConfig& web) {
+  using hotkey::privilege::CheckAccess;
+  const std::pair<const char*, const std::string*> readable[] = {
+      {"--config.file", &options.config_file},
+      {"--web.config.file", &options.web.config_file},
+      {"the web config's cert_file", &web.tls.cert_file},
+      {"the web config's key_file", &web.tls.key_file},
+      {"the web config's client_ca_file", &web.tls.client_ca_file},
+      {"--model.measured-loads-file", &options.measured_loads.file}};
+  for (const auto& [what, path] : readable) {
+    if (path->empty()) continue;
+    // The measured-loads file is polled until it appears: checked only when it exists.
+    if (path == &options.measured_loads.file && !CheckAccess(*path, F_OK).ok()) continue;
+    if (absl::Status s = CheckAccess(*path, R_OK); !s.ok()) {
+      return absl::PermissionDeniedError(absl::StrCat(what, " is not readable: ", s.message()));
+    }
+  }
+  if (!options.storage.path.empty()) {
+    // Saves write a temporary file beside the state file and rename it over.
+    std::filesystem::path dir = std::filesystem::path(options.storage.path).parent_path();
+    if (dir.empty()) dir = std::filesystem::path(".");
+    if (absl::Status s = CheckAccess(dir.string(), W_OK | X_OK); !s.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("--storage.path's directory is not writable: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +167,25 @@ int main(int argc, char** argv) {
     // The files the daemon needs are read here, by config/; the daemon is given their
     // contents, and a loader for the rules file, which every reload reads again.
     const hotkey::config::DaemonOptions& options = flags->options;
+    // Privileges (privilege/drop.h): no_new_privs and an empty bounding set now, while this
+    // is the only thread, so that every thread inherits them; the capabilities and root
+    // itself go once everything is open.
+    absl::StatusOr<hotkey::privilege::Plan> privileges =
+        hotkey::privilege::MakePlan(options.run_as, geteuid(), hotkey::privilege::LookUpUser);
+    if (!privileges.ok()) {
+      std::fprintf(stderr, "hotkeyd: --run-as: %s\n",
+                   std::string(privileges.status().message()).c_str());
+      return 1;
+    }
+    bool bounding_set_emptied = false;
+    if (!privileges->keep_all) {
+      absl::StatusOr<bool> restricted = hotkey::privilege::Restrict();
+      if (!restricted.ok()) {
+        std::fprintf(stderr, "hotkeyd: %s\n", std::string(restricted.status().message()).c_str());
+        return 1;
+      }
+      bounding_set_emptied = *restricted;
+    }
     hotkey::daemon::Daemon::Inputs inputs;
     absl::StatusOr<std::string> secret =
         hotkey::config::LoadKeyHashSecret(options.key_hash_secret_file);
@@ -190,11 +245,62 @@ int main(int argc, char** argv) {
       }
       sources.push_back(*std::move(tap));
     }
+    // Not root: a capability (the unit's CAP_NET_RAW) is per thread, so it goes now, before
+    // the daemon creates threads; the daemon binds and reads as this same user anyway.
+    if (!privileges->keep_all && !privileges->switch_to) {
+      if (absl::Status s = hotkey::privilege::Drop(*privileges); !s.ok()) {
+        std::fprintf(stderr, "hotkeyd: %s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+    }
+    const hotkey::config::WebConfig web_config = inputs.web_config;
     absl::StatusOr<std::unique_ptr<hotkey::daemon::Daemon>> d = hotkey::daemon::Daemon::Create(
         options, std::move(inputs), mono, wall, log, std::move(sources));
     if (!d.ok()) {
       std::fprintf(stderr, "hotkeyd: %s\n", std::string(d.status().message()).c_str());
       return 1;
+    }
+    // Root: everything is open; the switch reaches every thread (drop.h).
+    if (privileges->switch_to) {
+      absl::Status s = hotkey::privilege::Drop(*privileges);
+      if (s.ok()) s = CheckFilesAfterSwitch(options, web_config);
+      if (!s.ok()) {
+        std::fprintf(stderr, "hotkeyd: as user %s (uid %u): %s\n",
+                     privileges->switch_to->name.c_str(), privileges->switch_to->uid,
+                     std::string(s.message()).c_str());
+        return 1;
+      }
+    }
+    if (privileges->keep_all) {
+      log(hotkey::log::LogLine(
+              wall.Now(), "warn",
+              "privileges kept: running as root with every capability; --run-as=<user> drops them")
+              .Quoted("run_as", options.run_as)
+              .text());
+    } else {
+      absl::StatusOr<std::vector<hotkey::privilege::ThreadCreds>> threads =
+          hotkey::privilege::ReadThreads();
+      absl::Status s = threads.status();
+      if (s.ok()) {
+        s = hotkey::privilege::Check(*threads, privileges->switch_to.has_value(),
+                                     /*expect_no_new_privs=*/true);
+      }
+      if (!s.ok()) {
+        std::fprintf(stderr, "hotkeyd: privileges not dropped: %s\n",
+                     std::string(s.message()).c_str());
+        return 1;
+      }
+      const uid_t uid = geteuid();
+      log(hotkey::log::LogLine(wall.Now(), "info", "privileges dropped")
+              .Value("user",
+                     privileges->switch_to ? privileges->switch_to->name : std::string("unchanged"))
+              .Value("uid", absl::StrCat(uid))
+              .Value("gid", absl::StrCat(getegid()))
+              .Value("capabilities", "none")
+              .Value("bounding_set", bounding_set_emptied ? "empty" : "kept")
+              .Value("no_new_privs", "1")
+              .Value("threads", absl::StrCat(threads->size()))
+              .text());
     }
     (*d)->Run(/*handle_signals=*/true);
     return 0;

@@ -26,6 +26,7 @@ packages=(
   jsonnet                # deploy/mixin: generates the shipped rules and dashboard
   nodejs                 # node, and npm (bundled in this image's nodejs): the Kubernetes validators
   libpcap-dev            # the tap: capturing a Redis or memcached shard's own traffic
+  libcap-dev             # privilege/: dropping root and capabilities once the capture is open
   redis-server redis-tools    # a real Redis, redis-cli and redis-benchmark for the tap tests
   memcached              # a real memcached for the tap tests
   python3-redis python3-pymemcache  # real clients driving them
