@@ -269,7 +269,9 @@ std::optional<MovePlan> PlanSlotMove(const NodeLoad& self, std::span<const NodeL
   for (const SlotOps& s : slots) {
     if (seen[s.slot]) continue;
     seen[s.slot] = true;
-    if (self_capacity && from_ops / *self_capacity <= options.target_load) break;
+    if (!moved.empty() && self_capacity && from_ops / *self_capacity <= options.target_load) {
+      break;
+    }
     if (to_measure(to_ops + s.ops_per_second) < from_measure(from_ops - s.ops_per_second)) {
       moved.push_back(s.slot);
       from_ops -= s.ops_per_second;

@@ -14,7 +14,9 @@
 //   carrying half the gap between them or more is never moved: it would only move the hot
 //   spot.
 //   A slot that does not fit is skipped, and smaller ones are still tried.
-// - Stop once `from`'s load is at or under `target_load`, when its capacity is known.
+// - Stop once `from`'s load is at or under `target_load`, when its capacity is known, and
+//   one slot has moved: a hot slot is moved off even a node that absorbs it (the plan says
+//   where it would go; the alerts page only when the node is at risk), and no more than it.
 // Bad input never crashes: a hot slot that is not a slot number (>= 16384), a duplicate, or
 // one whose ops/s are not a positive finite number is ignored, as is a node whose ops/s are
 // negative or not finite, or that has self's id; a capacity that is not a positive finite
@@ -66,7 +68,7 @@ struct MoveSide {
 };
 
 struct MoveOptions {
-  double target_load = 0.7;  // stop moving once `from` is at or under this load
+  double target_load = 0.7;  // stop moving once `from` is at or under this load (after one)
   bool tls = false;          // add --tls to every redis-cli
 };
 
@@ -78,8 +80,8 @@ struct MovePlan {
 
 // Plans moving some of `hot` (this node's hot slots, each spread over many keys) from `self`
 // to the least loaded of `others` (other primaries), by the rules above. nullopt when no move
-// lowers the busier of the two nodes (no other node, `self` already at or under target_load,
-// or every slot carries half the gap or more: the hot spot would only move).
+// lowers the busier of the two nodes (no other node, or every slot carries half the gap or
+// more: the hot spot would only move).
 std::optional<MovePlan> PlanSlotMove(const NodeLoad& self, std::span<const NodeLoad> others,
                                      std::span<const SlotOps> hot, const MoveOptions& options);
 
