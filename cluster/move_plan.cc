@@ -278,9 +278,20 @@ std::optional<MovePlan> PlanSlotMove(const NodeLoad& self, std::span<const NodeL
       to_ops += s.ops_per_second;
     }
   }
-  if (moved.empty()) return std::nullopt;
+  // No slot fits: each carries half the gap or more, so moving one only moves the hot spot.
+  // The largest still goes to a quieter node in a plan that says so (relieves false): where
+  // the slot is one tag's many keys, the fix is to give them tags of their own.
+  bool relieves = true;
+  if (moved.empty()) {
+    if (slots.empty() || !(to_measure(to_ops) < from_measure(from_ops))) return std::nullopt;
+    relieves = false;
+    moved.push_back(slots.front().slot);
+    from_ops -= slots.front().ops_per_second;
+    to_ops += slots.front().ops_per_second;
+  }
 
   MovePlan plan;
+  plan.relieves = relieves;
   plan.slots = std::move(moved);
   plan.from = {.id = self.id,
                .address = self.address,

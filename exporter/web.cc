@@ -192,6 +192,7 @@ std::string SlotsJson(const Snapshot& s) {
     o["move"] = json::object{{"slots", std::move(moved)},
                              {"from", side(v.move->from)},
                              {"to", side(v.move->to)},
+                             {"relieves", v.move->relieves},
                              {"commands", v.move->commands}};
   } else {
     o["move"] = nullptr;

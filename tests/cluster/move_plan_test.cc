@@ -138,21 +138,27 @@ TEST_CASE("MovePlan: greedy, largest first, stops once from is at or under the t
         std::vector<uint16_t>{1});
 }
 
-TEST_CASE("MovePlan: no move that only moves the hot spot", "[cluster]") {
+TEST_CASE("MovePlan: a move that only moves the hot spot says so", "[cluster]") {
   const NodeLoad self = Node("self", 9000, 10000);
   const std::vector<NodeLoad> others = {Node("a", 3000, 10000)};
   // One slot of 6000: the target would carry 9000 against from's 3000.
   const std::vector<SlotOps> one = {{42, 6000}};
-  CHECK_FALSE(PlanSlotMove(self, others, one, {}));
+  const std::optional<MovePlan> only = PlanSlotMove(self, others, one, {});
+  REQUIRE(only);
+  CHECK_FALSE(only->relieves);
+  CHECK(only->slots == std::vector<uint16_t>{42});
+  CHECK(only->from.ops_after == 3000);
+  CHECK(only->to.ops_after == 9000);
   // Exactly half the gap (3000): both would end at 6000, and the target must stay strictly
-  // under.
+  // under for a move that relieves.
   const std::vector<SlotOps> half = {{42, 3000}};
-  CHECK_FALSE(PlanSlotMove(self, others, half, {}));
+  CHECK_FALSE(PlanSlotMove(self, others, half, {})->relieves);
   // A slot over the gap is skipped; a smaller one after it still moves: 3000 + 2000 < 9000 - 2000.
   const std::vector<SlotOps> two = {{42, 6000}, {43, 2000}};
   const std::optional<MovePlan> plan = PlanSlotMove(self, others, two, {});
   REQUIRE(plan);
   CHECK(plan->slots == std::vector<uint16_t>{43});
+  CHECK(plan->relieves);
   CHECK(*plan->from.load_after == Approx(0.7));
   CHECK(*plan->to.load_after == Approx(0.5));
   // The target busier than self: nothing fits.

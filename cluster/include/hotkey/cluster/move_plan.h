@@ -14,6 +14,10 @@
 //   carrying half the gap between them or more is never moved: it would only move the hot
 //   spot.
 //   A slot that does not fit is skipped, and smaller ones are still tried.
+// - When no slot fits, the largest goes to the target all the same if the target is the
+//   quieter of the two, in a plan marked relieves = false: it shows where the hot spot would
+//   go, and that moving does not help (a slot hot through one tag's many keys wants its keys
+//   to have tags of their own).
 // - Stop once `from`'s load is at or under `target_load`, when its capacity is known, and
 //   one slot has moved: a hot slot is moved off even a node that absorbs it (the plan says
 //   where it would go; the alerts page only when the node is at risk), and no more than it.
@@ -76,12 +80,15 @@ struct MovePlan {
   std::vector<uint16_t> slots;  // to move, largest first
   MoveSide from, to;
   std::string commands;  // the bash script: MoveCommands(from, to, slots, tls)
+  // Whether the move lowers the busier of the two nodes; false: the one slot moved carries
+  // half the gap or more, so the hot spot only moves (to a node that was quieter).
+  bool relieves = true;
 };
 
 // Plans moving some of `hot` (this node's hot slots, each spread over many keys) from `self`
 // to the least loaded of `others` (other primaries), by the rules above. nullopt when no move
-// lowers the busier of the two nodes (no other node, or every slot carries half the gap or
-// more: the hot spot would only move).
+// lowers the busier of the two nodes and the target is not the quieter one (no other node,
+// or every node is at least as busy as `self`).
 std::optional<MovePlan> PlanSlotMove(const NodeLoad& self, std::span<const NodeLoad> others,
                                      std::span<const SlotOps> hot, const MoveOptions& options);
 
