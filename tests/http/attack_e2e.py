@@ -15,8 +15,9 @@ Cases, each asserted:
                busy host may get less than that, which the accept count catches).
   tls_churn    TLS on: 4 clients each holding 40 connections that never start a handshake,
                each closing its oldest to open a new one, at full speed. TLS scrapes (a
-               fresh connection each) get at least 99% within 1 s; the cap closes the
-               silent connections.
+               fresh connection each, and over one kept-alive connection as Prometheus
+               scrapes) get at least 99% within 1 s; the cap closes the silent
+               connections, not the scraper's idle one.
 
 Prints one JSON line of figures per case. Loopback only; every wait is bounded; every
 process started is stopped. Each case takes about 20 s.
@@ -25,6 +26,7 @@ Usage: attack_e2e.py HOTKEYD [CASE ...]
 """
 
 import base64
+import http.client
 import json
 import os
 import random
@@ -105,6 +107,34 @@ class Prober(threading.Thread):
         return {"ok": len(ok), "total": len(self.results),
                 "median_s": round(lat[len(lat) // 2], 4) if lat else None,
                 "max_s": round(lat[-1], 4) if lat else None}
+
+
+class KeepAliveProber(Prober):
+    """Prober over one kept-alive TLS connection, as Prometheus scrapes: a scrape on a
+    connection the server closed fails, and the next one reconnects."""
+
+    def run(self):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        conn = None
+        while not self.stop.is_set():
+            t0 = time.monotonic()
+            try:
+                if conn is None:
+                    conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=1,
+                                                       context=ctx)
+                conn.request("GET", self.path)
+                r = conn.getresponse()
+                r.read()
+                self.results.append((r.status, time.monotonic() - t0))
+            except (OSError, http.client.HTTPException):
+                self.results.append((None, time.monotonic() - t0))
+                conn.close()
+                conn = None
+            self.stop.wait(SCRAPE_EVERY)
+        if conn is not None:
+            conn.close()
 
 
 def ok_ratio(summary):
@@ -278,22 +308,27 @@ def case_tls_churn(work):
             s.close()
 
     scraper = Prober(d.web, "/metrics", tls=True)
+    kept = KeepAliveProber(d.web, "/metrics")
     churners = [threading.Thread(target=churner, daemon=True) for _ in range(4)]
     for t in churners:
         t.start()
     scraper.start()
-    time.sleep(WINDOW)  # the attack's length: the prober paces itself
+    kept.start()
+    time.sleep(WINDOW)  # the attack's length: the probers pace themselves
     scraper.stop.set()
+    kept.stop.set()
     stop.set()
-    for t in churners + [scraper]:
+    for t in churners + [scraper, kept]:
         t.join(10)
-    s = scraper.summary()
+    s, k = scraper.summary(), kept.summary()
     evicted = {state: metric(d, "hotkey_http_evictions_total",
                              {"reason": "connection_cap", "state": state}, tls=True)
                for state in ("silent", "handshake", "idle")}
     print(json.dumps({"case": "tls_churn", "connections_opened": opened[0], "scrapes": s,
-                      "evictions_cap": evicted}), flush=True)
+                      "keep_alive_scrapes": k, "evictions_cap": evicted}), flush=True)
     check(ok_ratio(s) >= 0.99, f"TLS scrapes within 1 s under churn: {s['ok']}/{s['total']}")
+    check(ok_ratio(k) >= 0.99,
+          f"TLS scrapes on a kept-alive connection within 1 s: {k['ok']}/{k['total']}")
     check((evicted["silent"] or 0) > 0, "the silent churners were the ones evicted")
 
 
