@@ -82,7 +82,7 @@ std::string MovedMessage(const MovedFlag& m) {
 // clang-format off
 void Register(FlagParser& p, DaemonOptions& o) {
   p.Section("Web");
-  p.AddCustom("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port, [ipv6]:port or :port; repeat the flag to listen on several.",
+  p.AddCustom("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port, [ipv6]:port or :port; repeat the flag to listen on several. Limits (docs/web-limits.md): 64 open connections, past which a new one closes a waiting one (a silent TLS connection, then a TLS handshake, then a request queued for its password check, then an idle connection); 10 s per request, its password check included; 5 s per TLS handshake; out of descriptors, accept() closes a waiting connection or pauses 100 ms.",
       absl::StrJoin(o.web.listen_addresses, ","),
       [&o, given = std::make_shared<bool>(false)](std::string_view v) {
        if (!*given) o.web.listen_addresses.clear();  // the first one given replaces the default
@@ -92,7 +92,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddBool("web.systemd-socket", "Serve on the listening sockets systemd passes (socket activation, deploy/systemd/hotkeyd.socket) instead of --web.listen-address.", &o.web.systemd_socket);
   p.AddBool("web.enable-lifecycle", "Enable POST /-/reload (without it the endpoint answers 403); SIGHUP reloads either way.", &o.web.enable_lifecycle);
   p.AddString("web.telemetry-path", "Path under which to expose metrics.", &o.web.telemetry_path);
-  p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start.", &o.web.config_file);
+  p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start. With basic auth, an address (IPv4, or IPv6 /64) has one password check queued at a time, 8 at most in all, and after failures waits 1 s, doubling to 30 s; a 401 closes its connection.", &o.web.config_file);
   p.AddBool("web.health-without-auth", "Answer /-/healthy and /-/ready without credentials when basic auth is on.", &o.web.health_without_auth);
 
   p.Section("Rules file (alert and export policy)");

@@ -279,6 +279,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
                                                      std::lock_guard<std::mutex> l(mu_);
                                                      return storage_status_;
                                                    });
+  collector_->SetHttpSource([this] { return http_ ? http_->stats() : http::HttpServerStats{}; });
   WebHooks hooks;
   hooks.snapshot = [this] { return snapshot(); };
   // Without --web.enable-lifecycle, POST /-/reload answers 403 (exporter/web.h).

@@ -175,6 +175,55 @@ void AddSlotFamilies(const SlotsSnapshot& s, std::vector<MetricFamily>& out) {
     AddSingle(out, "hotkey_cluster_node_slots", "Redis Cluster slots this shard's node serves.",
               MetricType::Gauge, me->slots);
   }
+
+// Appends the HTTP server's own families (hotkey/http/server.h).
+void AddHttpFamilies(const http::HttpServerStats& st, std::vector<MetricFamily>& out) {
+  AddSingle(out, "hotkey_http_open_connections", "HTTP connections open now.", MetricType::Gauge,
+            static_cast<double>(st.open_connections));
+  AddSingle(out, "hotkey_http_connections_accepted_total", "HTTP connections accepted.",
+            MetricType::Counter, static_cast<double>(st.accepted));
+  MetricFamily waiting = Family("hotkey_http_waiting_connections",
+                                "Open HTTP connections that may be closed to make room, by state "
+                                "(silent: TLS connection that has sent nothing yet; handshake: TLS "
+                                "handshake in progress; auth: request queued for "
+                                "its password check; idle: waiting for a request).",
+                                MetricType::Gauge);
+  for (int c = 0; c < http::kNumConnectionStates; ++c) {
+    Add(waiting, static_cast<double>(st.waiting[c]), {{"state", http::kConnectionStateNames[c]}});
+  }
+  out.push_back(std::move(waiting));
+  MetricFamily ev = Family("hotkey_http_evictions_total",
+                           "HTTP connections closed to make room, by reason (connection_cap: "
+                           "the cap of open connections reached; descriptors: accept() found none "
+                           "left) and by what the connection was doing (silent, handshake, auth, "
+                           "idle).",
+                           MetricType::Counter);
+  for (int r = 0; r < http::kNumEvictReasons; ++r) {
+    for (int c = 0; c < http::kNumConnectionStates; ++c) {
+      Add(ev, static_cast<double>(st.evictions[r][c]),
+          {{"reason", http::kEvictReasonNames[r]}, {"state", http::kConnectionStateNames[c]}});
+    }
+  }
+  out.push_back(std::move(ev));
+  MetricFamily auth = Family("hotkey_http_auth_failures_total",
+                             "HTTP requests refused for basic auth, by reason (invalid: wrong, "
+                             "missing or malformed credentials; throttled: the address has a "
+                             "check queued or is backing off after failures; busy: the password "
+                             "check queue or address table was full; deadline: closed while "
+                             "waiting for the check).",
+                             MetricType::Counter);
+  for (int i = 0; i < http::kNumAuthFailures; ++i) {
+    Add(auth, static_cast<double>(st.auth_failures[i]), {{"reason", http::kAuthFailureNames[i]}});
+  }
+  out.push_back(std::move(auth));
+  MetricFamily acc = Family("hotkey_http_accept_errors_total",
+                            "accept() failures on the HTTP listening sockets, by reason "
+                            "(descriptors: EMFILE, ENFILE, ENOBUFS or ENOMEM; other).",
+                            MetricType::Counter);
+  for (int i = 0; i < http::kNumAcceptErrors; ++i) {
+    Add(acc, static_cast<double>(st.accept_errors[i]), {{"reason", http::kAcceptErrorNames[i]}});
+  }
+  out.push_back(std::move(acc));
 }
 
 }  // namespace
@@ -225,6 +274,7 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     AddSingle(out, "hotkey_storage_save_failures_total", "Failed saves of the trackers' state.",
               kCounter, static_cast<double>(st.failures));
   }
+  if (http_) AddHttpFamilies(http_(), out);
   if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
     const struct {
       const char* name;

@@ -5,6 +5,8 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -52,8 +54,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
   absl::StatusOr<std::shared_ptr<const WebSecurity>> security =
       MakeWebSecurity(web.config_file, web_config);
   if (!security.ok()) return security.status();
-  auto shared = std::make_shared<Shared>();
-  shared->limits = limits;
+  auto shared = std::make_shared<Shared>(limits);
   shared->handler = std::move(handler);
   shared->health_without_auth = web.health_without_auth;
   shared->security = *std::move(security);
@@ -160,7 +161,10 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::Start() {
-  for (const auto& a : acceptors_) Accept(*a);
+  for (const auto& a : acceptors_) {
+    accept_backoff_.push_back(std::make_unique<asio::steady_timer>(io_));
+    Accept(*a);
+  }
 }
 
 void HttpServer::Stop() {
@@ -168,13 +172,53 @@ void HttpServer::Stop() {
   shared_->auth_pool = nullptr;
   boost::system::error_code ec;
   for (const auto& a : acceptors_) a->close(ec);
-  // Connections waiting for a request (idle keep-alive ones among them) close now; one in
-  // the middle of a request finishes it and then closes, as `stopped` says.
-  while (!shared_->waiting.empty()) {
-    std::shared_ptr<Waiting> w = shared_->waiting.front().lock();
-    shared_->waiting.pop_front();
-    if (w) w->Evict();
+  for (const auto& t : accept_backoff_) t->cancel();
+  // Connections waiting (idle keep-alive ones among them) close now; one in the middle of
+  // a request finishes it and then closes, as `stopped` says.
+  for (auto& list : shared_->waiting) {
+    while (!list.empty()) {
+      std::shared_ptr<Waiting> w = list.front().lock();
+      list.pop_front();
+      if (w) w->Evict();
+    }
   }
+  for (auto& n : shared_->waiting_now) {
+    n.store(0, std::memory_order_relaxed);
+  }
+}
+
+bool HttpServer::Shared::EvictOne(EvictReason reason) {
+  for (int state = 0; state < kNumConnectionStates; ++state) {
+    auto& list = waiting[state];
+    while (!list.empty()) {
+      std::shared_ptr<Waiting> oldest = list.front().lock();
+      list.pop_front();
+      waiting_now[state].store(list.size(), std::memory_order_relaxed);
+      if (oldest) {
+        Count(evictions[static_cast<int>(reason)][state]);
+        oldest->Evict();
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+HttpServerStats HttpServer::stats() const {
+  const auto load = [](const std::atomic<uint64_t>& c) {
+    return c.load(std::memory_order_relaxed);
+  };
+  HttpServerStats st;
+  st.open_connections = load(shared_->open_now);
+  st.accepted = load(shared_->accepted);
+  for (int c = 0; c < kNumConnectionStates; ++c) st.waiting[c] = load(shared_->waiting_now[c]);
+  for (int r = 0; r < kNumEvictReasons; ++r) {
+    for (int c = 0; c < kNumConnectionStates; ++c)
+      st.evictions[r][c] = load(shared_->evictions[r][c]);
+  }
+  for (int i = 0; i < kNumAuthFailures; ++i) st.auth_failures[i] = load(shared_->auth_failures[i]);
+  for (int i = 0; i < kNumAcceptErrors; ++i) st.accept_errors[i] = load(shared_->accept_errors[i]);
+  return st;
 }
 
 tcp::endpoint HttpServer::local_endpoint() const {
@@ -197,29 +241,49 @@ bool HttpServer::basic_auth() const { return shared_->security->auth != nullptr;
 void HttpServer::Accept(tcp::acceptor& acceptor) {
   acceptor.async_accept(io_, [this, &acceptor](boost::system::error_code ec, tcp::socket socket) {
     if (shared_->stopped || ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      if (shared_->open >= shared_->limits.max_connections) {
-        // At the cap: close the connection that has waited longest for a request. It goes
-        // once its pending read completes, so `open` may pass the cap by the evictions in
-        // flight; twice the cap is the hard bound.
-        while (!shared_->waiting.empty()) {
-          std::shared_ptr<Waiting> oldest = shared_->waiting.front().lock();
-          shared_->waiting.pop_front();
-          if (oldest) {
-            oldest->Evict();
-            break;
-          }
-        }
-      }
-      if (shared_->open >= 2 * shared_->limits.max_connections) {
-        boost::system::error_code ignored;
-        socket.close(ignored);
-      } else if (shared_->security->tls) {
-        StartTlsSession(std::move(socket), shared_);
-      } else {
-        StartPlainSession(std::move(socket), shared_);
-      }
+    if (ec) {
+      OnAcceptError(acceptor, ec);
+      return;
     }
+    Count(shared_->accepted);
+    // At the cap: close a waiting connection (Shared::EvictOne). It goes once its pending
+    // operation completes, so `open` may pass the cap by the evictions in flight; twice
+    // the cap is the hard bound.
+    if (shared_->open >= shared_->limits.max_connections) {
+      shared_->EvictOne(EvictReason::kConnectionCap);
+    }
+    if (shared_->open >= 2 * shared_->limits.max_connections) {
+      boost::system::error_code ignored;
+      socket.close(ignored);
+    } else if (shared_->security->tls) {
+      StartTlsSession(std::move(socket), shared_);
+    } else {
+      StartPlainSession(std::move(socket), shared_);
+    }
+    Accept(acceptor);
+  });
+}
+
+void HttpServer::OnAcceptError(tcp::acceptor& acceptor, const boost::system::error_code& ec) {
+  // Out of descriptors, the pending connection stays queued and the socket stays readable:
+  // accepting again at once would fail again at once, forever. Closing a waiting connection
+  // frees a descriptor for it; with none to close, wait before trying again.
+  const bool descriptors = ec == asio::error::no_descriptors || ec.value() == ENFILE ||
+                           ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+  Count(shared_->accept_errors[descriptors ? 0 : 1]);
+  // ECONNABORTED (the client left first) concerns that connection only; any other error
+  // might repeat, so it waits as an exhaustion with nothing to close does.
+  if (ec == asio::error::connection_aborted ||
+      (descriptors && shared_->EvictOne(EvictReason::kDescriptors))) {
+    Accept(acceptor);
+    return;
+  }
+  size_t i = 0;
+  while (acceptors_[i].get() != &acceptor) ++i;
+  asio::steady_timer& timer = *accept_backoff_[i];
+  timer.expires_after(absl::ToChronoNanoseconds(shared_->limits.accept_backoff));
+  timer.async_wait([this, &acceptor](boost::system::error_code wait_ec) {
+    if (wait_ec || shared_->stopped) return;
     Accept(acceptor);
   });
 }

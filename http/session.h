@@ -11,6 +11,8 @@
 
 #include <openssl/crypto.h>
 
+#include <atomic>
+#include <chrono>
 #include <list>
 #include <memory>
 #include <optional>
@@ -23,6 +25,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream_base.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -44,25 +47,59 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
 
   Session(boost::asio::ip::tcp::socket socket, std::shared_ptr<HttpServer::Shared> shared)
       : security_(shared->security),
+        peer_(PeerKey(socket)),
         stream_(MakeStream(std::move(socket), *security_)),
+        timer_(stream_.get_executor()),
         shared_(std::move(shared)) {
     ++shared_->open;
+    shared_->open_now.store(shared_->open, std::memory_order_relaxed);
   }
   ~Session() override {
     Busy();
     --shared_->open;
+    shared_->open_now.store(shared_->open, std::memory_order_relaxed);
   }
 
-  // Called by the server, which has already taken this session off the waiting list.
+  // Called by the server, which has already taken this session off its waiting list. A
+  // request queued for its password check is abandoned: the worker skips it.
   void Evict() override {
     waiting_.reset();
-    Close();
+    Abandon();
   }
 
   void Start() {
     if constexpr (kTls) {
-      Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
-      Wait();
+      // Silent until the client's first bytes (its ClientHello): the stream's timer runs
+      // only under a stream operation, so the handshake deadline runs on timer_ too.
+      Wait(ConnectionState::kSilent);
+      timer_.expires_after(absl::ToChronoNanoseconds(shared_->limits.handshake_timeout));
+      timer_.async_wait([self = this->shared_from_this()](boost::beast::error_code ec) {
+        if (ec || self->abandoned_.load(std::memory_order_relaxed)) return;
+        self->Busy();
+        self->Abandon();
+      });
+      Lowest().socket().async_wait(
+          tcp::socket::wait_read, [self = this->shared_from_this()](boost::beast::error_code ec) {
+            self->timer_.cancel();
+            self->Busy();
+            if (ec || self->abandoned_.load(std::memory_order_relaxed) || self->shared_->stopped) {
+              self->Close();
+              return;
+            }
+            self->Handshake();
+          });
+    } else {
+      Read();
+    }
+  }
+
+ private:
+  using tcp = boost::asio::ip::tcp;
+
+  void Handshake() {
+    if constexpr (kTls) {
+      Lowest().expires_at(timer_.expiry());  // what is left of the handshake deadline
+      Wait(ConnectionState::kHandshake);
       stream_.async_handshake(boost::asio::ssl::stream_base::server,
                               [self = this->shared_from_this()](boost::beast::error_code ec) {
                                 self->Busy();
@@ -74,13 +111,8 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
                                 }
                                 self->Read();
                               });
-    } else {
-      Read();
     }
   }
-
- private:
-  using tcp = boost::asio::ip::tcp;
 
   static Stream MakeStream(tcp::socket socket, const WebSecurity& security) {
     if constexpr (kTls) {
@@ -90,16 +122,35 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     }
   }
 
+  // The peer's AuthLimiter key; "" when the socket has no peer any more (it is closing).
+  static std::string PeerKey(const tcp::socket& socket) {
+    boost::system::error_code ec;
+    const tcp::endpoint ep = socket.remote_endpoint(ec);
+    return ec ? std::string() : AuthLimiter::AddressKey(ep.address());
+  }
+
   boost::beast::tcp_stream& Lowest() { return boost::beast::get_lowest_layer(stream_); }
 
-  void Wait() {
+  void Wait(ConnectionState state) {
     Busy();
-    waiting_ = shared_->waiting.insert(shared_->waiting.end(), this->weak_from_this());
+    state_ = state;
+    auto& list = shared_->waiting[static_cast<int>(state)];
+    waiting_ = list.insert(list.end(), this->weak_from_this());
+    shared_->waiting_now[static_cast<int>(state)].store(list.size(), std::memory_order_relaxed);
   }
   void Busy() {
     if (!waiting_) return;
-    shared_->waiting.erase(*waiting_);
+    auto& list = shared_->waiting[static_cast<int>(state_)];
+    list.erase(*waiting_);
     waiting_.reset();
+    shared_->waiting_now[static_cast<int>(state_)].store(list.size(), std::memory_order_relaxed);
+  }
+
+  // Closes the connection; a password check it has queued is skipped by the worker.
+  void Abandon() {
+    abandoned_.store(true, std::memory_order_relaxed);
+    timer_.cancel();
+    Close();
   }
 
   void Read() {
@@ -108,7 +159,9 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     parser_->header_limit(static_cast<uint32_t>(shared_->limits.max_header_bytes));
     parser_->body_limit(shared_->limits.max_body_bytes);
     Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
-    Wait();
+    deadline_ = std::chrono::steady_clock::now() +
+                absl::ToChronoNanoseconds(shared_->limits.request_timeout);
+    Wait(ConnectionState::kIdle);
     head_ = false;
     boost::beast::http::async_read(stream_, buffer_, *parser_,
                                    [self = this->shared_from_this()](boost::beast::error_code ec,
@@ -167,34 +220,80 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     const std::optional<bool> known = security_->auth->CheckCached(authorization);
     if (known.has_value() || shared_->auth_pool == nullptr) {
       OPENSSL_cleanse(authorization.data(), authorization.size());
-      OnAuth(known.value_or(false));
+      if (known.value_or(false)) {
+        Respond();
+      } else {
+        Reject(AuthFailure::kInvalid);
+      }
       return;
     }
+    switch (shared_->auth_limiter.Admit(peer_, absl::Now())) {
+      case AuthLimiter::Verdict::kCheck:
+        break;
+      case AuthLimiter::Verdict::kThrottled:
+        OPENSSL_cleanse(authorization.data(), authorization.size());
+        Reject(AuthFailure::kThrottled);
+        return;
+      case AuthLimiter::Verdict::kBusy:
+        OPENSSL_cleanse(authorization.data(), authorization.size());
+        Reject(AuthFailure::kBusy);
+        return;
+    }
+    // Queued for the worker: the request's deadline keeps running, and the connection may
+    // be closed to make room (then the worker skips the check).
+    Wait(ConnectionState::kAuth);
+    timer_.expires_at(deadline_);
+    timer_.async_wait([self = this->shared_from_this()](boost::beast::error_code ec) {
+      if (ec || self->abandoned_.load(std::memory_order_relaxed)) return;
+      Count(self->shared_->auth_failures[static_cast<int>(AuthFailure::kDeadline)]);
+      self->Busy();
+      self->Abandon();
+    });
     // bcrypt on the worker; the answer comes back to this connection's executor. The
     // session reference moves into the reply so it is released on the io thread.
-    boost::asio::post(*shared_->auth_pool,
-                      [self = this->shared_from_this(), ex = stream_.get_executor(),
-                       authorization = std::move(authorization)]() mutable {
-                        const bool ok = self->security_->auth->Check(authorization);
-                        OPENSSL_cleanse(authorization.data(), authorization.size());
-                        boost::asio::post(ex, [self = std::move(self), ok] { self->OnAuth(ok); });
-                      });
+    boost::asio::post(
+        *shared_->auth_pool, [self = this->shared_from_this(), ex = stream_.get_executor(),
+                              authorization = std::move(authorization)]() mutable {
+          const bool ran = !self->abandoned_.load(std::memory_order_relaxed);
+          const bool ok = ran && self->security_->auth->Check(authorization);
+          OPENSSL_cleanse(authorization.data(), authorization.size());
+          boost::asio::post(ex, [self = std::move(self), ran, ok] { self->OnChecked(ran, ok); });
+        });
   }
 
-  void OnAuth(bool ok) {
+  // The worker's answer, on the io thread.
+  void OnChecked(bool ran, bool ok) {
+    shared_->auth_limiter.Done(peer_,
+                               !ran ? AuthLimiter::Outcome::kAbandoned
+                               : ok ? AuthLimiter::Outcome::kSucceeded
+                                    : AuthLimiter::Outcome::kFailed,
+                               absl::Now());
+    if (abandoned_.load(std::memory_order_relaxed)) return;  // evicted or past its deadline
+    Busy();
+    timer_.cancel();
     if (shared_->stopped) {
       Close();
       return;
     }
     if (ok) {
       Respond();
+    } else {
+      Reject(AuthFailure::kInvalid);
+    }
+  }
+
+  // 401, then close: a client guessing passwords cannot pipeline the next guess.
+  void Reject(AuthFailure why) {
+    Count(shared_->auth_failures[static_cast<int>(why)]);
+    if (shared_->stopped) {
+      Close();
       return;
     }
     HttpResponse r{401,
                    "text/plain; charset=utf-8",
                    "unauthorized\n",
                    {{"WWW-Authenticate", kWwwAuthenticate}}};
-    Write(r, keep_alive_);
+    Write(r, /*keep_alive=*/false);
   }
 
   void Respond() {
@@ -248,13 +347,23 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
 
   // Declared before stream_, which holds a reference to its TLS context.
   const std::shared_ptr<const WebSecurity> security_;
+  const std::string peer_;  // AuthLimiter::AddressKey of the client
   Stream stream_;
+  // The handshake deadline while a TLS connection is silent, and the request's while it
+  // waits for its password check: no stream operation is pending then, so the stream's own
+  // timer does not run.
+  boost::asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point deadline_;
+  // Set on the io thread, read by the bcrypt worker: the connection is closed, skip the check.
+  std::atomic<bool> abandoned_{false};
+  ConnectionState state_ = ConnectionState::kIdle;  // the list waiting_ is on
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   HttpRequest request_;
   bool keep_alive_ = false;
   bool head_ = false;  // the request being answered is a HEAD
-  std::optional<std::list<std::weak_ptr<Waiting>>::iterator> waiting_;  // on shared_->waiting
+  std::optional<std::list<std::weak_ptr<Waiting>>::iterator>
+      waiting_;  // on shared_->waiting[state_]
   // Shared with the server, so a session outliving it (until the io_context drops it) is safe.
   std::shared_ptr<HttpServer::Shared> shared_;
 };

@@ -5,7 +5,9 @@
 #ifndef HOTKEY_HTTP_SHARED_H_
 #define HOTKEY_HTTP_SHARED_H_
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <string>
@@ -15,6 +17,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "auth_limiter.h"
 #include "basic_auth.h"
 #include "hotkey/http/server.h"
 
@@ -24,7 +27,8 @@ class context;
 
 namespace hotkey::http {
 
-// A connection waiting for a request (or for its TLS handshake) can be closed to make room.
+// A connection in its TLS handshake, waiting for its password check or waiting for a
+// request can be closed to make room.
 class Waiting {
  public:
   virtual ~Waiting() = default;
@@ -40,18 +44,39 @@ struct WebSecurity {
 };
 
 struct HttpServer::Shared {
-  HttpLimits limits;
+  explicit Shared(const HttpLimits& l)
+      : limits(l),
+        auth_limiter(AuthLimiter::Options{l.max_queued_auth_checks, l.max_auth_addresses,
+                                          l.auth_failure_backoff, l.max_auth_failure_backoff}) {}
+
+  // Closes the connection that has waited longest in the first non-empty state of
+  // ConnectionState's order (silent, handshake, auth, idle) and counts it; false when none
+  // waits.
+  bool EvictOne(EvictReason reason);
+
+  const HttpLimits limits;
   Handler handler;
   std::shared_ptr<const WebSecurity> security;    // never null
   boost::asio::thread_pool* auth_pool = nullptr;  // the server's; used only while !stopped
   bool health_without_auth = false;
   size_t open = 0;  // connections open now
-  // Connections waiting for a request, longest waiting first: at the connection cap, the
-  // front one is closed to admit a new one. So idle, half-open or slow clients can never
-  // lock a scraper out; a scraper sends its request at once and is served.
-  std::list<std::weak_ptr<Waiting>> waiting;
+  // Connections that may be closed to make room, by state, longest waiting first. So idle,
+  // half-open, handshaking or password-guessing clients can never lock a scraper out; a
+  // scraper sends its request at once and is served.
+  std::list<std::weak_ptr<Waiting>> waiting[kNumConnectionStates];
+  AuthLimiter auth_limiter;
   bool stopped = false;
+
+  // The figures of HttpServer::stats(); written on the io thread, read from any.
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> open_now{0};
+  std::atomic<uint64_t> waiting_now[kNumConnectionStates] = {};
+  std::atomic<uint64_t> evictions[kNumEvictReasons][kNumConnectionStates] = {};
+  std::atomic<uint64_t> auth_failures[kNumAuthFailures] = {};
+  std::atomic<uint64_t> accept_errors[kNumAcceptErrors] = {};
 };
+
+inline void Count(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
 // Start a session on an accepted connection (http_plain.cc, http_tls.cc). The session
 // keeps itself alive through its pending operations.

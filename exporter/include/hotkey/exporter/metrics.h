@@ -20,6 +20,7 @@
 #include <prometheus/metric_family.h>
 
 #include "hotkey/exporter/snapshot.h"
+#include "hotkey/http/server.h"
 
 namespace hotkey::exporter {
 
@@ -48,12 +49,17 @@ class SnapshotCollector : public prometheus::Collectable {
   SnapshotCollector(SnapshotSource snapshot, ReloadSource reload, StorageSource storage = {})
       : snapshot_(std::move(snapshot)), reload_(std::move(reload)), storage_(std::move(storage)) {}
 
+  // The HTTP server's own figures (hotkey_http_*), exported when set. Call before the
+  // first Collect.
+  void SetHttpSource(std::function<http::HttpServerStats()> http) { http_ = std::move(http); }
+
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   SnapshotSource snapshot_;
   ReloadSource reload_;
   StorageSource storage_;
+  std::function<http::HttpServerStats()> http_;
 };
 
 // The Prometheus text exposition format (version 0.0.4) of `collectable`.

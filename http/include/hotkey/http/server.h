@@ -3,11 +3,11 @@
 //
 // One io_context (the daemon's main one) serves every connection asynchronously: no thread
 // per connection (why we do not use prometheus-cpp's civetweb Exposer). Each connection
-// has a deadline per request (a slow or half-open client is closed when it passes; the TLS
-// handshake runs under the same deadline, so a plain-HTTP client on a TLS port or a client
-// that never speaks costs one connection slot for at most that long), the request head and
-// body are size-limited, and the number of open connections is capped, so no client can
-// exhaust memory or starve a scrape.
+// has a deadline per request, covering its password check (a slow or half-open client is
+// closed when it passes), and a shorter one for its TLS handshake (a plain-HTTP client on a
+// TLS port, or a client that never speaks); the request head and body are size-limited; the
+// number of open connections is capped, and accept() backs off when descriptors run out
+// (HttpLimits), so no client can exhaust memory or starve a scrape.
 //
 // Access control comes from the --web.config.file (hotkey/config/web_config.h, Prometheus
 // exporter-toolkit format), parsed by the caller: TLS through Asio's OpenSSL support (tls.h),
@@ -16,13 +16,16 @@
 // every path answers 401 without valid credentials, except /-/healthy and /-/ready when
 // WebOptions::health_without_auth. bcrypt checks that the cache cannot answer run on one worker
 // thread, never on the io_context, so a client sending wrong passwords delays only other first-time
-// logins, never a scrape.
+// logins, never a scrape; and an address gets one check at a time and backs off after failures
+// (auth_limiter.h), so it cannot fill the worker's queue. A 401 closes its connection, so a
+// client cannot pipeline guesses on one.
 //
 // Thread-compatible: create, start and stop it from the io_context's thread.
 
 #ifndef HOTKEY_HTTP_SERVER_H_
 #define HOTKEY_HTTP_SERVER_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,6 +33,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "absl/status/statusor.h"
@@ -55,12 +59,66 @@ struct HttpResponse {
 };
 
 struct HttpLimits {
-  absl::Duration request_timeout = absl::Seconds(10);  // to read a request head and body
+  // To read a request head and body, and then to have its credentials checked (time queued
+  // for the bcrypt worker counts): a request that passes it is closed unanswered.
+  absl::Duration request_timeout = absl::Seconds(10);
+  // For a TLS handshake, from the connection's accept: a client that has not completed one
+  // by then is closed.
+  absl::Duration handshake_timeout = absl::Seconds(5);
   size_t max_header_bytes = 8 * 1024;
   size_t max_body_bytes = 64 * 1024;
-  // Open connections. At the cap a new connection closes the one that has waited longest
-  // for a request, so idle or slow clients cannot lock scrapers out.
+  // Open connections. At the cap a new connection closes one that waits, in this order:
+  // a TLS connection that has sent nothing yet (a TLS client speaks first, so a real one
+  // leaves this state at once), then a TLS handshake in progress, then a request queued for
+  // its password check, then a connection waiting for a request; of the first kind found,
+  // the one that has waited longest. A connection whose request is being answered is never closed
+  // to make room, so idle, slow or handshaking clients cannot lock scrapers out.
   size_t max_connections = 64;
+  // When accept() finds no descriptor left (EMFILE, ENFILE), the server closes a waiting
+  // connection as at the cap and accepts again at once; with none to close it waits this
+  // long before the next accept() instead of retrying in a loop, as after any other error
+  // but ECONNABORTED.
+  absl::Duration accept_backoff = absl::Milliseconds(100);
+  // Password checks (bcrypt) that may be queued or running at once, and the per-address
+  // backoff after failures (auth_limiter.h).
+  size_t max_queued_auth_checks = 8;
+  size_t max_auth_addresses = 4096;
+  absl::Duration auth_failure_backoff = absl::Seconds(1);
+  absl::Duration max_auth_failure_backoff = absl::Seconds(30);
+};
+
+// What a connection is doing when it is closed to make room.
+// In HttpLimits::max_connections' order of eviction.
+enum class ConnectionState { kSilent, kHandshake, kAuth, kIdle };
+inline constexpr int kNumConnectionStates = 4;
+inline constexpr const char* kConnectionStateNames[] = {"silent", "handshake", "auth", "idle"};
+
+// Why a connection was closed to make room: the connection cap, or accept() found no
+// descriptor left.
+enum class EvictReason { kConnectionCap, kDescriptors };
+inline constexpr int kNumEvictReasons = 2;
+inline constexpr const char* kEvictReasonNames[] = {"connection_cap", "descriptors"};
+
+// Why a request was answered 401: wrong, missing or malformed credentials; refused
+// unchecked because its address has a check queued or is backing off after failures, or
+// because the bcrypt queue or the address table is full; or its deadline passed while it
+// waited for the check (then it is closed unanswered).
+enum class AuthFailure { kInvalid, kThrottled, kBusy, kDeadline };
+inline constexpr int kNumAuthFailures = 4;
+inline constexpr const char* kAuthFailureNames[] = {"invalid", "throttled", "busy", "deadline"};
+
+// accept() failures: out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM), or another.
+inline constexpr int kNumAcceptErrors = 2;
+inline constexpr const char* kAcceptErrorNames[] = {"descriptors", "other"};
+
+// The server's own figures since it was created (hotkey_http_* on /metrics).
+struct HttpServerStats {
+  uint64_t open_connections = 0;
+  uint64_t accepted = 0;
+  uint64_t waiting[kNumConnectionStates] = {};  // open connections that may be closed to make room
+  uint64_t evictions[kNumEvictReasons][kNumConnectionStates] = {};
+  uint64_t auth_failures[kNumAuthFailures] = {};
+  uint64_t accept_errors[kNumAcceptErrors] = {};
 };
 
 class HttpServer {
@@ -99,6 +157,8 @@ class HttpServer {
   std::vector<boost::asio::ip::tcp::endpoint> local_endpoints() const;
   bool tls() const;
   bool basic_auth() const;
+  // Safe from any thread (the counters are atomic; the figures need not be one instant's).
+  HttpServerStats stats() const;
 
   struct Shared;  // what sessions share with the server (http_shared.h)
 
@@ -107,6 +167,7 @@ class HttpServer {
   absl::Status Listen(const std::string& address);
   absl::Status Adopt(int fd);
   void Accept(boost::asio::ip::tcp::acceptor& acceptor);
+  void OnAcceptError(boost::asio::ip::tcp::acceptor& acceptor, const boost::system::error_code& ec);
   // Starts the bcrypt worker once a config has basic auth.
   void EnsureAuthPool();
 
@@ -114,6 +175,8 @@ class HttpServer {
   std::shared_ptr<Shared> shared_;
   // One per listening socket; unique_ptr so that Accept's references stay valid.
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
+  // One per acceptor: paces accept() after it found no descriptor and no connection to close.
+  std::vector<std::unique_ptr<boost::asio::steady_timer>> accept_backoff_;
   // bcrypt checks; one thread, so they never run in parallel (each costs ~70 ms of CPU at
   // cost 10). Null until a config has basic auth. Joined by the destructor.
   std::unique_ptr<boost::asio::thread_pool> auth_pool_;
