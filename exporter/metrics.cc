@@ -175,6 +175,7 @@ void AddSlotFamilies(const SlotsSnapshot& s, std::vector<MetricFamily>& out) {
     AddSingle(out, "hotkey_cluster_node_slots", "Redis Cluster slots this shard's node serves.",
               MetricType::Gauge, me->slots);
   }
+}
 
 // Appends the HTTP server's own families (hotkey/http/server.h).
 void AddHttpFamilies(const http::HttpServerStats& st, std::vector<MetricFamily>& out) {
