@@ -75,6 +75,7 @@ void DemoSource::MakeDue(absl::Time now) {
     start_ = now;
   }
   tracker_.Advance(now);  // one clock read per batch, not per event
+  AdvanceSlots(now);
   // Event i (0-based) is due at start + (i + 1) / rate.
   const double elapsed = absl::ToDoubleSeconds(std::max(now - start_, absl::ZeroDuration()));
   const uint64_t due = static_cast<uint64_t>(std::floor(elapsed * rate_));

@@ -148,6 +148,7 @@ void UdpReceiver::Drain(int max_rounds) {
     }
     batch_time_ = clock_.Now();  // one clock read per batch, not per event
     tracker_.Advance(batch_time_);
+    AdvanceSlots(batch_time_);
     for (int i = 0; i < n; ++i) {
       Process(static_cast<const char*>(iovecs_[i].iov_base), msgs_[i].msg_len, sources_[i]);
     }

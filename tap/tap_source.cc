@@ -237,6 +237,7 @@ bool TapSource::Dispatch(int rounds) {
   for (int i = 0; i < rounds; ++i) {
     batch_time_ = clock_.Now();  // one clock read per batch, not per frame
     tracker_.Advance(batch_time_);
+    AdvanceSlots(batch_time_);
     if (tap_.file.empty()) capture_time_ = batch_time_;
     const int n =
         pcap_dispatch(pcap_, kBatch, &TapSource::OnFrame, reinterpret_cast<unsigned char*>(this));

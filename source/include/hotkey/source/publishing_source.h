@@ -79,6 +79,11 @@ class PublishingSource : public EventSource {
   void CountSlot(std::string_view key, sketch::Op op, double weight) {
     if (slots_) slots_->Update(key, op, weight);
   }
+  // Brings the tags' decay to `now`, as the tracker's: call it wherever the tracker is
+  // advanced, so that tags and keys weigh an event alike.
+  void AdvanceSlots(absl::Time now) {
+    if (slots_) slots_->Advance(now);
+  }
   // The slot counts (null unless EnableSlots() was called): for a part of the source that
   // counts on its behalf (the tap's pipeline).
   cluster::SlotCounts* slot_counts() { return slots_ ? &*slots_ : nullptr; }
