@@ -78,9 +78,12 @@ void SlotTracker::TakeCounts(std::span<const std::shared_ptr<const source::Sourc
     std::swap(last_, sum_);
     return;
   }
-  // Decay to now, then add what arrived since the last tick.
+  // Decay to now, then add what arrived since the last tick, each event weighed as the
+  // trackers weigh it at now: as if spread evenly over the interval, by the mean of
+  // 2^-(age/h) over it, so a slot's decayed rate and its keys' agree.
   const double h = absl::ToDoubleSeconds(track_.half_life);
   const double f = std::exp2(-dt / h);
+  const double g = (1 - f) / (dt / h * std::numbers::ln2);
   decayed_window_ = decayed_window_ * f + h / std::numbers::ln2 * (1 - f);
   // The window's bucket: a new one once the current is rate_window / kBuckets old.
   const absl::Duration width = track_.rate_window / kBuckets;
@@ -96,11 +99,11 @@ void SlotTracker::TakeCounts(std::span<const std::shared_ptr<const source::Sourc
   double total = 0;
   for (int s = 0; s < kSlots; ++s) {
     const double delta = sum_[s] - last_[s];
-    decayed_[s] = decayed_[s] * f + delta;
+    decayed_[s] = decayed_[s] * f + delta * g;
     total += delta;
     bucket[s] += static_cast<float>(delta);
   }
-  decayed_total_ = decayed_total_ * f + total;
+  decayed_total_ = decayed_total_ * f + total * g;
   bucket_total_[bucket_] += total;
   std::swap(last_, sum_);
 }

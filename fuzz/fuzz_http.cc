@@ -83,7 +83,7 @@ std::shared_ptr<const exporter::Snapshot> MakeSnapshot() {
       udp.Fill(counters.own);
       hh->Advance(now);
       reports.push_back(std::make_shared<const source::ReceiverReport>(
-          source::ReceiverReport{now, *std::move(hh), counters}));
+          source::ReceiverReport{now, *std::move(hh), counters, {}}));
     }
     snap = aggregator.Build(reports, now, /*kernel_drops=*/3);
   }

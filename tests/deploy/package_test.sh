@@ -76,7 +76,7 @@ diff <(sort "$tmp/conffiles") <(printf '/etc/default/hotkeyd\n/etc/hotkeyd/rules
 [ "$(dpkg-deb -f "$deb" Package)" = hotkeyd ] || fail "Package: $(dpkg-deb -f "$deb" Package)"
 [ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "Version: $(dpkg-deb -f "$deb" Version)"
 depends=$(dpkg-deb -f "$deb" Depends)
-for d in adduser libc6 libstdc++6 libssl3 libyaml-cpp; do
+for d in adduser libc6 libstdc++6 libssl3 libyaml-cpp libcap2; do
   grep -q "$d" <<<"$depends" || fail "Depends lacks $d (dpkg-shlibdeps?): $depends"
 done
 info=$(dpkg-deb -I "$deb")

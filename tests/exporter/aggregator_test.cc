@@ -59,7 +59,7 @@ class Stream {
 
   std::shared_ptr<const source::ReceiverReport> Report() const {
     return std::make_shared<const source::ReceiverReport>(
-        source::ReceiverReport{tracker_.now(), tracker_, counters_});
+        source::ReceiverReport{tracker_.now(), tracker_, counters_, {}});
   }
 
  private:
@@ -697,7 +697,7 @@ TEST_CASE("Aggregator: after a restore the restored lifetime counts are a baseli
   Aggregator agg(Track(), r, "secret", kT0, nullptr);
   auto build = [&](absl::Time t) {
     std::vector<std::shared_ptr<const source::ReceiverReport>> reports = {
-        std::make_shared<const source::ReceiverReport>(source::ReceiverReport{t, *restored, {}})};
+        std::make_shared<const source::ReceiverReport>(source::ReceiverReport{t, *restored, {}, {}})};
     return agg.Build(reports, t, 0);
   };
   for (int step = 1; step <= 3; ++step) {
@@ -996,7 +996,7 @@ TEST_CASE("Aggregator: sources' own metrics are summed per kind, and each source
     c.own.schema = schemas[i];
     c.own.values[0] = values[i];
     reports.push_back(std::make_shared<const source::ReceiverReport>(
-        source::ReceiverReport{kT0 + absl::Milliseconds(100), s.Report()->tracker, c}));
+        source::ReceiverReport{kT0 + absl::Milliseconds(100), s.Report()->tracker, c, {}}));
   }
   reports.push_back(Stream().Report());  // a source with no metrics of its own
   const auto snap = agg.Build(reports, kT0 + absl::Milliseconds(100), 0);

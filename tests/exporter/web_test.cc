@@ -414,7 +414,7 @@ std::shared_ptr<const Snapshot> AggregatedSnapshot(const model::Cluster& cluster
   Aggregator agg(track, r, "secret", t0, nullptr);
   std::vector<std::shared_ptr<const source::ReceiverReport>> reports = {
       std::make_shared<const source::ReceiverReport>(
-          source::ReceiverReport{now, *std::move(h), counters})};
+          source::ReceiverReport{now, *std::move(h), counters, {}})};
   return agg.Build(reports, now, 0);
 }
 
