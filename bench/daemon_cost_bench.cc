@@ -208,7 +208,7 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
       });
     }
     double c0 = ThreadCpuSeconds();
-    buffer.Publish(now, tracker, counters);
+    buffer.Publish(now, tracker, nullptr, counters);
     double c1 = ThreadCpuSeconds();
     std::shared_ptr<const source::ReceiverReport> r = buffer.Latest();
     snap = agg.Build(std::span(&r, 1), now, 0);

@@ -189,10 +189,28 @@ std::string SlotsJson(const Snapshot& s) {
     };
     json::array moved;
     for (uint16_t slot : v.move->slots) moved.push_back(slot);
+    // The hot tags of the slots moved: there the tag, not the slot, is the cause.
+    json::array causes;
+    for (const TagSnapshot& t : v.tags) {
+      if (t.hot && std::find(v.move->slots.begin(), v.move->slots.end(), t.slot) !=
+                       v.move->slots.end()) {
+        causes.push_back(json::value(t.label));
+      }
+    }
+    std::string note;
+    if (!causes.empty()) {
+      note =
+          "the slots are hot through a hash tag's keys: the tag itself is the cause, since keys "
+          "that need not share a slot share it; give them tags of their own";
+    } else if (!v.move->relieves) {
+      note = "the slot is its node's whole excess: moving it only moves the hot spot";
+    }
     o["move"] = json::object{{"slots", std::move(moved)},
                              {"from", side(v.move->from)},
                              {"to", side(v.move->to)},
                              {"relieves", v.move->relieves},
+                             {"hot_tags", std::move(causes)},
+                             {"note", note},
                              {"commands", v.move->commands}};
   } else {
     o["move"] = nullptr;
