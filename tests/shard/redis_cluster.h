@@ -64,6 +64,13 @@ class RedisCluster {
         ::usleep(100'000);
       }
     }
+    // And a node serves commands only once its own view says the cluster is up
+    // (CLUSTERDOWN before).
+    for (int p : ports_) {
+      for (int i = 0; i < 100 && Cli(p, "cluster info | grep -c cluster_state:ok") != "1"; ++i) {
+        ::usleep(100'000);
+      }
+    }
   }
   ~RedisCluster() {
     for (int p : ports_) Cli(p, "shutdown nosave");
