@@ -571,7 +571,7 @@ TEST_CASE(
   CHECK(d.Metrics().Find("hotkey_key_hot").empty());
   CHECK(d.CountLogs("episode started", "key=\"hot\"") == 1);
   CHECK(d.CountLogs("episode ended", "key=\"hot\"") == 1);
-  CHECK(d.CountLogs("episode ended", "duration=4.05s") == 1);  // hot from 425 ms to 4.475 s
+  CHECK(d.CountLogs("hot key episode ended", "duration=4.05s") == 1);  // hot from 425 ms to 4.475 s
 }
 
 TEST_CASE("E2E: a wall clock stepped back an hour moves the stamps; decay goes on",
