@@ -182,7 +182,8 @@ scrape_configs:
 EOF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
   --web.listen-address="127.0.0.1:$pport" > "$tmp/prometheus.log" 2>&1 &
-pids+=($!)
+prom_pid=$!
+pids+=("$prom_pid")
 log "prometheus pid ${pids[-1]} on $prom"
 wait_for 20 "prometheus /-/ready" curl -sf --max-time 2 "$prom/-/ready"
 up() {  # up JOB: prints the value of up{job=JOB} ("" before the first scrape)
@@ -200,6 +201,12 @@ series=$(curl -sfG --max-time 3 "$prom/api/v1/query" --data-urlencode 'query=hot
   python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["result"]))')
 [ "$series" -ge 1 ] || fail "Prometheus has no hotkey_build_info from the HTTPS scrape"
 log "ok: Prometheus stored hotkeyd's metrics"
+# Stopped before B: its wrong-password job would go on failing logins from 127.0.0.1 against
+# the next hotkeyd on the same port, and failed logins from one address back off every new
+# login from it (docs/web-limits.md).
+kill "$prom_pid"
+for _ in $(seq 100); do kill -0 "$prom_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$prom_pid" 2>/dev/null && fail "prometheus did not stop within 10 s"
 stop_hotkeyd
 
 # ---------------------------------------------------------------- B: health without auth
