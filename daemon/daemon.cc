@@ -380,8 +380,17 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
       peers_ = std::make_unique<shard::PeerProbers>(io_, options_.shard.Resolved(options_.tap),
                                                     mono_);
     }
-    peers_->SetTopology(*m.topology);
-    peers_->ProbeAll();
+    // The other primaries are asked only while a slot move is advised: each hotkeyd of a
+    // cluster asking every other node every interval would load the shards (INFO and
+    // CLUSTER NODES from every node) for a plan nobody needs. Otherwise no peer is asked and
+    // no load is kept.
+    const std::shared_ptr<const Snapshot> snap = snapshot();
+    const bool move = snap && std::any_of(snap->slots.slots.begin(), snap->slots.slots.end(),
+                                          [](const exporter::SlotSnapshot& s) {
+                                            return s.advice == exporter::SlotAdvice::kMove;
+                                          });
+    peers_->SetTopology(move ? *m.topology : cluster::Topology{});
+    if (move) peers_->ProbeAll();
     aggregator_->SetClusterInputs(ClusterFrom(*m.topology, m, peers_->Loads(), options_.shard.tls));
   }
   if (m.status.ok() && (first || !was_up)) {

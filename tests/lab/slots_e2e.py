@@ -397,8 +397,10 @@ def series_counts(text):
 
 # ---------------------------------------------------------------- /api/v1/slots checks
 
-def check_cluster_view(n, nodes, table):
-    """The node's "cluster" in /api/v1/slots against CLUSTER MYID / SLOTS."""
+def check_cluster_view(n, nodes, table, measured):
+    """The node's "cluster" in /api/v1/slots against CLUSTER MYID / SLOTS. The other nodes
+    are asked for their load only while a move is advised (`measured`): before, they are
+    known from the topology but not up and not measured."""
     c = n.slots()["cluster"]
     check(c is not None, f"{n.address}: /api/v1/slots has the cluster")
     check(c["node_id"] == n.id and c["address"] == n.address,
@@ -413,10 +415,15 @@ def check_cluster_view(n, nodes, table):
             continue
         x = by_id.get(o.id)
         check(x is not None and x["address"] == o.address and x["myself"] is False
-              and x["slots"] == table.count(o.port) and x["up"] is True,
-              f"{n.address}: knows {o.address} ({o.id[:8]}), up, {table.count(o.port)} slots")
-        check(isinstance(x["ops_per_second"], (int, float)) and x["ops_per_second"] > 0,
-              f"{n.address}: {o.address}'s ops/s is measured ({x['ops_per_second']})")
+              and x["slots"] == table.count(o.port) and x["up"] is measured,
+              f"{n.address}: knows {o.address} ({o.id[:8]}), {table.count(o.port)} slots, "
+              f"{'up' if measured else 'not asked'}")
+        if measured:
+            check(isinstance(x["ops_per_second"], (int, float)) and x["ops_per_second"] > 0,
+                  f"{n.address}: {o.address}'s ops/s is measured ({x['ops_per_second']})")
+        else:
+            check(x["ops_per_second"] is None,
+                  f"{n.address}: {o.address} is not asked while no move is advised")
     return c
 
 
@@ -496,7 +503,7 @@ def run(binary, rehearse):
               f"every slot and tag family <= top_k ({TOP_K}) series")
         if not rehearse:
             for n in nodes:
-                check_cluster_view(n, nodes, table)
+                check_cluster_view(n, nodes, table, measured=False)
 
         # ---------------------------------------------------------- A: the tag
         slot = key_slot(f"profile:{{{TAG}}}:0".encode())
@@ -547,6 +554,7 @@ def run(binary, rehearse):
                                 interval=0.1)
             t_plan = time.monotonic()
             plan_rate = driver.rate(t_plan - window, t_plan)
+            check_cluster_view(owner, nodes, table, measured=True)
             s, t = hot_tag_slot(js, slot)
             log(f"A: /api/v1/slots at the plan: slot {s}; tag {t}")
             figures["slot_share"] = s and s["share"]
