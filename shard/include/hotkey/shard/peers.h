@@ -8,7 +8,8 @@
 // address (ip:port from CLUSTER NODES; an IPv6 one bracketed) with the own shard's options
 // (TLS, password file, timeout, --shard.cpus); with TLS the certificate is checked against
 // the node's announced hostname, or its IP address where it announces none. The daemon
-// calls ProbeAll every --shard.interval.
+// calls ProbeAll every --shard.interval while a slot move is advised, and otherwise hands it
+// an empty topology, so that no peer is asked and no load is kept.
 //
 // A peer that answers as another node (a different id: the topology moved on) or not in
 // cluster mode is not up, with a status that says so, and has no load.
