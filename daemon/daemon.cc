@@ -159,7 +159,7 @@ class Daemon::Impl {
   // The shard asked for its own figures (shard/prober.h): none without a live tap or
   // --shard.address.
   std::string shard_address_;
-  std::unique_ptr<shard::Prober> prober_;       // io thread
+  std::unique_ptr<shard::Prober> prober_;  // io thread
   // In a Redis Cluster, with slots tracked: the other primaries, asked after each answer of
   // the own shard, for the slot-move plans (exporter/slots.h). io thread.
   std::unique_ptr<shard::PeerProbers> peers_;
@@ -377,8 +377,8 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
       AdviceInputs(options_, cluster_, shard_address_, &*measured_, shard_answers_));
   if (m.topology && options_.TracksSlots()) {
     if (!peers_) {
-      peers_ = std::make_unique<shard::PeerProbers>(io_, options_.shard.Resolved(options_.tap),
-                                                    mono_);
+      peers_ =
+          std::make_unique<shard::PeerProbers>(io_, options_.shard.Resolved(options_.tap), mono_);
     }
     // The other primaries are asked only while a slot move is advised: each hotkeyd of a
     // cluster asking every other node every interval would load the shards (INFO and

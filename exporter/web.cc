@@ -192,8 +192,8 @@ std::string SlotsJson(const Snapshot& s) {
     // The hot tags of the slots moved: there the tag, not the slot, is the cause.
     json::array causes;
     for (const TagSnapshot& t : v.tags) {
-      if (t.hot && std::find(v.move->slots.begin(), v.move->slots.end(), t.slot) !=
-                       v.move->slots.end()) {
+      if (t.hot &&
+          std::find(v.move->slots.begin(), v.move->slots.end(), t.slot) != v.move->slots.end()) {
         causes.push_back(json::value(t.label));
       }
     }
@@ -205,12 +205,9 @@ std::string SlotsJson(const Snapshot& s) {
     } else if (!v.move->relieves) {
       note = "the slot is its node's whole excess: moving it only moves the hot spot";
     }
-    o["move"] = json::object{{"slots", std::move(moved)},
-                             {"from", side(v.move->from)},
-                             {"to", side(v.move->to)},
-                             {"relieves", v.move->relieves},
-                             {"hot_tags", std::move(causes)},
-                             {"note", note},
+    o["move"] = json::object{{"slots", std::move(moved)},     {"from", side(v.move->from)},
+                             {"to", side(v.move->to)},        {"relieves", v.move->relieves},
+                             {"hot_tags", std::move(causes)}, {"note", note},
                              {"commands", v.move->commands}};
   } else {
     o["move"] = nullptr;

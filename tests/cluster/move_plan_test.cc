@@ -132,10 +132,8 @@ TEST_CASE("MovePlan: greedy, largest first, stops once from is at or under the t
   CHECK(PlanSlotMove(self, others, hot, {.target_load = 0.5})->slots ==
         std::vector<uint16_t>{1, 2, 3, 4});
   // Already at or under the target: the largest slot that fits still moves, and no more.
-  CHECK(PlanSlotMove(self, others, hot, {.target_load = 0.9})->slots ==
-        std::vector<uint16_t>{1});
-  CHECK(PlanSlotMove(self, others, hot, {.target_load = 0.95})->slots ==
-        std::vector<uint16_t>{1});
+  CHECK(PlanSlotMove(self, others, hot, {.target_load = 0.9})->slots == std::vector<uint16_t>{1});
+  CHECK(PlanSlotMove(self, others, hot, {.target_load = 0.95})->slots == std::vector<uint16_t>{1});
 }
 
 TEST_CASE("MovePlan: a move that only moves the hot spot says so", "[cluster]") {

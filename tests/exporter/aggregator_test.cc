@@ -697,7 +697,8 @@ TEST_CASE("Aggregator: after a restore the restored lifetime counts are a baseli
   Aggregator agg(Track(), r, "secret", kT0, nullptr);
   auto build = [&](absl::Time t) {
     std::vector<std::shared_ptr<const source::ReceiverReport>> reports = {
-        std::make_shared<const source::ReceiverReport>(source::ReceiverReport{t, *restored, {}, {}})};
+        std::make_shared<const source::ReceiverReport>(
+            source::ReceiverReport{t, *restored, {}, {}})};
     return agg.Build(reports, t, 0);
   };
   for (int step = 1; step <= 3; ++step) {

@@ -165,7 +165,13 @@ TEST_CASE("Slots: a tag of many lukewarm keys is a hot slot and a hot tag, no ke
                  l.find("tag=\"42\"") != std::string::npos;
         }) == 1);
   // The tracker holds what its bound says.
-  CHECK(snap->slots.memory_bytes == SlotTracker::MemoryBound(0));  // one source: no merge copy
+  // The tracker holds what its header says: 3 arrays of kSlots doubles and kBuckets + 1 of
+  // kSlots floats, and each bucket's start and total (one source: no merged tag copy).
+  const size_t arrays = 3 * cluster::kSlots * sizeof(double) +
+                        (SlotTracker::kBuckets + 1) * cluster::kSlots * sizeof(float) +
+                        (SlotTracker::kBuckets + 1) * (sizeof(absl::Time) + sizeof(double));
+  CHECK(snap->slots.memory_bytes == arrays);
+  CHECK(SlotTracker::MemoryBound(1000) == arrays + 1000);
 }
 
 TEST_CASE("Slots: a slot made hot by one key is advised the key's fix", "[exporter][slots]") {
@@ -191,11 +197,11 @@ TEST_CASE("Slots: the move goes to the least loaded node of the cluster handed i
           "[exporter][slots]") {
   Aggregator agg(Track(), Reloadable(), "", kT0, nullptr);
   ClusterInputs c;
-  c.nodes = {{"self-id", "10.0.0.1:7000", true, 5461, true, 900.0, 0.9, 1000.0},
-             {"busy-id", "10.0.0.2:7000", false, 5461, true, 800.0, 0.8, 1000.0},
-             {"calm-id", "10.0.0.3:7000", false, 5462, true, 200.0, 0.2, 1000.0},
-             {"down-id", "10.0.0.4:7000", false, 0, false, std::nullopt, std::nullopt,
-              std::nullopt}};
+  c.nodes = {
+      {"self-id", "10.0.0.1:7000", true, 5461, true, 900.0, 0.9, 1000.0},
+      {"busy-id", "10.0.0.2:7000", false, 5461, true, 800.0, 0.8, 1000.0},
+      {"calm-id", "10.0.0.3:7000", false, 5462, true, 200.0, 0.2, 1000.0},
+      {"down-id", "10.0.0.4:7000", false, 0, false, std::nullopt, std::nullopt, std::nullopt}};
   agg.SetClusterInputs(c);
   Source src;
   absl::Time now = kT0;

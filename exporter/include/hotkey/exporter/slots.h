@@ -28,7 +28,7 @@
 // around the shard known (ClusterInputs), the `move` slots get one plan (cluster/move_plan.h):
 // which slots go to the least loaded primary, both nodes' projected loads, the commands.
 //
-// Memory is fixed: MemoryBytes() (3 + (kBuckets + 1) / 2 arrays of kSlots doubles, plus one
+// Memory is fixed: MemoryBytes() (3 arrays of kSlots doubles, kBuckets + 1 of floats, plus one
 // merged tag tracker), pinned by tests/exporter/slots_test.cc. Per tick the work is
 // O(kSlots) plus the tracked tags and keys.
 //
