@@ -136,10 +136,12 @@ class Daemon::Impl {
   const clock::Clock& mono_;  // durations
   const clock::Clock& wall_;  // stamps
   const absl::Time origin_;   // mono_ at Create: the aggregator's start, the ticks' origin
-  clock::Ticker ticker_;      // every periodic job; started by Run()
+  // Declared before every member that holds its timers or sockets, the ticker's jobs
+  // included (a prober's job keeps the prober's timer alive), so that it is destroyed last.
+  asio::io_context io_;
+  clock::Ticker ticker_;  // every periodic job; started by Run()
   const LogSink log_;
   const RulesLoader load_rules_;
-  asio::io_context io_;
   std::unique_ptr<asio::signal_set> signals_;
   // Every source, receivers first; receivers_ views the UDP ones.
   std::vector<std::unique_ptr<source::EventSource>> sources_;
