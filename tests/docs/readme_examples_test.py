@@ -35,7 +35,8 @@ the test fails on any block it cannot classify, so a new example cannot escape i
     tools/install-deps.sh) and checked as the Python sampler is;
   - sh blocks that are a transcript (every command line starts with `$ `, the lines after
     it are its output): each command runs in the repository's root with the hotkeyd under
-    test first in PATH, and its output (stdout and stderr) must be the lines shown;
+    test first in PATH (and for a leading build/daemon/hotkeyd), and its output (stdout
+    and stderr) must be the lines shown;
   - yaml blocks must parse (python3-yaml);
   - untagged blocks are text (grammar, log lines, diagrams), unless a line starts with a
     command (`$ `, a program in PATH, or a path in the repository): then the block must
@@ -59,6 +60,7 @@ Everything it starts is stopped on exit; every wait is bounded.
 import argparse
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -440,7 +442,7 @@ def test_run(block, args):
         d.stop()
 
 
-TAP_BINARY = "build/daemon/hotkeyd"
+DOC_BINARY = "build/daemon/hotkeyd"  # the binary as the docs name it: a clone's build
 TAP_REQUESTS = 200
 NOBODY = 65534
 
@@ -455,8 +457,8 @@ def tap_command(block):
     if len(lines) != 1:
         raise Failure(f"{block.where()}: a tap block is one command, not {len(lines)} lines")
     argv = lines[0].split("#", 1)[0].split()
-    if argv[0] != TAP_BINARY or not any(a.startswith("--tap.interface=") for a in argv):
-        raise Failure(f"{block.where()}: a tap block runs {TAP_BINARY} --tap.interface=...")
+    if argv[0] != DOC_BINARY or not any(a.startswith("--tap.interface=") for a in argv):
+        raise Failure(f"{block.where()}: a tap block runs {DOC_BINARY} --tap.interface=...")
     ports = [a.split("=", 1)[1] for a in argv if a.startswith("--tap.port=")]
     if len(ports) != 1:
         raise Failure(f"{block.where()}: a tap block names one --tap.port=")
@@ -572,6 +574,8 @@ def test_transcript(block, args):
         else:
             steps[-1][1].append(line)
     for command, want in steps:
+        if command.startswith(DOC_BINARY + " "):  # the binary under test, wherever it is built
+            command = shlex.quote(os.path.abspath(args.hotkeyd)) + command[len(DOC_BINARY):]
         r = subprocess.run(["sh", "-c", command], cwd=repo, env=env, capture_output=True,
                            text=True, timeout=60)
         got = (r.stdout + r.stderr).splitlines()
