@@ -108,7 +108,9 @@ def main():
         e2e.Procs.start(["redis-server", "--port", "0", "--unixsocket", redis_sock, "--save", "",
                          "--appendonly", "no", "--dir", work.path], work.file("redis.log"))
         e2e.wait_until(lambda: os.path.exists(redis_sock), 10, "redis-server's socket")
-        d = e2e.Hotkeyd(args.hotkeyd, "--demo", f"--tap.file={args.pcap}",
+        # --run-as= keeps this process's user: started as root where a hotkeyd user exists,
+        # the default (auto) would switch to it, which cannot read this test's private files.
+        d = e2e.Hotkeyd(args.hotkeyd, "--run-as=", "--demo", f"--tap.file={args.pcap}",
                         f"--tap.port={pcap_server_port(args.pcap)}",
                         f"--model.measured-loads-file={loads}",
                         f"--shard.address={redis_sock}", "--shard.interval=1s",
@@ -122,7 +124,7 @@ def main():
                             and "hotkey_measured_loads_timestamp_seconds" in text) else None
         text = e2e.wait_until(complete, 30, "a /metrics page with the capture read, a hot key "
                               "advised, the shard's load and the measured loads", interval=0.1)
-        b = e2e.Hotkeyd(args.hotkeyd, f"--tap.file={args.pcap}", "--tap.weight=bytes",
+        b = e2e.Hotkeyd(args.hotkeyd, "--run-as=", f"--tap.file={args.pcap}", "--tap.weight=bytes",
                         f"--tap.port={pcap_server_port(args.pcap)}", "--udp.listen-address=",
                         work=work, ready_timeout=30)
         text_bytes = e2e.wait_until(

@@ -198,9 +198,13 @@ def rewrite_ports(block, text, http_port, udp_port, need_udp):
 
 class Daemon(e2e.Hotkeyd):
     """A hotkeyd on free loopback ports, its log hotkeyd-<name>.log in work_dir; stop()
-    always ends it."""
+    always ends it. Unless `as_written`, it keeps this process's user (--run-as=): started
+    as root where a hotkeyd user exists, the default would switch to that user, which may
+    not read the test's files."""
 
-    def __init__(self, binary, work_dir, name, extra=()):
+    def __init__(self, binary, work_dir, name, extra=(), as_written=False):
+        if not as_written:
+            extra = ("--run-as=", *extra)
         try:
             super().__init__(binary, *extra, work=work_dir,
                              log_path=os.path.join(work_dir, f"hotkeyd-{name}.log"),
@@ -485,7 +489,7 @@ def run_tap_as(block, args, argv, redis_port, binary, who, redis_log):
     counts every key of TAP_REQUESTS GETs and that the shard answers."""
     flags = [a.replace(f"--tap.port={a.split('=', 1)[1]}", f"--tap.port={redis_port}")
              if a.startswith("--tap.port=") else a for a in argv[1:]]
-    d = Daemon(binary, args.work_dir, f"line{block.line}-{who}", flags)
+    d = Daemon(binary, args.work_dir, f"line{block.line}-{who}", flags, as_written=True)
     try:
         send_redis_gets(redis_port, TAP_REQUESTS)
         try:
@@ -697,7 +701,7 @@ def main():
     passed += not problems
     if not problems:
         log("first screen: what it is, screenshot, run and test commands; the README's length, "
-            "install and tap commands; the peers table")
+            "install and tap commands; the peers table (with docs/benchmarks.md)")
     for b in blocks:
         try:
             kind, detail = classify(b, repo)
