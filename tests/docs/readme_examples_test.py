@@ -1,15 +1,25 @@
 #!/usr/bin/env python3
-"""readme_examples_test.py: runs the README's examples, so the documentation cannot rot.
+"""readme_examples_test.py: runs the README's examples, and the docs pages', so the
+documentation cannot rot.
 
-Usage: readme_examples_test.py --readme README.md --hotkeyd BIN [--work-dir DIR]
-                               [--repeat 20] [--list]
+Usage: readme_examples_test.py --readme README.md [--docs docs/PAGE.md ...] --hotkeyd BIN
+                               [--work-dir DIR] [--repeat 20] [--list]
 
-Every fenced code block of the README is classified, and the test fails on any block it
-cannot classify, so a new example cannot escape it silently:
+Every fenced code block of the README and of each page given with --docs is classified, and
+the test fails on any block it cannot classify, so a new example cannot escape it silently:
   - `<!-- readme-test: skip (REASON) -->` on the line(s) before a block: not run (REASON
     must say why, e.g. it installs packages or needs a Redis);
   - `<!-- readme-test: run -->` before a sh/python block: run against a live hotkeyd
     (ports rewritten, see below); it must exit 0;
+  - `<!-- readme-test: tap -->` before a sh block that is one `build/daemon/hotkeyd
+    --tap.interface=... --tap.port=P` command: the command that runs until stopped, run
+    as written beside a real redis-server (P rewritten to its port, the binary under test
+    for build/daemon/hotkeyd, free loopback web and UDP ports added). As root: run as
+    root, and as user nobody from a copy of the binary given `setcap cap_net_raw+ep`;
+    each time the tap must count every key of the requests sent, and the shard must be
+    asked (hotkey_shard_up 1). As any user: nobody with a copy without the capability
+    must exit 1 naming CAP_NET_RAW. Without root the two runs are skipped, with the
+    reason;
   - sh/bash blocks that send UDP (`nc -u`, `/dev/udp/`): every line they write must
     arrive. The truth is taken first by running the block with `nc` replaced by a shell
     function that appends its stdin to a file (and `/dev/udp/...` by that file): that is
@@ -25,7 +35,8 @@ cannot classify, so a new example cannot escape it silently:
     tools/install-deps.sh) and checked as the Python sampler is;
   - sh blocks that are a transcript (every command line starts with `$ `, the lines after
     it are its output): each command runs in the repository's root with the hotkeyd under
-    test first in PATH, and its output (stdout and stderr) must be the lines shown;
+    test first in PATH (and for a leading build/daemon/hotkeyd), and its output (stdout
+    and stderr) must be the lines shown;
   - yaml blocks must parse (python3-yaml);
   - untagged blocks are text (grammar, log lines, diagrams), unless a line starts with a
     command (`$ `, a program in PATH, or a path in the repository): then the block must
@@ -37,9 +48,11 @@ port numbers in the block's text before running it; a runnable block that does n
 the documented port fails, because it would talk to whatever listens elsewhere.
 
 It also checks the README's first screen (all before the first `## ` heading): a paragraph
-saying what hotkeyd is, a PNG screenshot under 200 KB that exists, the run, test, install
-and tap commands in that order, and a table with a row for each peer (redis-cli --hotkeys,
-HOTKEYS, MONITOR, statsd_exporter) naming bench/peers.sh.
+saying what hotkeyd is, a PNG screenshot under 200 KB that exists, the run command and then
+the test command; that the README is at most 200 lines and has the install and tap
+commands; and, when docs/benchmarks.md is among the pages, that it has a table with a row
+for each peer (redis-cli --hotkeys, HOTKEYS, MONITOR, statsd_exporter) naming
+bench/peers.sh.
 
 Everything it starts is stopped on exit; every wait is bounded.
 """
@@ -47,7 +60,9 @@ Everything it starts is stopped on exit; every wait is bounded.
 import argparse
 import os
 import re
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -76,19 +91,20 @@ class Failure(Exception):
 
 
 class Block:
-    def __init__(self, line, lang, text, marker):
+    def __init__(self, page, line, lang, text, marker):
+        self.page = page  # the file's path as given
         self.line = line  # 1-based line of the opening fence
         self.lang = lang
         self.text = text
         self.marker = marker  # the readme-test marker's text, or None
 
     def where(self):
-        return f"README.md:{self.line} ({self.lang or 'untagged'})"
+        return f"{self.page}:{self.line} ({self.lang or 'untagged'})"
 
 
-def parse_blocks(readme_text):
-    """Returns the fenced blocks, each with the readme-test marker on the non-blank line
-    right before its opening fence (if any)."""
+def parse_blocks(readme_text, page="README.md"):
+    """Returns the fenced blocks of `page`, each with the readme-test marker on the
+    non-blank line right before its opening fence (if any)."""
     blocks = []
     lines = readme_text.split("\n")
     i = 0
@@ -113,8 +129,8 @@ def parse_blocks(readme_text):
             body.append(line[len(indent):] if line.startswith(indent) else line.lstrip())
             k += 1
         if k == len(lines):
-            raise Failure(f"README.md:{i + 1}: code block never closed")
-        blocks.append(Block(i + 1, lang, "\n".join(body) + "\n", marker))
+            raise Failure(f"{page}:{i + 1}: code block never closed")
+        blocks.append(Block(page, i + 1, lang, "\n".join(body) + "\n", marker))
         i = k + 1
     return blocks
 
@@ -143,8 +159,11 @@ def classify(block, repo):
             return "skip", m.group(1).strip()
         if block.marker == "run" and (block.lang in SHELL_LANGS or block.lang in PYTHON_LANGS):
             return "run", None
+        if block.marker == "tap" and block.lang in SHELL_LANGS:
+            return "tap", None
         raise Failure(f"{block.where()}: unknown marker `readme-test: {block.marker}` "
-                      "(use `skip (reason)` or `run` on a sh/python block)")
+                      "(use `skip (reason)`, `run` on a sh/python block or `tap` on a sh "
+                      "block)")
     if block.lang in SHELL_LANGS:
         if re.search(r"\bnc\s+(-\w+\s+)*-u", block.text) or "/dev/udp/" in block.text:
             return "udp-shell", None
@@ -179,9 +198,13 @@ def rewrite_ports(block, text, http_port, udp_port, need_udp):
 
 class Daemon(e2e.Hotkeyd):
     """A hotkeyd on free loopback ports, its log hotkeyd-<name>.log in work_dir; stop()
-    always ends it."""
+    always ends it. Unless `as_written`, it keeps this process's user (--run-as=): started
+    as root where a hotkeyd user exists, the default would switch to that user, which may
+    not read the test's files."""
 
-    def __init__(self, binary, work_dir, name, extra=()):
+    def __init__(self, binary, work_dir, name, extra=(), as_written=False):
+        if not as_written:
+            extra = ("--run-as=", *extra)
         try:
             super().__init__(binary, *extra, work=work_dir,
                              log_path=os.path.join(work_dir, f"hotkeyd-{name}.log"),
@@ -423,6 +446,126 @@ def test_run(block, args):
         d.stop()
 
 
+DOC_BINARY = "build/daemon/hotkeyd"  # the binary as the docs name it: a clone's build
+TAP_REQUESTS = 200
+NOBODY = 65534
+
+
+class Skip(Exception):
+    pass
+
+
+def tap_command(block):
+    """The block's one command, as argv, checked for the shape the README promises."""
+    lines = [ln for ln in block.text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if len(lines) != 1:
+        raise Failure(f"{block.where()}: a tap block is one command, not {len(lines)} lines")
+    argv = lines[0].split("#", 1)[0].split()
+    if argv[0] != DOC_BINARY or not any(a.startswith("--tap.interface=") for a in argv):
+        raise Failure(f"{block.where()}: a tap block runs {DOC_BINARY} --tap.interface=...")
+    ports = [a.split("=", 1)[1] for a in argv if a.startswith("--tap.port=")]
+    if len(ports) != 1:
+        raise Failure(f"{block.where()}: a tap block names one --tap.port=")
+    return argv, ports[0]
+
+
+def send_redis_gets(port, n, key=b"user:42"):
+    """n GETs of `key` on one connection, each answered before the next."""
+    cmd = b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(key), key)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        for _ in range(n):
+            s.sendall(cmd)
+            reply = s.recv(4096)
+            if not reply.startswith((b"$", b"-")):
+                raise Failure(f"redis-server answered {reply!r} to GET")
+
+
+def tap_metric_sum(d, name):
+    return sum(v for n, _, v in e2e.parse_metrics(d.metrics_text()) if n == name)
+
+
+def run_tap_as(block, args, argv, redis_port, binary, who, redis_log):
+    """Runs the block's command (binary for build/daemon/hotkeyd) and checks that the tap
+    counts every key of TAP_REQUESTS GETs and that the shard answers."""
+    flags = [a.replace(f"--tap.port={a.split('=', 1)[1]}", f"--tap.port={redis_port}")
+             if a.startswith("--tap.port=") else a for a in argv[1:]]
+    d = Daemon(binary, args.work_dir, f"line{block.line}-{who}", flags, as_written=True)
+    try:
+        send_redis_gets(redis_port, TAP_REQUESTS)
+        try:
+            e2e.wait_until(lambda: tap_metric_sum(d, "hotkey_tap_keys_total") >= TAP_REQUESTS,
+                           WAIT_SECONDS, "the tap's key count")
+            e2e.wait_until(lambda: d.metric("hotkey_shard_up") == 1, WAIT_SECONDS,
+                           "hotkey_shard_up 1")
+        except AssertionError as e:
+            raise Failure(f"{block.where()}: as {who}: {e}; see {d.log_path}") from None
+        keys = tap_metric_sum(d, "hotkey_tap_keys_total")
+        log(f"  as {who}: the tap counted {keys:.0f} keys of {TAP_REQUESTS} GETs; the shard "
+            "answered")
+        if keys != TAP_REQUESTS:
+            raise Failure(f"{block.where()}: as {who}: the tap counted {keys} keys, "
+                          f"{TAP_REQUESTS} were sent")
+    finally:
+        d.stop()
+
+
+def nobody_wrapper(work, binary):
+    """A script that runs `binary` as user nobody (no groups), for Daemon."""
+    path = os.path.join(work, f"as-nobody-{os.path.basename(binary)}")
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\nexec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups '
+                f'{binary} "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_tap(block, args):
+    argv, _ = tap_command(block)
+    # A directory user nobody can enter, with two copies of the binary: one with the
+    # capability, one without.
+    work = tempfile.mkdtemp(prefix="hotkeyd-tap-")
+    try:
+        os.chmod(work, 0o755)
+        plain = os.path.join(work, "hotkeyd-plain")
+        shutil.copy(args.hotkeyd, plain)
+        if os.geteuid() == 0:
+            # Without the capability: a clear error, exit 1.
+            r = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                                "--clear-groups", plain, *argv[1:],
+                                "--web.listen-address=127.0.0.1:0", "--udp.listen-address="],
+                               capture_output=True, text=True, timeout=30)
+        else:
+            r = subprocess.run([plain, *argv[1:], "--web.listen-address=127.0.0.1:0",
+                                "--udp.listen-address="], capture_output=True, text=True,
+                               timeout=30)
+        if r.returncode != 1 or "CAP_NET_RAW" not in r.stderr:
+            raise Failure(f"{block.where()}: without CAP_NET_RAW the command exited "
+                          f"{r.returncode} with {r.stderr!r}, not 1 naming CAP_NET_RAW")
+        log("  without the capability: exit 1, naming CAP_NET_RAW")
+        if os.geteuid() != 0:
+            raise Skip("not root: the runs as root and as a user with the capability need root "
+                       "to set them up")
+        capped = os.path.join(work, "hotkeyd")
+        shutil.copy(args.hotkeyd, capped)
+        r = subprocess.run(["setcap", "cap_net_raw+ep", capped], capture_output=True, text=True)
+        if r.returncode:
+            raise Failure(f"{block.where()}: setcap failed: {r.stderr}")
+        redis_port = e2e.free_port()
+        redis_log = os.path.join(args.work_dir, "redis-tap.log")
+        redis = e2e.Procs.start(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
+                                 "--save", "", "--appendonly", "no", "--dir", work], redis_log)
+        try:
+            e2e.wait_until(lambda: socket.create_connection(("127.0.0.1", redis_port), 1).close()
+                           or True, WAIT_SECONDS, "redis-server", ignore=(OSError,))
+            run_tap_as(block, args, argv, redis_port, args.hotkeyd, "root", redis_log)
+            run_tap_as(block, args, argv, redis_port, nobody_wrapper(work, capped),
+                       "nobody with cap_net_raw+ep", redis_log)
+        finally:
+            e2e.Procs.stop(redis)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def test_transcript(block, args):
     """Runs each `$ command` and compares its output with the lines the README shows."""
     repo = os.path.dirname(os.path.abspath(args.readme))
@@ -435,6 +578,8 @@ def test_transcript(block, args):
         else:
             steps[-1][1].append(line)
     for command, want in steps:
+        if command.startswith(DOC_BINARY + " "):  # the binary under test, wherever it is built
+            command = shlex.quote(os.path.abspath(args.hotkeyd)) + command[len(DOC_BINARY):]
         r = subprocess.run(["sh", "-c", command], cwd=repo, env=env, capture_output=True,
                            text=True, timeout=60)
         got = (r.stdout + r.stderr).splitlines()
@@ -453,17 +598,24 @@ def test_yaml(block, _args):
 FIRST_SCREEN_COMMANDS = [
     ("run", "build/daemon/hotkeyd --demo"),
     ("test", "tools/test.sh"),
-    ("install", "apt install ./build-deb/hotkeyd_*.deb"),
-    ("tap", "hotkeyd --tap.interface="),
 ]
+README_COMMANDS = [
+    ("install", "apt install ./build-deb/hotkeyd_*.deb"),
+    ("tap", "build/daemon/hotkeyd --tap.interface="),
+]
+README_MAX_LINES = 200
 PEERS = ["redis-cli --hotkeys", "HOTKEYS", "MONITOR", "statsd_exporter"]
 SCREENSHOT_MAX_BYTES = 200_000
 
 
+def without_comments(text):
+    return re.sub(r"<!--.*?-->", "", text, flags=re.S)
+
+
 def check_first_screen(readme_text, repo):
     """The README's first screen (all before the first `## ` heading): what it is, a
-    screenshot, the run, test, install and tap commands in that order, and the table that
-    compares hotkeyd with its peers from bench/peers.sh. Returns the problems found."""
+    screenshot, the run command and then the test command; the README's length, and its
+    install and tap commands. Returns the problems found."""
     problems = []
     head = readme_text.split("\n## ", 1)[0]
     paras = [p for p in head.split("\n\n")[1:] if p.strip()]
@@ -484,7 +636,7 @@ def check_first_screen(readme_text, repo):
         if len(data) >= SCREENSHOT_MAX_BYTES:
             problems.append(f"screenshot {img} is {len(data)} bytes, not under {SCREENSHOT_MAX_BYTES}")
     pos = -1
-    no_comments = re.sub(r"<!--.*?-->", "", head, flags=re.S)
+    no_comments = without_comments(head)
     for name, cmd in FIRST_SCREEN_COMMANDS:
         at = no_comments.find(cmd)
         if at < 0:
@@ -492,18 +644,32 @@ def check_first_screen(readme_text, repo):
         elif at < pos:
             problems.append(f"the {name} command comes before the one above it")
         pos = max(pos, at)
-    table = [ln for ln in head.split("\n") if ln.startswith("|")]
+    lines = readme_text.count("\n")
+    if lines > README_MAX_LINES:
+        problems.append(f"the README is {lines} lines, over {README_MAX_LINES}: move the rest "
+                        "to docs/")
+    for name, cmd in README_COMMANDS:
+        if cmd not in without_comments(readme_text):
+            problems.append(f"the README lacks the {name} command `{cmd}`")
+    return problems
+
+
+def check_peers_table(page_text):
+    """The benchmarks page's table comparing hotkeyd with its peers, from bench/peers.sh."""
+    problems = []
+    table = [ln for ln in page_text.split("\n") if ln.startswith("|")]
     for peer in PEERS:
         if not any(peer in ln for ln in table):
             problems.append(f"the comparison table has no row for {peer}")
-    if not any("bench/peers.sh" in ln for ln in head.split("\n")):
-        problems.append("the comparison table does not name bench/peers.sh, its measurements")
+    if "bench/peers.sh" not in page_text:
+        problems.append("the comparison does not name bench/peers.sh, its measurements")
     return problems
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--readme", required=True)
+    ap.add_argument("--docs", nargs="*", default=[], help="more pages whose blocks are run")
     ap.add_argument("--hotkeyd", required=True)
     ap.add_argument("--work-dir")
     ap.add_argument("--repeat", type=int, default=20)
@@ -514,20 +680,28 @@ def main():
     if not args.work_dir:
         args.work_dir = own_tmp = tempfile.mkdtemp(prefix="hotkeyd-readme-")
     os.makedirs(args.work_dir, exist_ok=True)
-    with open(args.readme, encoding="utf-8") as f:
-        blocks = parse_blocks(f.read())
+    blocks = []
+    problems = []
+    for page in [args.readme] + args.docs:
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        name = os.path.relpath(os.path.abspath(page), repo)
+        blocks += parse_blocks(text, name)
+        if page == args.readme:
+            problems += check_first_screen(text, repo)
+        if name == os.path.join("docs", "benchmarks.md"):
+            problems += check_peers_table(text)
     runners = {"udp-shell": test_udp_shell, "sampler-python": test_sampler_python,
                "sampler-go": test_sampler_go, "run": test_run, "yaml": test_yaml,
-               "transcript": test_transcript}
+               "transcript": test_transcript, "tap": test_tap}
     passed, failed, skipped = 0, 0, 0
-    with open(args.readme, encoding="utf-8") as f:
-        problems = check_first_screen(f.read(), repo)
     for p in problems:
         log(f"FAIL first screen: {p}")
     failed += bool(problems)
     passed += not problems
     if not problems:
-        log("first screen: what it is, screenshot, run/test/install/tap commands, peers table")
+        log("first screen: what it is, screenshot, run and test commands; the README's length, "
+            "install and tap commands; the peers table (with docs/benchmarks.md)")
     for b in blocks:
         try:
             kind, detail = classify(b, repo)
@@ -541,6 +715,9 @@ def main():
             if not args.list:
                 runners[kind](b, args)
             passed += 1
+        except Skip as e:
+            log(f"skip {b.where()}: {e}")
+            skipped += 1
         except (Failure, subprocess.TimeoutExpired) as e:
             log(f"FAIL {e}")
             failed += 1
