@@ -1,0 +1,214 @@
+"""fixtures.py: what the kit's tests share.
+
+RedisServer  a real redis-server on a free loopback port (no persistence), stopped by stop().
+FeedServer   a small HTTP server that speaks the feed protocol (docs/feed.md): GET
+             /api/v1/hotkeys and the SSE stream, which the test can partition away. It is a
+             protocol fixture for the kit, not a stand-in for Redis; hotkeyd's own feed is
+             tested end to end with the daemon in its own tests.
+wait_until   a bounded wait for a condition.
+"""
+
+import base64
+import http.server
+import json
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import redis
+
+
+def wait_until(cond, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    def __init__(self):
+        if not shutil.which("redis-server"):
+            raise RuntimeError("redis-server is not installed (tools/install-deps.sh)")
+        self.dir = tempfile.mkdtemp(prefix="hotkeyd-kit-")
+        self.port = free_port()
+        self.log = os.path.join(self.dir, "redis.log")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning",
+             "--logfile", self.log])
+        wait_until(self._ready, 10, f"redis-server on port {self.port}")
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"redis-server exited with {self.proc.returncode}")
+        try:
+            return self.client().ping()
+        except redis.exceptions.ConnectionError:
+            return False
+
+    def client(self, cls=redis.Redis, **kw):
+        return cls(host="127.0.0.1", port=self.port, socket_timeout=10, **kw)
+
+    def calls(self, command):
+        """Calls of `command` so far, from INFO commandstats (0 when never called)."""
+        info = self.client().info("commandstats")
+        return int(info.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def entry(key, mode, *, refresh=1.0, split=4, match="key", with_key=True):
+    raw = key if isinstance(key, bytes) else key.encode()
+    e = {"label": raw.decode("utf-8", "replace"), "mode": mode, "refresh_seconds": refresh,
+         "share": 0.3, "write_ratio": 0.1, "origin": "advice", "match": match}
+    if mode in ("split", "split_cache"):
+        e["split_factor"] = split
+    if with_key:
+        e["key_b64"] = base64.b64encode(raw).decode()
+        try:
+            e["key"] = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    return e
+
+
+class FeedServer:
+    """The feed's side of the protocol. Thread-safe; every change emits one event."""
+
+    def __init__(self, lease=10.0, heartbeat=0.2):
+        self.lease = lease
+        self.heartbeat = heartbeat
+        self.version = 1
+        self.entries = {}            # label -> entry object
+        # Cleared: hotkeyd is partitioned away. Open streams get no heartbeats and new
+        # requests no answer until it is set again.
+        self.reachable = threading.Event()
+        self.reachable.set()
+        self.streams_served = 0
+        self._lock = threading.Lock()
+        self._subs = []
+        self.port = free_port()
+        self._server = None
+        self.start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def doc(self):
+        return {"version": self.version, "lease_seconds": self.lease,
+                "heartbeat_seconds": self.heartbeat, "entries": list(self.entries.values())}
+
+    def _emit(self, event, data):
+        line = f"id: {data['version']}\nevent: {event}\ndata: {json.dumps(data)}\n\n"
+        for q in self._subs:
+            q.put(line)
+
+    def put(self, e):
+        with self._lock:
+            kind = "change" if e["label"] in self.entries else "add"
+            self.entries[e["label"]] = e
+            self.version += 1
+            self._emit(kind, {"version": self.version, "entry": e})
+
+    def remove(self, label):
+        with self._lock:
+            e = self.entries.pop(label)
+            self.version += 1
+            data = {"version": self.version, "label": label}
+            if "key_b64" in e:
+                data["key_b64"] = e["key_b64"]
+            self._emit("remove", data)
+
+    def put_silently(self, e):
+        """Changes the set without an event: the next event shows subscribers a gap."""
+        with self._lock:
+            self.entries[e["label"]] = e
+            self.version += 1
+
+    def start(self):
+        fixture = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                fixture.reachable.wait()
+                if self.path == "/api/v1/hotkeys":
+                    with fixture._lock:
+                        body = json.dumps(fixture.doc()).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                elif self.path == "/api/v1/hotkeys/stream":
+                    self._stream()
+                else:
+                    self.send_error(404)
+
+            def _stream(self):
+                q = queue.Queue()
+                with fixture._lock:
+                    snap = json.dumps(fixture.doc())
+                    version = fixture.version
+                    fixture._subs.append(q)
+                    fixture.streams_served += 1
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(f"id: {version}\nevent: snapshot\ndata: {snap}\n\n".encode())
+                    self.wfile.flush()
+                    while True:
+                        try:
+                            item = q.get(timeout=fixture.heartbeat)
+                        except queue.Empty:
+                            if not fixture.reachable.is_set():
+                                continue
+                            with fixture._lock:
+                                v = fixture.version
+                            item = f"id: {v}\nevent: heartbeat\ndata: {json.dumps({'version': v})}\n\n"
+                        if item is None:
+                            return
+                        self.wfile.write(item.encode())
+                        self.wfile.flush()
+                except OSError:
+                    pass
+                finally:
+                    with fixture._lock:
+                        if q in fixture._subs:
+                            fixture._subs.remove(q)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        """Closes the listener and every open stream."""
+        self.reachable.set()
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            for q in self._subs:
+                q.put(None)
+        wait_until(lambda: not self._subs, 10, "the feed's streams to close")
