@@ -101,6 +101,13 @@ def _sum_values(values):
     return text if isinstance(present[0], str) else text.encode()
 
 
+class _NoFeed:
+    state = EMPTY
+
+
+_NO_FEED = _NoFeed()
+
+
 class _Flight:
     __slots__ = ("sent", "done", "value", "error")
 
@@ -167,10 +174,12 @@ class HotkeyClient:
         self._stopping = threading.Event()
         self._follower = None
         self._sweeper = None
+        self._feed = _NO_FEED  # the follower, or a stand-in whose set is always empty
         if feed_url is not None:
             self._follower = FeedFollower(feed_url, on_retire=self._on_retire,
                                           stats=self._stats, stats_lock=self._lock,
                                           auth=auth, ssl_context=ssl_context, clock=clock)
+            self._feed = self._follower
             self._sweeper = threading.Thread(target=self._sweep_loop, name="hotkeyd-sweep",
                                              daemon=True)
             if start:
@@ -227,8 +236,7 @@ class HotkeyClient:
     # ------------------------------------------------------------------ lookup
 
     def _state(self):
-        f = self._follower
-        return f.state if f is not None else EMPTY
+        return self._feed.state
 
     def _kb(self, key):
         if isinstance(key, bytes):
@@ -241,11 +249,12 @@ class HotkeyClient:
             return repr(key).encode()
         raise redis.exceptions.DataError(f"invalid key type {type(key).__name__}")
 
-    def _lookup(self, key):
+    def _lookup(self, key, st=None):
         """(key bytes, entry, live) for a key the feed names, else (key bytes, None, False).
         A split entry stays in force for reads after its lease or removal until folded."""
         k = self._kb(key)
-        st = self._state()
+        if st is None:
+            st = self._feed.state
         e = st.find(k) if st.active else None
         if e is not None:
             if st.live(e, self._clock()):
@@ -373,7 +382,7 @@ class HotkeyClient:
         return reply
 
     def _counter(self, method, split_method, name, amount):
-        if self._state().active or self._folding or self._cache:
+        if self._feed.state.active or self._folding or self._cache:
             k, e, live = self._lookup(name)
             if e is not None:
                 if e.mode in SPLIT_MODES:
@@ -475,29 +484,29 @@ class HotkeyClient:
     # ------------------------------------------------------------------ covered reads
 
     def get(self, name):
-        if self._state().active or self._folding:
+        if self._feed.state.active or self._folding:
             return self._read("get", name, ("get",))
         return self._r.get(name)
 
     def hget(self, name, key):
-        if self._state().active:
+        if self._feed.state.active:
             return self._read("hget", name, ("hget", key), key)
         return self._r.hget(name, key)
 
     def hgetall(self, name):
-        if self._state().active:
+        if self._feed.state.active:
             return self._read("hgetall", name, ("hgetall",))
         return self._r.hgetall(name)
 
     def hmget(self, name, keys, *args):
-        if self._state().active:
+        if self._feed.state.active:
             fields = tuple(keys) if isinstance(keys, (list, tuple)) else (keys,)
             fields += args
             return self._read("hmget", name, ("hmget",) + fields, list(fields))
         return self._r.hmget(name, keys, *args)
 
     def mget(self, keys, *args):
-        if not (self._state().active or self._folding):
+        if not (self._feed.state.active or self._folding):
             return self._r.mget(keys, *args)
         names = list(keys) if isinstance(keys, (list, tuple)) else [keys]
         names += args
@@ -524,7 +533,7 @@ class HotkeyClient:
         return self._multi_key_write("unlink", names)
 
     def _multi_key_write(self, method, names):
-        if not (self._state().active or self._folding or self._cache):
+        if not (self._feed.state.active or self._folding or self._cache):
             return getattr(self._r, method)(*names)
         plain, total = [], 0
         for n in names:
@@ -549,7 +558,7 @@ def _first_key_command(method, write):
     returns."""
 
     def command(self, name, *args, **kwargs):
-        if self._state().active or self._folding or (write and self._cache):
+        if self._feed.state.active or self._folding or (write and self._cache):
             k, e, live = self._lookup(name)
             if e is not None and live and e.mode == "isolate":
                 return getattr(self._target(e), method)(name, *args, **kwargs)

@@ -99,11 +99,12 @@ class FeedState:
     """An immutable view of the live entries. `active` is False when there are none, so a
     call for a key that is not hot costs one attribute read while the feed is empty."""
 
-    __slots__ = ("exact", "prefixes", "lease", "active")
+    __slots__ = ("exact", "prefixes", "_starts", "lease", "active")
 
     def __init__(self, exact, prefixes, lease):
         self.exact = exact          # {key bytes: Entry}
         self.prefixes = prefixes    # (Entry, ...) with prefix=True, longest first
+        self._starts = tuple(p.key for p in prefixes)  # one startswith() call tests all
         self.lease = lease
         self.active = bool(exact or prefixes)
 
@@ -111,7 +112,7 @@ class FeedState:
         """The entry for `key` (bytes), or None: an exact entry first, then the longest
         matching prefix. The caller checks the lease (live(e, now))."""
         e = self.exact.get(key)
-        if e is None:
+        if e is None and self._starts and key.startswith(self._starts):
             for p in self.prefixes:
                 if key.startswith(p.key):
                     return p

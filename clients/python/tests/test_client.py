@@ -255,6 +255,26 @@ class SplitTest(KitTest):
         self.assertEqual(self.raw.get("f"), b"2.75")
 
 
+    def test_a_failed_fold_is_retried_and_del_removes_the_sub_keys(self):
+        self.feed.put(entry("n", "split", split=2))
+        self.feed.put(entry("gone", "split", split=4))
+        kit = self.kit()
+        self.wait_mode(kit, "gone", "split")
+        for _ in range(20):
+            kit.incr("n")
+            kit.incr("gone")
+        self.raw.set("n", "not a number")  # the fold cannot add to this base
+        self.feed.remove("n")
+        wait_until(lambda: kit.stats()["fold_errors"] >= 1, WAIT, "a failed fold")
+        self.assertEqual(kit.stats()["folds"], 0)
+        self.raw.set("n", "5")
+        wait_until(lambda: kit.stats()["folds"] == 1, WAIT, "the retried fold")
+        self.assertEqual(self.raw.get("n"), b"25")
+        self.assertEqual(kit.delete("gone", "nothing"), 1)
+        self.assertEqual(self.raw.keys("gone*"), [])
+        self.assertIsNone(kit.get("gone"))
+
+
 class FeedTest(KitTest):
     def test_reconnects_after_the_feed_restarts(self):
         self.feed.put(entry("a", "cache"))
@@ -279,13 +299,17 @@ class FeedTest(KitTest):
         self.wait_mode(kit, "two", "cache")
         self.assertEqual(kit.stats()["feed_resyncs"], 1)
 
-    def test_entries_without_raw_keys_are_ignored(self):
+    def test_entries_without_raw_keys_or_malformed_are_ignored(self):
         self.feed.put(entry("secret", "cache", with_key=False))
+        self.feed.put(dict(entry("odd", "cache"), mode="teleport"))
+        self.feed.put(dict(entry("s", "split"), split_factor=1))
+        self.feed.put(dict(entry("p", "split"), match="prefix"))
+        self.feed.put(dict(entry("b", "cache"), key_b64="!!"))
         self.feed.put(entry(b"\x00\xffbin", "cache"))
         kit = self.kit()
         self.wait_mode(kit, b"\x00\xffbin", "cache")
         self.assertEqual(len(kit.entries()), 1)
-        self.assertEqual(kit.stats()["ignored_entries"], 1)
+        self.assertEqual(kit.stats()["ignored_entries"], 5)
         self.raw.set(b"\x00\xffbin", "v")
         self.assertEqual(kit.get(b"\x00\xffbin"), b"v")
         self.assertEqual(kit.get(b"\x00\xffbin"), b"v")
