@@ -167,6 +167,7 @@ class HotkeyClient:
         self._cache = {}                    # {key bytes: {read: _Slot}}
         self._folding = {}                  # {key bytes: Entry} retired split entries
         self._fold_queue = []
+        self._fold_failed = set()           # entries whose fold failed (logged once each)
         self._fold_script = redis_client.register_script(FOLD_LUA)
         self._warned = set()
         self._sweep_seconds = sweep_seconds
@@ -431,10 +432,13 @@ class HotkeyClient:
         while not self._stopping.is_set():
             self._wake.wait(self._sweep_seconds)
             self._wake.clear()
-            self._follower.expire()
-            self._run_folds()
-            if self._cache:
-                self._drop_cold_copies()
+            try:
+                self._follower.expire()
+                self._run_folds()
+                if self._cache:
+                    self._drop_cold_copies()
+            except Exception:  # noqa: BLE001 (the sweeper must outlive any one failure)
+                log.exception("hotkeyd_client: sweep failed")
 
     def _drop_cold_copies(self):
         st = self._state()
@@ -455,8 +459,11 @@ class HotkeyClient:
                     e.cond.wait()
             try:
                 self._fold(e)
-            except redis.exceptions.RedisError as err:
-                log.warning("hotkeyd_client: folding %r failed (%s); retrying", e.key, err)
+            except Exception as err:  # noqa: BLE001 (kept and retried, whatever failed)
+                if e not in self._fold_failed:
+                    self._fold_failed.add(e)
+                    log.warning("hotkeyd_client: folding %r failed (%s); retrying at each "
+                                "sweep", e.key, err)
                 self._count("fold_errors")
                 failed.append(e)
                 continue
@@ -464,6 +471,7 @@ class HotkeyClient:
                 self._stats["folds"] += 1
                 if self._folding.get(e.key) is e:
                     del self._folding[e.key]
+            self._fold_failed.discard(e)
         if failed:
             with self._lock:
                 self._fold_queue.extend(failed)

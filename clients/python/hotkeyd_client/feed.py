@@ -443,10 +443,9 @@ class FeedFollower:
             try:
                 if self._stream_once():
                     delay = self.BACKOFF_INITIAL
-            except (OSError, http.client.HTTPException, ValueError, KeyError,
-                    TypeError) as err:
+            except Exception as err:  # noqa: BLE001 (a bad feed must not end the thread)
                 if not self._stop.is_set():
-                    log.info("hotkeyd feed: %s; reconnecting", err)
+                    log.info("hotkeyd feed: %s: %s; reconnecting", type(err).__name__, err)
             # Jitter spreads the reconnects of many clients after a daemon restart.
             if self._stop.wait(self._rng.uniform(delay / 2, delay)):
                 break
