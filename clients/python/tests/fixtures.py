@@ -92,7 +92,11 @@ def entry(key, mode, *, refresh=1.0, split=4, match="key", with_key=True):
 class FeedServer:
     """The feed's side of the protocol. Thread-safe; every change emits one event."""
 
-    def __init__(self, lease=10.0, heartbeat=0.2):
+    def __init__(self, lease=10.0, heartbeat=0.2, auth=None):
+        # auth=(user, password): as hotkeyd with --key.label=hash and basic_auth_users, raw
+        # keys (key_b64, key) go only to requests that pass basic auth.
+        self.auth = None if auth is None else "Basic " + base64.b64encode(
+            f"{auth[0]}:{auth[1]}".encode()).decode()
         self.lease = lease
         self.heartbeat = heartbeat
         self.version = 1
@@ -112,14 +116,25 @@ class FeedServer:
     def url(self):
         return f"http://127.0.0.1:{self.port}"
 
-    def doc(self):
+    def doc(self, authed=True):
         return {"version": self.version, "lease_seconds": self.lease,
-                "heartbeat_seconds": self.heartbeat, "entries": list(self.entries.values())}
+                "heartbeat_seconds": self.heartbeat,
+                "entries": [self._shown(e, authed) for e in self.entries.values()]}
+
+    def _shown(self, data, authed):
+        if authed or self.auth is None:
+            return data
+        data = dict(data)
+        if "entry" in data:
+            data["entry"] = self._shown(data["entry"], authed)
+        data.pop("key_b64", None)
+        data.pop("key", None)
+        return data
 
     def _emit(self, event, data):
-        line = f"id: {data['version']}\nevent: {event}\ndata: {json.dumps(data)}\n\n"
-        for q in self._subs:
-            q.put(line)
+        for q, authed in self._subs:
+            shown = json.dumps(self._shown(data, authed))
+            q.put(f"id: {data['version']}\nevent: {event}\ndata: {shown}\n\n")
 
     def put(self, e):
         with self._lock:
@@ -152,9 +167,10 @@ class FeedServer:
 
             def do_GET(self):
                 fixture.reachable.wait()
+                self.authed = self.headers.get("Authorization") == fixture.auth
                 if self.path == "/api/v1/hotkeys":
                     with fixture._lock:
-                        body = json.dumps(fixture.doc()).encode()
+                        body = json.dumps(fixture.doc(self.authed)).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(body)))
@@ -167,10 +183,11 @@ class FeedServer:
 
             def _stream(self):
                 q = queue.Queue()
+                sub = (q, self.authed)
                 with fixture._lock:
-                    snap = json.dumps(fixture.doc())
+                    snap = json.dumps(fixture.doc(self.authed))
                     version = fixture.version
-                    fixture._subs.append(q)
+                    fixture._subs.append(sub)
                     fixture.streams_served += 1
                 try:
                     self.send_response(200)
@@ -195,8 +212,8 @@ class FeedServer:
                     pass
                 finally:
                     with fixture._lock:
-                        if q in fixture._subs:
-                            fixture._subs.remove(q)
+                        if sub in fixture._subs:
+                            fixture._subs.remove(sub)
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
@@ -209,6 +226,6 @@ class FeedServer:
         self._server.shutdown()
         self._server.server_close()
         with self._lock:
-            for q in self._subs:
+            for q, _ in self._subs:
                 q.put(None)
         wait_until(lambda: not self._subs, 10, "the feed's streams to close")

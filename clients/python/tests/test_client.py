@@ -129,6 +129,16 @@ class CacheTest(KitTest):
         self.assertIsNone(kit.get("profile"))
         self.assertGreater(kit.stats()["cache_hits"], 0)
 
+    def test_replicate_reads_go_to_the_replica_client(self):
+        replica = RedisServer()
+        self.addCleanup(replica.stop)
+        self.feed.put(entry("cat", "replicate", refresh=60))
+        kit = self.kit(replica_client=replica.client())
+        self.wait_mode(kit, "cat", "replicate")
+        self.raw.set("cat", "primary")
+        replica.client().set("cat", "replica")  # a stand-in for a replica's copy
+        self.assertEqual(kit.get("cat"), b"replica")
+
     def test_concurrent_misses_make_one_origin_fetch(self):
         n = 16
         gate = threading.Event()
@@ -170,6 +180,8 @@ class CacheTest(KitTest):
         self.assertEqual(kit.get("cfg"), b"a")  # the copy, renewed by heartbeats
         self.feed.reachable.clear()             # hotkeyd partitioned away
         wait_until(lambda: kit.stats()["fallbacks"] == 1, WAIT, "the lease to run out")
+        # The stream fell silent (no heartbeat for 3 intervals): the kit has left it.
+        wait_until(lambda: kit.stats()["feed_reconnects"] >= 1, WAIT, "a reconnect")
         self.assertEqual(kit.entries(), [])
         gets = self.redis.calls("get")
         self.assertEqual(kit.get("cfg"), b"b")
@@ -192,6 +204,29 @@ class SplitTest(KitTest):
         self.assertEqual(kit.get("ctr"), b"250")           # 100 + 200 - 50
         self.assertEqual(kit.mget("ctr", "x"), [b"250", None])
         self.assertEqual(kit.stats()["split_writes"], 201)
+
+    def test_replies_keep_the_wrapped_clients_types(self):
+        self.feed.put(entry("s", "split", split=3))
+        self.feed.put(entry("c", "cache"))
+        kit = self.kit(self.redis.client(decode_responses=True))
+        self.wait_mode(kit, "c", "cache")
+        kit.incrby("s", 7)
+        kit.incrby(b"s", 5)  # bytes and str name the same key
+        kit.set("c", "x")
+        self.assertEqual(kit.mget("s", "c"), ["12", "x"])
+        self.assertEqual(kit.get("c"), "x")
+
+    def test_split_cache_caches_the_sum(self):
+        self.feed.put(entry("likes", "split_cache", split=4, refresh=60))
+        kit = self.kit()
+        self.wait_mode(kit, "likes", "split_cache")
+        for _ in range(10):
+            kit.incr("likes")
+        self.assertEqual(kit.get("likes"), b"10")
+        kit.incr("likes")
+        self.assertEqual(kit.get("likes"), b"10")  # the cached sum, younger than refresh
+        s = kit.stats()
+        self.assertEqual((s["origin_fetches"], s["cache_hits"]), (1, 1))
 
     def test_totals_are_exact_across_split_and_fold_back_with_concurrent_writers(self):
         self.feed.lease = 1.0
@@ -314,6 +349,19 @@ class FeedTest(KitTest):
         self.assertEqual(kit.get(b"\x00\xffbin"), b"v")
         self.assertEqual(kit.get(b"\x00\xffbin"), b"v")
         self.assertEqual(kit.stats()["cache_hits"], 1)
+
+
+    def test_raw_keys_come_with_basic_auth(self):
+        self.feed.stop()
+        self.feed = FeedServer(auth=("app", "pw"))
+        self.feed.put(entry("k1", "cache"))
+        blind = self.kit()
+        kit = self.kit(auth=("app", "pw"))
+        self.wait_mode(kit, "k1", "cache")
+        self.feed.put(entry("k2", "cache"))
+        self.wait_mode(kit, "k2", "cache")
+        wait_until(lambda: blind.stats()["ignored_entries"] == 2, WAIT, "k2 ignored")
+        self.assertEqual(blind.entries(), [])
 
 
 class IsolateTest(KitTest):
