@@ -15,7 +15,8 @@ import unittest
 
 import redis
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..")]
 from fixtures import FeedServer, RedisServer, entry, wait_until  # noqa: E402
 
 from hotkeyd_client import HotkeyClient, sub_key_names  # noqa: E402
