@@ -477,8 +477,14 @@ class HotkeyClient:
                 self._fold_queue.extend(failed)
 
     def _fold(self, e):
-        if not self._cluster or has_hash_tag(e.key):
-            self._fold_script(keys=[e.key, *e.sub_keys])
+        keys = [e.key, *e.sub_keys]
+        if not self._cluster:
+            self._fold_script(keys=keys)
+            return
+        if has_hash_tag(e.key):
+            # EVAL, not EVALSHA: redis-py's cluster client logs every NOSCRIPT it retries,
+            # and folds are rare.
+            self._r.eval(FOLD_LUA, len(keys), *keys)
             return
         for sub in e.sub_keys:  # cross-slot: see the module comment
             v = self._r.getdel(sub)

@@ -1,6 +1,7 @@
 """fixtures.py: what the kit's tests share.
 
 RedisServer  a real redis-server on a free loopback port (no persistence), stopped by stop().
+RedisCluster three of them as a Redis Cluster.
 FeedServer   a small HTTP server that speaks the feed protocol (docs/feed.md): GET
              /api/v1/hotkeys and the SSE stream, which the test can partition away. It is a
              protocol fixture for the kit, not a stand-in for Redis; hotkeyd's own feed is
@@ -40,21 +41,23 @@ def free_port():
 
 
 class RedisServer:
-    def __init__(self):
+    def __init__(self, *config, port=None):
         if not shutil.which("redis-server"):
             raise RuntimeError("redis-server is not installed (tools/install-deps.sh)")
         self.dir = tempfile.mkdtemp(prefix="hotkeyd-kit-")
-        self.port = free_port()
+        self.port = port or free_port()
         self.log = os.path.join(self.dir, "redis.log")
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--loglevel", "warning",
-             "--logfile", self.log])
+             "--logfile", self.log, *config])
         wait_until(self._ready, 10, f"redis-server on port {self.port}")
 
     def _ready(self):
         if self.proc.poll() is not None:
-            raise AssertionError(f"redis-server exited with {self.proc.returncode}")
+            with open(self.log) as f:
+                raise AssertionError(f"redis-server exited with {self.proc.returncode}: "
+                                     f"{f.read()[-2000:]}")
         try:
             return self.client().ping()
         except redis.exceptions.ConnectionError:
@@ -229,3 +232,51 @@ class FeedServer:
             for q, _ in self._subs:
                 q.put(None)
         wait_until(lambda: not self._subs, 10, "the feed's streams to close")
+
+
+class RedisCluster:
+    """A real three-primary Redis Cluster on free loopback ports (no replicas)."""
+
+    def __init__(self, primaries=3):
+        self.servers = []
+        try:
+            for _ in range(primaries):
+                self.servers.append(RedisServer("--cluster-enabled", "yes",
+                                                "--cluster-config-file", "nodes.conf",
+                                                port=self._port()))
+            subprocess.run(["redis-cli", "--cluster", "create",
+                            *[f"127.0.0.1:{s.port}" for s in self.servers], "--cluster-yes"],
+                           check=True, capture_output=True, timeout=60)
+            wait_until(self._ok, 30, "cluster_state:ok")
+        except BaseException:
+            self.stop()
+            raise
+
+    @staticmethod
+    def _port():
+        """A free port whose cluster bus port (port + 10000) is free too."""
+        for _ in range(100):
+            p = free_port()
+            if p + 10000 > 65535:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p + 10000))
+                except OSError:
+                    continue
+            return p
+        raise RuntimeError("no free port pair for a cluster node")
+
+    def _ok(self):
+        try:
+            return all(s.client().cluster("info")["cluster_state"] == "ok"
+                       for s in self.servers)
+        except redis.exceptions.RedisError:
+            return False
+
+    def client(self, **kw):
+        return redis.RedisCluster(host="127.0.0.1", port=self.servers[0].port, **kw)
+
+    def stop(self):
+        for s in self.servers:
+            s.stop()

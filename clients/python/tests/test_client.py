@@ -17,7 +17,7 @@ import redis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..")]
-from fixtures import FeedServer, RedisServer, entry, wait_until  # noqa: E402
+from fixtures import FeedServer, RedisCluster, RedisServer, entry, wait_until  # noqa: E402
 
 from hotkeyd_client import HotkeyClient, sub_key_names  # noqa: E402
 from hotkeyd_client.client import _sum_values  # noqa: E402
@@ -387,6 +387,38 @@ class IsolateTest(KitTest):
         self.assertIsNone(iso.get("plain"))
         self.assertEqual(kit.delete("tenant:acme", "plain"), 2)
         self.assertEqual(iso.keys("tenant*") + self.raw.keys("*"), [])
+
+
+class ClusterTest(unittest.TestCase):
+    """A RedisCluster client: sub-keys of an untagged key spread over slots (and nodes),
+    GET sums them across nodes, and both fold paths (one script for a tagged key, a move
+    per sub-key for an untagged one) keep the totals."""
+
+    def test_split_counters_on_a_cluster(self):
+        cluster = RedisCluster()
+        self.addCleanup(cluster.stop)
+        feed = FeedServer()
+        self.addCleanup(feed.stop)
+        feed.put(entry("views", "split", split=8))
+        feed.put(entry("{user:1}:views", "split", split=8))
+        kit = HotkeyClient(cluster.client(), feed.url)
+        self.addCleanup(kit.close)
+        raw = cluster.client()
+        wait_until(lambda: len(kit.entries()) == 2, WAIT, "both entries")
+        for key in ("views", "{user:1}:views"):
+            for _ in range(100):
+                kit.incrby(key, 3)
+            self.assertEqual(kit.get(key), b"300")
+        nodes = {raw.get_node_from_key(n).name for n in sub_key_names(b"views", 8)}
+        self.assertGreater(len(nodes), 1)
+        feed.remove("views")
+        feed.remove("{user:1}:views")
+        wait_until(lambda: kit.stats()["folds"] == 2, WAIT, "the folds")
+        self.assertEqual(kit.stats()["fold_errors"], 0)
+        for key in ("views", "{user:1}:views"):
+            self.assertEqual(raw.get(key), b"300")
+            names = sub_key_names(key.encode(), 8)
+            self.assertEqual(sum(raw.exists(n) for n in names), 0)
 
 
 class PassThroughTest(unittest.TestCase):
