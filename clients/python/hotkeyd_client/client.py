@@ -46,6 +46,7 @@ import threading
 import time
 
 import redis
+
 from .feed import CACHE_MODES, EMPTY, SPLIT_MODES, FeedFollower
 from .naming import has_hash_tag
 

@@ -206,7 +206,8 @@ class FeedServer:
                                 continue
                             with fixture._lock:
                                 v = fixture.version
-                            item = f"id: {v}\nevent: heartbeat\ndata: {json.dumps({'version': v})}\n\n"
+                            beat = json.dumps({"version": v})
+                            item = f"id: {v}\nevent: heartbeat\ndata: {beat}\n\n"
                         if item is None:
                             return
                         self.wfile.write(item.encode())
