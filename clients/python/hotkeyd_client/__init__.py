@@ -1,0 +1,13 @@
+"""hotkeyd_client: applies hotkeyd's advised hot-key fixes to a redis-py client at runtime.
+
+    from hotkeyd_client import HotkeyClient
+    r = HotkeyClient(redis.Redis(...), "http://127.0.0.1:9100")
+    r.get("user:42")   # served locally while hotkeyd advises caching user:42
+
+See README.md and docs/feed.md (the protocol).
+"""
+
+from .client import STAT_NAMES, HotkeyClient
+from .naming import has_hash_tag, sub_key_names
+
+__all__ = ["HotkeyClient", "STAT_NAMES", "has_hash_tag", "sub_key_names"]
