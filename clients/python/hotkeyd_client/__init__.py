@@ -1,7 +1,7 @@
 """hotkeyd_client: applies hotkeyd's advised hot-key fixes to a redis-py client at runtime.
 
     from hotkeyd_client import HotkeyClient
-    r = HotkeyClient(redis.Redis(...), "http://127.0.0.1:9100")
+    r = HotkeyClient(redis.Redis(...), "http://127.0.0.1:10110")
     r.get("user:42")   # served locally while hotkeyd advises caching user:42
 
 See README.md and docs/feed.md (the protocol).

@@ -140,7 +140,7 @@ def _copy(value):
 
 class HotkeyClient:
     """See the module comment. `redis_client` is the origin; `feed_url` hotkeyd's HTTP
-    server (e.g. "http://127.0.0.1:9100"), or None to pass everything through.
+    server (e.g. "http://127.0.0.1:10110"), or None to pass everything through.
 
     Keyword arguments: isolate_client (where isolate-mode keys go; without one, they stay on
     redis_client), replica_client (replicate-mode reads), auth ((user, password): basic

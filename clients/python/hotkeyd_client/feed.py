@@ -182,7 +182,7 @@ class FeedFollower:
         self._host = u.hostname
         self._port = u.port
         base = u.path.rstrip("/")
-        # The URL may name the server ("http://h:9100"), the set or the stream.
+        # The URL may name the server ("http://h:10110"), the set or the stream.
         for suffix in ("/api/v1/hotkeys/stream", "/api/v1/hotkeys"):
             if base.endswith(suffix):
                 base = base[: -len(suffix)]
