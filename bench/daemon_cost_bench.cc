@@ -4,7 +4,7 @@
 //   ingest  a receive batch's user-space work per event, on datagrams recorded once from
 //           the loadgen Sender (the stream of hotkey-bench-daemon: 1400-byte datagrams of
 //           Zipf 1.0 "key:<rank>" events over a million keys), 64 datagrams a batch with one
-//           Advance() each, at the daemon's default tracker (128 candidates, 32 KiB):
+//           Advance() each, at a 128-candidate tracker with the daemon's sketch (32 KiB):
 //             ceiling   lines split at '\n', the key hashed, one bare count-min update
 //             daemon    parsers::ParseDatagram and HeavyHitters::Update for every event, as
 //                       source::UdpReceiver::Process does
@@ -18,7 +18,7 @@
 //           /metrics render (SnapshotCollector + RenderText), at top_k 10, 100 and 1000 and
 //           candidates 200 to 100,000, with min_share and min_key_ops lowered so that top_k
 //           keys are exported, and at the defaults (top_k 10, min_share 0.01) for each
-//           table size; and at the daemon's defaults (128 candidates), whose tick CPU per
+//           table size; and at the defaults with 128 candidates, whose tick CPU per
 //           second is printed (one Publish and one Build per publish interval, 250 ms, per
 //           receiver).
 //
