@@ -281,7 +281,20 @@ std::vector<std::string> Render(std::string_view body, const RenderOptions& opti
   lines.push_back(absl::StrFormat("%*s  %*s  %*s  %*s  %-*s  %s", kShareColumns, "SHARE",
                                   kRateColumns, Sv(rate_heading), kWriteColumns, "WRITE",
                                   kHotColumns, "HOT", kFixColumns, "FIX", "KEY"));
-  for (const json::value& row : rows) {
+  // Largest shown share first, as top sorts by a column it shows (hotkeyd lists the keys by
+  // their decayed share, which can order two close keys the other way); stable, so equal
+  // shares keep hotkeyd's order; keys without a share last.
+  std::vector<const json::value*> sorted;
+  sorted.reserve(rows.size());
+  for (const json::value& row : rows) sorted.push_back(&row);
+  const auto share = [](const json::value* row) {
+    const double s = Number(Field(row, "share"));
+    return std::isnan(s) ? -1.0 : s;
+  };
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](const json::value* a, const json::value* b) { return share(a) > share(b); });
+  for (const json::value* row_ptr : sorted) {
+    const json::value& row = *row_ptr;
     std::string hot_for = "-";
     if (const json::value* h = Field(&row, "hot"); h != nullptr && h->is_bool() && h->get_bool()) {
       const std::optional<absl::Time> since = Time(Field(&row, "hot_since"));

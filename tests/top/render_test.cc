@@ -57,6 +57,21 @@ TEST_CASE("Render: the demo's answer gives the totals, a heading and one row per
   CHECK(lines[5] == "  2.3%      222/s    10%       -  -            key:1");
 }
 
+TEST_CASE("Render: rows are sorted by the share shown, largest first", "[top]") {
+  // hotkeyd lists keys by decayed share; the screen orders by its SHARE column. Equal shares
+  // keep the answer's order, keys without a share go last.
+  const std::vector<std::string> lines = Render(R"({"keys": [
+      {"key": "a", "share": 0.248}, {"key": "none"}, {"key": "b", "share": 0.251},
+      {"key": "c", "share": 0.1}, {"key": "d", "share": 0.1}]})",
+                                                Opts(80));
+  REQUIRE(lines.size() == 9);
+  CHECK(lines[4].ends_with(" b"));
+  CHECK(lines[5].ends_with(" a"));
+  CHECK(lines[6].ends_with(" c"));
+  CHECK(lines[7].ends_with(" d"));
+  CHECK(lines[8].ends_with(" none"));
+}
+
 TEST_CASE("Render: no line is wider than the width, whatever the keys hold", "[top]") {
   // Wide characters, combining marks, escapes and a long key: each width from 1 to 130.
   const std::string body = R"({"time": "2026-12-04T14:39:18Z", "keys": [

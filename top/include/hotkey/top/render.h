@@ -1,6 +1,7 @@
-// The screen of `hotkeyd top`: /api/v1/top's JSON turned into lines of text, one header line
-// with the shard's totals, a column heading, then one row per exported key (share, ops/s,
-// write ratio, how long it has been hot, the advised fix, the key).
+// The screen of `hotkeyd top`: /api/v1/top's JSON turned into lines of text: a header (the
+// source and the answer's time), the shard's totals, a column heading, then one row per
+// exported key, largest share first: share, ops/s, write ratio, how long it has been hot,
+// the advised fix, the key.
 //
 // Pure functions of their arguments (no clock, no terminal, no I/O), so every screen is
 // unit-tested; top.cc draws them. The time shown and a key's hot duration come from the
