@@ -2,12 +2,13 @@
 # top_tmux_e2e.sh HOTKEYD: `hotkeyd top` in a real terminal. tmux (a private server, a
 # detached 100x30 session) runs it against `hotkeyd --demo`, and capture-pane reads its screen:
 #   1. the screen shows the demo's hot keys, and its rows are /api/v1/top's keys;
+#   1b. keys sent over UDP with ESC and with wide characters show escaped and clipped;
 #   2. it refreshes: a capture after the interval shows another time in the header;
 #   3. `q` quits it with status 0, and the terminal is back in canonical mode with echo;
 #   4. against a port where nothing listens it shows the failure, keeps running and
 #      retrying, and Ctrl-C quits it with status 0.
 # Exits 77 (skipped) without tmux. TOP_SCREEN_OUT=FILE saves the capture of step 1.
-# Loopback only; every wait is bounded; everything started is stopped on exit. About 10 s.
+# Loopback only; every wait is bounded; everything started is stopped on exit. About 20 s.
 set -euo pipefail
 
 hotkeyd_bin=$(realpath "${1:?usage: top_tmux_e2e.sh path/to/hotkeyd}")
@@ -81,6 +82,39 @@ grep -q '^total [0-9.]*k/s  read .*  keys [0-9]* tracked, 3 hot$' <<<"$first" ||
   fail "no totals line with 3 hot keys: $first"
 if [ -n "${TOP_SCREEN_OUT:-}" ]; then printf '%s\n' "$first" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' >"$TOP_SCREEN_OUT"; fi
 log "ok: header, totals and rows as expected"
+
+# ------------------------------------------------------------ 1b. keys a terminal would act on
+# Two more keys sent over UDP, each about 1.5k events/s: one holding ESC [31m (a colour
+# change), one of 60 U+2705 (a character wide on the terminal that the screen counts as one
+# column): its row must be clipped at the pane's edge, not wrapped onto the next line.
+python3 - "$uport" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+keys = [b"evil\x1b[31mred", b"wide:" + "\u2705".encode() * 60]
+end = time.time() + 20
+while time.time() < end:
+    for k in keys:
+        s.sendto(b"\n".join([b"r " + k] * 50), ("127.0.0.1", int(sys.argv[1])))
+    time.sleep(1 / 30)
+PY
+pids+=($!)
+shows_sent_keys() {
+  local screen
+  screen=$(capture top)
+  echo "$screen"
+  grep -q ' evil\\x1b\[31mred$' <<<"$screen" && grep -q ' wide:✅' <<<"$screen"
+}
+wait_for 15 "the screen shows the sent keys, ESC escaped" shows_sent_keys
+# Under the heading every line is a row (a share first) or blank: no wrapped remainder.
+no_wrap() {
+  local screen
+  screen=$(capture top)
+  echo "$screen"
+  awk 'rows && NF && $1 !~ /^[0-9.]+%$/ { bad = 1 } / KEY$/ { rows = 1 } END { exit bad }' <<<"$screen"
+}
+no_wrap >/dev/null || fail "a row spilled onto the next line: $(capture top)"
+capture top | grep -q $'\x1b' && fail "an ESC byte reached the screen"
+log "ok: ESC in a key shows as \\x1b; a row wider than the pane is clipped, not wrapped"
 
 # ------------------------------------------------------------ 2. it refreshes
 header_time() { capture top | head -1 | awk '{ print $(NF-1) }'; }
