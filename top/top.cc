@@ -83,11 +83,13 @@ class Screen {
   Screen(const Screen&) = delete;
   Screen& operator=(const Screen&) = delete;
 
-  // Draws `lines` from the top left, erasing what the last frame left beyond them.
+  // Draws `lines` from the top left, erasing what the last frame left beyond them. Each line
+  // is erased whole before it is written (EL 2), not after (EL 0): a line as wide as the
+  // terminal leaves the cursor on its last column, which an erase after it would blank.
   void Draw(const std::vector<std::string>& lines) {
     std::string frame = "\x1b[H";
     for (size_t i = 0; i < lines.size(); ++i) {
-      absl::StrAppend(&frame, lines[i], "\x1b[K", i + 1 < lines.size() ? "\r\n" : "");
+      absl::StrAppend(&frame, "\x1b[2K", lines[i], i + 1 < lines.size() ? "\r\n" : "");
     }
     frame.append("\x1b[J");
     WriteAll(frame);

@@ -3,7 +3,8 @@
 # detached 100x30 session) runs it against `hotkeyd --demo`, and capture-pane reads its screen:
 #   1. the screen shows the demo's hot keys, and its rows are /api/v1/top's keys;
 #   1b. keys sent over UDP with ESC and with wide characters show escaped and clipped;
-#   2. it refreshes: a capture after the interval shows another time in the header;
+#   2. it refreshes: a capture after the interval shows another time in the header; after a
+#      resize to 60 columns the lines are cut to 60;
 #   3. `q` quits it with status 0, and the terminal is back in canonical mode with echo;
 #   4. against a port where nothing listens it shows the failure, keeps running and
 #      retrying, and Ctrl-C quits it with status 0.
@@ -121,6 +122,17 @@ header_time() { capture top | head -1 | awk '{ print $(NF-1) }'; }
 t1=$(header_time)
 refreshed() { [ "$(header_time)" != "$t1" ]; }
 wait_for 5 "a refresh shows a later time than $t1" refreshed
+# A narrower pane: the screen is drawn again at its width, the totals line cut with "…".
+tm resize-window -t top -x 60 -y 30
+narrow() {
+  local screen
+  screen=$(capture top)
+  echo "$screen"
+  grep -q '^total .*…$' <<<"$screen" && ! grep -q ' user:celebrity:profile$' <<<"$screen"
+}
+wait_for 5 "after a resize to 60 columns the lines are cut to 60" narrow
+capture top | python3 -c 'import sys; sys.exit(any(len(l.rstrip("\n")) > 60 for l in sys.stdin))' ||
+  fail "a line longer than 60 characters: $(capture top)"
 
 # ------------------------------------------------------------ 3. q quits, terminal restored
 tm send-keys -t top q
