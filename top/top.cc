@@ -160,7 +160,13 @@ int RunInteractive(Fetcher& fetcher, const TopOptions& options) {
   using Clock = std::chrono::steady_clock;
   const auto interval = absl::ToChronoNanoseconds(options.interval);
   bool stdin_open = true;
-  LastAnswer last;
+  // Shown until the first answer, which can take up to --timeout.
+  LastAnswer last{.reply = std::nullopt, .error = "connecting"};
+  {
+    const TerminalSize size = QuerySize();
+    screen.Draw(RenderError(
+        last.error, {.width = size.columns, .height = size.rows, .source = options.fetch.url}));
+  }
   Clock::time_point next_fetch = Clock::now();
   while (quit_signal == 0) {
     bool draw = false;

@@ -7,9 +7,10 @@
 #      resize to 60 columns the lines are cut to 60;
 #   3. `q` quits it with status 0, and the terminal is back in canonical mode with echo;
 #   4. against a port where nothing listens it shows the failure, keeps running and
-#      retrying, and Ctrl-C quits it with status 0.
+#      retrying, and Ctrl-C quits it with status 0;
+#   5. against a server that never answers it shows "connecting", then the timeout.
 # Exits 77 (skipped) without tmux. TOP_SCREEN_OUT=FILE saves the capture of step 1.
-# Loopback only; every wait is bounded; everything started is stopped on exit. About 20 s.
+# Loopback only; every wait is bounded; everything started is stopped on exit. About 30 s.
 set -euo pipefail
 
 hotkeyd_bin=$(realpath "${1:?usage: top_tmux_e2e.sh path/to/hotkeyd}")
@@ -155,4 +156,23 @@ tm send-keys -t down C-c
 wait_for 5 "top exits on Ctrl-C" test -s "$tmp/down.rc"
 [ "$(cat "$tmp/down.rc")" = 0 ] || fail "top exited with $(cat "$tmp/down.rc") on Ctrl-C"
 log "ok: a refused connection is shown and retried; Ctrl-C quit with status 0"
+
+# ------------------------------------------------------------ 5. a server that never answers
+# It listens and never accepts: the connection completes in the kernel, the answer never
+# comes. The screen says "connecting" during the first request, then the timeout.
+silent_port=$(free_port tcp)
+python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+time.sleep(60)' "$silent_port" &
+pids+=($!)
+wait_for 5 "the silent server listens" python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$silent_port"
+start_top silent --url="http://127.0.0.1:$silent_port" --timeout=5s
+wait_for 5 "the screen says connecting during the first request" sh -c "tmux -L $tmux_socket capture-pane -p -t silent | grep -q '^connecting\$'"
+wait_for 15 "the screen shows the timeout" sh -c "tmux -L $tmux_socket capture-pane -p -t silent | grep -q 'no answer within 5s; retrying every 1s'"
+tm send-keys -t silent q
+wait_for 10 "top exits on q after a request in flight" test -s "$tmp/silent.rc"
+[ "$(cat "$tmp/silent.rc")" = 0 ] || fail "top exited with $(cat "$tmp/silent.rc")"
+log "ok: connecting, then the timeout shown; q quit"
 log "PASS"

@@ -4,7 +4,8 @@
 // with plain ANSI sequences: the alternate screen, the cursor home and erase-to-end each
 // frame (no ncurses: a screen of text lines needs nothing more). Autowrap is off while it
 // draws, so a line can never spill onto the next. `q` or Ctrl-C (SIGINT, also SIGTERM and
-// SIGHUP) quits and restores the terminal; a resize redraws at the new size. A failed fetch
+// SIGHUP) quits and restores the terminal, at once between requests, else when the request
+// in flight ends (within --timeout); a resize redraws at the new size. A failed fetch
 // is shown on the screen and retried at the next refresh, never an exit. --once prints one
 // screen as plain text (no control sequences) and exits.
 //
