@@ -1,8 +1,9 @@
 // `hotkeyd top`: the live top keys of a running hotkeyd in a terminal, like top(1).
 //
 // Fetches GET /api/v1/top every --interval (fetch.h) and draws Render()'s lines (render.h)
-// with plain ANSI sequences: the alternate screen, the cursor home and erase-to-end each
-// frame (no ncurses: a screen of text lines needs nothing more). Autowrap is off while it
+// with plain ANSI sequences: the alternate screen; each frame the cursor home, every line
+// erased and rewritten, the rest of the screen erased (no ncurses: a screen of text lines
+// needs nothing more). Autowrap is off while it
 // draws, so a line can never spill onto the next. `q` or Ctrl-C (SIGINT, also SIGTERM and
 // SIGHUP) quits and restores the terminal, at once between requests, else when the request
 // in flight ends (within --timeout); a resize redraws at the new size. A failed fetch
