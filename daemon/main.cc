@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,7 @@
 #include "hotkey/shard/prober.h"
 #include "hotkey/source/demo.h"
 #include "hotkey/tap/tap.h"
+#include "hotkey/top/top.h"
 
 namespace {
 
@@ -140,6 +142,10 @@ absl::Status CheckFilesAfterSwitch(const hotkey::config::DaemonOptions& options,
 
 int main(int argc, char** argv) {
   try {
+    // `hotkeyd top`: a client of a running hotkeyd's API, with flags of its own (top/top.h).
+    if (argc > 1 && std::string_view(argv[1]) == "top") {
+      return hotkey::top::Main(argc - 1, argv + 1);
+    }
     absl::StatusOr<hotkey::config::FlagsResult> flags = hotkey::config::ParseFlags(argc, argv);
     if (!flags.ok()) {
       std::fprintf(stderr, "hotkeyd: %s\nSee hotkeyd --help.\n",
@@ -151,6 +157,12 @@ int main(int argc, char** argv) {
     }
     if (flags->action != hotkey::config::FlagsResult::Action::kRun) {
       std::fputs(flags->text.c_str(), stdout);
+      if (flags->action == hotkey::config::FlagsResult::Action::kPrintHelp) {
+        std::fputs(
+            "\nSubcommands:\n  hotkeyd top [<flags>]\n        The live top keys of a running "
+            "hotkeyd in a terminal, like top(1)\n        (hotkeyd top --help).\n",
+            stdout);
+      }
       return 0;
     }
     static std::mutex log_mu;
