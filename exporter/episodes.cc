@@ -79,6 +79,15 @@ EpisodeLog::EpisodeLog(size_t capacity, size_t label_bytes)
       label_bytes_(std::min(label_bytes, kMaxLabelBytes)),
       ring_(capacity_) {
   for (Episode& e : ring_) e.label.reserve(label_bytes_);
+  // Every open episode is in the ring: the index never holds more than the ring, and,
+  // reserved for that, never grows.
+  open_.reserve(capacity_);
+}
+
+size_t EpisodeLog::OpenIndexBytes(size_t capacity) {
+  OpenIndex index;
+  index.reserve(capacity);
+  return index.capacity() * (sizeof(OpenIndex::slot_type) + 1);
 }
 
 void EpisodeLog::SetStrategy(char* dst, std::string_view s) {
@@ -234,11 +243,11 @@ size_t EpisodeLog::MemoryBytes() const {
     // A string's own buffer beyond its inline (small-string) storage.
     if (e.label.capacity() > std::string().capacity()) n += e.label.capacity() + 1;
   }
-  return n + open_.capacity() * (sizeof(std::pair<std::pair<uint8_t, uint64_t>, Open>) + 1);
+  return n + open_.capacity() * (sizeof(OpenIndex::slot_type) + 1);
 }
 
 size_t EpisodeLog::MemoryBound(size_t capacity, size_t label_bytes) {
-  return capacity * (sizeof(Episode) + label_bytes + 1);
+  return capacity * (sizeof(Episode) + label_bytes + 1) + OpenIndexBytes(capacity);
 }
 
 std::string EpisodeLog::Serialize() const {

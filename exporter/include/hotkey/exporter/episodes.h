@@ -11,9 +11,9 @@
 // measurement's time of that strategy.
 //
 // Bounded: a ring of `capacity` episodes; the oldest gives way. Labels are cut to
-// `label_bytes`, kept in storage reserved at construction, so memory is fixed
-// (MemoryBound(), pinned by episodes_test.cc) but for the index of open episodes (one
-// entry per subject hot now).
+// `label_bytes`, kept in storage reserved at construction, as is the index of open
+// episodes (at most one per episode of the ring), so memory is fixed (MemoryBound(), pinned
+// by episodes_test.cc).
 //
 // Thread-safe: one mutex; the aggregator's thread feeds it (Begin, Hot, Finish), the daemon's
 // measured-loads poll notes measurements, readers (JSON, Serialize) are on any thread.
@@ -88,9 +88,9 @@ class EpisodeLog {
   size_t count() const;
   size_t open_count() const;
   size_t capacity() const { return capacity_; }
-  // Bytes held: the ring and its reserved labels (fixed), and the open index.
+  // Bytes held: the ring, its reserved labels and the open index, all fixed at construction.
   size_t MemoryBytes() const;
-  // The ring and its labels; the open index adds a few bytes per subject hot now.
+  // What MemoryBytes() is for `capacity` episodes of labels up to `label_bytes`.
   static size_t MemoryBound(size_t capacity, size_t label_bytes);
 
   // The episodes, oldest first. Deserialize() replaces them; episodes open at the save are
@@ -117,7 +117,10 @@ class EpisodeLog {
     size_t index;
     uint64_t seen;
   };
-  absl::flat_hash_map<std::pair<uint8_t, uint64_t>, Open> open_;  // guarded by mu_
+  using OpenIndex = absl::flat_hash_map<std::pair<uint8_t, uint64_t>, Open>;
+  // Bytes of an open index reserved for `capacity` episodes.
+  static size_t OpenIndexBytes(size_t capacity);
+  OpenIndex open_;  // guarded by mu_; reserved for capacity_ entries
 };
 
 }  // namespace hotkey::exporter
