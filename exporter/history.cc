@@ -1,6 +1,7 @@
 #include "hotkey/exporter/history.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -160,9 +161,9 @@ void History::Record(const Snapshot& snap, absl::Time now) {
   }
   for (const SlotSnapshot& s : snap.slots.slots) {
     char buf[8];
-    const size_t n = absl::numbers_internal::FastIntToBuffer(s.slot, buf) - buf;
-    Add(&a.slots, &a.slot_labels, s.slot, std::string_view(buf, n), s.ops_per_second * dt, 0,
-        s.share, s.hot);
+    const char* end = std::to_chars(buf, buf + sizeof buf, s.slot).ptr;
+    Add(&a.slots, &a.slot_labels, s.slot, std::string_view(buf, end - buf), s.ops_per_second * dt,
+        0, s.share, s.hot);
   }
   for (const TagSnapshot& t : snap.slots.tags) {
     Add(&a.tags, &a.tag_labels, t.hash, t.label, t.ops_per_second * dt, 0, t.share, t.hot);

@@ -120,6 +120,39 @@ TEST_CASE("History: coarse windows are built from six fine ones", "[exporter][hi
   CHECK(w[1].at("start_unix").to_number<double>() == Approx(1'800'000'060));
 }
 
+TEST_CASE("History: a window keeps its top slots and tags beside its keys", "[exporter][history]") {
+  History h(HistoryOptions{});
+  for (int i = 0; i <= 10; ++i) {
+    Snapshot s = Snap(absl::Seconds(i), 1000, 1, 100);
+    s.slots.enabled = true;
+    for (uint16_t slot : {4244, 15994}) {
+      SlotSnapshot sl;
+      sl.slot = slot;
+      sl.ops_per_second = slot == 4244 ? 300 : 100;
+      sl.share = sl.ops_per_second / 1000;
+      sl.hot = slot == 4244;
+      s.slots.slots.push_back(sl);
+    }
+    TagSnapshot t;
+    t.hash = 5;
+    t.label = "{user42}";
+    t.ops_per_second = 50;
+    t.share = 0.05;
+    s.slots.tags.push_back(t);
+    h.Record(s, kMono0 + absl::Seconds(i));
+  }
+  json::value v = Windows(h);
+  const json::value& w = v.at("windows").as_array().at(0);
+  const json::array& slots = w.at("slots").as_array();
+  REQUIRE(slots.size() == 2);
+  CHECK(slots[0].at("slot").to_number<double>() == 4244);
+  CHECK(slots[0].at("share").to_number<double>() == Approx(0.3));
+  CHECK(slots[0].at("hot").as_bool());
+  CHECK(slots[1].at("slot").to_number<double>() == 15994);
+  CHECK(w.at("tags").at(0).at("tag").as_string() == "{user42}");
+  CHECK(w.at("tags").at(0).at("share").to_number<double>() == Approx(0.05));
+}
+
 TEST_CASE("History: only the top keys of a window are kept, whatever the keys seen",
           "[exporter][history]") {
   HistoryOptions o;
