@@ -291,6 +291,9 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     return cluster_;
   };
   hooks.metrics = collector_.get();
+  hooks.history = &aggregator_->history();
+  hooks.episodes = &aggregator_->episodes();
+  hooks.now = [this] { return wall_.Now(); };
   if (inputs.poll_measured_loads) {
     poll_measured_loads_ = std::move(inputs.poll_measured_loads);
     comparison_ = std::make_unique<LoadComparison>(options_.measured_loads);
@@ -520,8 +523,25 @@ void Daemon::Impl::Build() {
 }
 
 void Daemon::Impl::RestoreState() {
+  // The history and the episodes come back whatever the sources: they are the aggregator's.
+  exporter::History& history = aggregator_->history();
+  exporter::EpisodeLog& episodes = aggregator_->episodes();
   StateStore::Loaded l =
-      store_->Load(source::TrackerOptions(options_.track), mono_.Now(), wall_.Now());
+      store_->Load(source::TrackerOptions(options_.track), mono_.Now(), wall_.Now(),
+                   [&](std::string_view h, std::string_view e, absl::Time saved) {
+                     if (!h.empty()) {
+                       if (absl::Status s = history.Deserialize(h); !s.ok()) return s;
+                     }
+                     if (!e.empty()) return episodes.Deserialize(e, saved);
+                     return absl::OkStatus();
+                   });
+  if (l.tracker && (history.fine_count() > 0 || episodes.count() > 0)) {
+    Log(Line("info", "history restored")
+            .Quoted("file", store_->path())
+            .Value("windows_fine", absl::StrCat(history.fine_count()))
+            .Value("windows_coarse", absl::StrCat(history.coarse_count()))
+            .Value("episodes", absl::StrCat(episodes.count())));
+  }
   if (!l.problem.empty()) {
     Log(Line("error", "saved state unusable; starting empty")
             .Quoted("file", store_->path())
@@ -571,6 +591,10 @@ void Daemon::Impl::PollMeasuredLoads() {
   }
   const absl::StatusOr<std::optional<config::MeasuredLoads>> polled = poll_measured_loads_();
   comparison_->Update(polled);
+  if (polled.ok() && polled->has_value()) {
+    aggregator_->episodes().NoteMeasured(model::StrategyName((*polled)->strategy), (*polled)->key,
+                                         (*polled)->time);
+  }
   if (!polled.ok()) {
     measured_loads_failing_ = true;
     Log(Line("error", "measured loads file unusable; the last measurement stays, and goes stale")
@@ -591,7 +615,9 @@ void Daemon::Impl::SaveState() {
   // only the serialising (in memory) does: the write and its fsyncs run on writer_'s thread.
   const sketch::HeavyHitters* merged = aggregator_->merged_tracker();
   if (!merged) return;
-  writer_->Submit(StateStore::Stamped(merged->Serialize(), wall_.Now()));
+  writer_->Submit(StateStore::Stamped(merged->Serialize(), wall_.Now(),
+                                      aggregator_->history().Serialize(),
+                                      aggregator_->episodes().Serialize()));
 }
 
 void Daemon::Impl::Saved(const absl::Status& s) {

@@ -11,6 +11,8 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "hotkey/exporter/episodes.h"
+#include "hotkey/exporter/history.h"
 
 namespace hotkey::daemon {
 
@@ -35,9 +37,23 @@ bool WriteAll(int fd, const std::string& data) {
   return true;
 }
 
-// The stamped file's first bytes.
+// The stamped file's first bytes: format 1 (the tracker after the stamp) and 2 (sections).
 constexpr std::string_view kMagic = "HKSTATE1";
+constexpr std::string_view kMagic2 = "HKSTATE2";
 constexpr size_t kHeaderBytes = kMagic.size() + sizeof(int64_t);
+constexpr size_t kSectionHeaderBytes = 4 + sizeof(uint64_t);
+constexpr std::string_view kTrackerTag = "TRKR";
+constexpr std::string_view kHistoryTag = "HIST";
+constexpr std::string_view kEpisodesTag = "EPIS";
+
+void PutLe64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t GetLe64(std::string_view d) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(d[i])} << (8 * i);
+  return v;
+}
 
 // The options a saved tracker must share with the daemon's to be restored.
 bool SameOptions(const sketch::HeavyHittersOptions& a, const sketch::HeavyHittersOptions& b) {
@@ -48,11 +64,20 @@ bool SameOptions(const sketch::HeavyHittersOptions& a, const sketch::HeavyHitter
 
 }  // namespace
 
-std::string StateStore::Stamped(std::string_view tracker, absl::Time wall) {
-  std::string out(kMagic);
-  const int64_t ns = absl::ToUnixNanos(wall);
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((ns >> (8 * i)) & 0xff));
-  out.append(tracker);
+std::string StateStore::Stamped(std::string_view tracker, absl::Time wall, std::string_view history,
+                                std::string_view episodes) {
+  std::string out(kMagic2);
+  out.reserve(kHeaderBytes + 3 * kSectionHeaderBytes + tracker.size() + history.size() +
+              episodes.size());
+  PutLe64(&out, static_cast<uint64_t>(absl::ToUnixNanos(wall)));
+  const auto section = [&out](std::string_view tag, std::string_view bytes) {
+    out.append(tag);
+    PutLe64(&out, bytes.size());
+    out.append(bytes);
+  };
+  section(kTrackerTag, tracker);
+  if (!history.empty()) section(kHistoryTag, history);
+  if (!episodes.empty()) section(kEpisodesTag, episodes);
   return out;
 }
 
@@ -94,11 +119,13 @@ uint64_t StateStore::MaxFileBytes(const sketch::HeavyHittersOptions& o) {
   constexpr uint64_t kSlackBytes = uint64_t{1} << 20;
   const uint64_t tracker =
       uint64_t{o.sketch_bytes} + uint64_t{o.candidates} * (kEntryBytes + o.max_key_bytes);
-  return kHeaderBytes + 2 * tracker + kSlackBytes;
+  return kHeaderBytes + 2 * tracker + kSlackBytes + 3 * kSectionHeaderBytes +
+         exporter::History::MaxSerializedBytes() +
+         exporter::EpisodeLog::MaxSerializedBytes(exporter::EpisodeLog::kDefaultCapacity);
 }
 
 StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected, absl::Time mono,
-                                    absl::Time wall) const {
+                                    absl::Time wall, const RestoreSections& restore) const {
   Loaded out;
   // A temporary file left by a crash mid-write is never the state: remove it.
   std::error_code ec;
@@ -161,14 +188,37 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
   file.resize(got);
   std::string_view data = file;
   absl::Duration downtime = absl::ZeroDuration();  // unknown without a stamp
-  if (data.substr(0, kMagic.size()) == kMagic && data.size() >= kHeaderBytes) {
-    uint64_t ns = 0;
-    for (int i = 0; i < 8; ++i) {
-      ns |= uint64_t{static_cast<unsigned char>(data[kMagic.size() + i])} << (8 * i);
-    }
-    const absl::Time saved = absl::FromUnixNanos(static_cast<int64_t>(ns));
+  absl::Time saved = absl::InfinitePast();
+  std::string_view history, episodes;
+  const bool v1 = data.substr(0, kMagic.size()) == kMagic;
+  const bool v2 = data.substr(0, kMagic2.size()) == kMagic2;
+  if ((v1 || v2) && data.size() >= kHeaderBytes) {
+    saved = absl::FromUnixNanos(static_cast<int64_t>(GetLe64(data.substr(kMagic.size()))));
     downtime = std::max(wall - saved, absl::ZeroDuration());  // a clock stepped back: none
     data.remove_prefix(kHeaderBytes);
+  }
+  if (v2) {
+    std::string_view rest = data, tracker;
+    bool has_tracker = false;
+    while (!rest.empty()) {
+      if (rest.size() < kSectionHeaderBytes) return move_aside("a section header is cut");
+      const std::string_view tag = rest.substr(0, 4);
+      const uint64_t n = GetLe64(rest.substr(4));
+      rest.remove_prefix(kSectionHeaderBytes);
+      if (n > rest.size()) return move_aside("a section is cut");
+      const std::string_view bytes = rest.substr(0, n);
+      rest.remove_prefix(n);
+      if (tag == kTrackerTag) {
+        tracker = bytes;
+        has_tracker = true;
+      } else if (tag == kHistoryTag) {
+        history = bytes;
+      } else if (tag == kEpisodesTag) {
+        episodes = bytes;
+      }  // else a later format's section: skipped
+    }
+    if (!has_tracker) return move_aside("no tracker section");
+    data = tracker;
   }
   absl::StatusOr<sketch::HeavyHitters> hh =
       sketch::HeavyHitters::Deserialize(data, mono - downtime);
@@ -178,6 +228,11 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
         "--key.max-bytes or --track.half-life)");
   }
   if (!hh.ok()) return move_aside(std::string(hh.status().message()));
+  if (restore) {
+    if (absl::Status r = restore(history, episodes, saved); !r.ok()) {
+      return move_aside(std::string(r.message()));
+    }
+  }
   hh->Advance(mono);  // the downtime decays its weights like any other time
   out.tracker = *std::move(hh);
   return out;

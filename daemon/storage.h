@@ -1,13 +1,18 @@
-// StateStore: the trackers' state on disk, so a restart or an upgrade does not forget a
-// key that is still hot.
+// StateStore: the trackers' state on disk, with the history and the episode log, so a
+// restart or an upgrade does not forget a key that is still hot, nor what was hot before.
 //
-// The file is a stamp and one serialised sketch::HeavyHitters (versioned and checksummed by
-// the sketch library), the merge of every receiver's tracker:
+// The file (format 2) is a stamp and length-prefixed sections: the serialised
+// sketch::HeavyHitters (versioned and checksummed by the sketch library), the merge of every
+// receiver's tracker; the history (exporter/history.h); the episode log (episodes.h):
 //
-//   +----------+---------------------------+------------------------------+
-//   | "HKSTATE1" | wall time of the save:  | HeavyHitters::Serialize()    |
-//   | 8 bytes    | int64 Unix ns, LE       | bytes                        |
-//   +----------+---------------------------+------------------------------+
+//   +------------+------------------------+-----------------------------------------+
+//   | "HKSTATE2" | wall time of the save: | sections, each: tag (4 bytes: "TRKR",    |
+//   | 8 bytes    | int64 Unix ns, LE      | "HIST", "EPIS"), uint64 LE length, bytes |
+//   +------------+------------------------+-----------------------------------------+
+//
+// "TRKR" is required; an unknown tag is skipped (a later daemon's section). Format 1 files
+// ("HKSTATE1", the stamp, then the tracker's bytes) and files without a stamp (the tracker's
+// bytes alone) still load, with an empty history.
 //
 // The tracker's times are readings of the saving process's monotonic clock, meaningless to
 // another process; the wall stamp says how long ago the save was. On load the tracker is
@@ -18,10 +23,11 @@
 // the same directory, fsync, rename over the old file, fsync of the directory; a crash or
 // SIGKILL at any moment leaves the previous file or the new one, never a torn one. On load,
 // a file that is corrupt, of another version, or of another tracker shape (other
-// --track.* options), larger than such a tracker can be (MaxFileBytes(), checked before
-// anything is read), or not a regular file (a FIFO, a device, a directory: opened without
-// blocking, never read) is reported, moved aside (`<path>.bad-<unix seconds>`), and the
-// daemon starts empty rather than refusing to run or waiting.
+// --track.* options), whose history or episodes section does not read, larger than such a
+// state can be (MaxFileBytes(), checked before anything is read), or not a regular file (a FIFO, a
+// device, a directory: opened without blocking, never read) is reported, moved aside
+// (`<path>.bad-<unix seconds>`), and the daemon starts empty rather than refusing to run or
+// waiting.
 //
 // StateStore is thread-compatible (it holds only its path). StateWriter does its writes
 // on a thread of its own, so that the fsyncs never stall the daemon's io thread, which
@@ -55,8 +61,11 @@ class StateStore {
   absl::Status Save(const sketch::HeavyHitters& tracker, absl::Time wall) const {
     return SaveBytes(Stamped(tracker.Serialize(), wall));
   }
-  // The file's bytes: `tracker` (HeavyHitters::Serialize()) stamped with `wall`.
-  static std::string Stamped(std::string_view tracker, absl::Time wall);
+  // The file's bytes (format 2): `tracker` (HeavyHitters::Serialize()), `history`
+  // (History::Serialize()) and `episodes` (EpisodeLog::Serialize()) stamped with `wall`;
+  // an empty history or episodes is left out.
+  static std::string Stamped(std::string_view tracker, absl::Time wall,
+                             std::string_view history = {}, std::string_view episodes = {});
   // Writes a file's bytes (Stamped()) atomically.
   absl::Status SaveBytes(const std::string& data) const;
 
@@ -67,15 +76,25 @@ class StateStore {
     std::string moved_to;  // where an unusable file was moved
   };
   // The largest file Load() reads for a tracker of options `o`: the most such a tracker
-  // serialises to, with room for older formats (storage.cc). Pinned by storage_test.cc.
+  // serialises to, with room for older formats (storage.cc), plus the most a history and an
+  // episode log serialise to (History::MaxSerializedBytes(),
+  // EpisodeLog::MaxSerializedBytes()). Pinned by storage_test.cc.
   static uint64_t MaxFileBytes(const sketch::HeavyHittersOptions& o);
+
+  // Takes the sections besides the tracker: their bytes (empty when the file has none: an
+  // older format, or nothing recorded) and the save's wall stamp (InfinitePast without
+  // one). An error makes the whole file unusable: moved aside, as a corrupt tracker.
+  using RestoreSections = std::function<absl::Status(std::string_view history,
+                                                     std::string_view episodes, absl::Time saved)>;
 
   // Reads the file; a tracker is returned only if its options equal `expected` (a state
   // saved with a lobby, format versions 3 and 4, loads with it handed to the sketch). A
   // missing file is not a problem (first start). `mono` and `wall` are the daemon's
   // monotonic and wall now: the tracker is placed at mono - downtime and advanced to mono
   // (see above); `wall` also names a file moved aside.
-  Loaded Load(const sketch::HeavyHittersOptions& expected, absl::Time mono, absl::Time wall) const;
+  // `restore` (may be null) is called once the tracker is known good.
+  Loaded Load(const sketch::HeavyHittersOptions& expected, absl::Time mono, absl::Time wall,
+              const RestoreSections& restore = nullptr) const;
 
   const std::string& path() const { return path_; }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "hotkey/source/report_buffer.h"
 
 namespace hotkey::exporter {
@@ -188,7 +189,10 @@ Aggregator::Aggregator(const config::TrackOptions& track,
       start_(start),
       log_(log),
       alerter_(reloadable.alert, std::move(log)),
-      advice_hold_(reloadable.alert.advice_dwell) {
+      advice_hold_(reloadable.alert.advice_dwell),
+      windows_(HistoryOptions::ForExport(reloadable.exporter.top_k,
+                                         reloadable.exporter.label_max_bytes)),
+      episodes_(EpisodeLog::kDefaultCapacity, windows_.options().label_bytes) {
   inputs_.cluster = reloadable.cluster;
   resolved_ = inputs_;
   labeler_.emplace(reloadable.exporter.label, reloadable.exporter.label_max_bytes, label_secret_);
@@ -305,6 +309,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->model = ResolveInputs(window_ops, snap->counters.client_hosts);
   alerter_.Begin(now, window_ops, wall);
   advice_hold_.Begin(now);
+  if (history_enabled_) episodes_.Begin(wall);
   // A key at or under every threshold and under min_share * (1 - hysteresis), and unknown
   // to the alerter, can be neither hot, nor pending, nor exported: it is passed over with
   // no KeySnapshot, no threshold lookup and no copy of its bytes. At 100,000 candidates
@@ -342,6 +347,10 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     if (const Alerter::KeyState* s = alerter_.Find(h.hash); s && s->hot) {
       k.hot_since = stamp(s->hot_since);
       k.peak_share = s->peak_share;
+      if (history_enabled_) {
+        episodes_.Hot(EpisodeLog::Kind::kKey, h.hash, s->label, share,
+                      k.ops_per_second[0] + k.ops_per_second[1], k.threshold, s->strategy);
+      }
     }
     keys.push_back(std::move(k));
   });
@@ -437,6 +446,29 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     slot_bytes = reports.size() * (1 + source::ReportBuffer::kMaxReports) * counts +
                  SlotTracker::MemoryBound(with_slots->slots->tags().MemoryBytes());
   }
+
+  if (history_enabled_) {
+    for (const SlotSnapshot& sl : snap->slots.slots) {
+      if (!sl.hot) continue;
+      episodes_.Hot(EpisodeLog::Kind::kSlot, sl.slot, absl::StrCat(sl.slot), sl.decayed_share,
+                    sl.ops_per_second, alert.default_threshold, SlotAdviceName(sl.advice));
+    }
+    for (const TagSnapshot& t : snap->slots.tags) {
+      if (!t.hot) continue;
+      episodes_.Hot(EpisodeLog::Kind::kTag, t.hash, t.label, t.share, t.ops_per_second,
+                    alert.default_threshold, "");
+    }
+    episodes_.Finish();
+    windows_.Record(*snap, now);
+  }
+  snap->history_bytes = windows_.MemoryBytes() + episodes_.MemoryBytes();
+  snap->history_bound_bytes =
+      History::MemoryBound(windows_.options()) +
+      EpisodeLog::MemoryBound(episodes_.capacity(), windows_.options().label_bytes);
+  snap->history_windows[0] = windows_.fine_count();
+  snap->history_windows[1] = windows_.coarse_count();
+  snap->episodes = episodes_.count();
+  snap->open_episodes = episodes_.open_count();
 
   const size_t tracker_bytes = tracker->MemoryBytes();
   snap->merged_tracker_bytes = merged_ ? merged_->MemoryBytes() : 0;

@@ -38,7 +38,9 @@ bool Alerter::Observe(uint64_t id, double share, double threshold,
   e.seen_tick = tick_;
   KeyState& s = e.state;
   s.label = label();
-  s.strategy = std::string(strategy);
+  // The last fix advised: a cooling key is no longer advised on (its share is under the
+  // line), and its episode's end names the fix it had.
+  if (!strategy.empty()) s.strategy = std::string(strategy);
   if (s.hot) {
     s.peak_share = std::max(s.peak_share, share);
     const bool cooled = idle_ || share < threshold * (1 - options_.hysteresis);

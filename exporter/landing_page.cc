@@ -83,10 +83,14 @@ label{display:flex;justify-content:space-between} input[type=range]{width:100%}
 tr.inforce td{background:#e8f1fd} .stale{color:#b35900;font-weight:600} .error{color:#c62828}
 th:last-child,td.fix{text-align:left} td.fix{font-size:.92em} .warn{color:#b35900;font-weight:600;margin:.3em 0}
 #model-inputs span{margin-right:.8em;white-space:nowrap}
+#history-controls button{margin-right:.4em} #history-controls button.on{font-weight:700}
+#timeline,#heatmap{width:100%;display:block} #heatmap rect.sel{stroke:#000;stroke-width:2}
+.legend span{display:inline-block;padding:0 .5em;margin-right:2px;font-size:.85em}
+#episodes tr.open td{background:#fde8e8}
 </style></head><body>
 <h1>hotkeyd</h1>
 <div class="muted">Hot-key detection for one shard. <span id="summary"></span></div>
-<nav><a href="@TELEMETRY_HREF@">@TELEMETRY_PATH@</a><a href="api/v1/top">/api/v1/top</a><a href="-/healthy">/-/healthy</a><a href="-/ready">/-/ready</a></nav>
+<nav><a href="@TELEMETRY_HREF@">@TELEMETRY_PATH@</a><a href="api/v1/top">/api/v1/top</a><a href="api/v1/history">/api/v1/history</a><a href="api/v1/episodes">/api/v1/episodes</a><a href="-/healthy">/-/healthy</a><a href="-/ready">/-/ready</a></nav>
 
 <h2>Top keys <span class="muted" id="updated"></span></h2>
 <table id="top"><thead><tr><th>key</th><th>share</th><th>± error</th><th>reads/s</th><th>writes/s</th>
@@ -105,6 +109,23 @@ the last taken under it since then.</div>
 <table id="versus-table"><thead><tr><th>fix</th><th>projected busiest</th><th>measured busiest</th>
 <th>projected least busy</th><th>measured least busy</th><th>measured</th></tr></thead><tbody></tbody></table>
 <div class="bars" id="versus-bars" title="each shard's measured load"></div>
+</section>
+
+<section id="history">
+<h2>History <span class="muted" id="history-updated"></span></h2>
+<div class="muted">The top keys of each closed window (10 s over the last hour, 1 min over the last day:
+/api/v1/history). Shares are of the shard's ops in the window; the heatmap's colours are a fixed scale
+of share, the same on every page and every day.</div>
+<div id="history-controls"><button type="button" data-step="10" class="on">last hour (10 s)</button><button type="button" data-step="60">last day (1 min)</button></div>
+<svg id="timeline" height="170" role="img" aria-label="top keys' shares over time"></svg>
+<div class="legend" id="timeline-legend"></div>
+<svg id="heatmap" height="40" role="img" aria-label="keys against time, coloured by share"></svg>
+<div class="legend" id="heat-legend"></div>
+<div id="history-empty" class="muted">No closed window yet: the first closes 10 s after start.</div>
+<h2>Hot episodes</h2>
+<table id="episodes"><thead><tr><th>subject</th><th>#</th><th>start</th><th>end</th><th>duration</th><th>peak share</th>
+<th>peak ops/s</th><th>fix advised</th><th>fix in force (measured)</th><th>window</th></tr></thead><tbody></tbody></table>
+<div id="episodes-empty" class="muted">No hot episode yet.</div>
 </section>
 
 <h2>Playground: what would each fix do to the shards?</h2>
@@ -369,6 +390,118 @@ async function versus() {
   } catch (e) {}
 }
 refresh(); setInterval(refresh, 1000); start(); versus(); setInterval(versus, 1000);
+// History: the timeline, the heatmap (absolute colours) and the episode list.
+const HEAT = [[0, "#f4f4f4"], [0.005, "#fff3c4"], [0.01, "#ffe08a"], [0.02, "#ffc04d"],
+              [0.05, "#ff8c1a"], [0.1, "#f0502a"], [0.2, "#c8102e"], [0.5, "#6b0010"]];
+function heatColour(x) { let c = HEAT[0][1]; for (const [lo, col] of HEAT) if (x >= lo) c = col; return c; }
+const LINES = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+const svgNs = "http://www.w3.org/2000/svg";
+function el(tag, attrs, text) {
+  const e = document.createElementNS(svgNs, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text != null) e.textContent = text;
+  return e;
+}
+let historyStep = 10, historyData = null, selectedStart = null;
+document.getElementById("heat-legend").replaceChildren(...HEAT.map(([lo, col], i) => {
+  const s = document.createElement("span"); s.style.background = col; s.dataset.colour = col;
+  s.style.color = i >= 5 ? "#fff" : "#222";
+  s.textContent = i + 1 < HEAT.length ? `${fmt(lo, 1)}–${fmt(HEAT[i + 1][0], 1)}` : `≥ ${fmt(lo, 0)}`;
+  return s;
+}));
+for (const b of document.querySelectorAll("#history-controls button")) {
+  b.addEventListener("click", () => { historyStep = +b.dataset.step; selectedStart = null; loadHistory(); });
+}
+function drawHistory(h) {
+  const ws = h.windows, svgT = document.getElementById("timeline"), svgH = document.getElementById("heatmap");
+  const box = document.getElementById("history");
+  box.dataset.step = String(h.step_seconds); box.dataset.windows = String(ws.length);
+  box.dataset.lastStart = ws.length ? String(ws[ws.length - 1].start_unix) : "";
+  document.getElementById("history-empty").style.display = ws.length ? "none" : "";
+  for (const b of document.querySelectorAll("#history-controls button")) b.className = +b.dataset.step === historyStep ? "on" : "";
+  // Keys: by their highest share in any window, the top 8 on the timeline, all on the heatmap.
+  const peak = new Map();
+  for (const w of ws) for (const k of w.keys) peak.set(k.key, Math.max(peak.get(k.key) || 0, k.share));
+  const keys = [...peak.keys()].sort((a, b) => peak.get(b) - peak.get(a) || (a < b ? -1 : 1));
+  const W = svgT.clientWidth || 1000, left = 150, right = 10, n = Math.max(ws.length, 1);
+  const cw = (W - left - right) / n;
+  const t0 = ws.length ? ws[0].start_unix : 0;
+  // Timeline: y from 0 to a fixed step above the highest share (so shapes are comparable).
+  const top = [0.05, 0.1, 0.25, 0.5, 1].find(c => c >= Math.max(...peak.values(), 0)) || 1;
+  const H = 150, y = x => 10 + (H - 10) * (1 - x / top);
+  const tl = [el("line", {x1: left, x2: W - right, y1: y(0), y2: y(0), stroke: "#999"}),
+              el("text", {x: left - 6, y: y(top) + 4, "text-anchor": "end", "font-size": 11}, fmt(top, 0)),
+              el("text", {x: left - 6, y: y(0), "text-anchor": "end", "font-size": 11}, "0%")];
+  const shown = keys.slice(0, LINES.length);
+  shown.forEach((key, i) => {
+    const pts = ws.map((w, j) => { const k = w.keys.find(k => k.key === key); return `${left + (j + 0.5) * cw},${y(k ? k.share : 0)}`; });
+    tl.push(el("polyline", {points: pts.join(" "), fill: "none", stroke: LINES[i], "stroke-width": 2, "data-key": key}));
+  });
+  svgT.replaceChildren(...tl);
+  document.getElementById("timeline-legend").replaceChildren(...shown.map((key, i) => {
+    const s = document.createElement("span"); s.style.borderLeft = `10px solid ${LINES[i]}`; s.textContent = key; return s;
+  }));
+  // Heatmap: one row per key, one column per window; every cell coloured by its share.
+  const rh = 16, hh = 20 + rh * keys.length;
+  svgH.setAttribute("height", String(hh));
+  const hm = [];
+  keys.forEach((key, r) => {
+    hm.push(el("text", {x: left - 6, y: 20 + r * rh + 12, "text-anchor": "end", "font-size": 11}, key.length > 22 ? key.slice(0, 21) + "…" : key));
+    ws.forEach((w, j) => {
+      const k = w.keys.find(k => k.key === key), share = k ? k.share : 0;
+      const rect = el("rect", {x: left + j * cw, y: 20 + r * rh, width: Math.max(cw - 0.5, 0.5), height: rh - 1,
+                              fill: heatColour(share), "data-key": key, "data-start": w.start_unix, "data-share": share});
+      if (w.start_unix === selectedStart) rect.setAttribute("class", "sel");
+      rect.append(el("title", {}, `${key} at ${w.start}: ${fmt(share, 2)} (peak ${fmt(k ? k.peak_share : 0, 2)})`));
+      hm.push(rect);
+    });
+  });
+  if (ws.length) {
+    hm.push(el("text", {x: left, y: 12, "font-size": 11}, ws[0].start));
+    hm.push(el("text", {x: W - right, y: 12, "font-size": 11, "text-anchor": "end"}, ws[ws.length - 1].start));
+  }
+  svgH.replaceChildren(...hm);
+  document.getElementById("history-updated").textContent = ws.length ? `${ws.length} windows of ${h.step_seconds} s, to ${ws[ws.length - 1].start}` : "";
+}
+function showWindow(t) {
+  // The ring that still holds the window: an hour of 10 s windows, else a day of 1 min ones.
+  historyStep = Date.now() / 1000 - t < 3500 ? 10 : 60;
+  selectedStart = null;
+  loadHistory().then(() => {
+    const ws = historyData ? historyData.windows : [];
+    const w = ws.filter(w => w.start_unix <= t + 1e-3).pop();
+    if (!w) return;
+    selectedStart = w.start_unix; drawHistory(historyData);
+    document.getElementById("heatmap").scrollIntoView({block: "center"});
+  });
+}
+function drawEpisodes(e) {
+  const body = document.querySelector("#episodes tbody");
+  document.getElementById("episodes-empty").style.display = e.episodes.length ? "none" : "";
+  body.replaceChildren(...e.episodes.map(x => {
+    const tr = document.createElement("tr"); if (x.open) tr.className = "open";
+    tr.dataset.id = String(x.id); tr.dataset.start = String(x.start_unix);
+    const subject = x.kind === "key" ? x.key : `${x.kind} ${x[x.kind]}`;
+    const fix = x.changes.map(c => `${names[c.strategy] || c.strategy} (${c.time.slice(11, 19)})`).join(" → ") || "–";
+    const inForce = x.in_force ? `${names[x.in_force.strategy] || x.in_force.strategy} since ${x.in_force.since.slice(11, 19)}` : "–";
+    const cells = [subject, String(x.id), x.start, x.open ? "open" : x.end + (x.interrupted ? " (restart)" : ""),
+      x.duration_seconds == null ? "–" : `${x.duration_seconds.toFixed(1)} s`, fmt(x.peak_share), num(x.peak_ops_per_second), fix, inForce];
+    for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
+    const td = document.createElement("td");
+    const a = Object.assign(document.createElement("a"), {href: `#window-${x.start_unix}`, textContent: "show"});
+    a.addEventListener("click", ev => { ev.preventDefault(); showWindow(x.start_unix); });
+    td.append(a); tr.append(td);
+    return tr;
+  }));
+}
+async function loadHistory() {
+  try {
+    const [h, e] = await Promise.all([fetch(`api/v1/history?step=${historyStep}`), fetch("api/v1/episodes?limit=100")]);
+    if (h.ok) { historyData = await h.json(); drawHistory(historyData); }
+    if (e.ok) drawEpisodes(await e.json());
+  } catch (err) {}
+}
+loadHistory(); setInterval(loadHistory, 5000);
 </script></body></html>
 )HTML";
   // Relative, like the page's other links, so the page also works behind a reverse proxy

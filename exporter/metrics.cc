@@ -345,6 +345,27 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
             kGauge, static_cast<double>(snap->memory_budget_bytes));
   AddSingle(out, "hotkey_hot_keys", "Keys currently in a hot episode.", kGauge,
             static_cast<double>(snap->hot_keys));
+  AddSingle(out, "hotkey_history_memory_bytes",
+            "Memory of the history's windows and the episode log (allocated at start).", kGauge,
+            static_cast<double>(snap->history_bytes));
+  AddSingle(out, "hotkey_history_memory_bound_bytes",
+            "Most memory the history's windows and the episode log can take: fixed by the "
+            "export top-k and label length at start, whatever the number of keys.",
+            kGauge, static_cast<double>(snap->history_bound_bytes));
+  {
+    prometheus::MetricFamily f = Family("hotkey_history_windows",
+                                        "Closed windows the history holds, per resolution "
+                                        "(fine: 10 s for an hour; coarse: 1 min for a day).",
+                                        kGauge);
+    Add(f, static_cast<double>(snap->history_windows[0]), {{"resolution", "fine"}});
+    Add(f, static_cast<double>(snap->history_windows[1]), {{"resolution", "coarse"}});
+    out.push_back(std::move(f));
+  }
+  AddSingle(out, "hotkey_history_episodes",
+            "Hot key, slot and tag episodes the episode log holds (open ones included).", kGauge,
+            static_cast<double>(snap->episodes));
+  AddSingle(out, "hotkey_history_open_episodes", "Episodes of the log still open.", kGauge,
+            static_cast<double>(snap->open_episodes));
 
   AddModelInputs(snap->model, out);
 

@@ -297,7 +297,8 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
   const bool known = req.path == "/" || req.path == telemetry_path_ || req.path == "/-/healthy" ||
                      req.path == "/-/ready" || req.path == "/api/v1/top" ||
                      req.path == "/api/v1/model" || req.path == "/api/v1/measured" ||
-                     req.path == "/api/v1/slots";
+                     req.path == "/api/v1/slots" ||
+                     req.path == "/api/v1/history" || req.path == "/api/v1/episodes";
   if (!known) return Text(404, "not found\n");
   if (!get) return MethodNotAllowed("method not allowed\n", "GET, HEAD");
 
@@ -312,6 +313,8 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
     if (!snap) return Json(503, JsonError("no snapshot yet"));
     return Json(200, SlotsJson(*snap));
   }
+  if (req.path == "/api/v1/history") return HistoryRoute(req.query);
+  if (req.path == "/api/v1/episodes") return EpisodesRoute(req.query);
   if (req.path == "/api/v1/model") return Model(req.query);
   if (req.path == "/api/v1/measured") {
     if (!hooks_.measured) {
@@ -472,6 +475,32 @@ http::HttpResponse WebRoutes::Model(const std::string& query) const {
   body["strategies"] = std::move(strategies);
   body["advice"] = model::StrategyName(p->advice);
   return Json(200, text::JsonText(std::move(body)));
+}
+
+// The history's routes (history.h, episodes.h).
+
+http::HttpResponse WebRoutes::HistoryRoute(const std::string& query) const {
+  if (!hooks_.history) return Json(404, JsonError("no history"));
+  const absl::Time now = hooks_.now ? hooks_.now() : absl::Now();
+  absl::StatusOr<History::Query> q = hooks_.history->ParseQuery(query, now);
+  if (!q.ok()) return Json(400, JsonError(std::string(q.status().message())));
+  return Json(200, hooks_.history->Json(*q));
+}
+
+http::HttpResponse WebRoutes::EpisodesRoute(const std::string& query) const {
+  if (!hooks_.episodes) return Json(404, JsonError("no episode log"));
+  size_t limit = hooks_.episodes->capacity();
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params =
+      http::ParseQuery(query);
+  if (!params.ok()) return Json(400, JsonError(std::string(params.status().message())));
+  for (const auto& [name, value] : *params) {
+    uint64_t n = 0;
+    if (name != "limit" || !absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &n)) {
+      return Json(400, JsonError("the episodes take one parameter: limit, a whole number"));
+    }
+    limit = std::min<uint64_t>(n, limit);
+  }
+  return Json(200, hooks_.episodes->Json(limit));
 }
 
 }  // namespace hotkey::exporter

@@ -20,6 +20,8 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "hotkey/exporter/episodes.h"
+#include "hotkey/exporter/history.h"
 #include "hotkey/sketch/heavy_hitters.h"
 
 namespace hotkey::daemon {
@@ -105,6 +107,125 @@ TEST_CASE(
   }
 }
 
+// A history of a few windows and an episode log of two episodes, the second open.
+struct Recorded {
+  exporter::History history{exporter::HistoryOptions{}};
+  exporter::EpisodeLog episodes{10, 128};
+  Recorded() {
+    const absl::Time wall = absl::FromUnixSeconds(1'800'000'000);
+    for (int i = 0; i <= 25; ++i) {
+      exporter::Snapshot s;
+      s.time = wall + absl::Seconds(i);
+      s.ops_per_second[0] = 1000;
+      exporter::KeySnapshot k;
+      k.hash = 1;
+      k.label = "user:42";
+      k.ops_per_second[0] = 300;
+      k.share = 0.3;
+      s.keys.push_back(k);
+      history.Record(s, absl::FromUnixSeconds(1000 + i));
+      episodes.Begin(s.time);
+      if (i < 5 || i > 20) {
+        episodes.Hot(exporter::EpisodeLog::Kind::kKey, 1, "user:42", 0.3, 300, 0.1, "cache");
+      }
+      episodes.Finish();
+    }
+  }
+};
+
+// Restores into `r`, as the daemon does.
+StateStore::RestoreSections Into(Recorded* r) {
+  return [r](std::string_view h, std::string_view e, absl::Time saved) {
+    if (!h.empty()) {
+      if (absl::Status s = r->history.Deserialize(h); !s.ok()) return s;
+    }
+    if (!e.empty()) return r->episodes.Deserialize(e, saved);
+    return absl::OkStatus();
+  };
+}
+
+TEST_CASE("StateStore: the history and the episodes survive a save and a load",
+          "[daemon][storage]") {
+  TempDir dir;
+  StateStore store(dir.File("state"));
+  const absl::Time wall = absl::FromUnixSeconds(1'800'000'030);
+  sketch::HeavyHitters t = *sketch::HeavyHitters::Create(Tracker(), absl::FromUnixSeconds(1));
+  t.Update("user:42", sketch::Op::kRead);
+  Recorded before;
+  REQUIRE(before.history.fine_count() == 2);
+  REQUIRE(before.episodes.count() == 2);
+  REQUIRE(store
+              .SaveBytes(StateStore::Stamped(t.Serialize(), wall, before.history.Serialize(),
+                                             before.episodes.Serialize()))
+              .ok());
+  CHECK(Read(dir.File("state")).substr(0, 8) == "HKSTATE2");
+
+  Recorded after;  // a fresh daemon's, recorded over by the load
+  StateStore::Loaded l =
+      store.Load(Tracker(), absl::FromUnixSeconds(5), wall + absl::Seconds(1), Into(&after));
+  INFO(l.problem);
+  REQUIRE(l.tracker);
+  CHECK(l.tracker->Estimate("user:42") > 0);
+  CHECK(after.history.fine_count() == 2);
+  CHECK(after.history.Serialize() == before.history.Serialize());
+  CHECK(after.episodes.count() == 2);
+  CHECK(after.episodes.open_count() == 0);  // the open one was closed at the save
+  CHECK(after.episodes.Json(10).find("\"interrupted\":true") != std::string::npos);
+
+  SECTION("a format 1 file (tracker after the stamp) loads with no history") {
+    std::string v1 = "HKSTATE1";
+    const int64_t ns = absl::ToUnixNanos(wall);
+    for (int i = 0; i < 8; ++i) v1.push_back(static_cast<char>((ns >> (8 * i)) & 0xff));
+    v1 += t.Serialize();
+    REQUIRE(store.SaveBytes(v1).ok());
+    bool called = false;
+    StateStore::Loaded old =
+        store.Load(Tracker(), absl::FromUnixSeconds(5), wall,
+                   [&](std::string_view h, std::string_view e, absl::Time saved) {
+                     called = true;
+                     CHECK(h.empty());
+                     CHECK(e.empty());
+                     CHECK(saved == wall);
+                     return absl::OkStatus();
+                   });
+    REQUIRE(old.tracker);
+    CHECK(called);
+  }
+  SECTION("a section of a later format is skipped") {
+    std::string bytes = StateStore::Stamped(t.Serialize(), wall);
+    bytes += "NEW!";
+    bytes.append("\x03\0\0\0\0\0\0\0abc", 11);
+    REQUIRE(store.SaveBytes(bytes).ok());
+    CHECK(store.Load(Tracker(), absl::FromUnixSeconds(5), wall).tracker);
+  }
+  SECTION("a corrupt history, a cut section or no tracker: moved aside, started empty") {
+    std::string bytes;
+    SECTION("history") {
+      std::string h = before.history.Serialize();
+      h.resize(h.size() - 3);
+      bytes = StateStore::Stamped(t.Serialize(), wall, h, before.episodes.Serialize());
+    }
+    SECTION("episodes") {
+      bytes = StateStore::Stamped(t.Serialize(), wall, before.history.Serialize(), "\x01junk");
+    }
+    SECTION("cut in a section") {
+      bytes = StateStore::Stamped(t.Serialize(), wall, before.history.Serialize());
+      bytes.resize(bytes.size() - 10);
+    }
+    SECTION("no tracker section") {
+      bytes = "HKSTATE2";
+      bytes.append(8, '\0');
+    }
+    REQUIRE(store.SaveBytes(bytes).ok());
+    Recorded other;
+    StateStore::Loaded bad = store.Load(Tracker(), absl::FromUnixSeconds(5),
+                                        absl::FromUnixSeconds(1'800'000'100), Into(&other));
+    CHECK_FALSE(bad.tracker);
+    CHECK_FALSE(bad.problem.empty());
+    CHECK(bad.moved_to == dir.File("state") + ".bad-1800000100");
+  }
+}
+
 TEST_CASE("StateStore: a full tracker with the longest keys fits the file cap",
           "[daemon][storage]") {
   sketch::HeavyHittersOptions small = Tracker();
@@ -120,7 +241,13 @@ TEST_CASE("StateStore: a full tracker with the longest keys fits the file cap",
       t.Update(key, sketch::Op::kWrite);
     }
     REQUIRE(t.size() == o.candidates);
-    const std::string bytes = StateStore::Stamped(t.Serialize(), absl::FromUnixSeconds(2));
+    // With the largest history and episode log (history_test.cc and episodes_test.cc pin
+    // that they serialise to at most these).
+    const std::string bytes = StateStore::Stamped(
+        t.Serialize(), absl::FromUnixSeconds(2),
+        std::string(exporter::History::MaxSerializedBytes(), 'h'),
+        std::string(
+            exporter::EpisodeLog::MaxSerializedBytes(exporter::EpisodeLog::kDefaultCapacity), 'e'));
     INFO(o.candidates << " candidates: " << bytes.size() << " bytes");
     CHECK(bytes.size() <= StateStore::MaxFileBytes(o));
     // The cap follows the tracker's size, not a constant: the big tracker's is above 8 MiB.

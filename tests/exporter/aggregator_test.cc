@@ -1200,3 +1200,47 @@ TEST_CASE("Aggregator: the capacity is the window's ops over the shard's busy fr
 
 }  // namespace
 }  // namespace hotkey::exporter
+
+namespace hotkey::exporter {
+namespace {
+
+TEST_CASE(
+    "Aggregator: a hot key's episode goes into the episode log with its fix, its end "
+    "line names that fix, and the ticks fill the history's windows",
+    "[daemon][aggregator]") {
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), "", kT0, [&](std::string_view l) { logs.emplace_back(l); });
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  int step = 0;
+  auto tick = [&](int hot) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * ++step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 1000; ++i) s.Feed(i < hot ? "hot" : absl::StrCat("bg:", i % 200));
+    snap = BuildOne(agg, s, t);
+  };
+  for (int i = 0; i < 50; ++i) tick(300);  // 5 s: hot, and advised once the 2 s window is whole
+  REQUIRE(snap->hot_keys == 1);
+  REQUIRE(snap->keys[0].hot);
+  const std::string advised(model::StrategyName(snap->keys[0].advice));
+  CHECK(agg.episodes().open_count() == 1);
+  for (int i = 0; i < 60; ++i) tick(0);  // cools
+  CHECK(agg.episodes().open_count() == 0);
+  CHECK(snap->episodes == 1);
+  const std::string json = agg.episodes().Json(10);
+  CHECK(json.find("\"key\":\"hot\"") != std::string::npos);
+  CHECK(json.find(absl::StrCat("\"strategy\":\"", advised, "\"")) != std::string::npos);
+  std::string ended;
+  for (const std::string& l : logs) {
+    if (l.find("hot key episode ended") != std::string::npos) ended = l;
+  }
+  INFO(ended);
+  CHECK(ended.find(absl::StrCat("strategy=", advised)) != std::string::npos);
+  // 11 s of ticks: one 10 s window closed, with the hot key on top.
+  CHECK(snap->history_windows[0] == 1);
+  CHECK(agg.history().fine_count() == 1);
+  CHECK(snap->history_bytes == snap->history_bound_bytes);
+}
+
+}  // namespace
+}  // namespace hotkey::exporter

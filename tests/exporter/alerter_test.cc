@@ -182,6 +182,24 @@ TEST_CASE(
   CHECK(end.find("duration=1s") != std::string::npos);  // hot from 300 ms to 1300 ms
 }
 
+TEST_CASE("Alerter: an episode's end names the fix it had, though the cooling tick advises none",
+          "[daemon][alerter]") {
+  Harness h;
+  h.alerter.Begin(kT0, 1000);
+  h.alerter.Observe(1, 0.3, 0.1, "k", "");  // no advice yet
+  h.alerter.Finish();
+  h.alerter.Begin(kT0 + absl::Milliseconds(300), 1000);
+  h.alerter.Observe(1, 0.3, 0.1, "k", "replicate");
+  h.alerter.Finish();
+  // Cooling: the key is under the line, and is advised on no more.
+  h.alerter.Begin(kT0 + absl::Milliseconds(600), 1000);
+  h.alerter.Observe(1, 0.01, 0.1, "k", "");
+  h.alerter.Finish();
+  REQUIRE(h.logs.size() == 2);
+  CHECK(h.logs[1].find("msg=\"hot key episode ended\"") != std::string::npos);
+  CHECK(h.logs[1].find("strategy=replicate") != std::string::npos);
+}
+
 TEST_CASE("Alerter: the log line quotes labels holding quotes and backslashes",
           "[daemon][alerter]") {
   config::AlertOptions o = Options();

@@ -48,6 +48,8 @@
 #include "hotkey/config/options.h"
 #include "hotkey/exporter/advice_hold.h"
 #include "hotkey/exporter/alerter.h"
+#include "hotkey/exporter/episodes.h"
+#include "hotkey/exporter/history.h"
 #include "hotkey/exporter/key_label.h"
 #include "hotkey/exporter/model_inputs.h"
 #include "hotkey/exporter/slots.h"
@@ -98,6 +100,16 @@ class Aggregator {
       uint64_t kernel_drops) {
     return Build(reports, now, now, kernel_drops);
   }
+
+  // The history of the snapshots (history.h) and the hot episodes (episodes.h), recorded at
+  // every Build(): thread-safe, for the web routes and the state file. The history keeps
+  // the export top_k and label_max_bytes of construction (a reload does not resize it).
+  History& history() { return windows_; }
+  const History& history() const { return windows_; }
+  EpisodeLog& episodes() { return episodes_; }
+  const EpisodeLog& episodes() const { return episodes_; }
+  // On by default; off only to measure what recording costs (history_test.cc's benchmark).
+  void SetHistoryEnabled(bool on) { history_enabled_ = on; }
 
   // The tracker the last Build() read: the receivers' trackers merged (or the only one),
   // null before any report. Valid until the next Build(); for saving state without
@@ -195,6 +207,9 @@ class Aggregator {
   std::vector<HistoryPoint> spare_;  // popped points, reused with their memory
   std::vector<Base> bases_;          // scratch of Build()
   absl::flat_hash_set<uint64_t> exported_;
+  History windows_;
+  EpisodeLog episodes_;
+  bool history_enabled_ = true;
 };
 
 }  // namespace hotkey::exporter

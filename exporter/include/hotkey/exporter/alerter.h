@@ -12,7 +12,8 @@
 // log lines.
 //
 // Episode logs are logfmt lines with the key's label (never raw bytes when the operator
-// hides keys), the peak share and the duration.
+// hides keys), the peak share, the duration and the fix advised: an episode's end names the
+// last fix advised during it (the cooling tick, under the threshold, is advised on no more).
 //
 // Thread-compatible: the aggregator calls it from one thread.
 
@@ -48,8 +49,8 @@ class Alerter {
     absl::Time over_since = absl::InfiniteFuture();  // first tick above threshold (monotonic)
     absl::Time hot_since = absl::InfiniteFuture();   // monotonic
     double peak_share = 0;
-    std::string label;  // for the episode-end log line
-    std::string strategy;
+    std::string label;     // for the episode-end log line
+    std::string strategy;  // the last non-empty strategy observed
   };
 
   // One evaluation tick: call Observe() for every tracked key, then Finish(). The shard is

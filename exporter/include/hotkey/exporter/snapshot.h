@@ -87,6 +87,14 @@ struct Snapshot {
   bool counts_bytes = false;
   // Redis Cluster slots and hash tags (slots.h); `slots.enabled` false when not counted.
   SlotsSnapshot slots;
+  // The history (history.h) and the episode log (episodes.h) as this tick left them: their
+  // memory now and its bound, fixed at start; windows held per ring (fine, coarse); episodes
+  // held and open.
+  size_t history_bytes = 0;
+  size_t history_bound_bytes = 0;
+  size_t history_windows[2] = {0, 0};
+  size_t episodes = 0;
+  size_t open_episodes = 0;
 };
 
 }  // namespace hotkey::exporter

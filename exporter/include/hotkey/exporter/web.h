@@ -13,6 +13,11 @@
 //   GET  /api/v1/measured  the shards' measured loads beside the model's projection for
 //                          each fix (load_comparison.h); 404 without
 //                          --model.measured-loads-file
+//   GET  /api/v1/history   the history's windows (history.h): ?from=&to= (Unix seconds or
+//                          RFC 3339), &step= (the ring), &format=rows; 400 for a range wider
+//                          than the ring, 404 without a history
+//   GET  /api/v1/episodes  the episode log (episodes.h), newest first; ?limit= (default and
+//                          most: all it holds)
 //   GET  /api/v1/model     the shard load model for query parameters (the playground's);
 //                          unset ones are those the daemon's advice used at the last tick
 //                          (Snapshot::model), and the answer's "inputs" lists every figure
@@ -34,6 +39,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "hotkey/exporter/episodes.h"
+#include "hotkey/exporter/history.h"
 #include "hotkey/exporter/metrics.h"
 #include "hotkey/exporter/snapshot.h"
 #include "hotkey/http/server.h"
@@ -48,6 +55,11 @@ struct WebHooks {
   const prometheus::Collectable* metrics = nullptr;
   // The answer of /api/v1/measured (LoadComparison::Json now); null: not configured (404).
   std::function<std::string()> measured;
+  // /api/v1/history and /api/v1/episodes (history.h, episodes.h); null: 404. `now` reads
+  // the wall clock, for a history query's range.
+  const History* history = nullptr;
+  const EpisodeLog* episodes = nullptr;
+  std::function<absl::Time()> now;
 };
 
 // The landing page's HTML (self-contained: no external scripts, styles or fonts). Its
@@ -68,6 +80,9 @@ class WebRoutes {
   http::HttpResponse Model(const std::string& query) const;
 
   http::HttpResponse Metrics(const http::HttpRequest& request) const;
+  // /api/v1/history and /api/v1/episodes.
+  http::HttpResponse HistoryRoute(const std::string& query) const;
+  http::HttpResponse EpisodesRoute(const std::string& query) const;
 
   const std::string telemetry_path_;
   const std::string landing_page_;
