@@ -9,9 +9,14 @@ events the subscribers received (per second, over all subscribers). Prints one J
 per run and a summary: median, min and max per count. Not a test: figures for
 docs/benchmarks/feed.md.
 
-Usage: feed_bench.py HOTKEYD [COUNTS=0,16,64] [REPEATS=3] [WINDOW=20]
+With CHURN=1 in the environment, a thread also rewrites the rules file every 250 ms, its
+40 pinned 100-byte keys replaced by 40 others, and reloads it (POST /-/reload): 80 events
+a tick, for the feed's cost under a stream of events rather than heartbeats alone.
+
+Usage: [CHURN=1] feed_bench.py HOTKEYD [COUNTS=0,16,64] [REPEATS=3] [WINDOW=20]
 """
 
+import http.client
 import json
 import os
 import socket
@@ -60,14 +65,40 @@ def subscriber(port, counter, stop):
     s.close()
 
 
+def pins(round_no, count=40):
+    lines = ["feed:", "  pin:"]
+    for i in range(count):
+        lines += [f"    - key: \"{'p' * 100}{round_no % 2}-{i}\"", "      mode: cache"]
+    return "\n".join(lines) + "\n"
+
+
+def churn(port, rules, stop):
+    round_no = 0
+    while not stop.is_set():
+        round_no += 1
+        with open(rules, "w") as f:
+            f.write(pins(round_no))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("POST", "/-/reload")
+        c.getresponse().read()
+        c.close()
+        time.sleep(0.25)
+
+
 def run(binary, work, n, window):
+    rules = work.file("rules.yml")
+    with open(rules, "w") as f:
+        f.write(pins(0))
     d = Hotkeyd(binary, "--demo", "--track.rate-window=1s", "--udp.listen-address=",
-                f"--feed.max-subscribers={max(n, 1)}", work=work)
+                f"--feed.max-subscribers={max(n, 1)}", f"--config.file={rules}",
+                "--web.enable-lifecycle", work=work)
     time.sleep(SETTLE)
     stop = threading.Event()
     counters = [[0] for _ in range(n)]
     threads = [threading.Thread(target=subscriber, args=(d.web, c, stop), daemon=True)
                for c in counters]
+    if os.environ.get("CHURN") == "1":
+        threads.append(threading.Thread(target=churn, args=(d.web, rules, stop), daemon=True))
     for t in threads:
         t.start()
     time.sleep(1)
