@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <utility>
 
-#include <boost/json.hpp>
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/metric_type.h>
+#include <boost/json.hpp>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"

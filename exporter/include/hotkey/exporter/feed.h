@@ -110,8 +110,9 @@ struct FeedStats {
 
 class FeedHub : public prometheus::Collectable {
  public:
-  // A subscriber's unsent output is bounded by this: 64 KiB holds a snapshot of dozens of
-  // entries with labels at their 128-byte default, or hundreds of events.
+  // A subscriber's unsent output is bounded by this (feed_test.cc pins it): a reader that
+  // falls this far behind is dropped, and reconnects to a fresh snapshot. One tick's events
+  // over it drop every subscriber (docs/feed.md, "Bounds").
   static constexpr size_t kMaxUnsentBytes = 64 * 1024;
 
   // `now` (monotonic) starts the heartbeat period.
