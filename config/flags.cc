@@ -95,6 +95,9 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start. With basic auth, an address (IPv4, or IPv6 /64) has one password check queued at a time, 8 at most in all, and after failures waits 1 s, doubling to 30 s; a 401 closes its connection.", &o.web.config_file);
   p.AddBool("web.health-without-auth", "Answer /-/healthy and /-/ready without credentials when basic auth is on.", &o.web.health_without_auth);
 
+  p.Section("Hot-key feed (GET /api/v1/hotkeys, for client kits; policy in the rules file)");
+  p.AddInteger("feed.max-subscribers", "Hot-key feed streams (GET /api/v1/hotkeys/stream) served at once, 1 to 10000; the next is answered 503. The HTTP connection cap grows by as many, so streams never lock a scraper out.", &o.feed_max_subscribers);
+
   p.Section("Rules file (alert and export policy)");
   p.AddString("config.file", "YAML rules file: when a key is hot (alert, thresholds per key pattern) and which keys are exported and how they are labelled (export); config/example-rules.yml has every key. Re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle). Empty: the defaults.", &o.config_file);
   p.AddBool("check-config", "Check the flags, --config.file, --web.config.file and the tap's capture (opened as a start opens it, then closed), print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);

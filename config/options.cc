@@ -217,6 +217,63 @@ absl::Status ThresholdRule::Validate() const {
   return absl::OkStatus();
 }
 
+bool FeedPattern::Matches(std::string_view key) const {
+  switch (kind) {
+    case kKey:
+      return key == pattern;
+    case kPrefix:
+      return key.starts_with(pattern);
+    case kGlob:
+      return GlobMatch(pattern, key);
+  }
+  return false;
+}
+
+absl::Status FeedPattern::Validate() const {
+  if (kind != kKey && kind != kPrefix && kind != kGlob) {
+    return absl::InvalidArgumentError("feed pattern kind is not key, prefix or glob");
+  }
+  if (pattern.empty()) return absl::InvalidArgumentError("feed pattern is empty");
+  if (kind == kGlob) return ValidateGlob(pattern);
+  return absl::OkStatus();
+}
+
+absl::Status FeedPin::Validate() const {
+  if (match.kind == FeedPattern::kGlob) {
+    return absl::InvalidArgumentError(
+        "a feed pin names a key or a prefix, not a glob (clients match keys by bytes)");
+  }
+  if (absl::Status s = match.Validate(); !s.ok()) return s;
+  if (mode == hotkey::model::Strategy::kNone) {
+    return absl::InvalidArgumentError(
+        "a feed pin's mode is one of cache, replicate, split, split_cache, isolate");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FeedOptions::Validate() const {
+  if (!InRange(lease, absl::Seconds(1), absl::Hours(1))) {
+    return OutOfRange("feed lease", "[1s, 1h]", absl::FormatDuration(lease));
+  }
+  if (refresh && !InRange(*refresh, absl::Milliseconds(1), absl::Hours(1))) {
+    return OutOfRange("feed refresh", "[1ms, 1h]", absl::FormatDuration(*refresh));
+  }
+  if (split_factor && !InRange(*split_factor, 2, kMaxSplitFactor)) {
+    return OutOfRange("feed split_factor", "[2, 1024]", *split_factor);
+  }
+  if (pins.size() > kMaxRules || blocks.size() > kMaxRules) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feed: at most ", kMaxRules, " pins and ", kMaxRules, " blocks"));
+  }
+  for (const FeedPin& p : pins) {
+    if (absl::Status s = p.Validate(); !s.ok()) return s;
+  }
+  for (const FeedPattern& b : blocks) {
+    if (absl::Status s = b.Validate(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 double AlertOptions::ThresholdFor(std::string_view key) const {
   for (const ThresholdRule& rule : rules) {
     if (!rule.Matches(key)) continue;
@@ -331,10 +388,14 @@ uint64_t DaemonOptions::RateHistoryKeys() const {
 }
 
 absl::Status DaemonOptions::Validate() const {
-  for (absl::Status s : {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(),
-                         alert.Validate(), ValidateCluster(cluster), storage.Validate(),
-                         tap.Validate(), shard.Validate(), measured_loads.Validate()}) {
+  for (absl::Status s :
+       {udp.Validate(), web.Validate(), track.Validate(), exporter.Validate(), alert.Validate(),
+        ValidateCluster(cluster), storage.Validate(), tap.Validate(), shard.Validate(),
+        measured_loads.Validate(), feed.Validate()}) {
     if (!s.ok()) return s;
+  }
+  if (!InRange<uint32_t>(feed_max_subscribers, 1, 10000)) {
+    return OutOfRange("--feed.max-subscribers", "[1, 10000]", feed_max_subscribers);
   }
   if (!udp.enabled() && !tap.enabled() && !demo) {
     return absl::InvalidArgumentError(
@@ -376,20 +437,22 @@ absl::Status DaemonOptions::Validate() const {
 }
 
 absl::Status ReloadableOptions::Validate() const {
-  for (absl::Status s : {alert.Validate(), exporter.Validate(), ValidateCluster(cluster)}) {
+  for (absl::Status s :
+       {alert.Validate(), exporter.Validate(), ValidateCluster(cluster), feed.Validate()}) {
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
 ReloadableOptions ReloadableFrom(const DaemonOptions& options) {
-  return ReloadableOptions{options.alert, options.exporter, options.cluster};
+  return ReloadableOptions{options.alert, options.exporter, options.cluster, options.feed};
 }
 
 DaemonOptions WithReloadable(DaemonOptions options, const ReloadableOptions& reloadable) {
   options.alert = reloadable.alert;
   options.exporter = reloadable.exporter;
   options.cluster = reloadable.cluster;
+  options.feed = reloadable.feed;
   return options;
 }
 

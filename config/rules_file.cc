@@ -202,6 +202,101 @@ absl::Status ReadExport(const YAML::Node& node, ExportOptions* exporter) {
   return InSection(node, exporter->Validate());
 }
 
+// One pattern map of feed.pin or feed.block: exactly one of `kinds` (key, prefix, glob), and
+// `mode` for a pin.
+absl::Status ReadFeedPattern(const YAML::Node& node, const std::string& path, bool pin,
+                             FeedPattern* pattern, model::Strategy* mode) {
+  if (!node.IsMap()) {
+    return YamlError(node, path,
+                     pin ? "must be a map such as {key: \"tenant:acme\", mode: isolate}"
+                         : "must be a map such as {prefix: \"healthcheck\"}");
+  }
+  int patterns = 0;
+  bool has_mode = false;
+  const std::initializer_list<std::string_view> pin_keys = {"key", "prefix", "mode"};
+  const std::initializer_list<std::string_view> block_keys = {"key", "prefix", "glob"};
+  absl::Status s =
+      ForEachKey(node, path, pin ? pin_keys : block_keys,
+                 [&](const std::string& key, const YAML::Node& v, const std::string& key_path) {
+                   if (key == "mode") {
+                     has_mode = true;
+                     return Read(v, key_path, model::ParseStrategy, mode);
+                   }
+                   ++patterns;
+                   pattern->kind = key == "key"      ? FeedPattern::kKey
+                                   : key == "prefix" ? FeedPattern::kPrefix
+                                                     : FeedPattern::kGlob;
+                   absl::StatusOr<std::string> text = Scalar(v, key_path);
+                   if (!text.ok()) return text.status();
+                   pattern->pattern = *std::move(text);
+                   return absl::OkStatus();
+                 });
+  if (!s.ok()) return s;
+  if (patterns != 1) {
+    return YamlError(
+        node, path,
+        pin ? "needs exactly one of key or prefix" : "needs exactly one of key, prefix or glob");
+  }
+  if (pin && !has_mode) return YamlError(node, path, "needs mode");
+  absl::Status v = pin ? FeedPin{*pattern, *mode}.Validate() : pattern->Validate();
+  if (!v.ok()) return YamlError(node, path, v.message());
+  return absl::OkStatus();
+}
+
+absl::Status ReadFeed(const YAML::Node& node, FeedOptions* feed) {
+  absl::Status s = ForEachKey(
+      node, "feed", {"lease", "refresh", "split_factor", "pin", "block"},
+      [&](const std::string& key, const YAML::Node& v, const std::string& path) {
+        if (key == "lease") return Read(v, path, ParseDurationText, &feed->lease);
+        if (key == "refresh") {
+          absl::Duration d;
+          absl::Status r = Read(v, path, ParseDurationText, &d);
+          feed->refresh = d;
+          return r;
+        }
+        if (key == "split_factor") {
+          int f = 0;
+          absl::Status r = ReadInteger(v, path, &f);
+          feed->split_factor = f;
+          return r;
+        }
+        const bool pin = key == "pin";
+        if (pin) {
+          feed->pins.clear();
+        } else {
+          feed->blocks.clear();
+        }
+        if (v.IsNull()) return absl::OkStatus();
+        if (!v.IsSequence()) {
+          return YamlError(v, path,
+                           pin ? "must be a list (- key: ... / - prefix: ...)"
+                               : "must be a list (- key: / - prefix: / - glob: ...)");
+        }
+        if (v.size() > FeedOptions::kMaxRules) {
+          return YamlError(
+              v, path,
+              absl::StrCat("has ", v.size(), " entries; at most ", FeedOptions::kMaxRules));
+        }
+        for (size_t i = 0; i < v.size(); ++i) {
+          FeedPattern pattern;
+          model::Strategy mode = model::Strategy::kNone;
+          if (absl::Status r =
+                  ReadFeedPattern(v[i], absl::StrCat(path, "[", i, "]"), pin, &pattern, &mode);
+              !r.ok()) {
+            return r;
+          }
+          if (pin) {
+            feed->pins.push_back(FeedPin{std::move(pattern), mode});
+          } else {
+            feed->blocks.push_back(std::move(pattern));
+          }
+        }
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  return InSection(node, feed->Validate());
+}
+
 // The cluster model is set by the --cluster.* flags only (one home for each setting). A
 // file that still has the section is refused with the flags that replace it, built from
 // the values it gives, so that moving them is a copy and paste.
@@ -244,11 +339,12 @@ absl::StatusOr<ReloadableOptions> Apply(const std::string& text, const Reloadabl
   ReloadableOptions out = base;
   YAML::Node root = YAML::Load(text);
   // "cluster" is known only to be refused with its replacement flags (RejectCluster).
-  absl::Status s = ForEachKey(root, "", {"alert", "thresholds", "export", "cluster"},
+  absl::Status s = ForEachKey(root, "", {"alert", "thresholds", "export", "feed", "cluster"},
                               [&](const std::string& key, const YAML::Node& v, const std::string&) {
                                 if (key == "alert") return ReadAlert(v, &out.alert);
                                 if (key == "thresholds") return ReadThresholds(v, &out.alert.rules);
                                 if (key == "export") return ReadExport(v, &out.exporter);
+                                if (key == "feed") return ReadFeed(v, &out.feed);
                                 return RejectCluster(v);
                               });
   if (!s.ok()) return s;

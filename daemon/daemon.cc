@@ -149,6 +149,7 @@ class Daemon::Impl {
   std::vector<uint64_t> inodes_;
   std::unique_ptr<Aggregator> aggregator_;  // io thread
   std::unique_ptr<SnapshotCollector> collector_;
+  std::unique_ptr<exporter::FeedHub> feed_;  // io thread; outlives routes_ and http_
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<http::HttpServer> http_;
   std::atomic<bool> build_pending_{false};
@@ -157,7 +158,7 @@ class Daemon::Impl {
   WebConfigPoller poll_web_config_;             // null: not re-read
   MeasuredLoadsPoller poll_measured_loads_;     // null: no measured loads
   std::unique_ptr<LoadComparison> comparison_;  // with poll_measured_loads_
-  std::unique_ptr<Collectables> all_metrics_;   // collector_, comparison_
+  std::unique_ptr<Collectables> all_metrics_;   // collector_, feed_, comparison_
   // The shard asked for its own figures (shard/prober.h): none without a live tap or
   // --shard.address.
   std::string shard_address_;
@@ -222,6 +223,8 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     reload_status_.web_config_watched = true;
     reload_status_.web_config_last_success = wall_.Now();
   }
+  feed_ = std::make_unique<exporter::FeedHub>(options_.feed_max_subscribers, inputs.label_secret,
+                                              *reloadable, origin_);
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
                                              std::move(inputs.label_secret), origin_, log_);
   aggregator_->SetCountsBytes(options_.CountsBytes());
@@ -290,16 +293,15 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     std::lock_guard<std::mutex> l(mu_);
     return cluster_;
   };
-  hooks.metrics = collector_.get();
   hooks.history = &aggregator_->history();
   hooks.episodes = &aggregator_->episodes();
   hooks.now = [this] { return wall_.Now(); };
+  hooks.feed = feed_.get();
+  std::vector<const prometheus::Collectable*> metrics = {collector_.get(), feed_.get()};
   if (inputs.poll_measured_loads) {
     poll_measured_loads_ = std::move(inputs.poll_measured_loads);
     comparison_ = std::make_unique<LoadComparison>(options_.measured_loads);
-    all_metrics_ = std::make_unique<Collectables>(
-        std::vector<const prometheus::Collectable*>{collector_.get(), comparison_.get()});
-    hooks.metrics = all_metrics_.get();
+    metrics.push_back(comparison_.get());
     hooks.measured = [this] {
       // The cluster the advice used (measured where it could be), as Observe() is given.
       const std::shared_ptr<const Snapshot> snap = snapshot();
@@ -313,9 +315,15 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
       return comparison_->Json(cluster, wall_.Now());
     };
   }
+  all_metrics_ = std::make_unique<Collectables>(std::move(metrics));
+  hooks.metrics = all_metrics_.get();
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
+  // Feed streams count toward the connection cap but are never closed to make room: the
+  // cap grows by as many as may stream, so they never lock a scraper out.
+  http::HttpLimits limits;
+  limits.max_connections += options_.feed_max_subscribers;
   absl::StatusOr<std::unique_ptr<http::HttpServer>> http = http::HttpServer::Create(
-      io_, options_.web, inputs.web_config, http::HttpLimits{},
+      io_, options_.web, inputs.web_config, limits,
       [routes = routes_.get()](const http::HttpRequest& r) { return routes->Handle(r); },
       std::move(inputs.web_listen_fds));
   if (!http.ok()) return http.status();
@@ -493,6 +501,7 @@ void Daemon::Impl::Shutdown() {
 void Daemon::Impl::DoShutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  if (feed_) feed_->CloseAll();
   if (http_) http_->Stop();
   if (signals_) {
     boost::system::error_code ec;
@@ -518,6 +527,7 @@ void Daemon::Impl::Build() {
   reports.reserve(sources_.size());
   for (const auto& s : sources_) reports.push_back(s->Latest());
   auto snap = aggregator_->Build(reports, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
+  feed_->Update(*snap, mono_.Now());
   std::lock_guard<std::mutex> l(mu_);
   snapshot_ = std::move(snap);
 }
@@ -650,6 +660,7 @@ absl::Status Daemon::Impl::Reload() {
       if (seq <= applied_reload_seq_) return;
       applied_reload_seq_ = seq;
       aggregator_->SetReloadable(options);
+      feed_->SetReloadable(options);
     };
     if (io_.get_executor().running_in_this_thread()) {
       apply();

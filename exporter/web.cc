@@ -297,8 +297,9 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
   const bool known = req.path == "/" || req.path == telemetry_path_ || req.path == "/-/healthy" ||
                      req.path == "/-/ready" || req.path == "/api/v1/top" ||
                      req.path == "/api/v1/model" || req.path == "/api/v1/measured" ||
-                     req.path == "/api/v1/slots" ||
-                     req.path == "/api/v1/history" || req.path == "/api/v1/episodes";
+                     req.path == "/api/v1/slots" || req.path == "/api/v1/history" ||
+                     req.path == "/api/v1/episodes" || req.path == "/api/v1/hotkeys" ||
+                     req.path == "/api/v1/hotkeys/stream";
   if (!known) return Text(404, "not found\n");
   if (!get) return MethodNotAllowed("method not allowed\n", "GET, HEAD");
 
@@ -316,6 +317,7 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
   if (req.path == "/api/v1/history") return HistoryRoute(req.query);
   if (req.path == "/api/v1/episodes") return EpisodesRoute(req.query);
   if (req.path == "/api/v1/model") return Model(req.query);
+  if (req.path == "/api/v1/hotkeys" || req.path == "/api/v1/hotkeys/stream") return Feed(req);
   if (req.path == "/api/v1/measured") {
     if (!hooks_.measured) {
       return Json(404, JsonError("no measured loads: hotkeyd runs without "
@@ -324,6 +326,22 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
     return Json(200, hooks_.measured());
   }
   return http::HttpResponse{200, "text/html; charset=utf-8", landing_page_, {}};
+}
+
+http::HttpResponse WebRoutes::Feed(const http::HttpRequest& req) const {
+  if (hooks_.feed == nullptr) return Json(404, JsonError("no hot-key feed"));
+  const bool raw_keys = RawKeysFor(hooks_.feed->label_mode(), req.authenticated);
+  if (req.path == "/api/v1/hotkeys") return Json(200, hooks_.feed->SetJson(raw_keys));
+  std::shared_ptr<http::EventStream> stream = hooks_.feed->Subscribe(raw_keys);
+  if (!stream) {
+    http::HttpResponse r =
+        Json(503, JsonError("too many feed subscribers (--feed.max-subscribers); retry later"));
+    r.headers.emplace_back("Retry-After", "5");
+    return r;
+  }
+  http::HttpResponse r{200, "text/event-stream; charset=utf-8", "", {}};
+  r.stream = std::move(stream);
+  return r;
 }
 
 http::HttpResponse WebRoutes::Metrics(const http::HttpRequest& req) const {

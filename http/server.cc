@@ -182,6 +182,11 @@ void HttpServer::Stop() {
       if (w) w->Evict();
     }
   }
+  std::list<std::weak_ptr<Waiting>> streaming = std::move(shared_->streaming);
+  shared_->streaming.clear();
+  for (const auto& weak : streaming) {
+    if (std::shared_ptr<Waiting> w = weak.lock()) w->Evict();
+  }
   for (auto& n : shared_->waiting_now) {
     n.store(0, std::memory_order_relaxed);
   }

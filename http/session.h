@@ -26,6 +26,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -60,10 +61,12 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     shared_->open_now.store(shared_->open, std::memory_order_relaxed);
   }
 
-  // Called by the server, which has already taken this session off its waiting list. A
-  // request queued for its password check is abandoned: the worker skips it.
+  // Called by the server, which has already taken this session off its waiting list (or,
+  // at Stop(), its streaming list). A request queued for its password check is abandoned:
+  // the worker skips it. A streamed response ends as kServer.
   void Evict() override {
     waiting_.reset();
+    if (events_) events_->Close();
     Abandon();
   }
 
@@ -210,7 +213,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     const bool exempt = shared_->health_without_auth &&
                         (request_.path == "/-/healthy" || request_.path == "/-/ready");
     if (security_->auth == nullptr || exempt) {
-      Respond();
+      Respond(/*authenticated=*/false);
       return;
     }
     const auto field = req.find(http::field::authorization);
@@ -221,7 +224,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     if (known.has_value() || shared_->auth_pool == nullptr) {
       OPENSSL_cleanse(authorization.data(), authorization.size());
       if (known.value_or(false)) {
-        Respond();
+        Respond(/*authenticated=*/true);
       } else {
         Reject(AuthFailure::kInvalid);
       }
@@ -276,7 +279,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
       return;
     }
     if (ok) {
-      Respond();
+      Respond(/*authenticated=*/true);
     } else {
       Reject(AuthFailure::kInvalid);
     }
@@ -296,7 +299,8 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     Write(r, /*keep_alive=*/false);
   }
 
-  void Respond() {
+  void Respond(bool authenticated) {
+    request_.authenticated = authenticated;
     HttpResponse r;
     try {
       r = shared_->handler(request_);
@@ -305,7 +309,94 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
       r = HttpResponse{
           500, "text/plain; charset=utf-8", absl::StrCat("internal error: ", e.what(), "\n"), {}};
     }
+    if (r.stream) {
+      StartStream(r);
+      return;
+    }
     Write(r, keep_alive_);
+  }
+
+  static std::string ReasonPhrase(int status) {
+    const auto reason =
+        boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(status));
+    return std::string(reason.data(), reason.size());
+  }
+
+  // A streamed response (event_stream.h): the head, without Content-Length (the body ends
+  // with the connection), then each block the stream is given, one write at a time.
+  void StartStream(const HttpResponse& r) {
+    namespace http = boost::beast::http;
+    events_ = r.stream;
+    auto& streaming = shared_->streaming;
+    std::erase_if(streaming, [](const std::weak_ptr<Waiting>& w) { return w.expired(); });
+    streaming.push_back(this->weak_from_this());
+    boost::system::error_code ignored;
+    // A fixed send buffer bounds what the kernel holds for a subscriber (no autotuning).
+    Lowest().socket().set_option(
+        boost::asio::socket_base::send_buffer_size(EventStream::kSendBufferBytes), ignored);
+    auto head = std::make_shared<std::string>(absl::StrCat(
+        "HTTP/1.1 ", r.status, " ", ReasonPhrase(r.status), "\r\nServer: hotkeyd\r\nContent-Type: ",
+        r.content_type, "\r\nCache-Control: no-cache\r\nConnection: close\r\n"));
+    for (const auto& [name, value] : security_->headers)
+      absl::StrAppend(head.get(), name, ": ", value, "\r\n");
+    for (const auto& [name, value] : r.headers)
+      absl::StrAppend(head.get(), name, ": ", value, "\r\n");
+    head->append("\r\n");
+    writing_ = true;
+    Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
+    boost::asio::async_write(
+        stream_, boost::asio::buffer(*head),
+        [self = this->shared_from_this(), head](boost::beast::error_code ec, size_t) {
+          self->writing_ = false;
+          if (ec || self->head_ || self->shared_->stopped) {
+            self->StreamEnded(ec);
+            return;
+          }
+          self->WatchClient();
+          self->events_->SetWake([self] { self->Pump(); });
+          self->Pump();
+        });
+  }
+
+  // The client sends nothing once streaming; readable means it closed (or broke the
+  // protocol): end the stream now rather than at the next write.
+  void WatchClient() {
+    Lowest().socket().async_wait(tcp::socket::wait_read,
+                                 [self = this->shared_from_this()](boost::beast::error_code ec) {
+                                   if (ec) return;
+                                   self->events_->Finish(EventStream::CloseReason::kClient);
+                                   self->Close();
+                                 });
+  }
+
+  // Writes the next queued block, if none is being written; closes once the stream is.
+  void Pump() {
+    if (events_->closed()) {
+      Close();
+      return;
+    }
+    if (writing_ || !events_->TakeFront(&block_)) return;
+    writing_ = true;
+    Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
+    boost::asio::async_write(
+        stream_, boost::asio::buffer(block_),
+        [self = this->shared_from_this()](boost::beast::error_code ec, size_t) {
+          self->writing_ = false;
+          if (ec) {
+            self->StreamEnded(ec);
+            return;
+          }
+          self->events_->Written();
+          self->Pump();
+        });
+  }
+
+  // The stream's connection failed or timed out (a reader that stopped reading), or the
+  // stream ended while its head was written.
+  void StreamEnded(boost::beast::error_code ec) {
+    events_->Finish(ec == boost::beast::error::timeout ? EventStream::CloseReason::kSlow
+                                                       : EventStream::CloseReason::kClient);
+    Close();
   }
 
   void Write(const HttpResponse& r, bool keep_alive) {
@@ -362,6 +453,11 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
   HttpRequest request_;
   bool keep_alive_ = false;
   bool head_ = false;  // the request being answered is a HEAD
+  // A streamed response's: its events, the block being written, and whether a write (the
+  // head's or a block's) is in flight.
+  std::shared_ptr<EventStream> events_;
+  std::string block_;
+  bool writing_ = false;
   std::optional<std::list<std::weak_ptr<Waiting>>::iterator>
       waiting_;  // on shared_->waiting[state_]
   // Shared with the server, so a session outliving it (until the io_context drops it) is safe.

@@ -64,6 +64,9 @@ struct HttpServer::Shared {
   // half-open, handshaking or password-guessing clients can never lock a scraper out; a
   // scraper sends its request at once and is served.
   std::list<std::weak_ptr<Waiting>> waiting[kNumConnectionStates];
+  // Sessions streaming a response (event_stream.h): never closed to make room, closed by
+  // Stop(). Expired entries are pruned when one is added.
+  std::list<std::weak_ptr<Waiting>> streaming;
   AuthLimiter auth_limiter;
   bool stopped = false;
 

@@ -298,5 +298,60 @@ TEST_CASE("Rules file: LoadReloadable overlays the file on the flags and reports
   CHECK_THAT(Message(r), Contains(bad.path()) && Contains("line 2") && Contains("sahre_threshold"));
 }
 
+TEST_CASE("Rules file: the example's feed section loads", "[config][rules][feed]") {
+  absl::StatusOr<ReloadableOptions> r =
+      LoadRulesFile(HOTKEY_SOURCE_DIR "/config/example-rules.yml", ReloadableOptions{});
+  REQUIRE(r.ok());
+  CHECK(r->feed.lease == absl::Seconds(10));
+  CHECK(r->feed.heartbeat() == absl::Seconds(2));
+  CHECK(r->feed.refresh == absl::Seconds(1));
+  CHECK(r->feed.split_factor == 8);
+  REQUIRE(r->feed.pins.size() == 2);
+  CHECK(r->feed.pins[0] == FeedPin{{FeedPattern::kKey, "tenant:acme"}, model::Strategy::kIsolate});
+  CHECK(r->feed.pins[1] == FeedPin{{FeedPattern::kPrefix, "flash:"}, model::Strategy::kCache});
+  REQUIRE(r->feed.blocks.size() == 1);
+  CHECK(r->feed.blocks[0].Matches("healthcheck/db"));
+  CHECK_FALSE(r->feed.blocks[0].Matches("user:1"));
+}
+
+TEST_CASE("Rules file: feed pins and blocks take key, prefix and glob as documented",
+          "[config][rules][feed]") {
+  ReloadableOptions r = ApplyOk(
+      "feed:\n"
+      "  lease: 3s\n"
+      "  pin:\n"
+      "    - {key: \"a\", mode: split}\n"
+      "  block:\n"
+      "    - key: \"x\"\n"
+      "    - prefix: \"p:\"\n"
+      "    - glob: \"g*z\"\n");
+  CHECK(r.feed.lease == absl::Seconds(3));
+  CHECK_FALSE(r.feed.refresh.has_value());  // unset: the cluster model's
+  REQUIRE(r.feed.blocks.size() == 3);
+  CHECK(r.feed.blocks[0].Matches("x"));
+  CHECK_FALSE(r.feed.blocks[0].Matches("xy"));
+  CHECK(r.feed.blocks[1].Matches("p:1"));
+  CHECK(r.feed.blocks[2].Matches("g-any-z"));
+  CHECK_FALSE(r.feed.blocks[2].Matches("g-any-y"));
+  // Deleting the section brings back the base's (the defaults').
+  CHECK(ApplyOk("alert:\n  min_dwell: 1s\n").feed == FeedOptions{});
+}
+
+TEST_CASE("Rules file: a bad feed section is refused with its line", "[config][rules][feed]") {
+  CHECK_THAT(ApplyError("feed:\n  leese: 1s\n"), Contains("unknown key"));
+  CHECK_THAT(ApplyError("feed:\n  lease: 0s\n"), Contains("feed lease"));
+  CHECK_THAT(ApplyError("feed:\n  split_factor: 1\n"), Contains("[2, 1024]"));
+  CHECK_THAT(ApplyError("feed:\n  pin:\n    - glob: \"a*\"\n      mode: cache\n"),
+             Contains("unknown key"));
+  CHECK_THAT(ApplyError("feed:\n  pin:\n    - key: \"a\"\n"), Contains("needs mode"));
+  CHECK_THAT(ApplyError("feed:\n  pin:\n    - key: \"a\"\n      mode: none\n"), Contains("mode"));
+  CHECK_THAT(ApplyError("feed:\n  pin:\n    - key: \"a\"\n      mode: bogus\n"),
+             Contains("line 4"));
+  CHECK_THAT(ApplyError("feed:\n  block:\n    - key: \"a\"\n      prefix: \"b\"\n"),
+             Contains("exactly one"));
+  CHECK_THAT(ApplyError("feed:\n  block:\n    - glob: \"[a\"\n"), Contains("line 3"));
+  CHECK_THAT(ApplyError("feed:\n  block: \"a\"\n"), Contains("must be a list"));
+}
+
 }  // namespace
 }  // namespace hotkey::config

@@ -276,6 +276,54 @@ struct AlertOptions {
   friend bool operator==(const AlertOptions&, const AlertOptions&) = default;
 };
 
+// One key pattern of the rules file's feed section: an exact key, a prefix, or a glob (as
+// ThresholdRule's).
+struct FeedPattern {
+  enum Kind { kKey, kPrefix, kGlob };
+  Kind kind = kKey;
+  std::string pattern;  // not empty; bytes
+
+  // True if `key` matches. A glob is compiled on each call (it allocates).
+  bool Matches(std::string_view key) const;
+  absl::Status Validate() const;
+  friend bool operator==(const FeedPattern&, const FeedPattern&) = default;
+};
+
+// A key (kKey) or every key starting with some bytes (kPrefix) that the feed always carries
+// with `mode`, whatever is measured.
+struct FeedPin {
+  FeedPattern match;                                                 // kKey or kPrefix
+  hotkey::model::Strategy mode = hotkey::model::Strategy::kIsolate;  // not kNone
+
+  absl::Status Validate() const;
+  friend bool operator==(const FeedPin&, const FeedPin&) = default;
+};
+
+// The hot-key feed's policy (GET /api/v1/hotkeys and its stream): the rules file's feed
+// section.
+struct FeedOptions {
+  // An entry a client has not seen renewed for this long is void; in [1s, 1h]. The stream
+  // renews every entry with a heartbeat every lease / kHeartbeatsPerLease.
+  absl::Duration lease = absl::Seconds(10);
+  // refresh_seconds given to clients for cache and split_cache entries; unset: the cluster
+  // model's refresh (--cluster.refresh), so the clients apply the fix the advice projected.
+  // In [1ms, 1h].
+  std::optional<absl::Duration> refresh;
+  // split_factor given for split and split_cache entries; unset: the cluster model's split
+  // (--cluster.split), at least 2. In [2, 1024].
+  std::optional<int> split_factor;
+  std::vector<FeedPin> pins;        // at most kMaxRules
+  std::vector<FeedPattern> blocks;  // at most kMaxRules
+
+  static constexpr int kHeartbeatsPerLease = 5;
+  static constexpr size_t kMaxRules = 1024;
+  static constexpr int kMaxSplitFactor = 1024;
+
+  absl::Duration heartbeat() const { return lease / kHeartbeatsPerLease; }
+  absl::Status Validate() const;
+  friend bool operator==(const FeedOptions&, const FeedOptions&) = default;
+};
+
 // Everything main needs. Built by ParseFlags (flags.h).
 // Restarts lose nothing: the trackers' state is written here periodically and on shutdown,
 // and read back on start.
@@ -367,6 +415,10 @@ struct DaemonOptions {
   TapOptions tap;
   ShardOptions shard;
   MeasuredLoadsOptions measured_loads;
+  // The hot-key feed's policy (rules file) and the most streams served at once
+  // (--feed.max-subscribers, in [1, 10000]): the next is answered 503.
+  FeedOptions feed;
+  uint32_t feed_max_subscribers = 64;
   // A file holding the secret that keys the hash of export.key_label hash|prefix labels, so
   // nobody can hash candidate keys to find which one a label stands for. Empty: a fixed,
   // public key (labels stay stable but are guessable).
@@ -424,6 +476,7 @@ struct ReloadableOptions {
   AlertOptions alert;
   ExportOptions exporter;
   hotkey::model::Cluster cluster;
+  FeedOptions feed;
 
   absl::Status Validate() const;
 };

@@ -1,5 +1,6 @@
 // The YAML rules file (--config.file): the policy, i.e. when a key is hot (alert,
-// per-pattern thresholds) and which keys reach /metrics and how they are labelled (export).
+// per-pattern thresholds), which keys reach /metrics and how they are labelled (export), and
+// what the hot-key feed tells clients (feed).
 // This file is the one home of these settings (no flag repeats them), and a reload re-reads
 // it. Process settings, the cluster model among them, are flags (flags.h).
 //
@@ -24,6 +25,15 @@
 //     min_key_ops: 2             # ops/s a key needs to be exported (hot keys excepted)
 //     key_label: raw             # raw | hash | prefix
 //     label_max_bytes: 128
+//   feed:                        # the hot-key feed (GET /api/v1/hotkeys and its stream)
+//     lease: 10s                 # an entry not renewed this long is void; heartbeat lease/5
+//     refresh: 1s                # refresh_seconds for cache entries (default --cluster.refresh)
+//     split_factor: 8            # sub-keys for split entries (default --cluster.split, >= 2)
+//     pin:                       # always in the feed: key: or prefix:, with a mode
+//       - key: "tenant:acme"
+//         mode: isolate
+//     block:                     # never in the feed (pins included): key:, prefix: or glob:
+//       - prefix: "healthcheck"
 //
 // Every section and key is optional; what the file leaves out keeps its default
 // (options.h), and a thresholds list given replaces the base's. Pass

@@ -26,10 +26,14 @@
 //                          write_share of one key, it is model::ProjectMeasured on the
 //                          figures the daemon's advice for that key uses, so the advice
 //                          and busiest loads equal the key's in /api/v1/top.
+//   GET  /api/v1/hotkeys   the hot-key feed's set (feed.h, docs/feed.md); raw key bytes only
+//                          with key_label raw or to a request that passed basic auth
+//   GET  /api/v1/hotkeys/stream  the feed's Server-Sent Events: a snapshot, then add /
+//                          change / remove and heartbeats; 503 past --feed.max-subscribers
 //
 // A known path asked with a method it does not answer is 405 with an Allow header.
 //
-// Thread-safe if the hooks are.
+// Thread-safe if the hooks are (the feed's routes: on the hub's thread only).
 
 #ifndef HOTKEY_EXPORTER_WEB_H_
 #define HOTKEY_EXPORTER_WEB_H_
@@ -40,6 +44,7 @@
 
 #include "absl/status/status.h"
 #include "hotkey/exporter/episodes.h"
+#include "hotkey/exporter/feed.h"
 #include "hotkey/exporter/history.h"
 #include "hotkey/exporter/metrics.h"
 #include "hotkey/exporter/snapshot.h"
@@ -60,6 +65,9 @@ struct WebHooks {
   const History* history = nullptr;
   const EpisodeLog* episodes = nullptr;
   std::function<absl::Time()> now;
+  // The hot-key feed; null: /api/v1/hotkeys answers 404. Called on the handler's thread,
+  // which must be the hub's (the daemon's io thread).
+  FeedHub* feed = nullptr;
 };
 
 // The landing page's HTML (self-contained: no external scripts, styles or fonts). Its
@@ -78,6 +86,7 @@ class WebRoutes {
  private:
   http::HttpResponse Top() const;
   http::HttpResponse Model(const std::string& query) const;
+  http::HttpResponse Feed(const http::HttpRequest& request) const;
 
   http::HttpResponse Metrics(const http::HttpRequest& request) const;
   // /api/v1/history and /api/v1/episodes.

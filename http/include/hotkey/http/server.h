@@ -40,6 +40,7 @@
 #include "absl/time/time.h"
 #include "hotkey/config/options.h"
 #include "hotkey/config/web_config.h"
+#include "hotkey/http/event_stream.h"
 
 namespace hotkey::http {
 
@@ -49,6 +50,9 @@ struct HttpRequest {
   std::string query;   // after '?', undecoded
   std::string body;
   std::string accept_encoding = {};  // the Accept-Encoding header, empty when absent
+  // The request passed basic auth (false when the server has no basic auth, and for the
+  // health paths answered without it).
+  bool authenticated = false;
 };
 
 struct HttpResponse {
@@ -56,6 +60,9 @@ struct HttpResponse {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // Set: a streamed response (event_stream.h). The head is sent with `status`,
+  // `content_type` and `headers`, then what the stream is given; `body` is ignored.
+  std::shared_ptr<EventStream> stream = nullptr;
 };
 
 struct HttpLimits {
@@ -148,8 +155,9 @@ class HttpServer {
   absl::Status SetWebConfig(const config::WebConfig& web_config, std::string_view config_file);
 
   void Start();
-  // Stops accepting and closes the connections waiting for a request; one in the middle of
-  // a request is answered, then closed.
+  // Stops accepting and closes the connections waiting for a request and the streamed
+  // responses (EventStream, closed as kServer); one in the middle of a request is answered,
+  // then closed.
   void Stop();
 
   // The first listening socket's address (in the order of web.listen_addresses), and all.

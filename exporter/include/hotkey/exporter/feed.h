@@ -1,0 +1,172 @@
+// The hot-key feed: the keys client kits should treat specially (GET /api/v1/hotkeys), and
+// the push stream of its changes (GET /api/v1/hotkeys/stream, Server-Sent Events). The
+// protocol is docs/feed.md.
+//
+// FeedState is the set and its versions, pure: each tick it takes the Snapshot's hot keys
+// whose held advice (advice_hold.h) names a fix, adds the rules file's pins, takes out its
+// blocks, and diffs the result against the previous set into add / change / remove events,
+// each one version further. A "change" is a change of what a client does with the key: its
+// mode, refresh_seconds, split_factor, origin or match. A key's share and write ratio move at
+// every tick; they are refreshed in the set (so GET and a new stream's snapshot carry them)
+// but sent on no event of their own, so the stream carries one event per change of the fix,
+// not one per key per tick.
+//
+// FeedHub serves the set: GET's JSON, and the streams. Each stream is an http::EventStream
+// bounded at kMaxUnsentBytes unsent (a slower reader is dropped and counted, never waited
+// for); at most max_subscribers at once (the next is refused and counted); a heartbeat every
+// FeedOptions::heartbeat() renews the client's leases.
+//
+// Key exposure: the raw key bytes (key_b64, key) go out when keys are labelled raw, or to a
+// request that passed basic auth; otherwise an entry carries only its label (RawKeysFor()).
+//
+// Thread-compatible: the daemon calls both from its io_context thread; stats() (the
+// metrics) may be read from any thread.
+
+#ifndef HOTKEY_EXPORTER_FEED_H_
+#define HOTKEY_EXPORTER_FEED_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <prometheus/collectable.h>
+
+#include "absl/time/time.h"
+#include "hotkey/config/options.h"
+#include "hotkey/exporter/snapshot.h"
+#include "hotkey/http/event_stream.h"
+
+namespace hotkey::exporter {
+
+// One key (or prefix) of the feed.
+struct FeedEntry {
+  std::string key;    // the bytes: the exact key, or the prefix when `prefix`
+  std::string label;  // as exported in /metrics (key_label.h)
+  model::Strategy mode = model::Strategy::kNone;
+  double refresh_seconds = 0;  // cache and split_cache; 0 otherwise
+  int split_factor = 0;        // split and split_cache; 0 otherwise
+  double share = 0;            // informative: refreshed every tick, sent on no event
+  double write_ratio = 0;
+  bool pinned = false;  // origin: pinned (rules file) or advice
+  bool prefix = false;  // match: prefix (pins only) or key
+
+  // Whether a client would act differently: mode, parameters, origin, match.
+  bool SameFix(const FeedEntry& other) const;
+};
+
+struct FeedEvent {
+  enum class Type { kAdd, kChange, kRemove };
+  Type type = Type::kAdd;
+  uint64_t version = 0;
+  FeedEntry entry;  // kRemove: the entry as it was
+};
+
+// "add", "change", "remove".
+std::string_view FeedEventTypeName(FeedEvent::Type type);
+
+class FeedState {
+ public:
+  explicit FeedState(std::string label_secret) : label_secret_(std::move(label_secret)) {}
+
+  // One tick: the new set from `snap` under the reloadable options' feed, export (labels of
+  // pins) and cluster (default refresh and split factor); the events that lead from the
+  // previous set to it, in order (removes, changes, adds), versions consecutive.
+  std::vector<FeedEvent> Update(const Snapshot& snap, const config::ReloadableOptions& options);
+
+  // +1 per event since construction; 0 before any.
+  uint64_t version() const { return version_; }
+  // By key bytes; keys are unique.
+  const std::map<std::string, FeedEntry>& entries() const { return entries_; }
+
+ private:
+  const std::string label_secret_;
+  uint64_t version_ = 0;
+  std::map<std::string, FeedEntry> entries_;
+};
+
+// Whether a request may see raw key bytes (docs/feed.md "Key exposure").
+bool RawKeysFor(config::KeyLabelMode mode, bool authenticated);
+
+// JSON (one line) of an entry; of the whole set (GET /api/v1/hotkeys, the stream's first
+// event); of an event's data.
+std::string FeedEntryJson(const FeedEntry& e, bool raw_keys);
+std::string FeedSetJson(const FeedState& state, absl::Duration lease, bool raw_keys);
+std::string FeedEventJson(const FeedEvent& e, bool raw_keys);
+// A Server-Sent Event: "event: <type>\nid: <version>\ndata: <data>\n\n".
+std::string SseEvent(std::string_view type, uint64_t version, std::string_view data);
+
+struct FeedStats {
+  uint64_t subscribers = 0;
+  uint64_t version = 0;
+  uint64_t entries = 0;
+  uint64_t events[3] = {};  // by FeedEvent::Type
+  uint64_t heartbeats = 0;
+  uint64_t dropped_slow = 0;   // unsent output passed kMaxUnsentBytes, or a write timed out
+  uint64_t dropped_limit = 0;  // refused: max_subscribers were streaming
+};
+
+class FeedHub : public prometheus::Collectable {
+ public:
+  // A subscriber's unsent output is bounded by this (feed_test.cc pins it): a reader that
+  // falls this far behind is dropped, and reconnects to a fresh snapshot. One tick's events
+  // over it drop every subscriber (docs/feed.md, "Bounds").
+  static constexpr size_t kMaxUnsentBytes = 64 * 1024;
+
+  // `now` (monotonic) starts the heartbeat period.
+  FeedHub(size_t max_subscribers, std::string label_secret,
+          const config::ReloadableOptions& options, absl::Time now);
+  ~FeedHub() override;
+
+  // Takes effect at the next Update().
+  void SetReloadable(const config::ReloadableOptions& options) { options_ = options; }
+
+  // One tick at `now` (monotonic): the set updated from `snap` and its events sent; a
+  // heartbeat to every subscriber when one is due; closed subscribers forgotten and counted.
+  void Update(const Snapshot& snap, absl::Time now);
+
+  // GET /api/v1/hotkeys.
+  std::string SetJson(bool raw_keys) const;
+  // A new stream, already holding its snapshot event; null when max_subscribers stream
+  // (counted).
+  std::shared_ptr<http::EventStream> Subscribe(bool raw_keys);
+  // Ends every stream (shutdown).
+  void CloseAll();
+
+  config::KeyLabelMode label_mode() const { return options_.exporter.label; }
+  const FeedState& state() const { return state_; }
+  FeedStats stats() const;
+  // hotkey_feed_* (docs/metrics.md).
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  struct Subscriber {
+    std::shared_ptr<http::EventStream> stream;
+    bool raw_keys;
+  };
+  // Sends to every subscriber the text for its key exposure; `render` is called at most
+  // once per exposure.
+  void Broadcast(const std::function<std::string(bool raw_keys)>& render);
+  // Forgets closed subscribers, counting the slow ones.
+  void Sweep();
+
+  const size_t max_subscribers_;
+  config::ReloadableOptions options_;
+  FeedState state_;
+  absl::Time last_heartbeat_;
+  std::vector<Subscriber> subscribers_;
+
+  std::atomic<uint64_t> subscribers_now_{0};
+  std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> entries_{0};
+  std::atomic<uint64_t> events_[3] = {};
+  std::atomic<uint64_t> heartbeats_{0};
+  std::atomic<uint64_t> dropped_slow_{0};
+  std::atomic<uint64_t> dropped_limit_{0};
+};
+
+}  // namespace hotkey::exporter
+
+#endif  // HOTKEY_EXPORTER_FEED_H_

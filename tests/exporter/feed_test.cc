@@ -1,0 +1,305 @@
+// The hot-key feed: its set, diff and versions (FeedState), its JSON and key exposure, and
+// the hub's bounds and heartbeats (FeedHub), on fake time.
+
+#include "hotkey/exporter/feed.h"
+
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include "../lib/fake_clock.h"
+#include "absl/strings/escaping.h"
+
+namespace hotkey::exporter {
+namespace {
+
+using model::Strategy;
+using Type = FeedEvent::Type;
+
+KeySnapshot Hot(std::string key, Strategy advice, double share = 0.3) {
+  KeySnapshot k;
+  k.key = key;
+  k.label = key;
+  k.hot = true;
+  k.share = share;
+  k.write_ratio = 0.1;
+  k.advice = advice;
+  k.projected_load = {{advice, 0.5}};
+  return k;
+}
+
+Snapshot With(std::vector<KeySnapshot> keys) {
+  Snapshot s;
+  s.keys = std::move(keys);
+  return s;
+}
+
+config::ReloadableOptions Options() {
+  config::ReloadableOptions o;
+  o.cluster.refresh_seconds = 0.5;
+  o.cluster.split = 4;
+  return o;
+}
+
+boost::json::object Parse(const std::string& text) { return boost::json::parse(text).as_object(); }
+
+TEST_CASE("Feed: hot keys with held advice are added once, each event one version further",
+          "[exporter][feed]") {
+  FeedState state("secret");
+  const config::ReloadableOptions o = Options();
+  std::vector<FeedEvent> ev =
+      state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kSplit)}), o);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].type == Type::kAdd);
+  CHECK(ev[0].version == 1);
+  CHECK(ev[1].version == 2);
+  CHECK(state.version() == 2);
+  // Parameters from the cluster model when the feed section sets none.
+  CHECK(state.entries().at("a").refresh_seconds == 0.5);
+  CHECK(state.entries().at("a").split_factor == 0);
+  CHECK(state.entries().at("b").split_factor == 4);
+  // The same set again: no event, no version.
+  CHECK(state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kSplit)}), o).empty());
+  CHECK(state.version() == 2);
+}
+
+TEST_CASE("Feed: keys not hot, without advice or truncated are left out", "[exporter][feed]") {
+  FeedState state("secret");
+  KeySnapshot cold = Hot("cold", Strategy::kCache);
+  cold.hot = false;
+  KeySnapshot none = Hot("none", Strategy::kNone);
+  KeySnapshot early = Hot("early", Strategy::kCache);
+  early.projected_load.clear();  // no advice yet (the rate window has no figures)
+  KeySnapshot cut = Hot("cut", Strategy::kCache);
+  cut.truncated = true;
+  CHECK(state.Update(With({cold, none, early, cut}), Options()).empty());
+  CHECK(state.entries().empty());
+}
+
+TEST_CASE("Feed: a share wiggle is no change; a new mode or parameter is", "[exporter][feed]") {
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  state.Update(With({Hot("a", Strategy::kCache, 0.3)}), o);
+  CHECK(state.Update(With({Hot("a", Strategy::kCache, 0.35)}), o).empty());
+  CHECK(state.entries().at("a").share == 0.35);  // refreshed for GET and new snapshots
+  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kSplitCache)}), o);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kChange);
+  CHECK(ev[0].entry.mode == Strategy::kSplitCache);
+  CHECK(ev[0].version == 2);
+  o.feed.refresh = absl::Seconds(2);
+  ev = state.Update(With({Hot("a", Strategy::kSplitCache)}), o);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kChange);
+  CHECK(ev[0].entry.refresh_seconds == 2);
+}
+
+TEST_CASE("Feed: a key that cools is removed", "[exporter][feed]") {
+  FeedState state("secret");
+  state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kCache)}), Options());
+  std::vector<FeedEvent> ev = state.Update(With({Hot("b", Strategy::kCache)}), Options());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kRemove);
+  CHECK(ev[0].entry.key == "a");
+  CHECK(ev[0].version == 3);
+}
+
+TEST_CASE("Feed: pins are always in, win over advice, and blocks win over both",
+          "[exporter][feed]") {
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  o.feed.pins = {{{config::FeedPattern::kKey, "tenant:acme"}, Strategy::kIsolate},
+                 {{config::FeedPattern::kPrefix, "flash:"}, Strategy::kCache},
+                 {{config::FeedPattern::kKey, "a"}, Strategy::kIsolate},
+                 {{config::FeedPattern::kKey, "health"}, Strategy::kCache}};
+  o.feed.blocks = {{config::FeedPattern::kGlob, "heal*"}, {config::FeedPattern::kKey, "b"}};
+  state.Update(With({Hot("a", Strategy::kCache, 0.4), Hot("b", Strategy::kCache)}), o);
+  const auto& e = state.entries();
+  REQUIRE(e.size() == 3);
+  CHECK(e.at("tenant:acme").pinned);
+  CHECK(e.at("tenant:acme").mode == Strategy::kIsolate);
+  CHECK(e.at("flash:").prefix);
+  CHECK(e.at("a").pinned);
+  CHECK(e.at("a").mode == Strategy::kIsolate);
+  CHECK(e.at("a").share == 0.4);  // measured figures shown on the pin
+  CHECK_FALSE(e.contains("b"));
+  CHECK_FALSE(e.contains("health"));
+  // Unpinning "a" while it is still advised: a change to the advice's fix.
+  o.feed.pins.erase(o.feed.pins.begin() + 2);
+  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kCache)}), o);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kChange);
+  CHECK_FALSE(ev[0].entry.pinned);
+  CHECK(ev[0].entry.mode == Strategy::kCache);
+}
+
+TEST_CASE("Feed: raw key bytes go only where the key exposure allows", "[exporter][feed]") {
+  CHECK(RawKeysFor(config::KeyLabelMode::kRaw, false));
+  CHECK(RawKeysFor(config::KeyLabelMode::kHash, true));
+  CHECK_FALSE(RawKeysFor(config::KeyLabelMode::kHash, false));
+  CHECK_FALSE(RawKeysFor(config::KeyLabelMode::kPrefix, false));
+
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  o.exporter.label = config::KeyLabelMode::kHash;
+  const std::string key("user:\xff\x00", 7);
+  o.feed.pins = {{{config::FeedPattern::kKey, key}, Strategy::kCache}};
+  std::vector<FeedEvent> ev = state.Update(With({}), o);
+  REQUIRE(ev.size() == 1);
+  const std::string label = state.entries().at(key).label;
+  CHECK(label.starts_with("h:"));
+
+  boost::json::object hidden = Parse(FeedEntryJson(ev[0].entry, /*raw_keys=*/false));
+  CHECK_FALSE(hidden.contains("key_b64"));
+  CHECK_FALSE(hidden.contains("key"));
+  CHECK(hidden.at("label").as_string() == label);
+
+  boost::json::object shown = Parse(FeedEntryJson(ev[0].entry, /*raw_keys=*/true));
+  CHECK(shown.at("key_b64").as_string() == absl::Base64Escape(key));
+  CHECK_FALSE(shown.contains("key"));  // not valid UTF-8
+  CHECK(shown.at("mode").as_string() == "cache");
+  CHECK(shown.at("origin").as_string() == "pinned");
+  CHECK(shown.at("match").as_string() == "key");
+
+  // Removal carries key_b64 exactly when the entry did.
+  o.feed.pins.clear();
+  ev = state.Update(With({}), o);
+  REQUIRE(ev.size() == 1);
+  CHECK_FALSE(Parse(FeedEventJson(ev[0], false)).contains("key_b64"));
+  CHECK(Parse(FeedEventJson(ev[0], true)).at("key_b64").as_string() == absl::Base64Escape(key));
+}
+
+TEST_CASE("Feed: the set's JSON gives version, lease and heartbeat", "[exporter][feed]") {
+  FeedState state("secret");
+  state.Update(With({Hot("a", Strategy::kSplit)}), Options());
+  boost::json::object o = Parse(FeedSetJson(state, absl::Seconds(10), true));
+  CHECK(o.at("version").to_number<double>() == 1);
+  CHECK(o.at("lease_seconds").to_number<double>() == 10);
+  CHECK(o.at("heartbeat_seconds").to_number<double>() == 2);
+  REQUIRE(o.at("entries").as_array().size() == 1);
+  CHECK(o.at("entries").as_array()[0].as_object().at("split_factor").to_number<double>() == 4);
+  CHECK(SseEvent("add", 7, "{}") == "event: add\nid: 7\ndata: {}\n\n");
+}
+
+// Everything a stream has been given, in order (what its session would write).
+std::string Drain(http::EventStream& s) {
+  std::string all, block;
+  while (s.TakeFront(&block)) {
+    all += block;
+    s.Written();
+  }
+  return all;
+}
+
+TEST_CASE("Feed hub: a subscriber gets a snapshot, then events and heartbeats on time",
+          "[exporter][feed]") {
+  testing::FakeClock clock;
+  config::ReloadableOptions o = Options();
+  o.feed.lease = absl::Seconds(5);  // heartbeat every second
+  FeedHub hub(4, "secret", o, clock.Now());
+  std::shared_ptr<http::EventStream> s = hub.Subscribe(true);
+  REQUIRE(s);
+  CHECK(Drain(*s).starts_with("event: snapshot\nid: 0\n"));
+  clock.Advance(absl::Milliseconds(250));
+  hub.Update(With({Hot("a", Strategy::kCache)}), clock.Now());
+  CHECK(Drain(*s).starts_with("event: add\nid: 1\n"));
+  int heartbeats = 0;
+  for (int tick = 0; tick < 16; ++tick) {  // 4 s more, 250 ms ticks
+    clock.Advance(absl::Milliseconds(250));
+    hub.Update(With({Hot("a", Strategy::kCache)}), clock.Now());
+    const std::string out = Drain(*s);
+    if (!out.empty()) {
+      CHECK(out == "event: heartbeat\nid: 1\ndata: {\"version\":1}\n\n");
+      ++heartbeats;
+    }
+  }
+  // 4.25 s since the hub's start, one heartbeat a second: at 1, 2, 3 and 4 s.
+  CHECK(heartbeats == 4);
+  CHECK(hub.stats().heartbeats == 4);
+  CHECK(hub.stats().events[static_cast<int>(Type::kAdd)] == 1);
+  CHECK(hub.stats().entries == 1);
+  CHECK(hub.stats().version == 1);
+}
+
+TEST_CASE("Feed hub: at max_subscribers the next is refused and counted", "[exporter][feed]") {
+  testing::FakeClock clock;
+  FeedHub hub(2, "secret", Options(), clock.Now());
+  auto a = hub.Subscribe(false);
+  auto b = hub.Subscribe(false);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(hub.Subscribe(false) == nullptr);
+  CHECK(hub.stats().dropped_limit == 1);
+  CHECK(hub.stats().subscribers == 2);
+  // A subscriber that left frees its place.
+  a->Finish(http::EventStream::CloseReason::kClient);
+  CHECK(hub.Subscribe(false) != nullptr);
+  CHECK(hub.stats().dropped_slow == 0);
+}
+
+TEST_CASE("Feed hub: a subscriber that does not read is dropped as slow; another keeps receiving",
+          "[exporter][feed]") {
+  testing::FakeClock clock;
+  config::ReloadableOptions o = Options();
+  FeedHub hub(4, "secret", o, clock.Now());
+  auto stuck = hub.Subscribe(true);
+  auto reader = hub.Subscribe(true);
+  // Pins with long keys, toggled: each tick well under kMaxUnsentBytes of events (the
+  // reader drains between ticks), in all far more.
+  size_t sent = 0;
+  for (int round = 0; round < 20 && !stuck->closed(); ++round) {
+    o.feed.pins.clear();
+    for (int i = 0; i < 40; ++i) {
+      o.feed.pins.push_back(
+          {{config::FeedPattern::kKey,
+            std::string(100, 'k') + std::to_string(round % 2) + "-" + std::to_string(i)},
+           Strategy::kCache});
+    }
+    hub.SetReloadable(o);
+    clock.Advance(absl::Milliseconds(250));
+    hub.Update(With({}), clock.Now());
+    CHECK(stuck->unsent_bytes() <= FeedHub::kMaxUnsentBytes);
+    sent += Drain(*reader).size();
+  }
+  CHECK(stuck->closed());
+  CHECK(stuck->reason() == http::EventStream::CloseReason::kSlow);
+  CHECK(sent > FeedHub::kMaxUnsentBytes);
+  clock.Advance(absl::Milliseconds(250));
+  hub.Update(With({}), clock.Now());
+  CHECK(hub.stats().dropped_slow == 1);
+  CHECK(hub.stats().subscribers == 1);
+  CHECK_FALSE(reader->closed());
+}
+
+TEST_CASE("Feed hub: CloseAll ends every stream as the server's", "[exporter][feed]") {
+  testing::FakeClock clock;
+  FeedHub hub(4, "secret", Options(), clock.Now());
+  auto a = hub.Subscribe(false);
+  hub.CloseAll();
+  CHECK(a->reason() == http::EventStream::CloseReason::kServer);
+  CHECK(hub.stats().subscribers == 0);
+  CHECK(hub.stats().dropped_slow == 0);
+}
+
+TEST_CASE("EventStream: unsent bytes never pass the bound; the one that would closes it",
+          "[exporter][feed][http]") {
+  http::EventStream s(10);
+  int wakes = 0;
+  s.SetWake([&] { ++wakes; });
+  CHECK(s.Send("12345"));
+  std::string block;
+  REQUIRE(s.TakeFront(&block));
+  CHECK(s.unsent_bytes() == 5);  // in flight still counts
+  CHECK(s.Send("12345"));
+  CHECK(s.unsent_bytes() == 10);
+  CHECK_FALSE(s.Send("1"));
+  CHECK(s.reason() == http::EventStream::CloseReason::kSlow);
+  CHECK(s.unsent_bytes() == 0);
+  CHECK(wakes == 3);  // two sends and the close
+  CHECK_FALSE(s.Send("1"));
+}
+
+}  // namespace
+}  // namespace hotkey::exporter
