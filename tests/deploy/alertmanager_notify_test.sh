@@ -123,13 +123,15 @@ import os, sys, yaml
 config, tmp, port = sys.argv[1], sys.argv[2], sys.argv[3]
 c = yaml.safe_load(open(config))
 c["global"]["slack_api_url_file"] = os.path.join(tmp, "slack-url")
-c["templates"] = [os.path.join(os.path.dirname(config), t) for t in c["templates"]]
+# templates: unchanged; hotkeyd.tmpl is copied next to this config (relative paths are
+# resolved against the config file's directory, as docs/alerting.md says).
 c["route"]["group_wait"] = "1s"  # the example keeps Alertmanager's default (30s)
 for r in c["receivers"]:
     for w in r.get("webhook_configs", []):
         w["url"] = f"http://127.0.0.1:{port}/webhook"
 print(yaml.safe_dump(c))
 PY
+cp "$dir/hotkeyd.tmpl" "$tmp/"
 port=$(free_port tcp)
 am="http://127.0.0.1:$port"
 prometheus-alertmanager --config.file="$tmp/notify.yml" --storage.path="$tmp/data" \
