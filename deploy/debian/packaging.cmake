@@ -70,10 +70,10 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_CURRENT_LIST_DIR}/prerm ${CMAKE_CURRENT_LIST_DIR}/postrm)
 
 # What Debian policy asks of every binary package (lintian errors without them): the
-# machine-readable copyright file (DEP-5), the changelog (changelog.gz: the version has no
-# Debian revision, so the package is native), compressed with gzip -9n as dh_compress does
-# (no name or timestamp in the header, so the .deb is reproducible); and the lintian
-# overrides, each with its reason.
+# machine-readable copyright file (DEP-5) and the changelog (changelog.gz: the version has
+# no Debian revision, so the package is native), compressed with gzip -9n as dh_compress
+# does (no file name or timestamp in the gzip header). And the lintian overrides, each with
+# its reason.
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR}
         COMPONENT hotkeyd)
 set(changelog_gz ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog.gz)
