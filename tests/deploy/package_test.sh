@@ -4,7 +4,10 @@
 #
 #   1. configures a Release build with -DCMAKE_INSTALL_PREFIX=/usr in BUILD_DIR, builds
 #      hotkeyd and hotkey-sim, and runs cpack: BUILD_DIR/hotkeyd_<version>_<arch>.deb
-#   2. dpkg-deb -c / -I: the files, the conffiles, Depends from dpkg-shlibdeps, the scripts
+#   2. dpkg-deb -c / -I: the files (with the DEP-5 copyright file and the changelog), the
+#      conffiles, Depends from dpkg-shlibdeps, the scripts; then lintian (installed from
+#      Debian when missing) must report no error and no warning that is not overridden
+#      (deploy/debian/lintian-overrides, each with its reason); its output is printed
 #   3. dpkg -i (apt-get install -f for missing dependencies): the hotkeyd system user
 #      exists, the conffiles are registered, the unit is enabled (deb-systemd-helper)
 #   4. systemd-analyze verify on the installed /usr/lib/systemd/system/hotkeyd.service
@@ -16,7 +19,8 @@
 #      purge, see deploy/debian/postrm), and is removed here if this test created it
 #
 # Usage: tests/deploy/package_test.sh [BUILD_DIR]   (default build-package)
-# Needs root (dpkg -i), dpkg-dev (dpkg-shlibdeps), curl, systemd (systemd-analyze). Run by
+# Needs root (dpkg -i), dpkg-dev (dpkg-shlibdeps), curl, systemd (systemd-analyze), lintian
+# (tools/install-test-deps.sh; apt-get installs it here otherwise). Run by
 # the `package` step of tools/ci-hardening.sh, not by ctest: it changes the machine.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -29,6 +33,10 @@ jobs=${JOBS:-2}
 for tool in dpkg-shlibdeps dpkg-deb systemd-analyze setpriv curl; do
   command -v "$tool" >/dev/null || fail "$tool not found (tools/install-deps.sh)"
 done
+if ! command -v lintian >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian \
+    >"$tmp/apt-lintian.log" 2>&1 || fail "apt-get install lintian failed"
+fi
 if dpkg-query -W -f='${Status}' hotkeyd 2>/dev/null | grep -q 'install ok installed'; then
   fail "a hotkeyd package is already installed here; dpkg --purge hotkeyd first"
 fi
@@ -64,7 +72,9 @@ dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$tmp/contents"
 for f in /usr/bin/hotkeyd /usr/bin/hotkey-sim /usr/lib/systemd/system/hotkeyd.service \
          /usr/lib/systemd/system/hotkeyd.socket \
          /etc/default/hotkeyd /etc/hotkeyd/rules.yml /usr/share/hotkeyd/hotkeyd.rules.yml \
-         /usr/share/hotkeyd/hotkeyd-dashboard.json /usr/share/doc/hotkeyd/README.md; do
+         /usr/share/hotkeyd/hotkeyd-dashboard.json /usr/share/doc/hotkeyd/README.md \
+         /usr/share/doc/hotkeyd/copyright /usr/share/doc/hotkeyd/changelog.gz \
+         /usr/share/lintian/overrides/hotkeyd; do
   grep -qxF "$f" "$tmp/contents" || fail "$deb lacks $f"
 done
 if grep -q '^/usr/local\|^/usr/etc' "$tmp/contents"; then
@@ -84,6 +94,23 @@ for script in postinst prerm postrm; do
   grep -q " $script " <<<"$info" || fail "no $script in $deb"
 done
 log "ok: contents, conffiles and Depends ($depends)"
+
+# The changelog's latest entry is this version (a version bump needs its entry).
+changelog_version=$(dpkg-parsechangelog -l deploy/debian/changelog -S Version)
+[ "$changelog_version" = "$version" ] ||
+  fail "deploy/debian/changelog's latest entry is $changelog_version, the package is $version"
+# No error (E:) and no warning (W:); informational tags (I:) and the overridden ones (O:,
+# each with its reason as N: lines) are shown but do not fail. Tags are read from the output
+# because --fail-on counts overridden tags when --show-overrides is on. Running it as root
+# only adds a notice.
+lintian --display-info --show-overrides "$deb" >"$tmp/lintian.log" 2>&1 ||
+  fail "lintian $deb failed: $(cat "$tmp/lintian.log")"
+if grep -q '^[EW]: ' "$tmp/lintian.log"; then
+  cat "$tmp/lintian.log" >&4
+  fail "lintian $deb: errors or warnings (above)"
+fi
+grep -v 'running with root privileges' "$tmp/lintian.log" | sed 's/^/    lintian: /' >&3 || true
+log "ok: lintian $(lintian --version | awk '{print $2}'): no errors, no warnings beyond the overrides"
 
 # 3. Install.
 installed=1
