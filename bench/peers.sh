@@ -21,7 +21,7 @@
 #    prometheus-statsd-exporter if the release has it (Debian 12 has not: then it says so);
 #    and hotkeyd's series count and RSS for the same DISTINCT keys over UDP.
 # hotkeyd's own cost to Redis through the tap is measured by bench/tap_cost.sh.
-# Needs redis-server and redis-tools (tools/install-deps.sh). Two cores are shared here: the
+# Needs redis-server and redis-tools (tools/install-test-deps.sh). Two cores are shared here: the
 # ratios are taken within one round so that drift between rounds cancels.
 set -euo pipefail
 cd "$(dirname "$0")/.."

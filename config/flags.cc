@@ -218,7 +218,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
        }
        o.cluster.order = std::move(order);
        return absl::OkStatus();});
-  p.AddString("model.measured-loads-file", "JSON file of each shard's measured ops/s (README: The measured loads), re-read when it changes; the landing page shows it beside the model's projection for each fix. Empty: none.", &o.measured_loads.file);
+  p.AddString("model.measured-loads-file", "JSON file of each shard's measured ops/s (docs/model.md: measured loads), re-read when it changes; the landing page shows it beside the model's projection for each fix. Empty: none.", &o.measured_loads.file);
   p.AddDuration("model.measured-loads-max-age", "A measurement older than this (by its timestamp) is shown as stale (1s to 24h).", &o.measured_loads.max_age).Advanced();
 
   p.Section("Storage");

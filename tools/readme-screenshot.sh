@@ -4,7 +4,7 @@
 # to show, then one headless Chromium screenshot at 1280x800.
 #   tools/readme-screenshot.sh [HOTKEYD_BIN (default build/daemon/hotkeyd)] [OUT.png]
 # (relative paths are taken from the repository root).
-# Needs chromium (tools/install-deps.sh). Fails if the PNG is 200 KB or more: the README's
+# Needs chromium (tools/install-test-deps.sh). Fails if the PNG is 200 KB or more: the README's
 # first screen should not weigh on every clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."

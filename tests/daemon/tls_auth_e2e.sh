@@ -18,7 +18,7 @@ set -euo pipefail
 
 hotkeyd_bin=$(realpath "${1:?usage: tls_auth_e2e.sh path/to/hotkeyd}")
 for t in curl openssl htpasswd prometheus python3; do
-  command -v "$t" >/dev/null || { echo "missing tool: $t (tools/install-deps.sh installs it)" >&2; exit 1; }
+  command -v "$t" >/dev/null || { echo "missing tool: $t (tools/install-test-deps.sh installs it)" >&2; exit 1; }
 done
 
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/e2e.sh"

@@ -32,7 +32,7 @@ the test fails on any block it cannot classify, so a new example cannot escape i
     events scaled back by their sampling probability (each event counts as 1/P ops);
   - go blocks that `net.Dial("udp", ...)`: wrapped in a main (the Dial line before a loop
     of 100,000 accesses, the rest inside it), compiled with Debian's golang (installed by
-    tools/install-deps.sh) and checked as the Python sampler is;
+    tools/install-test-deps.sh) and checked as the Python sampler is;
   - sh blocks that are a transcript (every command line starts with `$ `, the lines after
     it are its output): each command runs in the repository's root with the hotkeyd under
     test first in PATH (and for a leading build/daemon/hotkeyd), and its output (stdout
@@ -394,7 +394,7 @@ func main() {
 def test_sampler_go(block, args):
     go = shutil.which("go")
     if not go:
-        raise Failure(f"{block.where()}: no `go` in PATH: tools/install-deps.sh installs Debian's "
+        raise Failure(f"{block.where()}: no `go` in PATH: tools/install-test-deps.sh installs Debian's "
                       "golang for this test")
     d = Daemon(args.hotkeyd, args.work_dir, f"line{block.line}",
                sampler_daemon_flags(args.work_dir))

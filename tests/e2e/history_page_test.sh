@@ -9,5 +9,5 @@ for py in /usr/bin/python3 python3; do
   fi
 done
 echo "history_page_test.sh: no python3 with the websocket module (apt-get install python3-websocket;" \
-  "tools/install-deps.sh does)" >&2
+  "tools/install-test-deps.sh does)" >&2
 exit 1

@@ -40,7 +40,7 @@ on the page:
   ${ARTIFACT_DIR:-DIR}/playground.png (DIR defaults to ./test-artifacts), and the second
   daemon's page to playground-fixes.png.
 
-Needs chromium and python3-websocket (tools/install-deps.sh). Everything it starts is
+Needs chromium and python3-websocket (tools/install-test-deps.sh). Everything it starts is
 stopped on exit, whatever happens; every wait is bounded and the whole run is cut at 90 s
 (advice waits for the daemon's whole 10 s rate window, and each hot key is clicked in turn).
 """

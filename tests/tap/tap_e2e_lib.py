@@ -49,7 +49,7 @@ def require_capture(name):
 def require_programs(*names):
     missing = [n for n in names if not shutil.which(n)]
     if missing:
-        sys.exit(f"FAIL: not installed: {', '.join(missing)} (tools/install-deps.sh installs them)")
+        sys.exit(f"FAIL: not installed: {', '.join(missing)} (tools/install-test-deps.sh installs them)")
 
 
 # ------------------------------------------------------------------------------ servers
