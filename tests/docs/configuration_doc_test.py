@@ -26,6 +26,8 @@ BEGIN = ("<!-- generated: tests/docs/configuration_doc_test.py --write regenerat
          "from hotkeyd --help-all and config/example-rules.yml; do not edit it by hand -->")
 END = "<!-- end generated -->"
 FLAG_LINE = re.compile(r"^  (?:-\w, )?--([a-z][a-z0-9.-]*)(?:=(.*))?$")
+# Dotted flags of other programs that the pages name (amtool's, in docs/alerting.md).
+OTHER_PROGRAMS_FLAGS = {"template.data", "template.glob", "template.text"}
 DOTTED_FLAG = re.compile(r"(?<![\w-])--([a-z]+\.[a-z][a-z0-9.-]*[a-z0-9])")
 
 
@@ -145,7 +147,7 @@ def main():
         with open(page, encoding="utf-8") as f:
             text = f.read()
         for name in sorted(set(DOTTED_FLAG.findall(text))):
-            if name in known:
+            if name in known or name in OTHER_PROGRAMS_FLAGS:
                 continue
             if moved_to_rules_file(args.hotkeyd, name):
                 print(f"{page}: --{name} is refused as moved to the rules file, as it says")
