@@ -296,13 +296,16 @@ std::vector<std::string> Render(std::string_view body, const RenderOptions& opti
   for (const json::value* row_ptr : sorted) {
     const json::value& row = *row_ptr;
     std::string hot_for = "-";
-    if (const json::value* h = Field(&row, "hot"); h != nullptr && h->is_bool() && h->get_bool()) {
+    const json::value* h = Field(&row, "hot");
+    const bool hot = h != nullptr && h->is_bool() && h->get_bool();
+    if (hot) {
       const std::optional<absl::Time> since = Time(Field(&row, "hot_since"));
       hot_for = now && since ? FormatDuration(absl::ToDoubleSeconds(*now - *since)) : "yes";
     }
-    // null until the rate window has the key's figures.
+    // null until the rate window has the key's figures. Shown for hot keys only, as the
+    // landing page does: a key under its threshold needs no fix.
     const std::optional<std::string_view> advice = String(Field(&row, "advice"));
-    const std::string fix = advice ? FitWidth(TerminalSafe(*advice), kFixColumns) : "-";
+    const std::string fix = hot && advice ? FitWidth(TerminalSafe(*advice), kFixColumns) : "-";
     std::string key = TerminalSafe(String(Field(&row, "key")).value_or("-"));
     // The tracker kept only a prefix of a longer key.
     if (const json::value* t = Field(&row, "truncated");

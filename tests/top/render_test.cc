@@ -57,6 +57,17 @@ TEST_CASE("Render: the demo's answer gives the totals, a heading and one row per
   CHECK(lines[5] == "  2.3%      222/s    10%       -  -            key:1");
 }
 
+TEST_CASE("Render: a key that is not hot shows no fix, whatever its advice", "[top]") {
+  const std::vector<std::string> lines = Render(R"({"keys": [
+      {"key": "hot", "share": 0.3, "hot": true, "advice": "cache"},
+      {"key": "cool", "share": 0.02, "hot": false, "advice": "isolate"}]})",
+                                                Opts(80));
+  REQUIRE(lines.size() == 6);
+  CHECK(lines[4].find("cache") != std::string::npos);
+  CHECK(lines[5].find("isolate") == std::string::npos);
+  CHECK(lines[5].ends_with("-            cool"));
+}
+
 TEST_CASE("Render: rows are sorted by the share shown, largest first", "[top]") {
   // hotkeyd lists keys by decayed share; the screen orders by its SHARE column. Equal shares
   // keep the answer's order, keys without a share go last.
