@@ -13,6 +13,7 @@
 #include <thread>
 #include <type_traits>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -87,6 +88,9 @@ class StreamServer {
 
  private:
   asio::io_context io_;
+  // Keeps io_.run() going once the server has stopped and nothing is pending, so that Run()
+  // still reaches the server's thread after Stop().
+  asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
   std::unique_ptr<HttpServer> server_;
   std::thread thread_;
   std::shared_ptr<EventStream> stream_;  // server thread
