@@ -508,8 +508,7 @@ http::HttpResponse WebRoutes::HistoryRoute(const std::string& query) const {
 http::HttpResponse WebRoutes::EpisodesRoute(const std::string& query) const {
   if (!hooks_.episodes) return Json(404, JsonError("no episode log"));
   size_t limit = hooks_.episodes->capacity();
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params =
-      http::ParseQuery(query);
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params = http::ParseQuery(query);
   if (!params.ok()) return Json(400, JsonError(std::string(params.status().message())));
   for (const auto& [name, value] : *params) {
     uint64_t n = 0;
