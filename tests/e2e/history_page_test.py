@@ -187,7 +187,7 @@ def run(args, tmp, procs):
                  deviceScaleFactor=1, mobile=False)
         cdp.call("Page.navigate", url=base + "/")
         wait_for(40, "the page draws two closed windows and an episode", lambda: cdp.eval(
-            '+document.getElementById("history").dataset.windows >= 2 && '
+            '+document.getElementById("history")?.dataset.windows >= 2 && '
             'document.querySelectorAll("#episodes tbody tr").length > 0'), interval=0.5)
         page, _ = check_page(cdp, base)
 
