@@ -23,7 +23,10 @@
 #     model's, and nothing stale (from /api/v1/measured, the figures the page draws; after
 #     the last mix also as headless Chromium draws the page, checked equal, when chromium
 #     is installed).
-# Usage: cluster_lab_test.sh HOTKEYD_BIN. Exits 77 (skipped) without root (the tap needs
+# With --loop (CTest cluster_lab_loop_test), lab.py --loop: the fixes are not switched by the
+# lab but pushed by the hotkeyds' feeds and applied by the Python kit (clients/python) in the
+# app workers; see lab.py's run_loop.
+# Usage: cluster_lab_test.sh HOTKEYD_BIN [--loop]. Exits 77 (skipped) without root (the tap needs
 # CAP_NET_RAW, the quotas a cgroup), under a sanitizer build (HOTKEY_SANITIZER set),
 # without redis-server, redis-cli, prometheus, promtool or Debian's python3-redis, or when
 # the load driver kept under 90% of its rate with no shard saturated (a loaded machine).
@@ -46,4 +49,5 @@ for t in redis-server redis-cli prometheus promtool; do
   command -v "$t" >/dev/null || { echo "SKIP: $t is not installed" >&2; exit 77; }
 done
 /usr/bin/python3 -c 'import redis' 2>/dev/null || { echo "SKIP: python3-redis missing" >&2; exit 77; }
-exec /usr/bin/python3 "$root/tools/cluster-lab/lab.py" --hotkeyd "$hotkeyd" --quick --check
+shift
+exec /usr/bin/python3 "$root/tools/cluster-lab/lab.py" --hotkeyd "$hotkeyd" --quick --check "$@"

@@ -74,7 +74,21 @@ The run reports, per phase, the burnt shard's busy fraction (INFO, and hotkeyd's
 hotkey_shard_cpu_busy_ratio) and the driver's mean latency of its background commands
 to it, beside the other shards'.
 
-Usage: tools/cluster-lab/lab.py --hotkeyd build/daemon/hotkeyd [--quick] [--check]
+The loop, closed (--loop). Instead of the lab switching fixes, the app workers reach the hot
+key through hotkeyd's Python kit (clients/python: one HotkeyClient per app worker around a
+redis.RedisCluster, following all N hotkeyds' feeds), and the key is a counter (INCR, GET).
+For each mix the key starts cold; at onset its share jumps to h, and nobody acts: its
+shard's hotkeyd detects it through the tap, advises, pushes the fix on its feed, the kits
+apply it. The run reports, per mix, when the feed pushed the fix and when the shards got
+relief (the end of the first 1 s window, after an overloaded one, in which every shard served
+at most the target x the capacity its hotkeyd measured), when the critical alert fired and
+resolved, the busiest and least busy shard against the model's projection for the fix
+pushed, and the staleness readers saw (bounded from the INCRs' send and reply times: see
+loop_staleness). Then the key cools, the feed withdraws the fix (feed.hold 2 s here) and the
+kits fold the split counter back: the counter must equal the driver's ledger of
+acknowledged INCRs, with no sub-key left.
+
+Usage: tools/cluster-lab/lab.py --hotkeyd build/daemon/hotkeyd [--quick] [--check] [--loop]
   --check exits 1 unless detection, the model-vs-measured table, the alert loop and the
   landing page's table all hold (what tests/lab/cluster_lab_test.sh runs); it exits 77
   (skipped, with the reason) when the driver kept under 90% of its rate in a phase where
@@ -299,13 +313,54 @@ class HotKeyClient:
 # ---------------------------------------------------------------- the load driver
 
 
-def app_worker(wid, ports, plan, ctl, stop, threads_per_worker):
-    """One app server: `threads_per_worker` request threads sharing one HotKeyClient.
-    Each thread paces its share of the worker's ops on a fixed schedule; the op sequence
-    is deterministic (error diffusion), so the hot share and write ratio are exact."""
+class KitAccess:
+    """The hot key through hotkeyd's client kit (clients/python), as an application would
+    use it: one HotkeyClient per app server around a redis.RedisCluster, following every
+    node's hotkeyd. The key is a counter: a write is INCR, a read GET. Records each write's
+    send and reply times and each read's start time and value (the staleness check), and
+    counts acknowledged writes in the driver's ledger."""
+
+    def __init__(self, ports, feeds, key, ledger):
+        sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+        from hotkeyd_client import HotkeyClient
+        self.rc = redis.RedisCluster(host="127.0.0.1", port=ports[0])
+        self.kit = HotkeyClient(self.rc, feeds)
+        self.key = key
+        self.ledger = ledger
+        self.lock = threading.Lock()
+        self.writes = []  # (sent, replied), monotonic
+        self.reads = []   # (started, value)
+
+    def write(self):
+        t = time.monotonic()
+        self.kit.incr(self.key)
+        t2 = time.monotonic()
+        with self.ledger.get_lock():
+            self.ledger.value += 1
+        with self.lock:
+            self.writes.append((t, t2))
+
+    def read(self):
+        t = time.monotonic()
+        v = self.kit.get(self.key)
+        with self.lock:
+            self.reads.append((t, int(v or 0)))
+
+    def close(self):
+        self.kit.close()
+        return dict(writes=self.writes, reads=self.reads, stats=self.kit.stats())
+
+
+def app_worker(wid, ports, plan, ctl, stop, threads_per_worker, out=None):
+    """One app server: `threads_per_worker` request threads sharing one HotKeyClient (or,
+    with plan["feeds"], one KitAccess, whose records go to `out` at the end). Each thread
+    paces its share of the worker's ops on a fixed schedule; the op sequence is
+    deterministic (error diffusion), so the hot share and write ratio are exact."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     client = HotKeyClient(len(ports), plan["key"], plan["replicas"], plan["subkeys"],
                           plan["ttl"])
+    kit = KitAccess(ports, plan["feeds"], plan["key"], ctl["ledger"]) if plan.get(
+        "feeds") else None
     pools = plan["pools"]
     n = len(ports)
     rate = plan["rate_per_worker"] / threads_per_worker
@@ -332,13 +387,18 @@ def app_worker(wid, ports, plan, ctl, stop, threads_per_worker):
                 client.cache.clear()
                 client.total_cache.clear()
                 last_mode = mode
-            hot_acc += plan["share"]
+            hot_acc += ctl["share"].value
             if hot_acc >= 1.0:
                 hot_acc -= 1.0
                 w_acc += ctl["write"].value
                 if w_acc >= 1.0:
                     w_acc -= 1.0
-                    client.write(conns, rng, mode, b"v%d" % done)
+                    if kit:
+                        kit.write()
+                    else:
+                        client.write(conns, rng, mode, b"v%d" % done)
+                elif kit:
+                    kit.read()
                 else:
                     client.read(conns, rng, mode)
             else:
@@ -362,6 +422,8 @@ def app_worker(wid, ports, plan, ctl, stop, threads_per_worker):
         t.start()
     for t in ts:
         t.join()
+    if kit:
+        out.put((wid, kit.close()))
 
 
 # ---------------------------------------------------------------- processes
@@ -533,7 +595,8 @@ class Lab:
         # advice is held 2 s before it changes (the lab's time scale is seconds).
         rules_path = os.path.join(self.tmp, "hotkeyd-rules.yml")
         with open(rules_path, "w") as f:
-            f.write("alert:\n  min_dwell: 0s\n  advice_dwell: 2s\n")
+            # A fix the feed published is withdrawn 2 s after its key stops being hot.
+            f.write("alert:\n  min_dwell: 0s\n  advice_dwell: 2s\nfeed:\n  hold: 2s\n")
         for i, port in enumerate(self.ports):
             wp = free_port()
             self.web_ports.append(wp)
@@ -636,6 +699,7 @@ scrape_configs:
         served (INFO commandstats) and CPU-seconds used (all threads), and the app's ops."""
         ctl = self.new_ctl()
         ctl["write"].value = 0.1
+        ctl["share"].value = plan["share"]
         stop = mp.Event()
         workers = [mp.Process(target=app_worker, args=(w, self.ports, plan, ctl, stop, 2),
                               daemon=True) for w in range(self.a.app_servers)]
@@ -681,7 +745,8 @@ scrape_configs:
 
     def new_ctl(self):
         return dict(mode=mp.Value("i", 0), write=mp.Value("d", 0.05), ops=mp.Value("q", 0),
-                    latency=mp.Array("d", 2 * self.n))
+                    latency=mp.Array("d", 2 * self.n), share=mp.Value("d", self.a.share),
+                    ledger=mp.Value("q", 0))
 
     def stop(self):
         # The cgroups first: a process that has exited but is not yet reaped stays in its
@@ -1244,6 +1309,244 @@ scrape_configs:
                        "saturated, so the run proves nothing: " + "; ".join(shortfalls))
         return True
 
+    # ------------------------------------------------------------ the loop, closed
+    def feed_entry(self, i, key):
+        """`key`'s entry in shard i's hotkeyd's feed (GET /api/v1/hotkeys), or None."""
+        d = http_json(f"http://127.0.0.1:{self.web_ports[i]}/api/v1/hotkeys")
+        return next((e for e in d["entries"] if e.get("key") == key), None)
+
+    def split_parts_left(self, key):
+        """The kit's sub-keys of `key` still in the cluster (SCAN of every shard)."""
+        pattern = key.replace("[", "\\[").replace("*", "\\*") + "{hk:*"
+        return [k for c in self.conns for k in c.scan_iter(match=pattern, count=1000)]
+
+    def watch(self, stop, key, home, samples, every=0.25):
+        """Every `every` s: (time, commands served per shard, the feed's mode for `key` on
+        its shard's hotkeyd, HotkeydHotKeyCritical's state)."""
+        conns = [redis.Redis(host="127.0.0.1", port=p) for p in self.ports]
+        while not stop.wait(every):
+            try:
+                e = self.feed_entry(home, key)
+                state = self.alert_state("HotkeydHotKeyCritical", key)[0]
+                samples.append((time.monotonic(), self.calls(conns), e and e["mode"], state))
+            except Exception:  # noqa: BLE001 - the shards are stopping
+                return
+
+    def run_loop(self):
+        """The loop closed with no human action: for each mix, the key turns hot; its
+        shard's hotkeyd detects it through the tap, advises a fix and pushes it on its feed;
+        the app workers' kits apply it; the busiest shard falls back under the target and
+        the critical alert resolves. Then the key cools, the feed withdraws the fix and the
+        kits fold split counters back."""
+        a = self.a
+        n = self.n
+        key = a.key
+        home = shard_of(key, n)
+        self.log(f"hot key {key!r}: slot {key_slot(key.encode())}, shard {home}; the app "
+                 "workers reach it through hotkeyd_client, following all "
+                 f"{n} hotkeyds' feeds")
+        self.conns[home].set(key, b"0")
+        plan = dict(key=key, replicas=[], subkeys=[], ttl=a.ttl, pools=self.pools,
+                    share=0.0, rate_per_worker=a.ops / a.app_servers,
+                    feeds=[f"http://127.0.0.1:{wp}" for wp in self.web_ports])
+        self.ctl = self.new_ctl()
+        self.ctl["share"].value = 0.0
+        out = mp.Queue()
+        stop = mp.Event()
+        workers = [mp.Process(target=app_worker,
+                              args=(w, self.ports, plan, self.ctl, stop, 2, out), daemon=True)
+                   for w in range(a.app_servers)]
+        for w in workers:
+            w.start()
+        samples = []
+        watcher = threading.Thread(target=self.watch, args=(stop, key, home, samples),
+                                   daemon=True)
+        watcher.start()
+        checks, rows, shortfalls, windows = [], [], [], []
+
+        def check(ok, what):
+            checks.append((bool(ok), what))
+            self.log(("PASS " if ok else "FAIL ") + what)
+
+        def critical():
+            return self.alert_state("HotkeydHotKeyCritical", key)[0]
+
+        def lasting(what, fn, timeout):
+            try:
+                return wait_until(what, fn, timeout)
+            except TimeoutError:
+                check(False, what)
+                return None
+
+        time.sleep(3)  # the kits connect to the feeds
+        stats = {}
+        try:
+            for w in (0.05, 0.95, 0.50):
+                self.log(f"--- mix: hot share {a.share:.0%}, writes {w:.0%}, no human action")
+                self.ctl["write"].value = w
+                row = {"w": w}
+                rows.append(row)
+                if lasting("quiet: no feed entry, no hot key, no critical alert",
+                           lambda: self.feed_entry(home, key) is None and
+                           not self.hot_keys(home) and critical() is None, 60) is None:
+                    continue
+                t_on = time.monotonic()
+                self.ctl["share"].value = a.share
+                e = lasting("the feed names the key", lambda: self.feed_entry(home, key), 30)
+                if e is None:
+                    continue
+                row["feed"] = time.monotonic() - t_on
+                row["mode"] = mode = e["mode"]
+                # Relief, read afterwards from the samples: see below.
+                time.sleep(4 + a.settle_seconds)
+                ops, busy, _, app_rate = self.measure(a.measure_seconds)
+                inp = self.model_inputs(home)
+                cap = inp["capacity"][0]
+                loads = [x / cap for x in ops]
+                pb, pl = project(int(inp["shards"][0]), cap, app_rate, a.share, w,
+                                 int(inp["app_servers"][0]), a.ttl, a.replicas,
+                                 a.split)[mode]
+                mb, ml = max(loads), min(loads)
+                row.update(app=app_rate, cap=cap, busiest=mb, least=ml, pb=pb, pl=pl,
+                           busy=busy[home])
+                self.log(f"w={w:.0%}: the feed pushed {mode} {row['feed']:.1f} s after "
+                         f"onset; then app {app_rate:.0f} ops/s; shards " +
+                         " ".join(f"{x:.0%}" for x in loads) + f" of shard {home}'s measured "
+                         f"capacity {cap:.0f} ops/s; busiest {mb:.0%} (model {pb:.0%}), least "
+                         f"busy {ml:.0%} (model {pl:.0%})")
+                check(abs(mb - pb) <= a.tolerance * pb and abs(ml - pl) <= a.tolerance * pl,
+                      f"w={w:.0%} {mode} applied by the kits: busiest and least busy within "
+                      f"±{a.tolerance:.0%} of the model at the driver's {app_rate:.0f} ops/s "
+                      f"with shard {home}'s measured inputs")
+                check(mb <= a.target * (1 + a.tolerance),
+                      f"w={w:.0%}: the busiest shard is back under the target "
+                      f"({mb:.0%} of capacity, target {a.target:.0%})")
+                if app_rate < 0.9 * a.ops and max(busy) < 0.9:
+                    shortfalls.append(f"w={w:.0%}: the driver kept {app_rate:.0f} of "
+                                      f"{a.ops:g} ops/s with no shard saturated")
+                if lasting("HotkeydHotKeyCritical resolves", lambda: critical() is None,
+                           60) is not None:
+                    row["resolved"] = time.monotonic() - t_on
+                t_off = time.monotonic()
+                windows.append((w, t_on, t_off, cap))
+                # The key cools: the feed withdraws the fix, the kits fold split counters.
+                self.ctl["share"].value = 0.0
+                gone = lasting("the feed withdraws the key",
+                               lambda: self.feed_entry(home, key) is None, 30)
+                if gone is not None:
+                    row["withdrawn"] = time.monotonic() - t_off
+                ledger = self.ctl["ledger"]
+                folded = lasting("the kits fold the sub-keys back: none left, the key equals "
+                                 "the driver's ledger",
+                                 lambda: not self.split_parts_left(key) and int(
+                                     self.conns[home].get(key) or 0) == ledger.value, 30)
+                total = int(self.conns[home].get(key) or 0)
+                row["ledger"] = (total, ledger.value)
+                check(folded is not None and total == ledger.value,
+                      f"w={w:.0%}: the counter holds {total}, the driver's ledger "
+                      f"{ledger.value} acknowledged INCRs; sub-keys left: "
+                      f"{len(self.split_parts_left(key))}")
+        finally:
+            stop.set()
+            results = {}
+            deadline = time.monotonic() + 30
+            while len(results) < len(workers) and time.monotonic() < deadline:
+                try:
+                    wid, r = out.get(timeout=1)
+                    results[wid] = r
+                except Exception:  # noqa: BLE001 - queue.Empty: a worker is slow
+                    pass
+            for p in workers:
+                p.join(timeout=5)
+                if p.is_alive():
+                    p.terminate()
+            watcher.join(5)
+        check(len(results) == len(workers),
+              f"every app worker returned its records ({len(results)} of {len(workers)})")
+        for r in results.values():
+            for k, v in r["stats"].items():
+                stats[k] = stats.get(k, 0) + v
+        self.log("the kits' counters, all workers: " +
+                 ", ".join(f"{k} {v}" for k, v in sorted(stats.items()) if v))
+        self.loop_relief(rows, windows, samples, a.target)
+        self.loop_staleness(rows, windows, results, check)
+        self.print_loop(rows)
+        failed = [w for ok, w in checks if not ok]
+        print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
+        if failed:
+            return False
+        if shortfalls:
+            raise Skip("the driver fell short of its rate (under 90%) where no shard was "
+                       "saturated, so the run proves nothing: " + "; ".join(shortfalls))
+        return True
+
+    def loop_relief(self, rows, windows, samples, target):
+        """Onset to relief: the end of the first 1 s window after an overloaded one in which
+        every shard served at most target x capacity (the capacity the burnt shard's hotkeyd
+        measured after the fix); and when the critical alert was first firing."""
+        for w, t_on, t_off, cap in windows:
+            row = next(r for r in rows if r["w"] == w)
+            ss = [s for s in samples if t_on - 1 <= s[0] <= t_off]
+            over = False
+            for i, (t, calls, _, _) in enumerate(ss):
+                j = max((k for k in range(i) if t - ss[k][0] >= 1.0), default=None)
+                if j is None or t < t_on + 1.0:
+                    continue
+                busiest = max((c - c0) for c, c0 in zip(calls, ss[j][1])) / (t - ss[j][0])
+                if busiest > target * cap:
+                    over = True
+                elif over:
+                    row["relief"] = t - t_on
+                    break
+            row["overloaded"] = over
+            firing = [s[0] for s in ss if s[3] == "firing"]
+            row["fired"] = firing[0] - t_on if firing else None
+
+    def loop_staleness(self, rows, windows, results, check):
+        """What readers saw. The counter only grows, by 1 per INCR. A read that started at
+        t and returned v returned a value the cluster stopped holding when its (v+1)-th
+        INCR was applied: after the (v+1)-th earliest send of an INCR, and before the
+        (v+1)-th earliest reply. So its staleness is at least t - that reply and at most t
+        - that send (0 when the value was current). The kit promises at most the refresh
+        interval: the lower bound never above it."""
+        sends = sorted(s for r in results.values() for s, _ in r["writes"])
+        replies = sorted(e for r in results.values() for _, e in r["writes"])
+        reads = [x for r in results.values() for x in r["reads"]]
+        for w, t_on, t_off, _ in windows:
+            row = next(r for r in rows if r["w"] == w)
+            lo, hi = [], []
+            for t, v in reads:
+                if t_on <= t <= t_off:
+                    lo.append(max(0.0, t - replies[v]) if v < len(replies) else 0.0)
+                    hi.append(max(0.0, t - sends[v]) if v < len(sends) else 0.0)
+            if not lo:
+                continue
+            row["stale"] = (len(lo), statistics.median(hi), max(hi), max(lo))
+            check(max(lo) <= self.a.ttl + 1e-3,
+                  f"w={w:.0%}: {len(lo)} reads through the kit; staleness median "
+                  f"{statistics.median(hi) * 1e3:.0f} ms, max {max(hi) * 1e3:.0f} ms (at "
+                  f"least {max(lo) * 1e3:.0f} ms), refresh interval {self.a.ttl:g} s")
+
+    def print_loop(self, rows):
+        def f(x, fmt):
+            return "–" if x is None else format(x, fmt)
+        print("\nthe loop closed by itself (times from onset, s; loads in % of the burnt "
+              "shard's measured capacity):")
+        print("| writes | fix pushed | pushed at | relief at | alert fired at | alert "
+              "resolved at | busiest: model -> measured | staleness median / max | "
+              "counter = ledger |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            st = r.get("stale")
+            led = r.get("ledger")
+            print(f"| {r['w']:.0%} | {r.get('mode', '–')} | {f(r.get('feed'), '.1f')} | "
+                  f"{f(r.get('relief'), '.1f')} | {f(r.get('fired'), '.1f')} | "
+                  f"{f(r.get('resolved'), '.1f')} | "
+                  + (f"{r['pb']:.0%} -> {r['busiest']:.0%}" if "pb" in r else "–") + " | "
+                  + (f"{st[1] * 1e3:.0f} / {st[2] * 1e3:.0f} ms" if st else "–") + " | "
+                  + (f"{led[0]} = {led[1]}" if led else "–") + " |")
+        print()
+
     def print_table(self, results):
         cols = ["none", "cache", "replicate", "split", "split_cache"]
         heads = ["none", "cache", "replicate", "split", "split+cache"]
@@ -1293,6 +1596,9 @@ def main():
     p.add_argument("--quick", action="store_true",
                    help="the short version: no replicate phase for the 95%% mix")
     p.add_argument("--check", action="store_true", help="exit 1 unless every check passes")
+    p.add_argument("--loop", action="store_true",
+                   help="instead of switching fixes by hand, let hotkeyd's feed and the "
+                   "client kit (clients/python) close the loop for each mix")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = p.parse_args()
     a.hotkeyd = os.path.abspath(a.hotkeyd)  # the daemons run in the lab's directory
@@ -1303,7 +1609,7 @@ def main():
     t0 = time.monotonic()
     try:
         lab.start()
-        ok = lab.run()
+        ok = lab.run_loop() if a.loop else lab.run()
     except KeyboardInterrupt:
         pass
     except Skip as e:
