@@ -258,6 +258,9 @@ absl::Status FeedOptions::Validate() const {
   if (refresh && !InRange(*refresh, absl::Milliseconds(1), absl::Hours(1))) {
     return OutOfRange("feed refresh", "[1ms, 1h]", absl::FormatDuration(*refresh));
   }
+  if (!InRange(hold, absl::ZeroDuration(), absl::Hours(1))) {
+    return OutOfRange("feed hold", "[0s, 1h]", absl::FormatDuration(hold));
+  }
   if (split_factor && !InRange(*split_factor, 2, kMaxSplitFactor)) {
     return OutOfRange("feed split_factor", "[2, 1024]", *split_factor);
   }

@@ -245,9 +245,10 @@ absl::Status ReadFeedPattern(const YAML::Node& node, const std::string& path, bo
 
 absl::Status ReadFeed(const YAML::Node& node, FeedOptions* feed) {
   absl::Status s = ForEachKey(
-      node, "feed", {"lease", "refresh", "split_factor", "pin", "block"},
+      node, "feed", {"lease", "refresh", "split_factor", "hold", "pin", "block"},
       [&](const std::string& key, const YAML::Node& v, const std::string& path) {
         if (key == "lease") return Read(v, path, ParseDurationText, &feed->lease);
+        if (key == "hold") return Read(v, path, ParseDurationText, &feed->hold);
         if (key == "refresh") {
           absl::Duration d;
           absl::Status r = Read(v, path, ParseDurationText, &d);

@@ -72,7 +72,11 @@ std::string_view FeedEventTypeName(FeedEvent::Type type) {
 }
 
 std::vector<FeedEvent> FeedState::Update(const Snapshot& snap,
-                                         const config::ReloadableOptions& options) {
+                                         const config::ReloadableOptions& options, absl::Time now) {
+  const auto blocked = [&](const std::string& key) {
+    return std::any_of(options.feed.blocks.begin(), options.feed.blocks.end(),
+                       [&](const config::FeedPattern& b) { return b.Matches(key); });
+  };
   std::map<std::string, FeedEntry> next;
   // Pins first: a key both pinned and advised is the pin's (the operator's word wins).
   const KeyLabeler labeler(options.exporter.label, options.exporter.label_max_bytes, label_secret_);
@@ -87,28 +91,42 @@ std::vector<FeedEvent> FeedState::Update(const Snapshot& snap,
     SetParameters(options, &e);
     next.emplace(e.key, std::move(e));
   }
+  // Rebuilt from the Snapshot's keys only: a key it no longer has is forgotten at once.
+  std::map<std::string, Advised> advised;
   for (const KeySnapshot& k : snap.keys) {
-    // Advice is meaningful once the key has projected loads; a truncated key's bytes are
-    // only a prefix of the real key, which no client could match exactly.
-    if (!k.hot || k.truncated || k.projected_load.empty() || k.advice == Strategy::kNone) {
+    // A truncated key's bytes are only a prefix of the real key, which no client could match
+    // exactly.
+    if (k.truncated || blocked(k.key)) continue;
+    // Advice is meaningful once the key has projected loads.
+    const bool fix = k.hot && !k.projected_load.empty() && k.advice != Strategy::kNone;
+    const auto held = advised_.find(k.key);
+    Advised a;
+    if (fix) {
+      a = {k.advice, now};
+    } else if (held == advised_.end()) {
+      continue;  // entering takes a fix
+    } else if (k.hot) {
+      a = {held->second.mode, now};  // the fix in force is why the advice may say none
+    } else if (now - held->second.last_hot < options.feed.hold) {
+      a = held->second;
+    } else {
       continue;
     }
+    if (!advised.try_emplace(k.key, a).second) continue;
     auto [it, inserted] = next.try_emplace(k.key);
     FeedEntry& e = it->second;
     if (inserted) {
       e.key = k.key;
       e.label = k.label;
-      e.mode = k.advice;
+      e.mode = a.mode;
       SetParameters(options, &e);
     }
     // A pinned key still shows what is measured of it.
     e.share = k.share;
     e.write_ratio = k.write_ratio;
   }
-  std::erase_if(next, [&](const auto& kv) {
-    return std::any_of(options.feed.blocks.begin(), options.feed.blocks.end(),
-                       [&](const config::FeedPattern& b) { return b.Matches(kv.first); });
-  });
+  std::erase_if(next, [&](const auto& kv) { return blocked(kv.first); });
+  advised_ = std::move(advised);
 
   std::vector<FeedEvent> events;
   for (const auto& [key, old] : entries_) {
@@ -180,7 +198,7 @@ FeedHub::~FeedHub() { CloseAll(); }
 
 void FeedHub::Update(const Snapshot& snap, absl::Time now) {
   Sweep();
-  const std::vector<FeedEvent> events = state_.Update(snap, options_);
+  const std::vector<FeedEvent> events = state_.Update(snap, options_, now);
   for (const FeedEvent& ev : events) {
     events_[static_cast<int>(ev.type)].fetch_add(1, std::memory_order_relaxed);
     Broadcast([&](bool raw_keys) {

@@ -337,6 +337,26 @@ TEST_CASE("Rules file: feed pins and blocks take key, prefix and glob as documen
   CHECK(ApplyOk("alert:\n  min_dwell: 1s\n").feed == FeedOptions{});
 }
 
+TEST_CASE("Rules file: feed.hold is a duration from 0s to 1h, 60s by default",
+          "[config][rules][feed]") {
+  CHECK(FeedOptions{}.hold == absl::Seconds(60));
+  CHECK(ApplyOk("alert:\n  min_dwell: 1s\n").feed.hold == absl::Seconds(60));
+  CHECK(ApplyOk("feed:\n  hold: 90s\n").feed.hold == absl::Seconds(90));
+  CHECK(ApplyOk("feed:\n  hold: 0s\n").feed.hold == absl::ZeroDuration());
+  CHECK(ApplyOk("feed:\n  hold: 1h\n").feed.hold == absl::Hours(1));
+  CHECK_THAT(ApplyError("feed:\n  hold: -1s\n"),
+             Contains("line 2") && Contains("feed.hold") && Contains("negative"));
+  CHECK_THAT(ApplyError("feed:\n  hold: 61m\n"),
+             Contains("line 2") && Contains("feed hold must be in [0s, 1h]; got 1h1m"));
+  CHECK_THAT(ApplyError("feed:\n  hold: soon\n"),
+             Contains("line 2") && Contains("feed.hold") && Contains("is not a duration"));
+  CHECK_THAT(ApplyError("feed:\n  hold: 60\n"), Contains("needs a unit"));
+  CHECK_THAT(ApplyError("feed:\n  hold: [1s]\n"), Contains("must be a single value"));
+  FeedOptions f;
+  f.hold = absl::Hours(2);
+  CHECK_THAT(std::string(f.Validate().message()), Contains("feed hold"));
+}
+
 TEST_CASE("Rules file: a bad feed section is refused with its line", "[config][rules][feed]") {
   CHECK_THAT(ApplyError("feed:\n  leese: 1s\n"), Contains("unknown key"));
   CHECK_THAT(ApplyError("feed:\n  lease: 0s\n"), Contains("feed lease"));

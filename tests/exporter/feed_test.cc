@@ -43,6 +43,9 @@ config::ReloadableOptions Options() {
   return o;
 }
 
+// A tick time for tests of one set (no hold in play).
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
 boost::json::object Parse(const std::string& text) { return boost::json::parse(text).as_object(); }
 
 TEST_CASE("Feed: hot keys with held advice are added once, each event one version further",
@@ -50,7 +53,7 @@ TEST_CASE("Feed: hot keys with held advice are added once, each event one versio
   FeedState state("secret");
   const config::ReloadableOptions o = Options();
   std::vector<FeedEvent> ev =
-      state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kSplit)}), o);
+      state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kSplit)}), o, kT0);
   REQUIRE(ev.size() == 2);
   CHECK(ev[0].type == Type::kAdd);
   CHECK(ev[0].version == 1);
@@ -61,7 +64,8 @@ TEST_CASE("Feed: hot keys with held advice are added once, each event one versio
   CHECK(state.entries().at("a").split_factor == 0);
   CHECK(state.entries().at("b").split_factor == 4);
   // The same set again: no event, no version.
-  CHECK(state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kSplit)}), o).empty());
+  CHECK(
+      state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kSplit)}), o, kT0).empty());
   CHECK(state.version() == 2);
 }
 
@@ -74,36 +78,214 @@ TEST_CASE("Feed: keys not hot, without advice or truncated are left out", "[expo
   early.projected_load.clear();  // no advice yet (the rate window has no figures)
   KeySnapshot cut = Hot("cut", Strategy::kCache);
   cut.truncated = true;
-  CHECK(state.Update(With({cold, none, early, cut}), Options()).empty());
+  CHECK(state.Update(With({cold, none, early, cut}), Options(), kT0).empty());
   CHECK(state.entries().empty());
 }
 
 TEST_CASE("Feed: a share wiggle is no change; a new mode or parameter is", "[exporter][feed]") {
   FeedState state("secret");
   config::ReloadableOptions o = Options();
-  state.Update(With({Hot("a", Strategy::kCache, 0.3)}), o);
-  CHECK(state.Update(With({Hot("a", Strategy::kCache, 0.35)}), o).empty());
+  state.Update(With({Hot("a", Strategy::kCache, 0.3)}), o, kT0);
+  CHECK(state.Update(With({Hot("a", Strategy::kCache, 0.35)}), o, kT0).empty());
   CHECK(state.entries().at("a").share == 0.35);  // refreshed for GET and new snapshots
-  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kSplitCache)}), o);
+  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kSplitCache)}), o, kT0);
   REQUIRE(ev.size() == 1);
   CHECK(ev[0].type == Type::kChange);
   CHECK(ev[0].entry.mode == Strategy::kSplitCache);
   CHECK(ev[0].version == 2);
   o.feed.refresh = absl::Seconds(2);
-  ev = state.Update(With({Hot("a", Strategy::kSplitCache)}), o);
+  ev = state.Update(With({Hot("a", Strategy::kSplitCache)}), o, kT0);
   REQUIRE(ev.size() == 1);
   CHECK(ev[0].type == Type::kChange);
   CHECK(ev[0].entry.refresh_seconds == 2);
 }
 
-TEST_CASE("Feed: a key that cools is removed", "[exporter][feed]") {
+TEST_CASE("Feed: a key no longer among the snapshot's keys is removed", "[exporter][feed]") {
   FeedState state("secret");
-  state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kCache)}), Options());
-  std::vector<FeedEvent> ev = state.Update(With({Hot("b", Strategy::kCache)}), Options());
+  state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kCache)}), Options(), kT0);
+  std::vector<FeedEvent> ev = state.Update(With({Hot("b", Strategy::kCache)}), Options(), kT0);
   REQUIRE(ev.size() == 1);
   CHECK(ev[0].type == Type::kRemove);
   CHECK(ev[0].entry.key == "a");
   CHECK(ev[0].version == 3);
+}
+
+// The key as the snapshot shows it once it has cooled (still exported, no longer hot).
+KeySnapshot Cold(std::string key, Strategy advice = Strategy::kCache) {
+  KeySnapshot k = Hot(std::move(key), advice, 0.05);
+  k.hot = false;
+  return k;
+}
+
+TEST_CASE(
+    "Feed hold: an advised entry stays while its key is hot, though the advice turns to "
+    "none, with no event",
+    "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  const config::ReloadableOptions o = Options();
+  REQUIRE(state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now()).size() == 1);
+  // Two minutes of 250 ms ticks, twice the default hold: the kits' cache took the reads off
+  // the shard, so the advice says none; the key is still hot.
+  for (int tick = 0; tick < 480; ++tick) {
+    clock.Advance(absl::Milliseconds(250));
+    KeySnapshot k = Hot("a", Strategy::kNone, 0.2);
+    if (tick % 2 == 1) k.projected_load.clear();  // no figures this tick: no advice either
+    CHECK(state.Update(With({k}), o, clock.Now()).empty());
+  }
+  REQUIRE(state.entries().contains("a"));
+  CHECK(state.entries().at("a").mode == Strategy::kCache);
+  CHECK(state.entries().at("a").refresh_seconds == 0.5);
+  CHECK(state.entries().at("a").share == 0.2);  // still refreshed
+  CHECK(state.version() == 1);
+}
+
+TEST_CASE("Feed hold: another fix advised for a held entry is a change", "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  const config::ReloadableOptions o = Options();
+  state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now());
+  clock.Advance(absl::Seconds(5));
+  CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
+  clock.Advance(absl::Seconds(5));
+  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kSplit)}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kChange);
+  CHECK(ev[0].version == 2);
+  CHECK(ev[0].entry.mode == Strategy::kSplit);
+  CHECK(ev[0].entry.split_factor == 4);
+  // And the new fix is the one held.
+  clock.Advance(absl::Seconds(5));
+  CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
+  CHECK(state.entries().at("a").mode == Strategy::kSplit);
+}
+
+TEST_CASE(
+    "Feed hold: an entry whose key is not hot leaves exactly feed.hold after its last hot "
+    "tick",
+    "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  REQUIRE(o.feed.hold == absl::Seconds(60));  // the default
+  state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now());
+  clock.Advance(absl::Seconds(1));
+  state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now());
+  const absl::Time last_hot = clock.Now();
+  // Not hot from the next tick on (its advice still names a fix: it does not renew the hold),
+  // for 60 s - 250 ms: still in, no event.
+  for (int tick = 1; tick < 240; ++tick) {
+    clock.Advance(absl::Milliseconds(250));
+    CHECK(state.Update(With({Cold("a")}), o, clock.Now()).empty());
+  }
+  CHECK(clock.Now() == last_hot + absl::Seconds(60) - absl::Milliseconds(250));
+  CHECK(state.entries().contains("a"));
+  clock.Advance(absl::Milliseconds(250));  // last_hot + 60 s
+  std::vector<FeedEvent> ev = state.Update(With({Cold("a")}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kRemove);
+  CHECK(ev[0].entry.key == "a");
+  CHECK(ev[0].entry.mode == Strategy::kCache);
+  CHECK(state.entries().empty());
+  // Gone for good: hot again with no fix advised, it does not come back.
+  clock.Advance(absl::Milliseconds(250));
+  CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
+}
+
+TEST_CASE("Feed hold: a hot tick within the hold starts it again", "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  o.feed.hold = absl::Seconds(10);
+  state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now());
+  clock.Advance(absl::Seconds(8));
+  CHECK(state.Update(With({Cold("a")}), o, clock.Now()).empty());
+  clock.Advance(absl::Seconds(1));  // 9 s: hot again, advice none
+  CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
+  clock.Advance(absl::Milliseconds(9750));  // 18.75 s: 9.75 s since the last hot tick
+  CHECK(state.Update(With({Cold("a")}), o, clock.Now()).empty());
+  clock.Advance(absl::Milliseconds(250));  // 19 s: 10 s since
+  std::vector<FeedEvent> ev = state.Update(With({Cold("a")}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kRemove);
+}
+
+TEST_CASE("Feed hold: a key gone from the snapshot leaves at once and is forgotten",
+          "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  const config::ReloadableOptions o = Options();
+  state.Update(With({Hot("a", Strategy::kCache), Hot("b", Strategy::kCache)}), o, clock.Now());
+  clock.Advance(absl::Milliseconds(250));
+  // "a" held (advice none), then not even exported: within the hold, it leaves all the same.
+  CHECK(state.Update(With({Hot("a", Strategy::kNone), Hot("b", Strategy::kCache)}), o, clock.Now())
+            .empty());
+  clock.Advance(absl::Milliseconds(250));
+  std::vector<FeedEvent> ev = state.Update(With({Hot("b", Strategy::kCache)}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kRemove);
+  CHECK(ev[0].entry.key == "a");
+  // Back in the snapshot, hot, with no fix advised: not held any more, so not added.
+  clock.Advance(absl::Milliseconds(250));
+  CHECK(state.Update(With({Hot("a", Strategy::kNone), Hot("b", Strategy::kCache)}), o, clock.Now())
+            .empty());
+  CHECK_FALSE(state.entries().contains("a"));
+}
+
+TEST_CASE("Feed hold: 0s removes an entry at the first tick its key is not hot",
+          "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  o.feed.hold = absl::ZeroDuration();
+  state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now());
+  clock.Advance(absl::Milliseconds(250));
+  // Still held while hot, hold or not.
+  CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
+  clock.Advance(absl::Milliseconds(250));
+  std::vector<FeedEvent> ev = state.Update(With({Cold("a")}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kRemove);
+}
+
+TEST_CASE("Feed hold: a block removes a held entry, and it needs a fix advised to come back",
+          "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now());
+  clock.Advance(absl::Milliseconds(250));
+  CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
+  o.feed.blocks = {{config::FeedPattern::kKey, "a"}};
+  clock.Advance(absl::Milliseconds(250));
+  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kRemove);
+  o.feed.blocks.clear();
+  clock.Advance(absl::Milliseconds(250));
+  CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
+  clock.Advance(absl::Milliseconds(250));
+  ev = state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kAdd);
+}
+
+TEST_CASE("Feed hold: a pinned key that is unpinned falls back to its held advice",
+          "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  o.feed.pins = {{{config::FeedPattern::kKey, "a"}, Strategy::kIsolate}};
+  state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now());
+  clock.Advance(absl::Milliseconds(250));
+  CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
+  o.feed.pins.clear();
+  clock.Advance(absl::Milliseconds(250));
+  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kChange);
+  CHECK_FALSE(ev[0].entry.pinned);
+  CHECK(ev[0].entry.mode == Strategy::kCache);
 }
 
 TEST_CASE("Feed: pins are always in, win over advice, and blocks win over both",
@@ -115,7 +297,7 @@ TEST_CASE("Feed: pins are always in, win over advice, and blocks win over both",
                  {{config::FeedPattern::kKey, "a"}, Strategy::kIsolate},
                  {{config::FeedPattern::kKey, "health"}, Strategy::kCache}};
   o.feed.blocks = {{config::FeedPattern::kGlob, "heal*"}, {config::FeedPattern::kKey, "b"}};
-  state.Update(With({Hot("a", Strategy::kCache, 0.4), Hot("b", Strategy::kCache)}), o);
+  state.Update(With({Hot("a", Strategy::kCache, 0.4), Hot("b", Strategy::kCache)}), o, kT0);
   const auto& e = state.entries();
   REQUIRE(e.size() == 3);
   CHECK(e.at("tenant:acme").pinned);
@@ -128,7 +310,7 @@ TEST_CASE("Feed: pins are always in, win over advice, and blocks win over both",
   CHECK_FALSE(e.contains("health"));
   // Unpinning "a" while it is still advised: a change to the advice's fix.
   o.feed.pins.erase(o.feed.pins.begin() + 2);
-  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kCache)}), o);
+  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kCache)}), o, kT0);
   REQUIRE(ev.size() == 1);
   CHECK(ev[0].type == Type::kChange);
   CHECK_FALSE(ev[0].entry.pinned);
@@ -146,7 +328,7 @@ TEST_CASE("Feed: raw key bytes go only where the key exposure allows", "[exporte
   o.exporter.label = config::KeyLabelMode::kHash;
   const std::string key("user:\xff\x00", 7);
   o.feed.pins = {{{config::FeedPattern::kKey, key}, Strategy::kCache}};
-  std::vector<FeedEvent> ev = state.Update(With({}), o);
+  std::vector<FeedEvent> ev = state.Update(With({}), o, kT0);
   REQUIRE(ev.size() == 1);
   const std::string label = state.entries().at(key).label;
   CHECK(label.starts_with("h:"));
@@ -165,7 +347,7 @@ TEST_CASE("Feed: raw key bytes go only where the key exposure allows", "[exporte
 
   // Removal carries key_b64 exactly when the entry did.
   o.feed.pins.clear();
-  ev = state.Update(With({}), o);
+  ev = state.Update(With({}), o, kT0);
   REQUIRE(ev.size() == 1);
   CHECK_FALSE(Parse(FeedEventJson(ev[0], false)).contains("key_b64"));
   CHECK(Parse(FeedEventJson(ev[0], true)).at("key_b64").as_string() == absl::Base64Escape(key));
@@ -173,7 +355,7 @@ TEST_CASE("Feed: raw key bytes go only where the key exposure allows", "[exporte
 
 TEST_CASE("Feed: the set's JSON gives version, lease and heartbeat", "[exporter][feed]") {
   FeedState state("secret");
-  state.Update(With({Hot("a", Strategy::kSplit)}), Options());
+  state.Update(With({Hot("a", Strategy::kSplit)}), Options(), kT0);
   boost::json::object o = Parse(FeedSetJson(state, absl::Seconds(10), true));
   CHECK(o.at("version").to_number<double>() == 1);
   CHECK(o.at("lease_seconds").to_number<double>() == 10);
@@ -221,6 +403,25 @@ TEST_CASE("Feed hub: a subscriber gets a snapshot, then events and heartbeats on
   CHECK(hub.stats().events[static_cast<int>(Type::kAdd)] == 1);
   CHECK(hub.stats().entries == 1);
   CHECK(hub.stats().version == 1);
+}
+
+TEST_CASE("Feed hub: the hold runs on the tick's time", "[exporter][feed][hold]") {
+  testing::FakeClock clock;
+  config::ReloadableOptions o = Options();
+  o.feed.hold = absl::Seconds(1);
+  FeedHub hub(4, "secret", o, clock.Now());
+  std::shared_ptr<http::EventStream> s = hub.Subscribe(true);
+  hub.Update(With({Hot("a", Strategy::kCache)}), clock.Now());
+  for (int tick = 0; tick < 3; ++tick) {
+    clock.Advance(absl::Milliseconds(250));
+    hub.Update(With({Cold("a")}), clock.Now());
+  }
+  CHECK(hub.stats().entries == 1);
+  clock.Advance(absl::Milliseconds(250));  // 1 s since the last hot tick
+  hub.Update(With({Cold("a")}), clock.Now());
+  CHECK(hub.stats().entries == 0);
+  CHECK(hub.stats().events[static_cast<int>(Type::kRemove)] == 1);
+  CHECK(Drain(*s).find("event: remove\nid: 2\n") != std::string::npos);
 }
 
 TEST_CASE("Feed hub: at max_subscribers the next is refused and counted", "[exporter][feed]") {

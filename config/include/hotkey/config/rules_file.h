@@ -29,6 +29,7 @@
 //     lease: 10s                 # an entry not renewed this long is void; heartbeat lease/5
 //     refresh: 1s                # refresh_seconds for cache entries (default --cluster.refresh)
 //     split_factor: 8            # sub-keys for split entries (default --cluster.split, >= 2)
+//     hold: 60s                  # an advised entry stays while its key is hot, then this long
 //     pin:                       # always in the feed: key: or prefix:, with a mode
 //       - key: "tenant:acme"
 //         mode: isolate

@@ -2,14 +2,30 @@
 // the push stream of its changes (GET /api/v1/hotkeys/stream, Server-Sent Events). The
 // protocol is docs/feed.md.
 //
-// FeedState is the set and its versions, pure: each tick it takes the Snapshot's hot keys
-// whose held advice (advice_hold.h) names a fix, adds the rules file's pins, takes out its
-// blocks, and diffs the result against the previous set into add / change / remove events,
-// each one version further. A "change" is a change of what a client does with the key: its
+// FeedState is the set and its versions, pure (time is passed in): each tick it takes the
+// advised keys (below), adds the rules file's pins, takes out its blocks, and diffs the
+// result against the previous set into add / change / remove events, each one version
+// further. A "change" is a change of what a client does with the key: its
 // mode, refresh_seconds, split_factor, origin or match. A key's share and write ratio move at
 // every tick; they are refreshed in the set (so GET and a new stream's snapshot carry them)
 // but sent on no event of their own, so the stream carries one event per change of the fix,
 // not one per key per tick.
+//
+// Advised keys. A key enters when it is hot and its held advice (advice_hold.h) names a fix.
+// It then stays, with the last fix advised, while the key stays hot, even when the advice
+// has turned to none since; a different fix advised changes it. Why: the kits apply the fix,
+// so the shard (what hotkeyd measures) sees less of the key (a cached key's reads vanish, a
+// split key's writes go to sub-keys on other shards), and the advice follows what the shard
+// sees. Were the entry to follow the advice, it would leave, the kits would undo the fix, the
+// shard would overload again, and the set would flap with a period of a few seconds. The
+// entry leaves once its key has not been hot for FeedOptions::hold (0: at the first tick it
+// is not hot), or at once when the key is no longer among the Snapshot's keys (the exported
+// keys), so that what the set remembers is bounded by the pins plus the Snapshot, whatever
+// the churn. A block takes it out, and forgets it. The limit: a fix that takes nearly all of
+// a key's traffic off the shard (a cache of a read-only key) ends its hot episode, so the
+// entry leaves after `hold` (or sooner, with the key out of the exported keys) and comes back
+// within detection time if the load returns; `hold` is how long such a fix outlives its last
+// sign.
 //
 // FeedHub serves the set: GET's JSON, and the streams. Each stream is an http::EventStream
 // bounded at kMaxUnsentBytes unsent (a slower reader is dropped and counted, never waited
@@ -71,10 +87,12 @@ class FeedState {
  public:
   explicit FeedState(std::string label_secret) : label_secret_(std::move(label_secret)) {}
 
-  // One tick: the new set from `snap` under the reloadable options' feed, export (labels of
+  // One tick at `now` (monotonic; not before the previous tick's): the new set from `snap`
+  // under the reloadable options' feed (hold, pins, blocks, parameters), export (labels of
   // pins) and cluster (default refresh and split factor); the events that lead from the
   // previous set to it, in order (removes, changes, adds), versions consecutive.
-  std::vector<FeedEvent> Update(const Snapshot& snap, const config::ReloadableOptions& options);
+  std::vector<FeedEvent> Update(const Snapshot& snap, const config::ReloadableOptions& options,
+                                absl::Time now);
 
   // +1 per event since construction; 0 before any.
   uint64_t version() const { return version_; }
@@ -82,9 +100,18 @@ class FeedState {
   const std::map<std::string, FeedEntry>& entries() const { return entries_; }
 
  private:
+  // An advised key's fix, and the last tick its key was hot (the hold counts from it).
+  struct Advised {
+    model::Strategy mode = model::Strategy::kNone;
+    absl::Time last_hot;
+  };
+
   const std::string label_secret_;
   uint64_t version_ = 0;
   std::map<std::string, FeedEntry> entries_;
+  // The advised keys, pinned ones included (an unpinned key falls back to its advice); keys
+  // of the last Snapshot only.
+  std::map<std::string, Advised> advised_;
 };
 
 // Whether a request may see raw key bytes (docs/feed.md "Key exposure").
