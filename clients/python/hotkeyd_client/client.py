@@ -1,9 +1,10 @@
 """client.py: HotkeyClient, a redis-py client that applies hotkeyd's advised fixes.
 
 HotkeyClient wraps a redis-py client (redis.Redis, or redis.RedisCluster for the names and
-reads; see README) and follows hotkeyd's feed (feed.py). For a key in the feed it applies the
-entry's mode; every other key, and every command it does not cover, goes to the wrapped
-client unchanged (the uncovered ones through __getattr__).
+reads; see README) and follows one or more hotkeyd feeds (feed.py; one per Redis Cluster
+node). For a key in a feed it applies the entry's mode; every other key, and every command
+it does not cover, goes to the wrapped client unchanged (the uncovered ones through
+__getattr__).
 
   cache, replicate  GET/MGET/HGET/HMGET/HGETALL served from a local copy younger than
                     refresh_seconds; at most one origin fetch per (key, read) in flight
@@ -47,7 +48,7 @@ import time
 
 import redis
 
-from .feed import CACHE_MODES, EMPTY, SPLIT_MODES, FeedFollower
+from .feed import CACHE_MODES, EMPTY, SPLIT_MODES, FeedFollower, FeedState
 from .naming import has_hash_tag
 
 log = logging.getLogger("hotkeyd_client")
@@ -102,11 +103,21 @@ def _sum_values(values):
     return text if isinstance(present[0], str) else text.encode()
 
 
-class _NoFeed:
-    state = EMPTY
+class _Feeds:
+    """The followers and the union of their tables, as one immutable FeedState in `state`:
+    republished whenever a follower publishes (its on_publish hook, under that follower's
+    lock), never built per call. With no follower the state is always EMPTY; with one it is
+    that follower's own."""
 
+    def __init__(self):
+        self.state = EMPTY
+        self.followers = []
+        self._lock = threading.Lock()
 
-_NO_FEED = _NoFeed()
+    def update(self):
+        with self._lock:
+            states = [f.state for f in self.followers]
+            self.state = states[0] if len(states) == 1 else FeedState.merged(states)
 
 
 class _Flight:
@@ -140,7 +151,10 @@ def _copy(value):
 
 class HotkeyClient:
     """See the module comment. `redis_client` is the origin; `feed_url` hotkeyd's HTTP
-    server (e.g. "http://127.0.0.1:10110"), or None to pass everything through.
+    server (e.g. "http://127.0.0.1:10110"), a list or tuple of them (one hotkeyd per Redis
+    Cluster node: the kit acts on the union of their entries; where two feeds name the same
+    key or prefix, the entry of the feed listed first is used), or None to pass everything
+    through.
 
     Keyword arguments: isolate_client (where isolate-mode keys go; without one, they stay on
     redis_client), replica_client (replicate-mode reads), auth ((user, password): basic
@@ -174,14 +188,15 @@ class HotkeyClient:
         self._sweep_seconds = sweep_seconds
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._follower = None
         self._sweeper = None
-        self._feed = _NO_FEED  # the follower, or a stand-in whose set is always empty
-        if feed_url is not None:
-            self._follower = FeedFollower(feed_url, on_retire=self._on_retire,
-                                          stats=self._stats, stats_lock=self._lock,
-                                          auth=auth, ssl_context=ssl_context, clock=clock)
-            self._feed = self._follower
+        self._feed = _Feeds()
+        urls = [feed_url] if isinstance(feed_url, str) else list(feed_url or ())
+        for url in urls:
+            self._feed.followers.append(FeedFollower(
+                url, on_retire=self._on_retire, on_publish=self._feed.update,
+                stats=self._stats, stats_lock=self._lock,
+                auth=auth, ssl_context=ssl_context, clock=clock))
+        if urls:
             self._sweeper = threading.Thread(target=self._sweep_loop, name="hotkeyd-sweep",
                                              daemon=True)
             if start:
@@ -190,16 +205,18 @@ class HotkeyClient:
     # ------------------------------------------------------------------ public
 
     def start(self):
-        if self._follower is not None:
-            self._follower.start()
+        for f in self._feed.followers:
+            f.start()
+        if self._sweeper is not None:
             self._sweeper.start()
 
     def close(self):
-        """Stops following the feed and runs the folds already due."""
-        if self._follower is not None and not self._stopping.is_set():
+        """Stops following the feeds and runs the folds already due."""
+        if self._sweeper is not None and not self._stopping.is_set():
             self._stopping.set()
             self._wake.set()
-            self._follower.stop()
+            for f in self._feed.followers:
+                f.stop()
             self._sweeper.join(10)
         self._run_folds()
 
@@ -215,14 +232,20 @@ class HotkeyClient:
             return dict(self._stats)
 
     def wait_synced(self, timeout=None):
-        """True once a stream is open and its snapshot applied (within `timeout` s)."""
-        return self._follower is not None and self._follower.connected.wait(timeout)
+        """True once every feed's stream is open and its snapshot applied (within `timeout`
+        s in all)."""
+        followers = self._feed.followers
+        end = None if timeout is None else time.monotonic() + timeout
+        for f in followers:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            if not f.connected.wait(left):
+                return False
+        return bool(followers)
 
     def entries(self):
-        """The entries held now (live or not yet swept), for inspection."""
-        if self._follower is None:
-            return []
-        return self._follower.state.entries()
+        """The entries held now (live or not yet swept), the union over the feeds, for
+        inspection."""
+        return self._feed.state.entries()
 
     @property
     def redis(self):
@@ -418,11 +441,14 @@ class HotkeyClient:
     # ------------------------------------------------------------------ retire and fold
 
     def _on_retire(self, e, expired=False):
-        """FeedFollower's hook (under its lock): no waiting here."""
+        """FeedFollower's hook (under its lock): no waiting here. The key's copies stay when
+        another feed's entry for it is the one in force (it names the key too)."""
+        cur = self._feed.state.exact.get(e.key)
         with self._lock:
             if expired:
                 self._stats["fallbacks"] += 1
-            self._cache.pop(e.key, None) if not e.prefix else None
+            if not e.prefix and (cur is None or cur is e):
+                self._cache.pop(e.key, None)
             if e.mode in SPLIT_MODES:
                 self._folding[e.key] = e
                 self._fold_queue.append(e)
@@ -434,7 +460,8 @@ class HotkeyClient:
             self._wake.wait(self._sweep_seconds)
             self._wake.clear()
             try:
-                self._follower.expire()
+                for f in self._feed.followers:
+                    f.expire()
                 self._run_folds()
                 if self._cache:
                     self._drop_cold_copies()

@@ -46,8 +46,8 @@ class KitTest(unittest.TestCase):
             k.close()
         self.feed.stop()
 
-    def kit(self, redis_client=None, **kw):
-        k = HotkeyClient(redis_client or self.redis.client(), self.feed.url, **kw)
+    def kit(self, redis_client=None, feed_url=None, **kw):
+        k = HotkeyClient(redis_client or self.redis.client(), feed_url or self.feed.url, **kw)
         self.kits.append(k)
         self.assertTrue(k.wait_synced(WAIT), "the kit never received the snapshot")
         return k
@@ -363,6 +363,66 @@ class FeedTest(KitTest):
         self.wait_mode(kit, "k2", "cache")
         wait_until(lambda: blind.stats()["ignored_entries"] == 2, WAIT, "k2 ignored")
         self.assertEqual(blind.entries(), [])
+
+
+class SeveralFeedsTest(KitTest):
+    def test_the_kit_acts_on_the_union_of_several_feeds(self):
+        other = FeedServer(lease=1.0, heartbeat=0.2)
+        self.addCleanup(other.stop)
+        iso = RedisServer()
+        self.addCleanup(iso.stop)
+        self.feed.put(entry("a", "cache", refresh=60))
+        self.feed.put(entry("both", "cache", refresh=60))
+        other.put(entry("b", "split", split=2))
+        other.put(entry("both", "isolate"))     # the first feed listed names it too
+        kit = self.kit(feed_url=[self.feed.url, other.url], isolate_client=iso.client())
+        self.wait_mode(kit, "a", "cache")
+        self.wait_mode(kit, "b", "split")
+        self.assertEqual(sorted((e.key, e.mode) for e in kit.entries()),
+                         [(b"a", "cache"), (b"b", "split"), (b"both", "cache")])
+        state = kit._feed.state
+        self.raw.set("a", "x")
+        self.assertEqual(kit.get("a"), b"x")
+        self.raw.set("a", "y")
+        self.assertEqual(kit.get("a"), b"x")    # the copy
+        for _ in range(10):
+            kit.incr("b")
+        self.assertEqual(kit.get("b"), b"10")
+        kit.set("both", "here")
+        self.assertEqual(self.raw.get("both"), b"here")  # cache mode, not isolate
+        self.assertEqual(kit.get("both"), b"here")       # now a copy
+        self.assertIs(kit._feed.state, state)   # no table built per call
+        other.put(entry("c", "cache", refresh=60))       # an add: its feed's lease
+        self.wait_mode(kit, "c", "cache")
+        # Each entry keeps its own feed's lease: with the second feed partitioned away, its
+        # entries (b, c and its own "both") expire after its 1 s lease (b is folded back)
+        # while the first feed's stay, copies included.
+        other.reachable.clear()
+        wait_until(lambda: kit.stats()["fallbacks"] == 3, WAIT, "the second feed's leases")
+        wait_until(lambda: kit.stats()["folds"] == 1, WAIT, "b's fold")
+        other.reachable.set()
+        self.assertEqual(self.raw.get("b"), b"10")
+        self.assertEqual({e.key for e in kit.entries()} & {b"a", b"both"}, {b"a", b"both"})
+        fetches = kit.stats()["origin_fetches"]
+        self.raw.set("both", "changed")
+        self.assertEqual(kit.get("a"), b"x")    # still the first feed's cache entry
+        self.assertEqual(kit.get("both"), b"here")  # its copy outlived the other's entry
+        self.assertEqual(kit.stats()["origin_fetches"], fetches)
+        s = kit.stats()
+        self.assertGreaterEqual(s["feed_events"], 2 * 2)  # a snapshot and a heartbeat each
+        kit.close()
+        self.assertFalse(any(f._thread.is_alive() for f in kit._feed.followers))
+
+    def test_wait_synced_waits_for_every_feed(self):
+        other = FeedServer()
+        self.addCleanup(other.stop)
+        other.reachable.clear()
+        kit = HotkeyClient(self.redis.client(), (self.feed.url, other.url))
+        self.kits.append(kit)
+        self.assertTrue(kit._feed.followers[0].connected.wait(WAIT))
+        self.assertFalse(kit.wait_synced(0.2))
+        other.reachable.set()
+        self.assertTrue(kit.wait_synced(WAIT))
 
 
 class IsolateTest(KitTest):
