@@ -11,8 +11,9 @@ __getattr__).
                     (single-flight); a write through this client drops the key's copies
                     once the write has returned. replicate with a replica_client reads from
                     the replica instead, uncached.
-  split             INCR/INCRBY/DECR/DECRBY/INCRBYFLOAT go to one of S sub-keys chosen at
-                    random; GET returns base + sum of sub-keys (one pipelined read).
+  split             the key's S parts are the key itself (part 0) and S-1 sub-keys;
+                    INCR/INCRBY/DECR/DECRBY/INCRBYFLOAT go to one part chosen at random;
+                    GET returns the sum of the parts (one pipelined read).
   split_cache       split, with GET's sum cached like cache mode.
   isolate           every covered command on the key goes to isolate_client.
 
@@ -21,19 +22,22 @@ after t - refresh_seconds. A cached copy is stamped with the time its fetch was 
 only while younger than refresh_seconds, and a caller joins an in-flight fetch only if that
 fetch was sent less than refresh_seconds before the call.
 
-Split sub-keys are named `<key>{hk:<crc32(key) hex>:<i>[.<n>]}`: appending a hash tag leaves a
-key that has its own hash tag in its own slot (Redis Cluster hashes the first tag), and
-gives an untagged key S sub-keys in S distinct cluster slots (n is the smallest counter
-that makes slot i differ from slots 0..i-1; every process computes the same names), spread
-differently for different keys by the crc32 in the tag.
+Split sub-key i (1..S-1) is named `<key>{hk:<crc32(key) hex>:<i>[.<n>]}` (naming.py):
+appending a hash tag leaves a key that has its own hash tag in its own slot (Redis Cluster
+hashes the first tag), and puts an untagged key's S parts in S distinct cluster slots (n is
+the smallest counter that makes part i's slot differ from those of parts 0..i-1), spread
+differently for different keys by the crc32 in the tag. With a RedisCluster client the
+parts of an untagged key are also put on distinct nodes while nodes remain, from the
+client's slot -> node map when the entry arrives; the names then stay fixed for the
+entry's life (see README on topology changes).
 
 Fold-back: when a split entry leaves the feed or its lease runs out, the kit stops choosing
-sub-keys for new writes, waits for its own writes in flight, then runs one Lua script that
-moves each sub-key's value into the base (GET, INCRBY or INCRBYFLOAT on the base, DEL) in
-one atomic step. Until the fold has run, GET keeps adding the sub-keys. The script is
+parts for new writes, waits for its own writes in flight, then runs one Lua script that
+moves each sub-key's value into the key (GET, INCRBY or INCRBYFLOAT on the key, DEL) in one
+atomic step. Until the fold has run, GET keeps adding the sub-keys. The script is
 idempotent (a second run finds no sub-keys), so a failed fold is retried. With a
-RedisCluster client and an untagged key the sub-keys are in other slots than the base, one
-script cannot span them, and each sub-key is moved by GETDEL then INCRBY(FLOAT) on the base:
+RedisCluster client and an untagged key the sub-keys are in other slots than the key, one
+script cannot span them, and each sub-key is moved by GETDEL then INCRBY(FLOAT) on the key:
 a process dying between the two loses that sub-key's value (give split keys a hash tag
 where that matters).
 
@@ -49,7 +53,7 @@ import time
 import redis
 
 from .feed import CACHE_MODES, EMPTY, SPLIT_MODES, FeedFollower, FeedState
-from .naming import has_hash_tag
+from .naming import has_hash_tag, sub_key_names
 
 log = logging.getLogger("hotkeyd_client")
 
@@ -194,7 +198,7 @@ class HotkeyClient:
         for url in urls:
             self._feed.followers.append(FeedFollower(
                 url, on_retire=self._on_retire, on_publish=self._feed.update,
-                stats=self._stats, stats_lock=self._lock,
+                namer=self._sub_key_names, stats=self._stats, stats_lock=self._lock,
                 auth=auth, ssl_context=ssl_context, clock=clock))
         if urls:
             self._sweeper = threading.Thread(target=self._sweep_loop, name="hotkeyd-sweep",
@@ -262,6 +266,26 @@ class HotkeyClient:
 
     def _state(self):
         return self._feed.state
+
+    def _sub_key_names(self, key, split_factor):
+        """The followers' namer: with a RedisCluster client and an untagged key, from the
+        client's slot -> node map as it is now (naming.sub_key_names)."""
+        if self._cluster and not has_hash_tag(key):
+            return sub_key_names(key, split_factor, self._slot_nodes())
+        return sub_key_names(key, split_factor)
+
+    def _slot_nodes(self):
+        """{slot: primary node name} from the cluster client's slot map (the slots it
+        covers), copied in one step; None when the client has no map to copy."""
+        for _ in range(3):
+            try:
+                cache = dict(self._r.nodes_manager.slots_cache)
+            except AttributeError:
+                return None
+            except RuntimeError:  # resized by a concurrent MOVED update: copy again
+                continue
+            return {slot: nodes[0].name for slot, nodes in cache.items() if nodes}
+        return None
 
     def _kb(self, key):
         if isinstance(key, bytes):
@@ -378,6 +402,8 @@ class HotkeyClient:
     # ------------------------------------------------------------------ split
 
     def _split_get(self, k, e):
+        """The sum of the parts: the key and its sub-keys (and those of a retired entry
+        for the key not yet folded), in one pipeline."""
         subs = e.sub_keys
         f = self._folding.get(k) if self._folding else None
         if f is not None and f is not e:
@@ -389,15 +415,15 @@ class HotkeyClient:
         return _sum_values(pipe.execute())
 
     def _split_write(self, e, method, amount):
-        """Returns the sub-key's reply, or None when the entry has been retired (the caller
-        then writes the base)."""
+        """Writes one of the S parts (part 0 is the key itself) and returns its reply, or
+        None when the entry has been retired (the caller then writes the key)."""
         with e.cond:
             if e.retired:
                 return None
             e.inflight += 1
         try:
-            sub = e.sub_keys[int(self._random() * e.split_factor)]
-            reply = getattr(self._r, method)(sub, amount)
+            part = e.parts[int(self._random() * e.split_factor)]
+            reply = getattr(self._r, method)(part, amount)
         finally:
             with e.cond:
                 e.inflight -= 1
@@ -423,7 +449,7 @@ class HotkeyClient:
         return getattr(self._r, method)(name, amount)
 
     def incr(self, name, amount=1):
-        """In split mode the reply is the chosen sub-key's value, not the total."""
+        """In split mode the reply is the chosen part's value, not the total."""
         return self._counter("incr", "incrby", name, amount)
 
     def incrby(self, name, amount=1):

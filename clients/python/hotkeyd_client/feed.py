@@ -44,7 +44,7 @@ class Entry:
     and `lease` (set at each renewal) and the split bookkeeping (guarded by `cond`)."""
 
     __slots__ = ("key", "mode", "refresh", "split_factor", "prefix", "label", "renewed",
-                 "lease", "sub_keys", "cond", "inflight", "retired")
+                 "lease", "sub_keys", "parts", "cond", "inflight", "retired")
 
     def __init__(self, key, mode, refresh, split_factor, prefix, label, renewed, lease=0.0):
         self.key = key                    # bytes
@@ -55,7 +55,8 @@ class Entry:
         self.label = label
         self.renewed = renewed            # monotonic receive time of the last renewal
         self.lease = lease                # seconds: its feed's lease_seconds
-        self.sub_keys = ()                # split modes: naming.sub_key_names(key, S)
+        self.sub_keys = ()                # split modes: parts 1..S-1 (naming.sub_key_names)
+        self.parts = ()                   # split modes: (key, *sub_keys), the S parts
         self.cond = threading.Condition()
         self.inflight = 0                 # split writes between choosing and finishing
         self.retired = False              # no new split writes; fold pending or done
@@ -66,9 +67,11 @@ class Entry:
                 and self.prefix == other.prefix and self.refresh == other.refresh)
 
 
-def parse_entry(obj, now, lease=0.0):
+def parse_entry(obj, now, lease=0.0, namer=sub_key_names):
     """An Entry from the feed's entry object, or None when the kit cannot act on it
-    (no key_b64: the caller may not see raw keys). Raises ValueError when malformed."""
+    (no key_b64: the caller may not see raw keys). Raises ValueError when malformed.
+    `namer(key, S)` gives a split entry's sub-key names, computed once here: they stay
+    fixed for the entry's life."""
     if not isinstance(obj, dict):
         raise ValueError("entry is not an object")
     b64 = obj.get("key_b64")
@@ -97,7 +100,8 @@ def parse_entry(obj, now, lease=0.0):
     e = Entry(key, mode, float(refresh), split, match == "prefix", obj.get("label"), now,
               lease)
     if split:
-        e.sub_keys = sub_key_names(key, split)
+        e.sub_keys = tuple(namer(key, split))
+        e.parts = (key,) + e.sub_keys
     return e
 
 
@@ -189,14 +193,16 @@ class FeedFollower:
     fix), under the table lock and before the new table is published, so that an owner
     which records the entry there never has a moment in which the key is in neither place;
     it must not block. `on_publish()` is called under the same lock after each new table
-    is published; it must not block either. `stats` is the owner's counter dict, updated
-    under `stats_lock`."""
+    is published; it must not block either. `namer(key, S)` names a split entry's sub-keys
+    (naming.sub_key_names by default). `stats` is the owner's counter dict, updated under
+    `stats_lock`."""
 
     BACKOFF_INITIAL = 0.5
     BACKOFF_MAX = 30.0
 
-    def __init__(self, url, *, on_retire, stats, stats_lock, on_publish=None, auth=None,
-                 ssl_context=None, connect_timeout=5.0, clock=time.monotonic, rng=None):
+    def __init__(self, url, *, on_retire, stats, stats_lock, on_publish=None, namer=None,
+                 auth=None, ssl_context=None, connect_timeout=5.0, clock=time.monotonic,
+                 rng=None):
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https"):
             raise ValueError(f"feed_url must be http(s): {url!r}")
@@ -221,6 +227,7 @@ class FeedFollower:
         self._rng = rng or random.Random()
         self._on_retire = on_retire
         self._on_publish = on_publish
+        self._namer = namer or sub_key_names
         self._lease = 0.0               # the lease_seconds of the last snapshot
         self._stats = stats
         self._stats_lock = stats_lock
@@ -284,7 +291,7 @@ class FeedFollower:
         out = []
         for obj in objs:
             try:
-                e = parse_entry(obj, now, lease)
+                e = parse_entry(obj, now, lease, self._namer)
             except ValueError as err:
                 self._count("ignored_entries")
                 self._warn_once("malformed", f"hotkeyd feed: ignoring a malformed entry: {err}")
