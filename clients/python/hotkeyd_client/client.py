@@ -8,9 +8,10 @@ __getattr__).
 
   cache, replicate  GET/MGET/HGET/HMGET/HGETALL served from a local copy younger than
                     refresh_seconds; at most one origin fetch per (key, read) in flight
-                    (single-flight); a write through this client drops the key's copies
-                    once the write has returned. replicate with a replica_client reads from
-                    the replica instead, uncached.
+                    (single-flight). INCR/INCRBY/DECR/DECRBY through this client write
+                    through: the integer reply becomes the key's GET copy. Any other write
+                    through this client drops the key's copies once it has returned.
+                    replicate with a replica_client reads from the replica instead, uncached.
   split             the key's S parts are the key itself (part 0) and S-1 sub-keys;
                     INCR/INCRBY/DECR/DECRBY/INCRBYFLOAT go to one part chosen at random;
                     GET returns the sum of the parts (one pipelined read).
@@ -18,9 +19,9 @@ __getattr__).
   isolate           every covered command on the key goes to isolate_client.
 
 Staleness (cache modes): a read that starts at time t returns a value the origin held at or
-after t - refresh_seconds. A cached copy is stamped with the time its fetch was SENT, served
-only while younger than refresh_seconds, and a caller joins an in-flight fetch only if that
-fetch was sent less than refresh_seconds before the call.
+after t - refresh_seconds. A cached copy is stamped with the time its fetch (or its counter
+write) was SENT, served only while younger than refresh_seconds, and a caller joins an
+in-flight fetch only if that fetch was sent less than refresh_seconds before the call.
 
 Split sub-key i (1..S-1) is named `<key>{hk:<crc32(key) hex>:<i>[.<n>]}` (naming.py):
 appending a hash tag leaves a key that has its own hash tag in its own slot (Redis Cluster
@@ -175,11 +176,11 @@ class HotkeyClient:
         self._replica = replica_client
         self._clock = clock
         self._random = (rng or random.Random()).random
-        if encoding is None:
-            pool = getattr(redis_client, "connection_pool", None)
-            kwargs = getattr(pool, "connection_kwargs", None) or {}
-            encoding = kwargs.get("encoding", "utf-8")
-        self._encoding = encoding
+        # get_encoder(): redis.Redis and redis.RedisCluster alike.
+        get_encoder = getattr(redis_client, "get_encoder", None)
+        encoder = get_encoder() if get_encoder is not None else None
+        self._encoding = encoding or getattr(encoder, "encoding", "utf-8")
+        self._decode = bool(getattr(encoder, "decode_responses", False))
         self._cluster = isinstance(redis_client, redis.RedisCluster)
         self._lock = threading.Lock()       # cache, stats, fold bookkeeping
         self._stats = dict.fromkeys(STAT_NAMES, 0)
@@ -443,10 +444,38 @@ class HotkeyClient:
                             return reply
                 elif live and e.mode == "isolate":
                     return getattr(self._target(e), method)(name, amount)
+                elif (live and method != "incrbyfloat" and e.mode in CACHE_MODES
+                      and (e.mode == "cache" or self._replica is None)):
+                    sent = self._clock()
+                    reply = getattr(self._r, method)(name, amount)
+                    self._write_through(k, reply, sent)
+                    return reply
             reply = getattr(self._r, method)(name, amount)
             self._invalidate(k)
             return reply
         return getattr(self._r, method)(name, amount)
+
+    def _write_through(self, k, reply, sent):
+        """Keeps a counter write's integer reply as the key's GET copy, stamped `sent`, the
+        time the write was sent, and drops the key's other cached reads.
+
+        The staleness bound still holds: the origin held `reply` when it ran the write, at
+        or after `sent`, so a read at t that this copy serves (t - sent < refresh) returns a
+        value the origin held at or after t - refresh. A fetch in flight sent before
+        `sent` never overwrites the copy (_cached keeps the newer stamp), and a copy
+        stamped later than `sent` is kept: its value is no older."""
+        if not isinstance(reply, int) or isinstance(reply, bool):
+            self._invalidate(k)
+            return
+        text = str(reply) if self._decode else str(reply).encode()
+        with self._lock:
+            per = self._cache.get(k)
+            slot = per.get(("get",)) if per else None
+            if slot is None:
+                slot = _Slot()
+            self._cache[k] = {("get",): slot}
+            if slot.sent is None or sent > slot.sent:
+                slot.value, slot.sent = text, sent
 
     def incr(self, name, amount=1):
         """In split mode the reply is the chosen part's value, not the total."""

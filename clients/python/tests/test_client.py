@@ -190,6 +190,66 @@ class CacheTest(KitTest):
         self.assertEqual(self.redis.calls("get") - gets, 2)  # plain: every call to Redis
 
 
+    def test_counters_write_through_to_the_copy(self):
+        self.feed.put(entry("hits", "cache", refresh=60))
+        self.feed.put(entry("pv", "replicate", refresh=60))
+        kit = self.kit()
+        dec = self.kit(self.redis.client(decode_responses=True))
+        for k in (kit, dec):
+            self.wait_mode(k, "pv", "replicate")
+        self.raw.set("hits", 10)
+        gets = self.redis.calls("get")
+        self.assertEqual(kit.get("hits"), b"10")  # the first read: the one origin fetch
+        want = 10
+        for i in range(20):
+            n = i % 5 + 1
+            reply = [kit.incr, kit.incrby, kit.decr, kit.decrby][i % 4]("hits", n)
+            want += -n if i % 4 >= 2 else n
+            self.assertEqual(reply, want)
+            self.assertEqual(kit.get("hits"), b"%d" % want)  # the written-through copy
+            self.assertEqual(kit.mget("hits", "cold"), [b"%d" % want, None])
+        s = kit.stats()
+        self.assertEqual((s["origin_fetches"], s["cache_hits"]), (1, 40))
+        self.assertEqual(self.redis.calls("get") - gets, 1)
+        # Typed like the wrapped client's replies.
+        self.assertEqual(dec.incrby("pv", 5), 5)
+        self.assertEqual(dec.get("pv"), "5")
+        self.assertEqual(dec.stats()["origin_fetches"], 0)
+        # INCRBYFLOAT and the other writes still drop the copy: the next read fetches.
+        kit.incrbyfloat("hits", 0.5)
+        self.assertEqual(kit.get("hits"), b"%d.5" % want)
+        kit.set("hits", 3)
+        self.assertEqual(kit.get("hits"), b"3")
+        self.assertEqual(kit.stats()["origin_fetches"], 3)
+
+    def test_a_fetch_sent_before_a_counter_write_never_replaces_its_copy(self):
+        fetched, gate = threading.Event(), threading.Event()
+
+        class SlowRedis(redis.Redis):
+            """A real client whose GET reply arrives only when the test opens the gate."""
+
+            def get(self, name):
+                v = super().get(name)
+                fetched.set()
+                gate.wait(WAIT)
+                return v
+
+        self.raw.set("c", 1)
+        self.feed.put(entry("c", "cache", refresh=60))
+        kit = self.kit(self.redis.client(SlowRedis))
+        self.wait_mode(kit, "c", "cache")
+        out = []
+        reader = threading.Thread(target=lambda: out.append(kit.get("c")))
+        reader.start()
+        fetched.wait(WAIT)                      # the origin has answered 1
+        self.assertEqual(kit.incr("c"), 2)      # sent after that fetch
+        self.assertEqual(kit.get("c"), b"2")
+        gate.set()
+        reader.join()
+        self.assertEqual(out, [b"1"])
+        self.assertEqual(kit.get("c"), b"2")    # the older fetch did not replace the copy
+        self.assertEqual(kit.stats()["origin_fetches"], 1)
+
 
 class SplitTest(KitTest):
     def test_split_writes_spread_and_get_adds_them_up(self):
