@@ -5,6 +5,8 @@ through HotkeyClient, for GET, SET and INCR of keys the feed does not name:
 
   raw        redis.Redis against a local redis-server started here
   kit-empty  HotkeyClient following a feed whose set is empty
+  kit-8empty HotkeyClient following eight feeds whose sets are empty (one hotkeyd per node
+             of an 8-node cluster)
   kit-fed    HotkeyClient following a feed that names 1000 other keys and 8 prefixes
              (none matching), so every call does the full lookup
 
@@ -83,6 +85,7 @@ def main():
 
     server = RedisServer()
     empty = FeedServer(heartbeat=1.0)
+    empties = [FeedServer(heartbeat=1.0) for _ in range(8)]
     fed = FeedServer(heartbeat=1.0)
     for i in range(1000):
         fed.put(entry(f"hot:{i}", ("cache", "split", "isolate")[i % 3]))
@@ -94,21 +97,26 @@ def main():
             def make():
                 return (StubRedis() if stub else server.client())
             k_empty = HotkeyClient(make(), empty.url)
+            k_8empty = HotkeyClient(make(), [f.url for f in empties])
             k_fed = HotkeyClient(make(), fed.url, isolate_client=make())
-            kits += [k_empty, k_fed]
-            assert k_empty.wait_synced(10) and k_fed.wait_synced(10)
+            kits += [k_empty, k_8empty, k_fed]
+            assert k_empty.wait_synced(10) and k_8empty.wait_synced(10)
+            assert k_fed.wait_synced(10)
             wait_until(lambda: len(k_fed.entries()) == 1008, 10, "the fed kit's entries")
             run("in-process stub (the kit's own cost)" if stub else
                 f"local redis-server {redis_version(server)}",
-                {"raw": make(), "kit-empty": k_empty, "kit-fed": k_fed},
+                {"raw": make(), "kit-empty": k_empty, "kit-8empty": k_8empty,
+                 "kit-fed": k_fed},
                 args.calls * (10 if stub else 1), args.repeats)
-            for k in (k_empty, k_fed):
+            for k in (k_empty, k_8empty, k_fed):
                 s = k.stats()
                 assert s["cache_hits"] == s["split_writes"] == s["isolated_calls"] == 0, s
     finally:
         for k in kits:
             k.close()
         empty.stop()
+        for f in empties:
+            f.stop()
         fed.stop()
         server.stop()
 

@@ -1,38 +1,44 @@
 """client.py: HotkeyClient, a redis-py client that applies hotkeyd's advised fixes.
 
 HotkeyClient wraps a redis-py client (redis.Redis, or redis.RedisCluster for the names and
-reads; see README) and follows hotkeyd's feed (feed.py). For a key in the feed it applies the
-entry's mode; every other key, and every command it does not cover, goes to the wrapped
-client unchanged (the uncovered ones through __getattr__).
+reads; see README) and follows one or more hotkeyd feeds (feed.py; one per Redis Cluster
+node). For a key in a feed it applies the entry's mode; every other key, and every command
+it does not cover, goes to the wrapped client unchanged (the uncovered ones through
+__getattr__).
 
   cache, replicate  GET/MGET/HGET/HMGET/HGETALL served from a local copy younger than
                     refresh_seconds; at most one origin fetch per (key, read) in flight
-                    (single-flight); a write through this client drops the key's copies
-                    once the write has returned. replicate with a replica_client reads from
-                    the replica instead, uncached.
-  split             INCR/INCRBY/DECR/DECRBY/INCRBYFLOAT go to one of S sub-keys chosen at
-                    random; GET returns base + sum of sub-keys (one pipelined read).
+                    (single-flight). INCR/INCRBY/DECR/DECRBY through this client write
+                    through: the integer reply becomes the key's GET copy. Any other write
+                    through this client drops the key's copies once it has returned.
+                    replicate with a replica_client reads from the replica instead, uncached.
+  split             the key's S parts are the key itself (part 0) and S-1 sub-keys;
+                    INCR/INCRBY/DECR/DECRBY/INCRBYFLOAT go to one part chosen at random;
+                    GET returns the sum of the parts (one pipelined read).
   split_cache       split, with GET's sum cached like cache mode.
   isolate           every covered command on the key goes to isolate_client.
 
 Staleness (cache modes): a read that starts at time t returns a value the origin held at or
-after t - refresh_seconds. A cached copy is stamped with the time its fetch was SENT, served
-only while younger than refresh_seconds, and a caller joins an in-flight fetch only if that
-fetch was sent less than refresh_seconds before the call.
+after t - refresh_seconds. A cached copy is stamped with the time its fetch (or its counter
+write) was SENT, served only while younger than refresh_seconds, and a caller joins an
+in-flight fetch only if that fetch was sent less than refresh_seconds before the call.
 
-Split sub-keys are named `<key>{hk:<crc32(key) hex>:<i>[.<n>]}`: appending a hash tag leaves a
-key that has its own hash tag in its own slot (Redis Cluster hashes the first tag), and
-gives an untagged key S sub-keys in S distinct cluster slots (n is the smallest counter
-that makes slot i differ from slots 0..i-1; every process computes the same names), spread
-differently for different keys by the crc32 in the tag.
+Split sub-key i (1..S-1) is named `<key>{hk:<crc32(key) hex>:<i>[.<n>]}` (naming.py):
+appending a hash tag leaves a key that has its own hash tag in its own slot (Redis Cluster
+hashes the first tag), and puts an untagged key's S parts in S distinct cluster slots (n is
+the smallest counter that makes part i's slot differ from those of parts 0..i-1), spread
+differently for different keys by the crc32 in the tag. With a RedisCluster client the
+parts of an untagged key are also put on distinct nodes while nodes remain, from the
+client's slot -> node map when the entry arrives; the names then stay fixed for the
+entry's life (see README on topology changes).
 
 Fold-back: when a split entry leaves the feed or its lease runs out, the kit stops choosing
-sub-keys for new writes, waits for its own writes in flight, then runs one Lua script that
-moves each sub-key's value into the base (GET, INCRBY or INCRBYFLOAT on the base, DEL) in
-one atomic step. Until the fold has run, GET keeps adding the sub-keys. The script is
+parts for new writes, waits for its own writes in flight, then runs one Lua script that
+moves each sub-key's value into the key (GET, INCRBY or INCRBYFLOAT on the key, DEL) in one
+atomic step. Until the fold has run, GET keeps adding the sub-keys. The script is
 idempotent (a second run finds no sub-keys), so a failed fold is retried. With a
-RedisCluster client and an untagged key the sub-keys are in other slots than the base, one
-script cannot span them, and each sub-key is moved by GETDEL then INCRBY(FLOAT) on the base:
+RedisCluster client and an untagged key the sub-keys are in other slots than the key, one
+script cannot span them, and each sub-key is moved by GETDEL then INCRBY(FLOAT) on the key:
 a process dying between the two loses that sub-key's value (give split keys a hash tag
 where that matters).
 
@@ -47,8 +53,8 @@ import time
 
 import redis
 
-from .feed import CACHE_MODES, EMPTY, SPLIT_MODES, FeedFollower
-from .naming import has_hash_tag
+from .feed import CACHE_MODES, EMPTY, SPLIT_MODES, FeedFollower, FeedState
+from .naming import has_hash_tag, sub_key_names
 
 log = logging.getLogger("hotkeyd_client")
 
@@ -102,11 +108,21 @@ def _sum_values(values):
     return text if isinstance(present[0], str) else text.encode()
 
 
-class _NoFeed:
-    state = EMPTY
+class _Feeds:
+    """The followers and the union of their tables, as one immutable FeedState in `state`:
+    republished whenever a follower publishes (its on_publish hook, under that follower's
+    lock), never built per call. With no follower the state is always EMPTY; with one it is
+    that follower's own."""
 
+    def __init__(self):
+        self.state = EMPTY
+        self.followers = []
+        self._lock = threading.Lock()
 
-_NO_FEED = _NoFeed()
+    def update(self):
+        with self._lock:
+            states = [f.state for f in self.followers]
+            self.state = states[0] if len(states) == 1 else FeedState.merged(states)
 
 
 class _Flight:
@@ -140,7 +156,10 @@ def _copy(value):
 
 class HotkeyClient:
     """See the module comment. `redis_client` is the origin; `feed_url` hotkeyd's HTTP
-    server (e.g. "http://127.0.0.1:10110"), or None to pass everything through.
+    server (e.g. "http://127.0.0.1:10110"), a list or tuple of them (one hotkeyd per Redis
+    Cluster node: the kit acts on the union of their entries; where two feeds name the same
+    key or prefix, the entry of the feed listed first is used), or None to pass everything
+    through.
 
     Keyword arguments: isolate_client (where isolate-mode keys go; without one, they stay on
     redis_client), replica_client (replicate-mode reads), auth ((user, password): basic
@@ -157,11 +176,11 @@ class HotkeyClient:
         self._replica = replica_client
         self._clock = clock
         self._random = (rng or random.Random()).random
-        if encoding is None:
-            pool = getattr(redis_client, "connection_pool", None)
-            kwargs = getattr(pool, "connection_kwargs", None) or {}
-            encoding = kwargs.get("encoding", "utf-8")
-        self._encoding = encoding
+        # get_encoder(): redis.Redis and redis.RedisCluster alike.
+        get_encoder = getattr(redis_client, "get_encoder", None)
+        encoder = get_encoder() if get_encoder is not None else None
+        self._encoding = encoding or getattr(encoder, "encoding", "utf-8")
+        self._decode = bool(getattr(encoder, "decode_responses", False))
         self._cluster = isinstance(redis_client, redis.RedisCluster)
         self._lock = threading.Lock()       # cache, stats, fold bookkeeping
         self._stats = dict.fromkeys(STAT_NAMES, 0)
@@ -174,14 +193,15 @@ class HotkeyClient:
         self._sweep_seconds = sweep_seconds
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._follower = None
         self._sweeper = None
-        self._feed = _NO_FEED  # the follower, or a stand-in whose set is always empty
-        if feed_url is not None:
-            self._follower = FeedFollower(feed_url, on_retire=self._on_retire,
-                                          stats=self._stats, stats_lock=self._lock,
-                                          auth=auth, ssl_context=ssl_context, clock=clock)
-            self._feed = self._follower
+        self._feed = _Feeds()
+        urls = [feed_url] if isinstance(feed_url, str) else list(feed_url or ())
+        for url in urls:
+            self._feed.followers.append(FeedFollower(
+                url, on_retire=self._on_retire, on_publish=self._feed.update,
+                namer=self._sub_key_names, stats=self._stats, stats_lock=self._lock,
+                auth=auth, ssl_context=ssl_context, clock=clock))
+        if urls:
             self._sweeper = threading.Thread(target=self._sweep_loop, name="hotkeyd-sweep",
                                              daemon=True)
             if start:
@@ -190,16 +210,18 @@ class HotkeyClient:
     # ------------------------------------------------------------------ public
 
     def start(self):
-        if self._follower is not None:
-            self._follower.start()
+        for f in self._feed.followers:
+            f.start()
+        if self._sweeper is not None:
             self._sweeper.start()
 
     def close(self):
-        """Stops following the feed and runs the folds already due."""
-        if self._follower is not None and not self._stopping.is_set():
+        """Stops following the feeds and runs the folds already due."""
+        if self._sweeper is not None and not self._stopping.is_set():
             self._stopping.set()
             self._wake.set()
-            self._follower.stop()
+            for f in self._feed.followers:
+                f.stop()
             self._sweeper.join(10)
         self._run_folds()
 
@@ -215,14 +237,20 @@ class HotkeyClient:
             return dict(self._stats)
 
     def wait_synced(self, timeout=None):
-        """True once a stream is open and its snapshot applied (within `timeout` s)."""
-        return self._follower is not None and self._follower.connected.wait(timeout)
+        """True once every feed's stream is open and its snapshot applied (within `timeout`
+        s in all)."""
+        followers = self._feed.followers
+        end = None if timeout is None else time.monotonic() + timeout
+        for f in followers:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            if not f.connected.wait(left):
+                return False
+        return bool(followers)
 
     def entries(self):
-        """The entries held now (live or not yet swept), for inspection."""
-        if self._follower is None:
-            return []
-        return self._follower.state.entries()
+        """The entries held now (live or not yet swept), the union over the feeds, for
+        inspection."""
+        return self._feed.state.entries()
 
     @property
     def redis(self):
@@ -239,6 +267,26 @@ class HotkeyClient:
 
     def _state(self):
         return self._feed.state
+
+    def _sub_key_names(self, key, split_factor):
+        """The followers' namer: with a RedisCluster client and an untagged key, from the
+        client's slot -> node map as it is now (naming.sub_key_names)."""
+        if self._cluster and not has_hash_tag(key):
+            return sub_key_names(key, split_factor, self._slot_nodes())
+        return sub_key_names(key, split_factor)
+
+    def _slot_nodes(self):
+        """{slot: primary node name} from the cluster client's slot map (the slots it
+        covers), copied in one step; None when the client has no map to copy."""
+        for _ in range(3):
+            try:
+                cache = dict(self._r.nodes_manager.slots_cache)
+            except AttributeError:
+                return None
+            except RuntimeError:  # resized by a concurrent MOVED update: copy again
+                continue
+            return {slot: nodes[0].name for slot, nodes in cache.items() if nodes}
+        return None
 
     def _kb(self, key):
         if isinstance(key, bytes):
@@ -355,6 +403,8 @@ class HotkeyClient:
     # ------------------------------------------------------------------ split
 
     def _split_get(self, k, e):
+        """The sum of the parts: the key and its sub-keys (and those of a retired entry
+        for the key not yet folded), in one pipeline."""
         subs = e.sub_keys
         f = self._folding.get(k) if self._folding else None
         if f is not None and f is not e:
@@ -366,15 +416,15 @@ class HotkeyClient:
         return _sum_values(pipe.execute())
 
     def _split_write(self, e, method, amount):
-        """Returns the sub-key's reply, or None when the entry has been retired (the caller
-        then writes the base)."""
+        """Writes one of the S parts (part 0 is the key itself) and returns its reply, or
+        None when the entry has been retired (the caller then writes the key)."""
         with e.cond:
             if e.retired:
                 return None
             e.inflight += 1
         try:
-            sub = e.sub_keys[int(self._random() * e.split_factor)]
-            reply = getattr(self._r, method)(sub, amount)
+            part = e.parts[int(self._random() * e.split_factor)]
+            reply = getattr(self._r, method)(part, amount)
         finally:
             with e.cond:
                 e.inflight -= 1
@@ -394,13 +444,41 @@ class HotkeyClient:
                             return reply
                 elif live and e.mode == "isolate":
                     return getattr(self._target(e), method)(name, amount)
+                elif (live and method != "incrbyfloat" and e.mode in CACHE_MODES
+                      and (e.mode == "cache" or self._replica is None)):
+                    sent = self._clock()
+                    reply = getattr(self._r, method)(name, amount)
+                    self._write_through(k, reply, sent)
+                    return reply
             reply = getattr(self._r, method)(name, amount)
             self._invalidate(k)
             return reply
         return getattr(self._r, method)(name, amount)
 
+    def _write_through(self, k, reply, sent):
+        """Keeps a counter write's integer reply as the key's GET copy, stamped `sent`, the
+        time the write was sent, and drops the key's other cached reads.
+
+        The staleness bound still holds: the origin held `reply` when it ran the write, at
+        or after `sent`, so a read at t that this copy serves (t - sent < refresh) returns a
+        value the origin held at or after t - refresh. A fetch in flight sent before
+        `sent` never overwrites the copy (_cached keeps the newer stamp), and a copy
+        stamped later than `sent` is kept: its value is no older."""
+        if not isinstance(reply, int) or isinstance(reply, bool):
+            self._invalidate(k)
+            return
+        text = str(reply) if self._decode else str(reply).encode()
+        with self._lock:
+            per = self._cache.get(k)
+            slot = per.get(("get",)) if per else None
+            if slot is None:
+                slot = _Slot()
+            self._cache[k] = {("get",): slot}
+            if slot.sent is None or sent > slot.sent:
+                slot.value, slot.sent = text, sent
+
     def incr(self, name, amount=1):
-        """In split mode the reply is the chosen sub-key's value, not the total."""
+        """In split mode the reply is the chosen part's value, not the total."""
         return self._counter("incr", "incrby", name, amount)
 
     def incrby(self, name, amount=1):
@@ -418,11 +496,14 @@ class HotkeyClient:
     # ------------------------------------------------------------------ retire and fold
 
     def _on_retire(self, e, expired=False):
-        """FeedFollower's hook (under its lock): no waiting here."""
+        """FeedFollower's hook (under its lock): no waiting here. The key's copies stay when
+        another feed's entry for it is the one in force (it names the key too)."""
+        cur = self._feed.state.exact.get(e.key)
         with self._lock:
             if expired:
                 self._stats["fallbacks"] += 1
-            self._cache.pop(e.key, None) if not e.prefix else None
+            if not e.prefix and (cur is None or cur is e):
+                self._cache.pop(e.key, None)
             if e.mode in SPLIT_MODES:
                 self._folding[e.key] = e
                 self._fold_queue.append(e)
@@ -434,7 +515,8 @@ class HotkeyClient:
             self._wake.wait(self._sweep_seconds)
             self._wake.clear()
             try:
-                self._follower.expire()
+                for f in self._feed.followers:
+                    f.expire()
                 self._run_folds()
                 if self._cache:
                     self._drop_cold_copies()

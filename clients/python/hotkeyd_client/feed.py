@@ -6,13 +6,17 @@ one background thread, reconnecting with jittered exponential backoff (0.5 s dou
 30 s) and refetching GET /api/v1/hotkeys when it sees a version gap.
 
 Leases: an entry is live for lease_seconds after the follower last received it (snapshot,
-add, change) or a heartbeat at the version the follower holds. The follower never trusts
+add, change) or a heartbeat at the version the follower holds. Each entry carries the lease
+of the feed it came from (Entry.lease, set when it is received), so a client that follows
+several feeds holds each entry to its own feed's lease. The follower never trusts
 the server's clock; it stamps entries with its own monotonic clock on receipt. Expired
 entries are dropped by expire(), which the owner calls periodically; lookups check the
 lease themselves (FeedState.live), so a stalled sweeper never extends a lease.
 
 Thread safety: the table is published as an immutable FeedState, replaced whole under a
-lock by the follower and expire(); readers take `follower.state` without locking.
+lock by the follower and expire(); readers take `follower.state` without locking. After
+each publication the follower calls its owner's `on_publish()` (still under that lock), so
+an owner that merges several followers' tables republishes the union then.
 """
 
 import base64
@@ -37,12 +41,12 @@ CACHE_MODES = frozenset({"cache", "replicate"})
 
 class Entry:
     """One feed entry as the kit acts on it. Immutable once published, except `renewed`
-    (the receive time of its last renewal) and the split bookkeeping (guarded by `cond`)."""
+    and `lease` (set at each renewal) and the split bookkeeping (guarded by `cond`)."""
 
     __slots__ = ("key", "mode", "refresh", "split_factor", "prefix", "label", "renewed",
-                 "sub_keys", "cond", "inflight", "retired")
+                 "lease", "sub_keys", "parts", "cond", "inflight", "retired")
 
-    def __init__(self, key, mode, refresh, split_factor, prefix, label, renewed):
+    def __init__(self, key, mode, refresh, split_factor, prefix, label, renewed, lease=0.0):
         self.key = key                    # bytes
         self.mode = mode                  # one of MODES
         self.refresh = refresh            # seconds (cache, replicate, split_cache)
@@ -50,7 +54,9 @@ class Entry:
         self.prefix = prefix              # True: every key starting with `key`
         self.label = label
         self.renewed = renewed            # monotonic receive time of the last renewal
-        self.sub_keys = ()                # split modes: naming.sub_key_names(key, S)
+        self.lease = lease                # seconds: its feed's lease_seconds
+        self.sub_keys = ()                # split modes: parts 1..S-1 (naming.sub_key_names)
+        self.parts = ()                   # split modes: (key, *sub_keys), the S parts
         self.cond = threading.Condition()
         self.inflight = 0                 # split writes between choosing and finishing
         self.retired = False              # no new split writes; fold pending or done
@@ -61,9 +67,11 @@ class Entry:
                 and self.prefix == other.prefix and self.refresh == other.refresh)
 
 
-def parse_entry(obj, now):
+def parse_entry(obj, now, lease=0.0, namer=sub_key_names):
     """An Entry from the feed's entry object, or None when the kit cannot act on it
-    (no key_b64: the caller may not see raw keys). Raises ValueError when malformed."""
+    (no key_b64: the caller may not see raw keys). Raises ValueError when malformed.
+    `namer(key, S)` gives a split entry's sub-key names, computed once here: they stay
+    fixed for the entry's life."""
     if not isinstance(obj, dict):
         raise ValueError("entry is not an object")
     b64 = obj.get("key_b64")
@@ -89,9 +97,11 @@ def parse_entry(obj, now):
         raise ValueError(f"unknown match {match!r}")
     if split and match == "prefix":
         raise ValueError("split modes need match: key")
-    e = Entry(key, mode, float(refresh), split, match == "prefix", obj.get("label"), now)
+    e = Entry(key, mode, float(refresh), split, match == "prefix", obj.get("label"), now,
+              lease)
     if split:
-        e.sub_keys = sub_key_names(key, split)
+        e.sub_keys = tuple(namer(key, split))
+        e.parts = (key,) + e.sub_keys
     return e
 
 
@@ -99,14 +109,27 @@ class FeedState:
     """An immutable view of the live entries. `active` is False when there are none, so a
     call for a key that is not hot costs one attribute read while the feed is empty."""
 
-    __slots__ = ("exact", "prefixes", "_starts", "lease", "active")
+    __slots__ = ("exact", "prefixes", "_starts", "active")
 
-    def __init__(self, exact, prefixes, lease):
+    def __init__(self, exact, prefixes):
         self.exact = exact          # {key bytes: Entry}
         self.prefixes = prefixes    # (Entry, ...) with prefix=True, longest first
         self._starts = tuple(p.key for p in prefixes)  # one startswith() call tests all
-        self.lease = lease
         self.active = bool(exact or prefixes)
+
+    @classmethod
+    def merged(cls, states):
+        """The union of several followers' tables. Where two name the same key (or the
+        same prefix), the entry of the earlier state in `states` is kept."""
+        exact, prefixes, seen = {}, [], set()
+        for st in reversed(states):
+            exact.update(st.exact)
+        for st in states:
+            for p in st.prefixes:
+                if p.key not in seen:
+                    seen.add(p.key)
+                    prefixes.append(p)
+        return cls(exact, tuple(sorted(prefixes, key=lambda e: -len(e.key))))
 
     def find(self, key):
         """The entry for `key` (bytes), or None: an exact entry first, then the longest
@@ -118,14 +141,15 @@ class FeedState:
                     return p
         return e
 
-    def live(self, e, now):
-        return now - e.renewed <= self.lease
+    @staticmethod
+    def live(e, now):
+        return now - e.renewed <= e.lease
 
     def entries(self):
         return list(self.exact.values()) + list(self.prefixes)
 
 
-EMPTY = FeedState({}, (), 0.0)
+EMPTY = FeedState({}, ())
 
 
 class SseParser:
@@ -168,13 +192,17 @@ class FeedFollower:
     called for every entry that leaves the set (removed, expired, or replaced by a different
     fix), under the table lock and before the new table is published, so that an owner
     which records the entry there never has a moment in which the key is in neither place;
-    it must not block. `stats` is the owner's counter dict, updated under `stats_lock`."""
+    it must not block. `on_publish()` is called under the same lock after each new table
+    is published; it must not block either. `namer(key, S)` names a split entry's sub-keys
+    (naming.sub_key_names by default). `stats` is the owner's counter dict, updated under
+    `stats_lock`."""
 
     BACKOFF_INITIAL = 0.5
     BACKOFF_MAX = 30.0
 
-    def __init__(self, url, *, on_retire, stats, stats_lock, auth=None, ssl_context=None,
-                 connect_timeout=5.0, clock=time.monotonic, rng=None):
+    def __init__(self, url, *, on_retire, stats, stats_lock, on_publish=None, namer=None,
+                 auth=None, ssl_context=None, connect_timeout=5.0, clock=time.monotonic,
+                 rng=None):
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https"):
             raise ValueError(f"feed_url must be http(s): {url!r}")
@@ -198,6 +226,9 @@ class FeedFollower:
         self._clock = clock
         self._rng = rng or random.Random()
         self._on_retire = on_retire
+        self._on_publish = on_publish
+        self._namer = namer or sub_key_names
+        self._lease = 0.0               # the lease_seconds of the last snapshot
         self._stats = stats
         self._stats_lock = stats_lock
         self._lock = threading.Lock()  # serialises changes of `state`
@@ -231,19 +262,21 @@ class FeedFollower:
         now = self._clock()
         with self._lock:
             st = self.state
-            dead = [e for e in st.entries() if now - e.renewed > st.lease]
+            dead = [e for e in st.entries() if now - e.renewed > e.lease]
             if not dead:
                 return []
             gone = {id(e) for e in dead}
             for e in dead:
                 self._on_retire(e, expired=True)
             self._publish({k: e for k, e in st.exact.items() if id(e) not in gone},
-                          [e for e in st.prefixes if id(e) not in gone], st.lease)
+                          [e for e in st.prefixes if id(e) not in gone])
         return dead
 
-    def _publish(self, exact, prefixes, lease):
+    def _publish(self, exact, prefixes):
         prefixes = tuple(sorted(prefixes, key=lambda e: -len(e.key)))
-        self.state = FeedState(exact, prefixes, lease)
+        self.state = FeedState(exact, prefixes)
+        if self._on_publish is not None:
+            self._on_publish()
 
     def _count(self, name, n=1):
         with self._stats_lock:
@@ -254,11 +287,11 @@ class FeedFollower:
             self._warned.add(what)
             log.warning("%s", msg)
 
-    def _parse_entries(self, objs, now):
+    def _parse_entries(self, objs, now, lease):
         out = []
         for obj in objs:
             try:
-                e = parse_entry(obj, now)
+                e = parse_entry(obj, now, lease, self._namer)
             except ValueError as err:
                 self._count("ignored_entries")
                 self._warn_once("malformed", f"hotkeyd feed: ignoring a malformed entry: {err}")
@@ -275,7 +308,7 @@ class FeedFollower:
         now = self._clock()
         version = doc["version"]
         lease = float(doc["lease_seconds"])
-        fresh = self._parse_entries(doc.get("entries", []), now)
+        fresh = self._parse_entries(doc.get("entries", []), now, lease)
         retired = []
         with self._lock:
             old = {(e.key, e.prefix): e for e in self.state.entries()}
@@ -283,7 +316,7 @@ class FeedFollower:
             for e in fresh:
                 prev = old.pop((e.key, e.prefix), None)
                 if prev is not None and prev.same_fix(e):
-                    prev.renewed = now
+                    prev.renewed, prev.lease = now, lease
                     e = prev
                 elif prev is not None:
                     retired.append(prev)
@@ -291,12 +324,13 @@ class FeedFollower:
             retired.extend(old.values())
             for e in retired:
                 self._on_retire(e)
-            self._publish(exact, prefixes, lease)
+            self._lease = lease
+            self._publish(exact, prefixes)
             self.version = version
 
     def _apply_entry(self, obj):
         now = self._clock()
-        fresh = self._parse_entries([obj], now)
+        fresh = self._parse_entries([obj], now, self._lease)
         if not fresh:
             return
         e = fresh[0]
@@ -317,7 +351,7 @@ class FeedFollower:
             (prefixes.append(e) if e.prefix else exact.__setitem__(e.key, e))
             if prev is not None:
                 self._on_retire(prev)
-            self._publish(exact, prefixes, st.lease)
+            self._publish(exact, prefixes)
 
     def _apply_remove(self, obj):
         b64 = obj.get("key_b64")
@@ -339,7 +373,7 @@ class FeedFollower:
                 return
             for e in gone:
                 self._on_retire(e)
-            self._publish(exact, prefixes, st.lease)
+            self._publish(exact, prefixes)
 
     def _renew_all(self):
         now = self._clock()

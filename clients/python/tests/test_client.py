@@ -5,7 +5,6 @@ Bounds are asserted as the kit states them (staleness against the refresh interv
 counts, exact totals); no test compares a duration with a wall-clock threshold.
 """
 
-import base64
 import os
 import random
 import sys
@@ -14,6 +13,7 @@ import time
 import unittest
 
 import redis
+from redis.crc import key_slot
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..")]
@@ -46,8 +46,8 @@ class KitTest(unittest.TestCase):
             k.close()
         self.feed.stop()
 
-    def kit(self, redis_client=None, **kw):
-        k = HotkeyClient(redis_client or self.redis.client(), self.feed.url, **kw)
+    def kit(self, redis_client=None, feed_url=None, **kw):
+        k = HotkeyClient(redis_client or self.redis.client(), feed_url or self.feed.url, **kw)
         self.kits.append(k)
         self.assertTrue(k.wait_synced(WAIT), "the kit never received the snapshot")
         return k
@@ -190,21 +190,88 @@ class CacheTest(KitTest):
         self.assertEqual(self.redis.calls("get") - gets, 2)  # plain: every call to Redis
 
 
+    def test_counters_write_through_to_the_copy(self):
+        self.feed.put(entry("hits", "cache", refresh=60))
+        self.feed.put(entry("pv", "replicate", refresh=60))
+        kit = self.kit()
+        dec = self.kit(self.redis.client(decode_responses=True))
+        for k in (kit, dec):
+            self.wait_mode(k, "pv", "replicate")
+        self.raw.set("hits", 10)
+        gets = self.redis.calls("get")
+        self.assertEqual(kit.get("hits"), b"10")  # the first read: the one origin fetch
+        want = 10
+        for i in range(20):
+            n = i % 5 + 1
+            reply = [kit.incr, kit.incrby, kit.decr, kit.decrby][i % 4]("hits", n)
+            want += -n if i % 4 >= 2 else n
+            self.assertEqual(reply, want)
+            self.assertEqual(kit.get("hits"), b"%d" % want)  # the written-through copy
+            self.assertEqual(kit.mget("hits", "cold"), [b"%d" % want, None])
+        s = kit.stats()
+        self.assertEqual((s["origin_fetches"], s["cache_hits"]), (1, 40))
+        self.assertEqual(self.redis.calls("get") - gets, 1)
+        # Typed like the wrapped client's replies.
+        self.assertEqual(dec.incrby("pv", 5), 5)
+        self.assertEqual(dec.get("pv"), "5")
+        self.assertEqual(dec.stats()["origin_fetches"], 0)
+        # INCRBYFLOAT and the other writes still drop the copy: the next read fetches.
+        kit.incrbyfloat("hits", 0.5)
+        self.assertEqual(kit.get("hits"), b"%d.5" % want)
+        kit.set("hits", 3)
+        self.assertEqual(kit.get("hits"), b"3")
+        self.assertEqual(kit.stats()["origin_fetches"], 3)
+
+    def test_a_fetch_sent_before_a_counter_write_never_replaces_its_copy(self):
+        fetched, gate = threading.Event(), threading.Event()
+
+        class SlowRedis(redis.Redis):
+            """A real client whose GET reply arrives only when the test opens the gate."""
+
+            def get(self, name):
+                v = super().get(name)
+                fetched.set()
+                gate.wait(WAIT)
+                return v
+
+        self.raw.set("c", 1)
+        self.feed.put(entry("c", "cache", refresh=60))
+        kit = self.kit(self.redis.client(SlowRedis))
+        self.wait_mode(kit, "c", "cache")
+        out = []
+        reader = threading.Thread(target=lambda: out.append(kit.get("c")))
+        reader.start()
+        fetched.wait(WAIT)                      # the origin has answered 1
+        self.assertEqual(kit.incr("c"), 2)      # sent after that fetch
+        self.assertEqual(kit.get("c"), b"2")
+        gate.set()
+        reader.join()
+        self.assertEqual(out, [b"1"])
+        self.assertEqual(kit.get("c"), b"2")    # the older fetch did not replace the copy
+        self.assertEqual(kit.stats()["origin_fetches"], 1)
+
+
 class SplitTest(KitTest):
     def test_split_writes_spread_and_get_adds_them_up(self):
         self.feed.put(entry("ctr", "split", split=4))
-        kit = self.kit()
+        kit = self.kit(rng=random.Random(7))
         self.wait_mode(kit, "ctr", "split")
         self.raw.set("ctr", 100)
         for _ in range(200):
             kit.incr("ctr")
         kit.decrby("ctr", 50)
-        used = [n for n in sub_key_names(b"ctr", 4) if self.raw.exists(n)]
-        self.assertGreater(len(used), 1)
-        self.assertEqual(self.raw.get("ctr"), b"100")      # the base is untouched
+        subs = sub_key_names(b"ctr", 4)
+        self.assertEqual(len(subs), 3)  # the key itself is part 0
+        self.assertTrue(all(self.raw.exists(n) for n in subs))
+        self.assertNotEqual(self.raw.get("ctr"), b"100")   # part 0 takes writes too
         self.assertEqual(kit.get("ctr"), b"250")           # 100 + 200 - 50
         self.assertEqual(kit.mget("ctr", "x"), [b"250", None])
         self.assertEqual(kit.stats()["split_writes"], 201)
+        # One GET reads the key once and each sub-key once.
+        gets = self.redis.calls("get")
+        kit.get("ctr")
+        self.assertEqual(self.redis.calls("get") - gets, 4)
+        self.assertEqual(len(self.raw.keys("ctr*")), 4)
 
     def test_replies_keep_the_wrapped_clients_types(self):
         self.feed.put(entry("s", "split", split=3))
@@ -299,13 +366,14 @@ class SplitTest(KitTest):
         for _ in range(20):
             kit.incr("n")
             kit.incr("gone")
-        self.raw.set("n", "not a number")  # the fold cannot add to this base
+        in_sub = int(self.raw.get(sub_key_names(b"n", 2)[0]))
+        self.raw.set("n", "not a number")  # the fold cannot add to this key
         self.feed.remove("n")
         wait_until(lambda: kit.stats()["fold_errors"] >= 1, WAIT, "a failed fold")
         self.assertEqual(kit.stats()["folds"], 0)
         self.raw.set("n", "5")
         wait_until(lambda: kit.stats()["folds"] == 1, WAIT, "the retried fold")
-        self.assertEqual(self.raw.get("n"), b"25")
+        self.assertEqual(self.raw.get("n"), b"%d" % (5 + in_sub))
         self.assertEqual(kit.delete("gone", "nothing"), 1)
         self.assertEqual(self.raw.keys("gone*"), [])
         self.assertIsNone(kit.get("gone"))
@@ -365,6 +433,66 @@ class FeedTest(KitTest):
         self.assertEqual(blind.entries(), [])
 
 
+class SeveralFeedsTest(KitTest):
+    def test_the_kit_acts_on_the_union_of_several_feeds(self):
+        other = FeedServer(lease=1.0, heartbeat=0.2)
+        self.addCleanup(other.stop)
+        iso = RedisServer()
+        self.addCleanup(iso.stop)
+        self.feed.put(entry("a", "cache", refresh=60))
+        self.feed.put(entry("both", "cache", refresh=60))
+        other.put(entry("b", "split", split=2))
+        other.put(entry("both", "isolate"))     # the first feed listed names it too
+        kit = self.kit(feed_url=[self.feed.url, other.url], isolate_client=iso.client())
+        self.wait_mode(kit, "a", "cache")
+        self.wait_mode(kit, "b", "split")
+        self.assertEqual(sorted((e.key, e.mode) for e in kit.entries()),
+                         [(b"a", "cache"), (b"b", "split"), (b"both", "cache")])
+        state = kit._feed.state
+        self.raw.set("a", "x")
+        self.assertEqual(kit.get("a"), b"x")
+        self.raw.set("a", "y")
+        self.assertEqual(kit.get("a"), b"x")    # the copy
+        for _ in range(10):
+            kit.incr("b")
+        self.assertEqual(kit.get("b"), b"10")
+        kit.set("both", "here")
+        self.assertEqual(self.raw.get("both"), b"here")  # cache mode, not isolate
+        self.assertEqual(kit.get("both"), b"here")       # now a copy
+        self.assertIs(kit._feed.state, state)   # no table built per call
+        other.put(entry("c", "cache", refresh=60))       # an add: its feed's lease
+        self.wait_mode(kit, "c", "cache")
+        # Each entry keeps its own feed's lease: with the second feed partitioned away, its
+        # entries (b, c and its own "both") expire after its 1 s lease (b is folded back)
+        # while the first feed's stay, copies included.
+        other.reachable.clear()
+        wait_until(lambda: kit.stats()["fallbacks"] == 3, WAIT, "the second feed's leases")
+        wait_until(lambda: kit.stats()["folds"] == 1, WAIT, "b's fold")
+        other.reachable.set()
+        self.assertEqual(self.raw.get("b"), b"10")
+        self.assertEqual({e.key for e in kit.entries()} & {b"a", b"both"}, {b"a", b"both"})
+        fetches = kit.stats()["origin_fetches"]
+        self.raw.set("both", "changed")
+        self.assertEqual(kit.get("a"), b"x")    # still the first feed's cache entry
+        self.assertEqual(kit.get("both"), b"here")  # its copy outlived the other's entry
+        self.assertEqual(kit.stats()["origin_fetches"], fetches)
+        s = kit.stats()
+        self.assertGreaterEqual(s["feed_events"], 2 * 2)  # a snapshot and a heartbeat each
+        kit.close()
+        self.assertFalse(any(f._thread.is_alive() for f in kit._feed.followers))
+
+    def test_wait_synced_waits_for_every_feed(self):
+        other = FeedServer()
+        self.addCleanup(other.stop)
+        other.reachable.clear()
+        kit = HotkeyClient(self.redis.client(), (self.feed.url, other.url))
+        self.kits.append(kit)
+        self.assertTrue(kit._feed.followers[0].connected.wait(WAIT))
+        self.assertFalse(kit.wait_synced(0.2))
+        other.reachable.set()
+        self.assertTrue(kit.wait_synced(WAIT))
+
+
 class IsolateTest(KitTest):
     def test_isolated_keys_and_prefixes_go_to_the_isolate_client(self):
         other = RedisServer()
@@ -390,35 +518,86 @@ class IsolateTest(KitTest):
 
 
 class ClusterTest(unittest.TestCase):
-    """A RedisCluster client: sub-keys of an untagged key spread over slots (and nodes),
-    GET sums them across nodes, and both fold paths (one script for a tagged key, a move
-    per sub-key for an untagged one) keep the totals."""
+    """A RedisCluster client: the parts of an untagged key land on distinct nodes (then
+    distinct slots), GET sums them across nodes, and both fold paths (one script for a
+    tagged key, a move per sub-key for an untagged one) keep the totals."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = RedisCluster()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def setUp(self):
+        for s in self.cluster.servers:
+            s.client().flushall()
+        self.raw = self.cluster.client()
+        self.feed = FeedServer()
+        self.addCleanup(self.feed.stop)
+
+    def kit(self, **kw):
+        kit = HotkeyClient(self.cluster.client(), self.feed.url, **kw)
+        self.addCleanup(kit.close)
+        self.assertTrue(kit.wait_synced(WAIT))
+        return kit
+
+    def node(self, key):
+        return self.raw.get_node_from_key(key).name
+
+    def test_split_parts_land_on_distinct_nodes_and_totals_stay_exact(self):
+        self.feed.put(entry("hits", "split", split=3))
+        kits = [self.kit(rng=random.Random(1)), self.kit(rng=random.Random(2))]
+        for kit in kits:
+            wait_until(lambda: len(kit.entries()) == 1, WAIT, "the entry")
+        parts = kits[0].entries()[0].parts
+        self.assertEqual(parts[0], b"hits")
+        self.assertEqual(kits[1].entries()[0].parts, parts)  # same map, same names
+        self.assertEqual(len({self.node(p) for p in parts}), 3)
+        ledger = [0] * 4
+
+        def writer(i):
+            kit, rng = kits[i % 2], random.Random(i)
+            for _ in range(150):
+                n = rng.randint(-3, 10)
+                kit.incrby("hits", n)
+                ledger[i] += n
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertTrue(all(self.raw.exists(p) for p in parts))  # every node took writes
+        self.assertEqual(kits[0].get("hits"), b"%d" % sum(ledger))
+        self.feed.remove("hits")
+        wait_until(lambda: all(k.stats()["folds"] == 1 for k in kits), WAIT, "the folds")
+        self.assertEqual(self.raw.get("hits"), b"%d" % sum(ledger))
+        self.assertEqual(self.raw.keys("hits{*"), [])
 
     def test_split_counters_on_a_cluster(self):
-        cluster = RedisCluster()
-        self.addCleanup(cluster.stop)
-        feed = FeedServer()
-        self.addCleanup(feed.stop)
-        feed.put(entry("views", "split", split=8))
-        feed.put(entry("{user:1}:views", "split", split=8))
-        kit = HotkeyClient(cluster.client(), feed.url)
-        self.addCleanup(kit.close)
-        raw = cluster.client()
+        self.feed.put(entry("views", "split", split=8))
+        self.feed.put(entry("{user:1}:views", "split", split=8))
+        kit = self.kit()
         wait_until(lambda: len(kit.entries()) == 2, WAIT, "both entries")
         for key in ("views", "{user:1}:views"):
             for _ in range(100):
                 kit.incrby(key, 3)
             self.assertEqual(kit.get(key), b"300")
-        nodes = {raw.get_node_from_key(n).name for n in sub_key_names(b"views", 8)}
-        self.assertGreater(len(nodes), 1)
-        feed.remove("views")
-        feed.remove("{user:1}:views")
+        by_key = {e.key: e.parts for e in kit.entries()}
+        untagged = by_key[b"views"]
+        self.assertEqual(len({self.node(p) for p in untagged[:3]}), 3)  # every node first
+        self.assertEqual(len({key_slot(p) for p in untagged}), 8)       # then distinct slots
+        self.assertEqual({key_slot(p) for p in by_key[b"{user:1}:views"]},
+                         {key_slot(b"{user:1}:views")})
+        self.feed.remove("views")
+        self.feed.remove("{user:1}:views")
         wait_until(lambda: kit.stats()["folds"] == 2, WAIT, "the folds")
         self.assertEqual(kit.stats()["fold_errors"], 0)
         for key in ("views", "{user:1}:views"):
-            self.assertEqual(raw.get(key), b"300")
-            names = sub_key_names(key.encode(), 8)
-            self.assertEqual(sum(raw.exists(n) for n in names), 0)
+            self.assertEqual(self.raw.get(key), b"300")
+        self.assertEqual(self.raw.keys("*{hk:*"), [])
 
 
 class PassThroughTest(unittest.TestCase):
@@ -449,16 +628,33 @@ class UnitTest(unittest.TestCase):
         self.assertEqual(_sum_values([str(big).encode(), b"1"]), str(big + 1).encode())
 
     def test_sub_keys_keep_hash_tags_and_spread_untagged_keys(self):
-        from redis.crc import key_slot
         untagged = sub_key_names(b"views", 16)
-        self.assertEqual(len({key_slot(n) for n in untagged}), 16)
+        self.assertEqual(len(untagged), 15)  # parts 1..15; part 0 is the key
+        self.assertEqual(len({key_slot(n) for n in (b"views",) + untagged}), 16)
+        self.assertTrue(all(n.startswith(b"views{hk:") for n in untagged))
         tagged = sub_key_names(b"{user:1}:views", 8)
         self.assertEqual({key_slot(n) for n in tagged}, {key_slot(b"{user:1}:views")})
-        self.assertEqual(len(set(tagged)), 8)
+        self.assertEqual(len(set(tagged)), 7)
         self.assertEqual(sub_key_names(b"views", 16), untagged)  # same in every process
         self.assertNotEqual({key_slot(n) for n in sub_key_names(b"likes", 16)},
                             {key_slot(n) for n in untagged})
-        self.assertEqual(base64.b64decode(base64.b64encode(b"x")), b"x")
+        self.assertRaises(ValueError, sub_key_names, b"views", 1)
+
+    def test_sub_keys_take_distinct_nodes_while_nodes_remain(self):
+        # Four nodes of unequal size: "d" serves only 16 slots; slot 100 is uncovered.
+        slot_nodes = {s: "abc"[s % 3] for s in range(16384)}
+        for s in range(5000, 5016):
+            slot_nodes[s] = "d"
+        del slot_nodes[100]
+        for key in (b"views", b"likes", b"x"):
+            parts = (key,) + sub_key_names(key, 8, slot_nodes)
+            slots = [key_slot(p) for p in parts]
+            nodes = [slot_nodes.get(s) for s in slots]
+            self.assertEqual(len(set(nodes[:4])), 4, (key, nodes))  # every node first
+            self.assertEqual(len(set(slots)), 8)                    # then distinct slots
+            self.assertEqual(sub_key_names(key, 8, slot_nodes), parts[1:])
+        # A tagged key keeps its slot whatever the map says.
+        self.assertEqual(sub_key_names(b"{u}:v", 3, slot_nodes), sub_key_names(b"{u}:v", 3))
 
 
 if __name__ == "__main__":
