@@ -1324,11 +1324,23 @@ scrape_configs:
         """Every `every` s: (time, commands served per shard, the feed's mode for `key` on
         its shard's hotkeyd, HotkeydHotKeyCritical's state)."""
         conns = [redis.Redis(host="127.0.0.1", port=p) for p in self.ports]
+        last = None
         while not stop.wait(every):
             try:
                 e = self.feed_entry(home, key)
                 state = self.alert_state("HotkeydHotKeyCritical", key)[0]
                 samples.append((time.monotonic(), self.calls(conns), e and e["mode"], state))
+                if e and e["mode"] != last:
+                    # What the daemon saw when its feed changed the fix.
+                    top = http_json(f"http://127.0.0.1:{self.web_ports[home]}/api/v1/top")
+                    k = next((k for k in top["keys"] if k["key"] == key), {})
+                    self.log(f"  feed: {key} {e['mode']} (share {e['share']:.2f}, writes "
+                             f"{e['write_ratio']:.2f}); the daemon: shard "
+                             f"{json.dumps(top.get('ops_per_second'))} ops/s, capacity "
+                             f"{top['model']['capacity']['value']:.0f}, projected "
+                             + json.dumps({s: round(v, 2) for s, v in
+                                           (k.get("projected_load") or {}).items()}))
+                last = e and e["mode"]
             except Exception:  # noqa: BLE001 - the shards are stopping
                 return
 
@@ -1396,10 +1408,14 @@ scrape_configs:
                 if e is None:
                     continue
                 row["feed"] = time.monotonic() - t_on
-                row["mode"] = mode = e["mode"]
                 # Relief, read afterwards from the samples: see below.
                 time.sleep(4 + a.settle_seconds)
                 ops, busy, _, app_rate = self.measure(a.measure_seconds)
+                e = self.feed_entry(home, key)
+                if e is None:
+                    check(False, f"w={w:.0%}: the feed still names the key while it is hot")
+                    continue
+                row["mode"] = mode = e["mode"]
                 inp = self.model_inputs(home)
                 cap = inp["capacity"][0]
                 loads = [x / cap for x in ops]
@@ -1409,8 +1425,10 @@ scrape_configs:
                 mb, ml = max(loads), min(loads)
                 row.update(app=app_rate, cap=cap, busiest=mb, least=ml, pb=pb, pl=pl,
                            busy=busy[home])
-                self.log(f"w={w:.0%}: the feed pushed {mode} {row['feed']:.1f} s after "
-                         f"onset; then app {app_rate:.0f} ops/s; shards " +
+                seq = [m for t, _, m, _ in samples[:] if t >= t_on and m]
+                row["modes"] = [m for i, m in enumerate(seq) if i == 0 or seq[i - 1] != m]
+                self.log(f"w={w:.0%}: the feed named the key {row['feed']:.1f} s after "
+                         f"onset, with {' then '.join(row['modes'])}; then app {app_rate:.0f} ops/s; shards " +
                          " ".join(f"{x:.0%}" for x in loads) + f" of shard {home}'s measured "
                          f"capacity {cap:.0f} ops/s; busiest {mb:.0%} (model {pb:.0%}), least "
                          f"busy {ml:.0%} (model {pl:.0%})")
@@ -1469,6 +1487,11 @@ scrape_configs:
         self.log("the kits' counters, all workers: " +
                  ", ".join(f"{k} {v}" for k, v in sorted(stats.items()) if v))
         self.loop_relief(rows, windows, samples, a.target)
+        for r in rows:
+            check(r.get("overloaded") and r.get("relief") is not None,
+                  f"w={r['w']:.0%}: a shard went over the target after onset, and every "
+                  f"shard was back under it " + (f"{r['relief']:.1f} s after onset"
+                                                 if r.get("relief") else "never"))
         self.loop_staleness(rows, windows, results, check)
         self.print_loop(rows)
         failed = [w for ok, w in checks if not ok]
@@ -1499,7 +1522,7 @@ scrape_configs:
                     row["relief"] = t - t_on
                     break
             row["overloaded"] = over
-            firing = [s[0] for s in ss if s[3] == "firing"]
+            firing = [s[0] for s in ss if s[3] == "firing" and s[0] >= t_on]
             row["fired"] = firing[0] - t_on if firing else None
 
     def loop_staleness(self, rows, windows, results, check):
@@ -1539,7 +1562,7 @@ scrape_configs:
         for r in rows:
             st = r.get("stale")
             led = r.get("ledger")
-            print(f"| {r['w']:.0%} | {r.get('mode', '–')} | {f(r.get('feed'), '.1f')} | "
+            print(f"| {r['w']:.0%} | {' → '.join(r.get('modes', [])) or '–'} | {f(r.get('feed'), '.1f')} | "
                   f"{f(r.get('relief'), '.1f')} | {f(r.get('fired'), '.1f')} | "
                   f"{f(r.get('resolved'), '.1f')} | "
                   + (f"{r['pb']:.0%} -> {r['busiest']:.0%}" if "pb" in r else "–") + " | "
@@ -1578,7 +1601,10 @@ def main():
     p.add_argument("--capacity", type=float, default=1000,
                    help="C, ops/s per shard: each shard's CPU quota is calibrated to it")
     p.add_argument("--calibrate-seconds", type=float, default=3)
-    p.add_argument("--ops", type=float, default=5000, help="T, app ops/s in total")
+    p.add_argument("--ops", type=float, default=None,
+                   help="T, app ops/s in total (default 5000; with --loop 4000, so that each "
+                   "fix leaves a margin under the target however the shard's measured capacity "
+                   "moves with the machine's load)")
     p.add_argument("--share", type=float, default=0.30, help="the hot key's share h of T")
     p.add_argument("--app-servers", type=int, default=8,
                    help="app worker processes (hotkeyd sees one client host on loopback)")
@@ -1601,6 +1627,7 @@ def main():
                    "client kit (clients/python) close the loop for each mix")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = p.parse_args()
+    a.ops = a.ops or (4000 if a.loop else 5000)
     a.hotkeyd = os.path.abspath(a.hotkeyd)  # the daemons run in the lab's directory
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(2))  # run the cleanup below
     lab = Lab(a)
