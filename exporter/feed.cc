@@ -71,6 +71,52 @@ std::string_view FeedEventTypeName(FeedEvent::Type type) {
   return "?";
 }
 
+namespace {
+
+// What a fix does for the key's reads and for its writes.
+enum class ReadFix { kNone, kReplicate, kCache };  // weaker to stronger
+struct Axes {
+  ReadFix reads = ReadFix::kNone;
+  bool split_writes = false;
+};
+
+Axes AxesOf(Strategy s) {
+  switch (s) {
+    case Strategy::kCache:
+      return {ReadFix::kCache, false};
+    case Strategy::kReplicate:
+      return {ReadFix::kReplicate, false};
+    case Strategy::kSplit:
+      return {ReadFix::kNone, true};
+    case Strategy::kSplitCache:
+      return {ReadFix::kCache, true};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+double FeedState::ShardLoad(const KeySnapshot& k) {
+  for (const auto& [strategy, load] : k.projected_load) {
+    if (strategy == Strategy::kNone) return load;
+  }
+  return 0;
+}
+
+Strategy FeedState::NextFix(Strategy in_force, Strategy advice, bool over_target) {
+  if (advice == in_force || !over_target) return in_force;
+  if (in_force == Strategy::kIsolate) return advice;
+  if (advice == Strategy::kIsolate) return Strategy::kSplitCache;
+  const Axes a = AxesOf(in_force);
+  const Axes b = AxesOf(advice);
+  const ReadFix reads = std::max(a.reads, b.reads);
+  if (a.split_writes || b.split_writes) {
+    return reads == ReadFix::kNone ? Strategy::kSplit : Strategy::kSplitCache;
+  }
+  return reads == ReadFix::kCache ? Strategy::kCache : Strategy::kReplicate;
+}
+
 std::vector<FeedEvent> FeedState::Update(const Snapshot& snap,
                                          const config::ReloadableOptions& options, absl::Time now) {
   const auto blocked = [&](const std::string& key) {
@@ -102,7 +148,10 @@ std::vector<FeedEvent> FeedState::Update(const Snapshot& snap,
     const auto held = advised_.find(k.key);
     Advised a;
     if (fix) {
-      a = {k.advice, now};
+      a = {held == advised_.end() ? k.advice
+                                  : NextFix(held->second.mode, k.advice,
+                                            ShardLoad(k) > options.cluster.target),
+           now};
     } else if (held == advised_.end()) {
       continue;  // entering takes a fix
     } else if (k.hot) {

@@ -18,7 +18,9 @@ namespace {
 using model::Strategy;
 using Type = FeedEvent::Type;
 
-KeySnapshot Hot(std::string key, Strategy advice, double share = 0.3) {
+// A hot key whose shard carries `shard_load` (its projected load with no fix; over the
+// default target of 0.8 unless told).
+KeySnapshot Hot(std::string key, Strategy advice, double share = 0.3, double shard_load = 1.2) {
   KeySnapshot k;
   k.key = key;
   k.label = key;
@@ -26,7 +28,7 @@ KeySnapshot Hot(std::string key, Strategy advice, double share = 0.3) {
   k.share = share;
   k.write_ratio = 0.1;
   k.advice = advice;
-  k.projected_load = {{advice, 0.5}};
+  k.projected_load = {{Strategy::kNone, shard_load}, {advice, 0.5}};
   return k;
 }
 
@@ -148,16 +150,68 @@ TEST_CASE("Feed hold: another fix advised for a held entry is a change", "[expor
   clock.Advance(absl::Seconds(5));
   CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
   clock.Advance(absl::Seconds(5));
+  // The shard is still over its target with the cache in force: split goes on top of it.
   std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kSplit)}), o, clock.Now());
   REQUIRE(ev.size() == 1);
   CHECK(ev[0].type == Type::kChange);
   CHECK(ev[0].version == 2);
-  CHECK(ev[0].entry.mode == Strategy::kSplit);
+  CHECK(ev[0].entry.mode == Strategy::kSplitCache);
   CHECK(ev[0].entry.split_factor == 4);
   // And the new fix is the one held.
   clock.Advance(absl::Seconds(5));
   CHECK(state.Update(With({Hot("a", Strategy::kNone)}), o, clock.Now()).empty());
-  CHECK(state.entries().at("a").mode == Strategy::kSplit);
+  CHECK(state.entries().at("a").mode == Strategy::kSplitCache);
+}
+
+TEST_CASE("Feed hold: while the shard is under its target, the fix in force stays",
+          "[exporter][feed][hold]") {
+  // A cache in force hides the key's reads; the advice then sees a write-heavy key and names
+  // split, and under split it would see the reads again and name cache.
+  FeedState state("secret");
+  const config::ReloadableOptions o = Options();
+  state.Update(With({Hot("a", Strategy::kCache)}), o, kT0);
+  for (int tick = 0; tick < 40; ++tick) {
+    const Strategy advice = tick % 2 ? Strategy::kSplit : Strategy::kCache;
+    CHECK(state.Update(With({Hot("a", advice, 0.3, /*shard_load=*/0.79)}), o, kT0).empty());
+  }
+  CHECK(state.entries().at("a").mode == Strategy::kCache);
+  CHECK(state.version() == 1);
+  // Over the target, the advice goes on top.
+  std::vector<FeedEvent> ev = state.Update(With({Hot("a", Strategy::kSplit, 0.3, 0.81)}), o, kT0);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].entry.mode == Strategy::kSplitCache);
+}
+
+TEST_CASE("Feed: the next fix keeps the stronger of both for reads and for writes",
+          "[exporter][feed][hold]") {
+  using S = Strategy;
+  // Under the target nothing moves.
+  for (S a : {S::kCache, S::kReplicate, S::kSplit, S::kSplitCache, S::kIsolate}) {
+    for (S b : {S::kCache, S::kReplicate, S::kSplit, S::kSplitCache, S::kIsolate}) {
+      CHECK(FeedState::NextFix(a, b, /*over_target=*/false) == a);
+    }
+  }
+  CHECK(FeedState::NextFix(S::kCache, S::kSplit, true) == S::kSplitCache);
+  CHECK(FeedState::NextFix(S::kSplit, S::kCache, true) == S::kSplitCache);
+  CHECK(FeedState::NextFix(S::kReplicate, S::kSplit, true) == S::kSplitCache);
+  CHECK(FeedState::NextFix(S::kReplicate, S::kCache, true) == S::kCache);
+  CHECK(FeedState::NextFix(S::kCache, S::kReplicate, true) == S::kCache);
+  CHECK(FeedState::NextFix(S::kSplitCache, S::kCache, true) == S::kSplitCache);
+  CHECK(FeedState::NextFix(S::kSplitCache, S::kSplit, true) == S::kSplitCache);
+  CHECK(FeedState::NextFix(S::kSplit, S::kSplit, true) == S::kSplit);
+  // Isolate: left for any other advice; advised over a fix, the strongest a kit applies.
+  CHECK(FeedState::NextFix(S::kIsolate, S::kCache, true) == S::kCache);
+  CHECK(FeedState::NextFix(S::kIsolate, S::kSplit, true) == S::kSplit);
+  CHECK(FeedState::NextFix(S::kSplit, S::kIsolate, true) == S::kSplitCache);
+  CHECK(FeedState::NextFix(S::kCache, S::kIsolate, true) == S::kSplitCache);
+  CHECK(FeedState::NextFix(S::kIsolate, S::kIsolate, true) == S::kIsolate);
+}
+
+TEST_CASE("Feed: a key's shard load is its projected load with no fix", "[exporter][feed]") {
+  KeySnapshot k = Hot("a", Strategy::kCache, 0.3, 0.93);
+  CHECK(FeedState::ShardLoad(k) == 0.93);
+  k.projected_load.clear();
+  CHECK(FeedState::ShardLoad(k) == 0);
 }
 
 TEST_CASE(

@@ -94,6 +94,22 @@ class FeedState {
   std::vector<FeedEvent> Update(const Snapshot& snap, const config::ReloadableOptions& options,
                                 absl::Time now);
 
+  // The fix an entry moves to from `in_force` when the held advice names `advice`. A fix in
+  // force changes what the shard sees of its key (a cache hides its reads, a split its
+  // writes), and the advice follows what the shard sees, so it would name the other fix,
+  // then this one again. So: while the shard is at or under its target (`over_target`
+  // false) the fix in force stays, whatever is advised. Over it, the fix in force is not
+  // enough, and the entry takes the advice on top of it: each of reads (replicate, then
+  // cache) and writes (split) keeps the stronger of the two, so cache and split make
+  // split_cache. Isolate is taken only as a first answer, and left for any other advice
+  // (a kit without a dedicated pool cannot apply it); advised over a fix in force, it
+  // means no fix fits, and the entry takes the strongest a kit applies alone, split_cache.
+  static model::Strategy NextFix(model::Strategy in_force, model::Strategy advice,
+                                 bool over_target);
+  // The shard's load as the key's figures give it: its projected busiest load with no fix
+  // (what the shard carries now, fix in force included); 0 without figures.
+  static double ShardLoad(const KeySnapshot& k);
+
   // +1 per event since construction; 0 before any.
   uint64_t version() const { return version_; }
   // By key bytes; keys are unique.
