@@ -539,6 +539,19 @@ class CpuQuota:
         print(f"[lab] could not remove cgroup {self.dir}", file=sys.stderr)
 
 
+def verdict(checks, shortfalls):
+    """True when every (ok, what) check passed; raises Skip when the driver fell short of
+    its rate where no shard was saturated (the machine, not the model, was measured)."""
+    failed = [w for ok, w in checks if not ok]
+    print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        return False
+    if shortfalls:
+        raise Skip("the driver fell short of its rate (under 90%) where no shard was "
+                   "saturated, so the run proves nothing: " + "; ".join(shortfalls))
+    return True
+
+
 class Lab:
     def __init__(self, args):
         self.a = args
@@ -1300,14 +1313,7 @@ scrape_configs:
                   f"{lh * 1e3:6.2f} ms ({lo * 1e3:.2f} ms)  {rates[(w, mode)]:.0f} ops/s")
         for k, v in timings.items():
             self.log(f"time: {k}: {v:.1f}s")
-        failed = [w for ok, w in checks if not ok]
-        print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
-        if failed:
-            return False
-        if shortfalls:
-            raise Skip("the driver fell short of its rate (under 90%) where no shard was "
-                       "saturated, so the run proves nothing: " + "; ".join(shortfalls))
-        return True
+        return verdict(checks, shortfalls)
 
     # ------------------------------------------------------------ the loop, closed
     def feed_entry(self, i, key):
@@ -1494,14 +1500,7 @@ scrape_configs:
                                                  if r.get("relief") else "never"))
         self.loop_staleness(rows, windows, results, check)
         self.print_loop(rows)
-        failed = [w for ok, w in checks if not ok]
-        print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
-        if failed:
-            return False
-        if shortfalls:
-            raise Skip("the driver fell short of its rate (under 90%) where no shard was "
-                       "saturated, so the run proves nothing: " + "; ".join(shortfalls))
-        return True
+        return verdict(checks, shortfalls)
 
     def loop_relief(self, rows, windows, samples, target):
         """Onset to relief: the end of the first 1 s window after an overloaded one in which
