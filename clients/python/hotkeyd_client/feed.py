@@ -66,6 +66,11 @@ class Entry:
         return (self.mode == other.mode and self.split_factor == other.split_factor
                 and self.prefix == other.prefix and self.refresh == other.refresh)
 
+    def same_parts(self, other):
+        """True when both split the key into the same parts (split and split_cache with the
+        same names): the counter stays where it is, and there is nothing to fold."""
+        return bool(self.sub_keys) and self.sub_keys == other.sub_keys
+
 
 def parse_entry(obj, now, lease=0.0, namer=sub_key_names):
     """An Entry from the feed's entry object, or None when the kit cannot act on it
@@ -318,7 +323,7 @@ class FeedFollower:
                 if prev is not None and prev.same_fix(e):
                     prev.renewed, prev.lease = now, lease
                     e = prev
-                elif prev is not None:
+                elif prev is not None and not prev.same_parts(e):
                     retired.append(prev)
                 (prefixes.append(e) if e.prefix else exact.__setitem__(e.key, e))
             retired.extend(old.values())
@@ -349,7 +354,7 @@ class FeedFollower:
                 prev.renewed = now
                 e, prev = prev, None
             (prefixes.append(e) if e.prefix else exact.__setitem__(e.key, e))
-            if prev is not None:
+            if prev is not None and not prev.same_parts(e):
                 self._on_retire(prev)
             self._publish(exact, prefixes)
 
