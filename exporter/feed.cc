@@ -148,9 +148,9 @@ std::vector<FeedEvent> FeedState::Update(const Snapshot& snap,
     const auto held = advised_.find(k.key);
     Advised a;
     if (fix) {
-      a = {held == advised_.end() ? k.advice
-                                  : NextFix(held->second.mode, k.advice,
-                                            ShardLoad(k) > options.cluster.target),
+      a = {held == advised_.end()
+               ? k.advice
+               : NextFix(held->second.mode, k.advice, ShardLoad(k) > options.cluster.target),
            now};
     } else if (held == advised_.end()) {
       continue;  // entering takes a fix
