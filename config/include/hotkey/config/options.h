@@ -312,9 +312,10 @@ struct FeedOptions {
   // split_factor given for split and split_cache entries; unset: the cluster model's split
   // (--cluster.split), at least 2. In [2, 1024].
   std::optional<int> split_factor;
-  // An advised entry stays while its key is hot, whatever the advice says since (the fix in
-  // force lowers what the shard sees of the key); it leaves once the key has not been hot for
-  // this long. 0s: at the first tick it is not hot. In [0s, 1h] (feed.h, FeedState).
+  // An advised entry stays while its key is hot, even when the advice says none since (the
+  // fix in force lowers what the shard sees of the key; FeedState::NextFix); it leaves once
+  // the key has not been hot for this long. 0s: at the first tick it is not hot. In [0s, 1h]
+  // (feed.h, FeedState).
   absl::Duration hold = absl::Seconds(60);
   std::vector<FeedPin> pins;        // at most kMaxRules
   std::vector<FeedPattern> blocks;  // at most kMaxRules

@@ -12,11 +12,11 @@
 // not one per key per tick.
 //
 // Advised keys. A key enters when it is hot and its held advice (advice_hold.h) names a fix.
-// It then stays, with the last fix advised, while the key stays hot, even when the advice
-// has turned to none since; a different fix advised changes it. Why: the kits apply the fix,
-// so the shard (what hotkeyd measures) sees less of the key (a cached key's reads vanish, a
-// split key's writes go to sub-keys on other shards), and the advice follows what the shard
-// sees. Were the entry to follow the advice, it would leave, the kits would undo the fix, the
+// It then stays while the key stays hot, even when the advice has turned to none since; a
+// different fix advised changes it only as NextFix() says (over the shard's target). Why: the kits
+// apply the fix, so the shard (what hotkeyd measures) sees less of the key (a cached key's reads
+// vanish, a split key's writes go to sub-keys on other shards), and the advice follows what the
+// shard sees. Were the entry to follow the advice, it would leave, the kits would undo the fix, the
 // shard would overload again, and the set would flap with a period of a few seconds. The
 // entry leaves once its key has not been hot for FeedOptions::hold (0: at the first tick it
 // is not hot), or at once when the key is no longer among the Snapshot's keys (the exported
