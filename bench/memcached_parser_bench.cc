@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../parsers/factories.h"
+#include "../daemon/input/parsers/factories.h"
 #include "bench_util.h"
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/parsers/request.h"

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "factories.h"  // the RESP constructors (private to parsers/)
+#include "factories.h"  // the RESP constructors (private to daemon/input/parsers/)
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/parsers/request.h"
 

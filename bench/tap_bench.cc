@@ -1,10 +1,10 @@
 // hotkey-bench-tap: the tap's own ceiling, without a socket. Reads a capture file into
-// memory, then replays it through the tap's whole path (tap/pipeline.h: frame
+// memory, then replays it through the tap's whole path (daemon/input/tap/pipeline.h: frame
 // decoding, TCP reassembly, the request parser, with bytes weight the reply parser and
 // matching, and the tracker) `--loops` times per repeat, and prints commands per
 // CPU-second of this process (median, min and max over `--repeats`), with the CPU model.
 //
-//   hotkey-bench-tap --file=tests/tap/testdata/redis_benchmark.pcap --port=<server port>
+//   hotkey-bench-tap --file=tests/daemon/input/tap/testdata/redis_benchmark.pcap --port=<server port>
 //                    [--protocol=redis|memcached] [--weight=ops|bytes] [--loops=200]
 //                    [--repeats=5]
 // With no --port, the first frame's destination port is taken (record.sh's captures open

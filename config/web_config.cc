@@ -4,7 +4,7 @@
 // yaml-cpp throws on malformed input; every call into it happens under ParseWebConfig's
 // CatchYamlErrors (yaml_util.h), so nothing escapes. Values are kept as the file gives
 // them (Go's names for suites and curves, PEM text or paths): turning them into an OpenSSL
-// context is http/tls.cc's job, and a bad PEM is found there.
+// context is daemon/serving/http/tls.cc's job, and a bad PEM is found there.
 
 #include "hotkey/config/web_config.h"
 

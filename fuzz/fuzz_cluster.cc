@@ -1,4 +1,4 @@
-// libFuzzer target: cluster/'s functions over bytes: a key's hash tag and slot (slot.h), and
+// libFuzzer target: daemon/input/cluster/'s functions over bytes: a key's hash tag and slot (slot.h), and
 // the CLUSTER NODES parser (topology.h). Every input is used whole, as a key and as the text
 // of CLUSTER NODES.
 //

@@ -1,7 +1,7 @@
 // libFuzzer target: the HTTP request path of the daemon, without sockets.
 //
 // The input is the byte stream a client sends on one connection. It is parsed as
-// http/server.cc's sessions parse it (Beast's request_parser with the same
+// daemon/serving/http/server.cc's sessions parse it (Beast's request_parser with the same
 // http::HttpLimits, one fresh parser per pipelined request), each parsed request is turned into
 // an http::HttpRequest the same way (method, target split at '?', body) and answered by
 // exporter::WebRoutes::Handle over a fixed Snapshot built by exporter::Aggregator from a small

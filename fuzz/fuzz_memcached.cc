@@ -1,4 +1,4 @@
-// libFuzzer target: the memcached request and reply parsers (parsers/memcached.cc), fed one
+// libFuzzer target: the memcached request and reply parsers (daemon/input/parsers/memcached.cc), fed one
 // stream whole and again cut at points the input chooses, as TCP reassembly hands it over.
 //
 // Input: byte 0 picks ParserLimits::max_buffer_bytes (0 to 7936, so keys are dropped and
@@ -22,14 +22,14 @@
 #include <string_view>
 #include <vector>
 
-#include "../parsers/factories.h"
+#include "../daemon/input/parsers/factories.h"
 #include "fuzz_util.h"
 #include "hotkey/parsers/request.h"
 
 namespace hotkey::fuzz {
 namespace {
 
-// The request parser's fixed buffers (parsers/memcached.cc's kFixedBytes, 2578 bytes) with
+// The request parser's fixed buffers (daemon/input/parsers/memcached.cc's kFixedBytes, 2578 bytes) with
 // margin: memory may reach them even under a smaller limit.
 constexpr size_t kFixedBytesBound = 2600;
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the RESP request and reply parsers (parsers/resp.cc), both fed the same
+// libFuzzer target: the RESP request and reply parsers (daemon/input/parsers/resp.cc), both fed the same
 // bytes in pieces the input chooses, as a reassembler hands a flow over.
 //
 // Input: byte 0 picks max_buffer_bytes (64 << (b % 8): 64 B to 8 KiB, so keys overflow);

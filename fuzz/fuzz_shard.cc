@@ -1,4 +1,4 @@
-// libFuzzer target: the parsers of shard/ over what a shard (or its host) says: Redis's INFO
+// libFuzzer target: the parsers of daemon/input/shard/ over what a shard (or its host) says: Redis's INFO
 // and memcached's stats (reading.h), the RESP2 and memcached reply framing (reply.h), and the
 // cgroup files behind the CPU quota (cpu_quota.h).
 //

@@ -1,5 +1,5 @@
-// libFuzzer target: the whole tap path after the capture, tap::TapPipeline (daemon/
-// tap/pipeline.h): frames decoded, reassembled, parsed as Redis or memcached requests (and,
+// libFuzzer target: the whole tap path after the capture, tap::TapPipeline (daemon/program/daemon/
+// daemon/input/tap/pipeline.h): frames decoded, reassembled, parsed as Redis or memcached requests (and,
 // with bytes weight, replies matched to them) and counted into a tracker.
 //
 // Input: fuzz_reassembly's format with one more header byte. Byte 0 picks the link type,

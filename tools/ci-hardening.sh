@@ -90,9 +90,9 @@ run_asan() {
 # the HTTP server's own, and the sources' report hand-off. Abseil, yaml-cpp and
 # prometheus-cpp are not instrumented, but every lock and atomic crossing threads in our
 # code is std::, which TSan sees.
-run_tsan() {  # run_tsan LIBRARY: runs build-tsan/tests/LIBRARY/LIBRARY_test
+run_tsan() {  # run_tsan LIBRARY: runs build-tsan/tests/daemon/<layer>/LIBRARY/LIBRARY_test
   HOTKEY_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    build-tsan/tests/"$1"/"$1"_test
+    build-tsan/tests/daemon/*/"$1"/"$1"_test
 }
 
 fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_resp fuzz_memcached fuzz_reassembly

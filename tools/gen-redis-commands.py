@@ -1,20 +1,20 @@
 #!/usr/bin/python3
-"""Writes parsers/redis_commands.inc, the RESP parser's command table, from a real server.
+"""Writes daemon/input/parsers/redis_commands.inc, the RESP parser's command table, from a real server.
 
 The table is data: one entry per Redis command and subcommand ("object|encoding") with its
 arity and its key specifications exactly as `COMMAND` (the full form of `COMMAND INFO`)
 reports them. Redis 7.0 puts the key specs in COMMAND INFO's 9th field; COMMAND DOCS
-describes the arguments (tests/parsers/command_table_test.py uses it to build example
+describes the arguments (tests/daemon/input/parsers/command_table_test.py uses it to build example
 argument vectors). See https://redis.io/docs/reference/key-specs/.
 
 Usage (python3-redis; Debian's /usr/bin/python3):
-  tools/gen-redis-commands.py [--server /usr/bin/redis-server] [-o parsers/redis_commands.inc]
+  tools/gen-redis-commands.py [--server /usr/bin/redis-server] [-o daemon/input/parsers/redis_commands.inc]
 It starts its own redis-server on a free loopback port and stops it at the end. Rerun it
 when the supported server version changes and commit the result.
 
 Four commands have specs Redis itself does not use to find keys (an `unknown` spec, an
 INCOMPLETE or VARIABLE_FLAGS flag): Redis calls the command's own getkeys function then,
-and so does the parser (parsers/resp.cc). Those functions are listed in PROCS; the script
+and so does the parser (daemon/input/parsers/resp.cc). Those functions are listed in PROCS; the script
 fails if the server reports such a spec for a command it does not list, so a new server
 version cannot slip one past.
 """
@@ -181,7 +181,7 @@ def main():
                 "// clang-format off\n")
         f.write("\n".join(lines) + "\n// clang-format on\n")
         if max_specs > 3:
-            sys.exit(f"a command has {max_specs} key specs; raise kMaxSpecs in parsers/resp.cc")
+            sys.exit(f"a command has {max_specs} key specs; raise kMaxSpecs in daemon/input/parsers/resp.cc")
     print(f"{len(lines)} commands from redis-server {version} -> {args.output}")
 
 

@@ -19,7 +19,7 @@ packages=(
   libssl-dev             # TLS for --web.config.file, through Asio's OpenSSL support
   libcrypt-dev           # crypt(3) from libxcrypt: bcrypt password hashes for basic auth
   libpcap-dev            # the tap: capturing a Redis or memcached shard's own traffic
-  libcap-dev             # privilege/: dropping root and capabilities once the capture is open
+  libcap-dev             # daemon/common/privilege/: dropping root and capabilities once the capture is open
   dpkg-dev               # dpkg-shlibdeps: the Debian package's Depends (cpack)
   curl netcat-openbsd    # the README's examples: reading /metrics, sending an event with nc
   "$@"

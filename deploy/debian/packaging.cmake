@@ -61,7 +61,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE https://github.com/hotkeyd/hotkeyd)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# adduser for postinst; libcap2 for privilege/ (dropping root and capabilities after the
+# adduser for postinst; libcap2 for daemon/common/privilege/ (dropping root and capabilities after the
 # start), which dpkg-shlibdeps finds too.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libcap2")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

@@ -396,10 +396,10 @@ TEST_CASE("Flags: a removed flag says where its setting lives now", "[config][fl
 TEST_CASE("Flags: --help describes the memcached tap and --version truthfully", "[config][flags]") {
   const std::string help = UsageText();
   // The memcached parser frames binary requests and reports their keys
-  // (tests/parsers/memcached_test.cc): they are counted, not skipped.
+  // (tests/daemon/input/parsers/memcached_test.cc): they are counted, not skipped.
   CHECK_THAT(help, Contains("binary requests, each counted with its keys"));
   CHECK_THAT(help, !Contains("skipped"));
-  // version/build_info.cmake: the "build date" is the commit's date.
+  // daemon/common/version/build_info.cmake: the "build date" is the commit's date.
   CHECK_THAT(help, Contains("commit's date (shown as the build date"));
 }
 

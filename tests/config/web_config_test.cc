@@ -1,7 +1,7 @@
 // Tests of the web config file reader (config/include/hotkey/config/web_config.h): every key
 // of the exporter-toolkit format, the errors (unknown keys with their line, bad versions,
 // ciphers, curves, client auth combinations, hashes, headers, missing files). The OpenSSL
-// context and basic auth built from it are tested in tests/daemon/ (tls_test.cc,
+// context and basic auth built from it are tested in tests/daemon/program/daemon/ (tls_test.cc,
 // basic_auth_test.cc); the same file served over real sockets by tls_auth_e2e.sh.
 
 #include "hotkey/config/web_config.h"

@@ -2,7 +2,7 @@
 """metrics_doc_test.py: the metrics reference (docs/metrics.md) and what /metrics serves agree.
 
 Usage: metrics_doc_test.py --doc docs/metrics.md --readme README.md [docs/PAGE.md ...]
-                           --hotkeyd BIN --pcap tests/tap/testdata/redis_mix.pcap
+                           --hotkeyd BIN --pcap tests/daemon/input/tap/testdata/redis_mix.pcap
 
 Starts one hotkeyd with every optional family switched on (the demo load, the tap reading a
 recorded capture, a measured-loads file, a web config file and a real redis-server on a Unix

@@ -15,7 +15,7 @@
 # hotkey_key_projected_load_ratio has a series per strategy for each key, consistent with
 # the advice (tests/e2e/advice_check.py holds the assertions).
 #
-# The arithmetic (model/include/hotkey/model/shard_model.h; the daemon takes B = the
+# The arithmetic (daemon/common/model/include/hotkey/model/shard_model.h; the daemon takes B = the
 # shard's measured ops/s minus the key's, H = the key's ops/s, w its write share):
 # T = 10,000 events/s reach a shard of capacity C = 10,000 ops/s, N = 8 shards, A = 100 app
 # servers refreshing every 1 s (A/refresh = 100 ops/s), R = 4 replicas, S = 8 sub-keys,

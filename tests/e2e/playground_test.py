@@ -8,7 +8,7 @@ hotkeyd runs with a cluster of 32 shards (not the default 8) and demo traffic of
 half a shard's capacity: there the demo's hot key needs no fix, while the model of a
 cluster's total times the key's share would advise one. A second hotkeyd runs the demo at
 its own rate on the default cluster, where its three hot keys need three different fixes
-(cache, split, split+cache: source/demo_source.h), for (g). Asserts, with Runtime.evaluate
+(cache, split, split+cache: daemon/input/source/demo_source.h), for (g). Asserts, with Runtime.evaluate
 on the page:
   (a) the top-keys table lists the demo's hot key "user:celebrity:profile", marked hot, with
       the advice /api/v1/top gives it;

@@ -35,7 +35,7 @@ import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tap"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon", "input", "tap"))
 from tap_e2e_lib import (FAST_FLAGS, FAST_RULES, Hotkeyd, Procs, RedisServer,  # noqa: E402
                          check, free_port, free_udp_port, hotkeyd_has_tap, log,
                          require_programs, run_cases, wait_until)

@@ -1,6 +1,6 @@
 """hotkeyd_e2e.py: what hotkeyd's Python end-to-end tests share.
 
-Every Python test that runs the real binary (tests/hardening, tests/tap, tests/docs,
+Every Python test that runs the real binary (tests/hardening, tests/daemon/input/tap, tests/docs,
 tests/e2e) starts, polls, scrapes and stops it through this module, so each does so the
 same way: free loopback ports, a log file per process, a bounded wait for /-/ready that
 fails with the log when the daemon exits, and polling with a deadline instead of fixed

@@ -55,7 +55,7 @@ struct UdpOptions {
   friend bool operator==(const UdpOptions&, const UdpOptions&) = default;
 };
 
-// The tap (tap/tap_source.h): the shard's own TCP traffic, captured with libpcap on
+// The tap (daemon/input/tap/tap_source.h): the shard's own TCP traffic, captured with libpcap on
 // its port, reassembled and parsed into events, with no client change.
 enum class TapProtocol { kRedis, kMemcached };
 // ops: each key a request touches weighs 1. bytes: a request weighs its request bytes
@@ -94,13 +94,13 @@ struct TapOptions {
   absl::Duration idle_timeout = absl::Minutes(5);
 
   // The tap's table of client hosts (hotkey/source/client_hosts.h, 4096 addresses with
-  // their last-seen times); tap/ asserts it holds no more.
+  // their last-seen times); daemon/input/tap/ asserts it holds no more.
   static constexpr uint64_t kClientHostsBytes = 112 << 10;
   // Upper bound of one flow's state besides its buffers (the reassembler's slot, the
-  // parsers' objects, the reply queue's bookkeeping); tests/tap pins it.
+  // parsers' objects, the reply queue's bookkeeping); tests/daemon/input/tap pins it.
   static constexpr size_t kFlowStateBytes = 1024;
   // libpcap maps up to this many times buffer_bytes for the ring: TPACKET_V3 maps what is
-  // asked (tests/tap/tap_live_test.cc pins it within the factor), but where libpcap falls
+  // asked (tests/daemon/input/tap/tap_live_test.cc pins it within the factor), but where libpcap falls
   // back to TPACKET_V2 it rounds up to whole frames of the snap length or the MTU, e.g.
   // 8 MiB for 4 MiB asked on lo.
   static constexpr uint64_t kRingFactor = 2;

@@ -28,7 +28,7 @@
 //
 // This is the reading and checking only, into a plain WebConfig: the daemon builds its
 // OpenSSL context from it (http/tls.h, where bad or mismatched PEM is found) and checks
-// credentials against its hashes (http/basic_auth.h). No OpenSSL here.
+// credentials against its hashes (daemon/serving/http/basic_auth.h). No OpenSSL here.
 //
 // yaml-cpp exceptions are caught inside; these functions never throw. Thread-safe.
 

@@ -1,0 +1,66 @@
+# The layers of hotkeyd's libraries, and the check that a library links only its own layer
+# and those below (the include graph then has no arrow that climbs). From the bottom:
+#   sketch    the tracker's algorithms (sketch/): no I/O
+#   common    plumbing every layer uses (daemon/common/: clock, text, log, net, privilege,
+#             version, the shard model) and the options (config/)
+#   input     what brings events and the shard's figures in (daemon/input/: parsers, TCP
+#             reassembly, the tap, the sources, the shard client, the cluster)
+#   analysis  reports turned into the snapshot, and what outlives a tick (daemon/analysis/)
+#   serving   the snapshot turned into HTTP answers (daemon/serving/)
+#   program   main and the wiring, and the subcommands (daemon/program/)
+# A library that is not placed in a layer (a tool, test code) may not be linked by one that is.
+set(HOTKEY_LAYERS sketch common input analysis serving program)
+
+# hotkey_layer(TARGET LAYER): places a library in a layer.
+function(hotkey_layer target layer)
+  list(FIND HOTKEY_LAYERS ${layer} rank)
+  if(rank LESS 0)
+    message(FATAL_ERROR "hotkey_layer(${target} ${layer}): the layers are ${HOTKEY_LAYERS}")
+  endif()
+  set_property(TARGET ${target} PROPERTY HOTKEY_LAYER ${layer})
+  set_property(GLOBAL APPEND PROPERTY HOTKEY_LAYERED_TARGETS ${target})
+endfunction()
+
+# hotkey_layers(LAYER LIB...): adds each subfolder LIB and places hotkey_LIB in LAYER.
+macro(hotkey_layers layer)
+  foreach(lib ${ARGN})
+    add_subdirectory(${lib})
+    hotkey_layer(hotkey_${lib} ${layer})
+  endforeach()
+endmacro()
+
+# Fails the configure step for every link that climbs a layer or reaches a tool or test code.
+function(hotkey_check_layers)
+  get_property(targets GLOBAL PROPERTY HOTKEY_LAYERED_TARGETS)
+  set(errors "")
+  foreach(t ${targets})
+    get_target_property(layer ${t} HOTKEY_LAYER)
+    list(FIND HOTKEY_LAYERS ${layer} rank)
+    get_target_property(deps ${t} LINK_LIBRARIES)
+    get_target_property(ideps ${t} INTERFACE_LINK_LIBRARIES)
+    set(all_deps ${deps} ${ideps})
+    list(REMOVE_DUPLICATES all_deps)
+    foreach(dep IN LISTS all_deps)
+      string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" dep "${dep}")
+      if(NOT dep MATCHES "^hotkey(::|_)" OR dep STREQUAL "hotkey_warnings" OR NOT TARGET ${dep})
+        continue()
+      endif()
+      get_target_property(real ${dep} ALIASED_TARGET)
+      if(NOT real)
+        set(real ${dep})
+      endif()
+      get_target_property(dep_layer ${real} HOTKEY_LAYER)
+      if(NOT dep_layer)
+        string(APPEND errors "\n  ${t} (${layer}) links ${real}, which is in no layer (a tool or test code)")
+        continue()
+      endif()
+      list(FIND HOTKEY_LAYERS ${dep_layer} dep_rank)
+      if(dep_rank GREATER rank)
+        string(APPEND errors "\n  ${t} (${layer}) links ${real} (${dep_layer}): a link up the layers")
+      endif()
+    endforeach()
+  endforeach()
+  if(errors)
+    message(FATAL_ERROR "Links against the layering (daemon/layers.cmake):${errors}")
+  endif()
+endfunction()
