@@ -21,6 +21,7 @@ packages=(
   golang                 # go: compiles the README's Go example (tests/docs; 63 MB, about 30 s)
   tmux                   # `hotkeyd top`'s test: a real terminal, read with capture-pane
   lintian                # the Debian package's checks (tests/deploy/package_test.sh)
+  ccache                 # keeps what a later build compiles again (tools/test.sh, tools/ci-hardening.sh)
 )
 
 tools/install-deps.sh "${packages[@]}"

@@ -1,13 +1,44 @@
 #!/usr/bin/env bash
 # Installs the dependencies (tools/install-test-deps.sh: the build's and the tests'), builds
-# everything and runs every test (the README's test command; .ci/run runs it too). Exits
-# non-zero on any failure.
+# everything as a package is built (Release: -O3, asserts compiled out) and runs every test
+# (the README's test command; .ci/run runs it first, then the hardening stage, whose
+# sanitized build runs the tests again with every assert on). Exits non-zero on any failure.
 #   BUILD_DIR (default build)   where to build
-#   CMAKE_ARGS                  extra configure flags, e.g. -DHOTKEY_SANITIZE=ON
+#   JOBS (default 2)            build and test parallelism
+#   CMAKE_ARGS                  extra configure flags
+#   WHILE_TESTING               a command run at the lowest CPU priority while the tests that
+#                               are not labelled `long` run (CI compiles its other trees
+#                               there: the tests mostly wait on sockets and timers); its
+#                               output goes to WHILE_TESTING.log in the build directory, and
+#                               a failure fails this script. The `long` tests (the cluster
+#                               lab, which measures CPU-bound shards) run after it, alone.
+# ccache, when installed (tools/install-test-deps.sh installs it), keeps what a later run
+# compiles again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-test-deps.sh
 build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTKEY_WERROR=ON ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" -j2
-ctest --test-dir "$build" --output-on-failure -j2
+jobs=${JOBS:-2}
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHOTKEY_WERROR=ON "${launcher[@]}" \
+  ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j"$jobs"
+if [[ -z ${WHILE_TESTING:-} ]]; then
+  ctest --test-dir "$build" --output-on-failure -j"$jobs"
+  exit 0
+fi
+log=$build/WHILE_TESTING.log
+nice -n 19 bash -c "$WHILE_TESTING" >"$log" 2>&1 &
+background=$!
+rc=0
+ctest --test-dir "$build" --output-on-failure -j"$jobs" -LE long || rc=$?
+background_rc=0
+wait "$background" || background_rc=$?
+cat "$log"
+if [[ $background_rc -ne 0 ]]; then
+  echo "WHILE_TESTING failed (exit $background_rc): $WHILE_TESTING" >&2
+  exit "$background_rc"
+fi
+ctest --test-dir "$build" --output-on-failure -j"$jobs" -L long || rc=$?
+exit "$rc"

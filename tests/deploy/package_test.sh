@@ -2,8 +2,9 @@
 # package_test.sh: builds the Debian package and installs, runs and purges it on this
 # machine, as an operator would.
 #
-#   1. configures a Release build with -DCMAKE_INSTALL_PREFIX=/usr in BUILD_DIR, builds
-#      hotkeyd and hotkey-sim, and runs cpack: BUILD_DIR/hotkeyd_<version>_<arch>.deb
+#   1. configures a Release build with -DCMAKE_INSTALL_PREFIX=/usr in BUILD_DIR (an existing
+#      Release tree is only given the /usr prefix), builds hotkeyd and hotkey-sim, and runs
+#      cpack: BUILD_DIR/hotkeyd_<version>_<arch>.deb
 #   2. dpkg-deb -c / -I: the files (with the DEP-5 copyright file and the changelog), the
 #      conffiles, Depends from dpkg-shlibdeps, the scripts; then lintian (installed from
 #      Debian when missing) must report no error and no warning that is not overridden
@@ -50,15 +51,22 @@ e2e_on_exit() {
   fi
 }
 
-# 1. Build. ccache when present (the developers' machines have it; CI may not).
+# 1. Build. An existing Release tree (tools/test.sh's, in CI) is only reconfigured for the
+# /usr prefix, which changes the installed paths and recompiles nothing; an empty directory
+# is configured as a packager would. ccache when present.
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-  -DBUILD_TESTING=OFF -DHOTKEY_BUILD_BENCH=OFF -DHOTKEY_WERROR=ON "${launcher[@]}" \
-  >"$tmp/configure.log" 2>&1
+if [ -f "$build/CMakeCache.txt" ]; then
+  build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
+  [ "$build_type" = Release ] || fail "$build is a $build_type tree; the package needs a Release one"
+  cmake -S . -B "$build" -DCMAKE_INSTALL_PREFIX=/usr >"$tmp/configure.log" 2>&1
+else
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+    -DBUILD_TESTING=OFF -DHOTKEY_BUILD_BENCH=OFF -DHOTKEY_WERROR=ON "${launcher[@]}" \
+    >"$tmp/configure.log" 2>&1
+fi
 cmake --build "$build" -j"$jobs" --target hotkeyd hotkey-sim >"$tmp/build.log" 2>&1
 rm -f "$build"/hotkeyd_*.deb
 (cd "$build" && cpack) >"$tmp/cpack.log" 2>&1
