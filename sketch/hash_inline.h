@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-// With -march=native on a CPU with AVX-512 (the release stage of tools/ci-hardening.sh),
+// With -march=native on a CPU with AVX-512 (a packager's or a benchmark's build),
 // GCC 12 reports -Wmaybe-uninitialized inside avx512fintrin.h, whose
 // _mm512_undefined_epi32() leaves its value uninitialised on purpose, wherever XXH3's
 // long-key loop is compiled: a false positive of the intrinsics header. The intrinsics
