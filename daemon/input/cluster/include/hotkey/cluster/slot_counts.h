@@ -10,7 +10,7 @@
 // Memory is fixed at creation: kSlots doubles plus the tag tracker (MemoryBytes()); copies
 // of the same shape copy-assign into each other with no allocation (report_buffer.h).
 // Update() allocates nothing and costs O(key length) plus, for a tagged key, one tracker
-// update (tests/cluster/slot_counts_test.cc counts its allocations).
+// update (tests/daemon/input/cluster/slot_counts_test.cc counts its allocations).
 //
 // Thread-compatible.
 
