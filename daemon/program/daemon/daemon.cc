@@ -14,15 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "advice_inputs.h"
+#include "hotkey/aggregate/advice_inputs.h"
+#include "hotkey/aggregate/aggregator.h"
+#include "hotkey/aggregate/load_comparison.h"
+#include "hotkey/aggregate/snapshot.h"
+#include "hotkey/aggregate/storage.h"
 #include "hotkey/clock/ticker.h"
 #include "hotkey/cluster/slot_counts.h"
-#include "hotkey/exporter/aggregator.h"
-#include "hotkey/exporter/load_comparison.h"
-#include "hotkey/exporter/metrics.h"
-#include "hotkey/exporter/proc_stats.h"
-#include "hotkey/exporter/snapshot.h"
-#include "hotkey/exporter/web.h"
 #include "hotkey/http/server.h"
 #include "hotkey/http/tls.h"
 #include "hotkey/log/log.h"
@@ -30,22 +28,28 @@
 #include "hotkey/shard/prober.h"
 #include "hotkey/source/tracker_options.h"
 #include "hotkey/source/udp_receiver.h"
-#include "storage.h"
+#include "hotkey/web/metrics.h"
+#include "hotkey/web/proc_stats.h"
+#include "hotkey/web/web.h"
 
 namespace hotkey::daemon {
 
-using exporter::Aggregator;
-using exporter::BuildVersion;
-using exporter::ClusterInputs;
-using exporter::ClusterNode;
-using exporter::LoadComparison;
-using exporter::ReadUdpDrops;
-using exporter::ReloadStatus;
-using exporter::Snapshot;
-using exporter::SnapshotCollector;
-using exporter::StorageStatus;
-using exporter::WebHooks;
-using exporter::WebRoutes;
+using aggregate::AdviceInputs;
+using aggregate::Aggregator;
+using aggregate::ClusterInputs;
+using aggregate::ClusterNode;
+using aggregate::DescribeAdviceInputs;
+using aggregate::LoadComparison;
+using aggregate::Snapshot;
+using aggregate::StateStore;
+using aggregate::StateWriter;
+using web::BuildVersion;
+using web::ReadUdpDrops;
+using web::ReloadStatus;
+using web::SnapshotCollector;
+using web::StorageStatus;
+using web::WebHooks;
+using web::WebRoutes;
 
 namespace asio = boost::asio;
 
@@ -149,7 +153,7 @@ class Daemon::Impl {
   std::vector<uint64_t> inodes_;
   std::unique_ptr<Aggregator> aggregator_;  // io thread
   std::unique_ptr<SnapshotCollector> collector_;
-  std::unique_ptr<exporter::FeedHub> feed_;  // io thread; outlives routes_ and http_
+  std::unique_ptr<web::FeedHub> feed_;  // io thread; outlives routes_ and http_
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<http::HttpServer> http_;
   std::atomic<bool> build_pending_{false};
@@ -164,7 +168,7 @@ class Daemon::Impl {
   std::string shard_address_;
   std::unique_ptr<shard::Prober> prober_;  // io thread
   // In a Redis Cluster, with slots tracked: the other primaries, asked after each answer of
-  // the own shard, for the slot-move plans (exporter/slots.h). io thread.
+  // the own shard, for the slot-move plans (aggregate/slots.h). io thread.
   std::unique_ptr<shard::PeerProbers> peers_;
   std::optional<shard::Measurement> measured_;  // io thread: the last answer
   uint64_t shard_answers_ = 0;                  // io thread: answers with a load
@@ -223,8 +227,8 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     reload_status_.web_config_watched = true;
     reload_status_.web_config_last_success = wall_.Now();
   }
-  feed_ = std::make_unique<exporter::FeedHub>(options_.feed_max_subscribers, inputs.label_secret,
-                                              *reloadable, origin_);
+  feed_ = std::make_unique<web::FeedHub>(options_.feed_max_subscribers, inputs.label_secret,
+                                         *reloadable, origin_);
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
                                              std::move(inputs.label_secret), origin_, log_);
   aggregator_->SetCountsBytes(options_.CountsBytes());
@@ -287,7 +291,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   collector_->SetHttpSource([this] { return http_ ? http_->stats() : http::HttpServerStats{}; });
   WebHooks hooks;
   hooks.snapshot = [this] { return snapshot(); };
-  // Without --web.enable-lifecycle, POST /-/reload answers 403 (exporter/web.h).
+  // Without --web.enable-lifecycle, POST /-/reload answers 403 (web/web.h).
   if (options_.web.enable_lifecycle) hooks.reload = [this] { return Reload(); };
   hooks.cluster = [this] {
     std::lock_guard<std::mutex> l(mu_);
@@ -399,8 +403,8 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
     // no load is kept.
     const std::shared_ptr<const Snapshot> snap = snapshot();
     const bool move = snap && std::any_of(snap->slots.slots.begin(), snap->slots.slots.end(),
-                                          [](const exporter::SlotSnapshot& s) {
-                                            return s.advice == exporter::SlotAdvice::kMove;
+                                          [](const aggregate::SlotSnapshot& s) {
+                                            return s.advice == aggregate::SlotAdvice::kMove;
                                           });
     peers_->SetTopology(move ? *m.topology : cluster::Topology{});
     if (move) peers_->ProbeAll();
@@ -534,8 +538,8 @@ void Daemon::Impl::Build() {
 
 void Daemon::Impl::RestoreState() {
   // The history and the episodes come back whatever the sources: they are the aggregator's.
-  exporter::History& history = aggregator_->history();
-  exporter::EpisodeLog& episodes = aggregator_->episodes();
+  aggregate::History& history = aggregator_->history();
+  aggregate::EpisodeLog& episodes = aggregator_->episodes();
   StateStore::Loaded l =
       store_->Load(source::TrackerOptions(options_.track), mono_.Now(), wall_.Now(),
                    [&](std::string_view h, std::string_view e, absl::Time saved) {
