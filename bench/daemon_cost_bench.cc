@@ -44,6 +44,7 @@
 #include "absl/time/time.h"
 #include "bench_util.h"
 #include "hotkey/aggregate/aggregator.h"
+#include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/config/options.h"
 #include "hotkey/loadgen/sender.h"
@@ -193,7 +194,8 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
   source::ReportBuffer buffer(tracker);
   source::SourceCounters counters;
   std::shared_ptr<const aggregate::Snapshot> snap;
-  web::SnapshotCollector collector([&] { return snap; }, [] { return web::ReloadStatus{}; });
+  aggregate::SnapshotStore store(reloadable.cluster, nullptr, nullptr, nullptr);
+  web::SnapshotCollector collector(store);
   absl::Time now = tracker.now();
   size_t next = 0;
   // One tick: a datagram of traffic (untimed, so the shard is not idle), then the timed
@@ -211,6 +213,7 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
     double c1 = ThreadCpuSeconds();
     std::shared_ptr<const source::ReceiverReport> r = buffer.Latest();
     snap = agg.Build(std::span(&r, 1), now, 0);
+    store.Publish(snap);
     double c2 = ThreadCpuSeconds();
     *bytes = web::RenderText(collector).size();
     double c3 = ThreadCpuSeconds();

@@ -22,8 +22,10 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include "fake_clock.h"
 #include "fuzz_util.h"
 #include "hotkey/aggregate/aggregator.h"
+#include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/config/options.h"
 #include "hotkey/http/query.h"
 #include "hotkey/http/server.h"
@@ -91,27 +93,20 @@ std::shared_ptr<const aggregate::Snapshot> MakeSnapshot() {
 }
 
 struct World {
-  World()
-      : snapshot(MakeSnapshot()),
-        collector([this] { return snapshot; },
-                  [] {
-                    return web::ReloadStatus{true, absl::FromUnixSeconds(1'700'000'000)};
-                  }),
-        routes("/metrics", Hooks()) {}
+  World() : collector(store), routes("/metrics", store, wall, collector, nullptr, Reload()) {
+    store.NoteReload(absl::OkStatus(), store.cluster(), absl::FromUnixSeconds(1'700'000'000));
+    store.Publish(MakeSnapshot());
+  }
 
-  web::WebHooks Hooks() {
-    web::WebHooks h;
-    h.snapshot = [this] { return snapshot; };
-    h.reload = [this] {
+  web::WebRoutes::ReloadAction Reload() {
+    return [this] {
       // Alternate success and failure, as a file being edited would.
       return ++reloads % 2 ? absl::OkStatus() : absl::InvalidArgumentError("line 3: bad");
     };
-    h.cluster = [] { return config::ReloadableOptions().cluster; };
-    h.metrics = &collector;
-    return h;
   }
 
-  std::shared_ptr<const aggregate::Snapshot> snapshot;
+  hotkey::testing::FakeClock wall;
+  aggregate::SnapshotStore store{config::ReloadableOptions().cluster, nullptr, nullptr, nullptr};
   web::SnapshotCollector collector;
   web::WebRoutes routes;
   int reloads = 0;

@@ -245,7 +245,7 @@ std::string_view BuildVersion() { return version::Build().version; }
 
 std::vector<MetricFamily> SnapshotCollector::Collect() const {
   std::vector<MetricFamily> out;
-  const std::shared_ptr<const Snapshot> snap = snapshot_();
+  const std::shared_ptr<const Snapshot> snap = store_.snapshot();
   const MetricType kGauge = MetricType::Gauge;
   const MetricType kCounter = MetricType::Counter;
 
@@ -263,7 +263,7 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     out.push_back(std::move(f));
   }
   {
-    const ReloadStatus r = reload_();
+    const aggregate::ReloadStatus r = store_.reload_status();
     AddSingle(out, "hotkey_config_last_reload_successful",
               "Whether the last configuration reload succeeded.", kGauge,
               r.last_successful ? 1 : 0);
@@ -280,14 +280,18 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
                 absl::ToDoubleSeconds(r.web_config_last_success - absl::UnixEpoch()));
     }
   }
-  if (const StorageStatus st = storage_ ? storage_() : StorageStatus{}; st.enabled) {
+  if (const aggregate::StorageStatus st = store_.storage_status(); st.enabled) {
     AddSingle(out, "hotkey_storage_last_save_success_timestamp_seconds",
               "Time the trackers' state was last saved to --storage.path.", kGauge,
               absl::ToDoubleSeconds(st.last_success - absl::UnixEpoch()));
     AddSingle(out, "hotkey_storage_save_failures_total", "Failed saves of the trackers' state.",
               kCounter, static_cast<double>(st.failures));
   }
-  if (http_) AddHttpFamilies(http_(), out);
+  if (http_) AddHttpFamilies(http_->stats(), out);
+  if (const aggregate::LoadComparison* m = store_.measured()) {
+    std::vector<MetricFamily> f = m->Collect();
+    out.insert(out.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
+  }
   if (absl::StatusOr<ProcessStats> p = ReadProcessStats(); p.ok()) {
     const struct {
       const char* name;

@@ -302,8 +302,8 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
       return MethodNotAllowed("use POST to reload the configuration\n", "POST, PUT");
     }
     // As Prometheus answers without --web.enable-lifecycle.
-    if (!hooks_.reload) return Text(403, "Lifecycle API is not enabled.\n");
-    const absl::Status s = hooks_.reload();
+    if (!reload_) return Text(403, "Lifecycle API is not enabled.\n");
+    const absl::Status s = reload_();
     if (!s.ok()) return Text(500, absl::StrCat("reload failed: ", s.message(), "\n"));
     return Text(200, "configuration reloaded\n");
   }
@@ -319,11 +319,11 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
   if (req.path == telemetry_path_) return Metrics(req);
   if (req.path == "/-/healthy") return Text(200, "Healthy\n");
   if (req.path == "/-/ready") {
-    return hooks_.snapshot() ? Text(200, "Ready\n") : Text(503, "Not ready: no snapshot yet\n");
+    return store_.snapshot() ? Text(200, "Ready\n") : Text(503, "Not ready: no snapshot yet\n");
   }
   if (req.path == "/api/v1/top") return Top();
   if (req.path == "/api/v1/slots") {
-    const std::shared_ptr<const Snapshot> snap = hooks_.snapshot();
+    const std::shared_ptr<const Snapshot> snap = store_.snapshot();
     if (!snap) return Json(503, JsonError("no snapshot yet"));
     return Json(200, SlotsJson(*snap));
   }
@@ -332,20 +332,22 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
   if (req.path == "/api/v1/model") return Model(req.query);
   if (req.path == "/api/v1/hotkeys" || req.path == "/api/v1/hotkeys/stream") return Feed(req);
   if (req.path == "/api/v1/measured") {
-    if (!hooks_.measured) {
+    const aggregate::LoadComparison* measured = store_.measured();
+    if (measured == nullptr) {
       return Json(404, JsonError("no measured loads: hotkeyd runs without "
                                  "--model.measured-loads-file"));
     }
-    return Json(200, hooks_.measured());
+    // Loads as fractions of the capacity the advice used, as the comparison noted them.
+    return Json(200, measured->Json(store_.advice_cluster(), wall_.Now()));
   }
   return http::HttpResponse{200, "text/html; charset=utf-8", landing_page_, {}};
 }
 
 http::HttpResponse WebRoutes::Feed(const http::HttpRequest& req) const {
-  if (hooks_.feed == nullptr) return Json(404, JsonError("no hot-key feed"));
-  const bool raw_keys = RawKeysFor(hooks_.feed->label_mode(), req.authenticated);
-  if (req.path == "/api/v1/hotkeys") return Json(200, hooks_.feed->SetJson(raw_keys));
-  std::shared_ptr<http::EventStream> stream = hooks_.feed->Subscribe(raw_keys);
+  if (feed_ == nullptr) return Json(404, JsonError("no hot-key feed"));
+  const bool raw_keys = RawKeysFor(feed_->label_mode(), req.authenticated);
+  if (req.path == "/api/v1/hotkeys") return Json(200, feed_->SetJson(raw_keys));
+  std::shared_ptr<http::EventStream> stream = feed_->Subscribe(raw_keys);
   if (!stream) {
     http::HttpResponse r =
         Json(503, JsonError("too many feed subscribers (--feed.max-subscribers); retry later"));
@@ -360,7 +362,7 @@ http::HttpResponse WebRoutes::Feed(const http::HttpRequest& req) const {
 http::HttpResponse WebRoutes::Metrics(const http::HttpRequest& req) const {
   http::HttpResponse r{200,
                        "text/plain; version=0.0.4; charset=utf-8",
-                       RenderText(*hooks_.metrics),
+                       RenderText(metrics_),
                        {{"Vary", "Accept-Encoding"}}};
   if (http::AcceptsGzip(req.accept_encoding)) {
     // zlib fails only without memory for its state; the scrape is then served plain.
@@ -373,7 +375,7 @@ http::HttpResponse WebRoutes::Metrics(const http::HttpRequest& req) const {
 }
 
 http::HttpResponse WebRoutes::Top() const {
-  const std::shared_ptr<const Snapshot> snap = hooks_.snapshot();
+  const std::shared_ptr<const Snapshot> snap = store_.snapshot();
   if (!snap) return Json(503, JsonError("no snapshot yet"));
   return Json(200, SnapshotJson(*snap));
 }
@@ -381,8 +383,8 @@ http::HttpResponse WebRoutes::Top() const {
 http::HttpResponse WebRoutes::Model(const std::string& query) const {
   // Unset parameters are the cluster the daemon's advice used at the last tick (measured
   // where it could be), so the playground starts from the daemon's own answer.
-  const std::shared_ptr<const Snapshot> snap = hooks_.snapshot ? hooks_.snapshot() : nullptr;
-  model::Cluster c = snap ? snap->model.cluster : hooks_.cluster();
+  const std::shared_ptr<const Snapshot> snap = store_.snapshot();
+  model::Cluster c = snap ? snap->model.cluster : store_.cluster();
   model::HotKey key{0.2, 0.1};
   // Set by shard_ops: the measured mode, the model on this shard's figures as the daemon's
   // advice uses them.
@@ -511,16 +513,17 @@ http::HttpResponse WebRoutes::Model(const std::string& query) const {
 // The history's routes (history.h, episodes.h).
 
 http::HttpResponse WebRoutes::HistoryRoute(const std::string& query) const {
-  if (!hooks_.history) return Json(404, JsonError("no history"));
-  const absl::Time now = hooks_.now ? hooks_.now() : absl::Now();
-  absl::StatusOr<History::Query> q = ParseHistoryQuery(*hooks_.history, query, now);
+  const History* history = store_.history();
+  if (history == nullptr) return Json(404, JsonError("no history"));
+  absl::StatusOr<History::Query> q = ParseHistoryQuery(*history, query, wall_.Now());
   if (!q.ok()) return Json(400, JsonError(std::string(q.status().message())));
-  return Json(200, hooks_.history->Json(*q));
+  return Json(200, history->Json(*q));
 }
 
 http::HttpResponse WebRoutes::EpisodesRoute(const std::string& query) const {
-  if (!hooks_.episodes) return Json(404, JsonError("no episode log"));
-  size_t limit = hooks_.episodes->capacity();
+  const aggregate::EpisodeLog* episodes = store_.episodes();
+  if (episodes == nullptr) return Json(404, JsonError("no episode log"));
+  size_t limit = episodes->capacity();
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> params = http::ParseQuery(query);
   if (!params.ok()) return Json(400, JsonError(std::string(params.status().message())));
   for (const auto& [name, value] : *params) {
@@ -530,7 +533,7 @@ http::HttpResponse WebRoutes::EpisodesRoute(const std::string& query) const {
     }
     limit = std::min<uint64_t>(n, limit);
   }
-  return Json(200, hooks_.episodes->Json(limit));
+  return Json(200, episodes->Json(limit));
 }
 
 }  // namespace hotkey::web

@@ -6,8 +6,10 @@
 #include <boost/json/parse.hpp>
 #include <catch2/catch.hpp>
 
+#include "fake_clock.h"
 #include "hotkey/aggregate/episodes.h"
 #include "hotkey/aggregate/history.h"
+#include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/web/web.h"
 
 namespace hotkey::web {
@@ -26,8 +28,12 @@ const absl::Time kWall0 = absl::FromUnixSeconds(1'800'000'000);
 struct Fixture {
   History history{HistoryOptions{}};
   EpisodeLog episodes{10, 128};
-  WebRoutes routes;
-  explicit Fixture(bool with = true) : routes("/metrics", Hooks(with)) {
+  hotkey::testing::FakeClock wall{kWall0 + absl::Minutes(1)};
+  aggregate::SnapshotStore store;
+  SnapshotCollector metrics{store};
+  WebRoutes routes{"/metrics", store, wall, metrics};
+  explicit Fixture(bool with = true)
+      : store(model::Cluster{}, with ? &history : nullptr, with ? &episodes : nullptr, nullptr) {
     for (int i = 0; i <= 30; ++i) {
       Snapshot s;
       s.time = kWall0 + absl::Seconds(i);
@@ -43,16 +49,6 @@ struct Fixture {
       if (i >= 10 && i < 20) episodes.Hot(EpisodeLog::Kind::kKey, 9, "user:42", 0.25, 250, 0.1, "");
       episodes.Finish();
     }
-  }
-  WebHooks Hooks(bool with) {
-    WebHooks h;
-    h.snapshot = [] { return nullptr; };
-    if (with) {
-      h.history = &history;
-      h.episodes = &episodes;
-      h.now = [] { return kWall0 + absl::Minutes(1); };
-    }
-    return h;
   }
   http::HttpResponse Get(std::string path, std::string query = "") {
     return routes.Handle(http::HttpRequest{"GET", std::move(path), std::move(query), ""});

@@ -7,14 +7,15 @@
 #include <catch2/catch.hpp>
 
 #include "checkers.h"
+#include "fake_clock.h"
 #include "hotkey/aggregate/load_comparison.h"
+#include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/web/web.h"
 
 namespace hotkey::web {
 namespace {
 
 using aggregate::LoadComparison;
-using aggregate::Snapshot;
 using Catch::Matchers::Contains;
 using model::Strategy;
 using testing::Json;
@@ -52,10 +53,10 @@ Json MustParse(const std::string& body) {
 
 TEST_CASE("Web: /api/v1/measured is 404 without a measured-loads file, else the comparison",
           "[daemon][web][load_comparison]") {
-  WebHooks hooks;
-  hooks.snapshot = [] { return std::shared_ptr<const Snapshot>(); };
-  hooks.cluster = [] { return LabCluster(); };
-  WebRoutes without("/metrics", hooks);
+  hotkey::testing::FakeClock wall(kT0);
+  aggregate::SnapshotStore none(LabCluster(), nullptr, nullptr, nullptr);
+  SnapshotCollector none_metrics(none);
+  WebRoutes without("/metrics", none, wall, none_metrics);
   http::HttpResponse r = without.Handle(http::HttpRequest{"GET", "/api/v1/measured", "", ""});
   CHECK(r.status == 404);
   CHECK(r.content_type == "application/json");
@@ -64,8 +65,9 @@ TEST_CASE("Web: /api/v1/measured is 404 without a measured-loads file, else the 
 
   auto cmp = std::make_shared<LoadComparison>(config::MeasuredLoadsOptions{"f", absl::Seconds(5)});
   cmp->Update(News(kT0, Strategy::kNone, {1500, 500}));
-  hooks.measured = [cmp] { return cmp->Json(LabCluster(), kT0); };
-  WebRoutes with("/metrics", hooks);
+  aggregate::SnapshotStore store(LabCluster(), nullptr, nullptr, cmp.get());
+  SnapshotCollector metrics(store);
+  WebRoutes with("/metrics", store, wall, metrics);
   r = with.Handle(http::HttpRequest{"GET", "/api/v1/measured", "", ""});
   CHECK(r.status == 200);
   CHECK(MustParse(r.body)["measurement"]["busiest"].number == Approx(1.5));

@@ -4,6 +4,9 @@
 
 #include "hotkey/web/web.h"
 
+#include "fake_clock.h"
+#include "hotkey/aggregate/snapshot_store.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -87,37 +90,37 @@ std::shared_ptr<Snapshot> MakeSnapshot(const std::string& tricky_label) {
 
 const std::string kTricky = "q\"uote \\back\\slash caf\xc3\xa9 \xf0\x9f\x94\xa5 new\nline\ttab";
 
+// The routes over a store the test fills: Handle() publishes `snapshot`, `cluster` and
+// `reload_status` into it first, as the daemon's tick and reloads would.
 struct Fixture {
   Fixture()
-      : collector([this] { return snapshot; }, [this] { return reload_status; }),
-        routes("/metrics", Hooks()) {}
+      : routes("/metrics", store, wall, collector, nullptr, [this] {
+          ++reloads;
+          return reload_result;
+        }) {}
 
-  WebHooks Hooks() {
-    WebHooks h;
-    h.snapshot = [this] { return snapshot; };
-    h.reload = [this] {
-      ++reloads;
-      return reload_result;
-    };
-    h.cluster = [this] { return cluster; };
-    h.metrics = &collector;
-    return h;
+  http::HttpResponse Handle(const http::HttpRequest& req) {
+    store.NoteReload(reload_status.last_successful ? absl::OkStatus() : absl::UnknownError("bad"),
+                     cluster, reload_status.last_success);
+    store.Publish(snapshot);
+    return routes.Handle(req);
   }
-
-  http::HttpResponse Get(const std::string& path, const std::string& query = "") const {
-    return routes.Handle(http::HttpRequest{"GET", path, query, ""});
+  http::HttpResponse Get(const std::string& path, const std::string& query = "") {
+    return Handle(http::HttpRequest{"GET", path, query, ""});
   }
-  http::HttpResponse Post(const std::string& path) const {
-    return routes.Handle(http::HttpRequest{"POST", path, "", ""});
+  http::HttpResponse Post(const std::string& path) {
+    return Handle(http::HttpRequest{"POST", path, "", ""});
   }
 
   std::shared_ptr<const Snapshot> snapshot;
-  ReloadStatus reload_status{.last_successful = true,
-                             .last_success = absl::FromUnixSeconds(1'700'000'000)};
+  aggregate::ReloadStatus reload_status{.last_successful = true,
+                                        .last_success = absl::FromUnixSeconds(1'700'000'000)};
   absl::Status reload_result = absl::OkStatus();
   int reloads = 0;
   model::Cluster cluster;
-  SnapshotCollector collector;
+  hotkey::testing::FakeClock wall;
+  aggregate::SnapshotStore store{model::Cluster{}, nullptr, nullptr, nullptr};
+  SnapshotCollector collector{store};
   WebRoutes routes;
 };
 
@@ -187,7 +190,7 @@ TEST_CASE("Web: unknown paths are 404 and wrong methods 405", "[daemon][web]") {
   CHECK(f.Post("/metrics").status == 405);
   CHECK(f.Post("/api/v1/top").status == 405);
   CHECK(f.Post("/").status == 405);
-  CHECK(f.routes.Handle(http::HttpRequest{"HEAD", "/-/healthy", "", ""}).status == 200);
+  CHECK(f.Handle(http::HttpRequest{"HEAD", "/-/healthy", "", ""}).status == 200);
 }
 
 namespace {
@@ -253,7 +256,7 @@ TEST_CASE("Web: /metrics is gzip-compressed when Accept-Encoding admits gzip", "
 
   // What Prometheus sends.
   http::HttpRequest req{"GET", "/metrics", "", "", "gzip"};
-  const http::HttpResponse gz = f.routes.Handle(req);
+  const http::HttpResponse gz = f.Handle(req);
   CHECK(gz.status == 200);
   CHECK(HeaderOf(gz, "Content-Encoding") == "gzip");
   CHECK(HeaderOf(gz, "Vary") == "Accept-Encoding");
@@ -265,13 +268,13 @@ TEST_CASE("Web: /metrics is gzip-compressed when Accept-Encoding admits gzip", "
   for (const char* ae : {"gzip, deflate, br", "deflate, gzip;q=0.5", "*", "GZIP", "x-gzip"}) {
     INFO(ae);
     req.accept_encoding = ae;
-    CHECK(HeaderOf(f.routes.Handle(req), "Content-Encoding") == "gzip");
+    CHECK(HeaderOf(f.Handle(req), "Content-Encoding") == "gzip");
   }
   for (const char* ae :
        {"", "identity", "deflate, br", "gzip;q=0", "*, gzip;q=0", "gzip;q=0.0", "*;q=0", "gzipx"}) {
     INFO(ae);
     req.accept_encoding = ae;
-    const http::HttpResponse r = f.routes.Handle(req);
+    const http::HttpResponse r = f.Handle(req);
     CHECK(HeaderOf(r, "Content-Encoding").empty());
     CHECK(WithoutProcessSeries(r.body) == WithoutProcessSeries(plain.body));
   }
@@ -280,14 +283,14 @@ TEST_CASE("Web: /metrics is gzip-compressed when Accept-Encoding admits gzip", "
 TEST_CASE("Web: the landing page links to the configured telemetry path", "[daemon][web]") {
   Fixture f;
   CHECK(f.Get("/").body.find("<a href=\"metrics\">/metrics</a>") != std::string::npos);
-  WebRoutes prom("/prom", f.Hooks());
+  WebRoutes prom("/prom", f.store, f.wall, f.collector);
   const std::string page = prom.Handle(http::HttpRequest{"GET", "/", "", ""}).body;
   CHECK(page.find("<a href=\"prom\">/prom</a>") != std::string::npos);
   CHECK(page.find("href=\"metrics\"") == std::string::npos);
   // The link resolves, relative to the page at "/", to a path the routes serve.
   CHECK(prom.Handle(http::HttpRequest{"GET", "/prom", "", ""}).status == 200);
   // Bytes that mean something in HTML are escaped.
-  WebRoutes odd("/m&\"<x>", f.Hooks());
+  WebRoutes odd("/m&\"<x>", f.store, f.wall, f.collector);
   const std::string odd_page = odd.Handle(http::HttpRequest{"GET", "/", "", ""}).body;
   CHECK(odd_page.find("<a href=\"m&amp;&quot;&lt;x&gt;\">/m&amp;&quot;&lt;x&gt;</a>") !=
         std::string::npos);

@@ -11,7 +11,6 @@
 #ifndef HOTKEY_WEB_METRICS_H_
 #define HOTKEY_WEB_METRICS_H_
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,46 +19,26 @@
 #include <prometheus/metric_family.h>
 
 #include "hotkey/aggregate/snapshot.h"
+#include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/http/server.h"
 
 namespace hotkey::web {
 
-struct ReloadStatus {
-  bool last_successful = true;
-  absl::Time last_success;
-  // The --web.config.file, re-read when it changes; exported only when there is one.
-  bool web_config_watched = false;
-  bool web_config_last_successful = true;
-  absl::Time web_config_last_success = absl::UnixEpoch();
-};
-
-// --storage.path: how saving the trackers' state goes.
-struct StorageStatus {
-  bool enabled = false;
-  absl::Time last_success = absl::UnixEpoch();
-  uint64_t failures = 0;
-};
-
 class SnapshotCollector : public prometheus::Collectable {
  public:
-  using SnapshotSource = std::function<std::shared_ptr<const aggregate::Snapshot>()>;
-  using ReloadSource = std::function<ReloadStatus()>;
-  using StorageSource = std::function<StorageStatus()>;
-
-  SnapshotCollector(SnapshotSource snapshot, ReloadSource reload, StorageSource storage = {})
-      : snapshot_(std::move(snapshot)), reload_(std::move(reload)), storage_(std::move(storage)) {}
+  // `store` must outlive the collector. With a measured-loads file (store.measured()),
+  // its families too.
+  explicit SnapshotCollector(const aggregate::SnapshotStore& store) : store_(store) {}
 
   // The HTTP server's own figures (hotkey_http_*), exported when set. Call before the
-  // first Collect.
-  void SetHttpSource(std::function<http::HttpServerStats()> http) { http_ = std::move(http); }
+  // first Collect; `http` must outlive the collector.
+  void SetHttpServer(const http::HttpServer* http) { http_ = http; }
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
-  SnapshotSource snapshot_;
-  ReloadSource reload_;
-  StorageSource storage_;
-  std::function<http::HttpServerStats()> http_;
+  const aggregate::SnapshotStore& store_;
+  const http::HttpServer* http_ = nullptr;
 };
 
 // The Prometheus text exposition format (version 0.0.4) of `collectable`.

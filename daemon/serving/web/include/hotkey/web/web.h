@@ -1,5 +1,5 @@
 // WebRoutes: what each HTTP path answers. Pure request -> response over the current
-// snapshot and the daemon's hooks, so it is tested without sockets.
+// snapshot store (aggregate/snapshot_store.h), so it is tested without sockets.
 //
 //   GET  /                 landing page: live top keys and the shard-model playground
 //   GET  <telemetry path>  Prometheus metrics (default /metrics), gzip-compressed when the
@@ -7,7 +7,7 @@
 //   GET  /-/healthy        200 while the process serves HTTP
 //   GET  /-/ready          200 once the first snapshot is published, else 503
 //   POST /-/reload         reload --config.file; 200, or 500 with the error (old config kept);
-//                          403 "Lifecycle API is not enabled." without a reload hook (the
+//                          403 "Lifecycle API is not enabled." without a reload action (the
 //                          daemon gives one with --web.enable-lifecycle only)
 //   GET  /api/v1/top       the snapshot as JSON
 //   GET  /api/v1/measured  the shards' measured loads beside the model's projection for
@@ -33,7 +33,8 @@
 //
 // A known path asked with a method it does not answer is 405 with an Allow header.
 //
-// Thread-safe if the hooks are (the feed's routes: on the hub's thread only).
+// Thread-safe as the store is, and the reload action (the feed's routes: on the hub's
+// thread only).
 
 #ifndef HOTKEY_WEB_WEB_H_
 #define HOTKEY_WEB_WEB_H_
@@ -48,29 +49,13 @@
 #include "hotkey/aggregate/episodes.h"
 #include "hotkey/aggregate/history.h"
 #include "hotkey/aggregate/snapshot.h"
+#include "hotkey/aggregate/snapshot_store.h"
+#include "hotkey/clock/clock.h"
 #include "hotkey/http/server.h"
 #include "hotkey/web/feed.h"
 #include "hotkey/web/metrics.h"
 
 namespace hotkey::web {
-
-struct WebHooks {
-  std::function<std::shared_ptr<const aggregate::Snapshot>()> snapshot;
-  std::function<absl::Status()> reload;  // null: /-/reload answers 403
-  // The configured cluster: the model's defaults before the first snapshot.
-  std::function<model::Cluster()> cluster;
-  const prometheus::Collectable* metrics = nullptr;
-  // The answer of /api/v1/measured (LoadComparison::Json now); null: not configured (404).
-  std::function<std::string()> measured;
-  // /api/v1/history and /api/v1/episodes (history.h, episodes.h); null: 404. `now` reads
-  // the wall clock, for a history query's range.
-  const aggregate::History* history = nullptr;
-  const aggregate::EpisodeLog* episodes = nullptr;
-  std::function<absl::Time()> now;
-  // The hot-key feed; null: /api/v1/hotkeys answers 404. Called on the handler's thread,
-  // which must be the hub's (the daemon's io thread).
-  FeedHub* feed = nullptr;
-};
 
 // The landing page's HTML (self-contained: no external scripts, styles or fonts). Its
 // metrics link points at `telemetry_path` (an absolute path, as WebOptions validates).
@@ -78,10 +63,26 @@ std::string LandingPage(std::string_view telemetry_path);
 
 class WebRoutes {
  public:
-  WebRoutes(std::string telemetry_path, WebHooks hooks)
+  // Reloading the configuration is the program's to do: it owns the rules loader and the
+  // threads the new options go to. So POST /-/reload is the one request serving cannot answer
+  // from analysis, and the program hands in this one callback for it; null: /-/reload
+  // answers 403 (the daemon gives one with --web.enable-lifecycle only).
+  using ReloadAction = std::function<absl::Status()>;
+
+  // What the routes read: the snapshot, the history, the episodes and the measured loads
+  // (`store`); the wall clock, for a history query's range; the families of /metrics
+  // (`metrics`); the hot-key feed (null: /api/v1/hotkeys answers 404), whose routes run
+  // on the hub's thread. All must outlive the routes.
+  WebRoutes(std::string telemetry_path, const aggregate::SnapshotStore& store,
+            const clock::Clock& wall, const prometheus::Collectable& metrics,
+            FeedHub* feed = nullptr, ReloadAction reload = nullptr)
       : telemetry_path_(std::move(telemetry_path)),
         landing_page_(LandingPage(telemetry_path_)),
-        hooks_(std::move(hooks)) {}
+        store_(store),
+        wall_(wall),
+        metrics_(metrics),
+        feed_(feed),
+        reload_(std::move(reload)) {}
 
   http::HttpResponse Handle(const http::HttpRequest& request) const;
 
@@ -97,7 +98,11 @@ class WebRoutes {
 
   const std::string telemetry_path_;
   const std::string landing_page_;
-  const WebHooks hooks_;
+  const aggregate::SnapshotStore& store_;
+  const clock::Clock& wall_;
+  const prometheus::Collectable& metrics_;
+  FeedHub* const feed_;
+  const ReloadAction reload_;
 };
 
 // The snapshot as the JSON of /api/v1/top.
