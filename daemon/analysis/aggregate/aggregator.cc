@@ -214,21 +214,58 @@ void Aggregator::SetClusterInputs(ClusterInputs inputs) {
   if (slots_) slots_->SetClusterInputs(cluster_inputs_);
 }
 
+namespace {
+
+// A monotonic reading `t` as a wall stamp: `wall` less its distance from `now`.
+absl::Time Stamp(absl::Time t, absl::Time now, absl::Time wall) {
+  return t == absl::InfinitePast() || t == absl::InfiniteFuture() ? t : wall - (now - t);
+}
+
+}  // namespace
+
 std::shared_ptr<const Snapshot> Aggregator::Build(
     std::span<const std::shared_ptr<const source::ReceiverReport>> reports, absl::Time now,
     absl::Time wall, uint64_t kernel_drops) {
-  // A monotonic reading as a wall stamp: `wall` less its distance from `now`.
-  const auto stamp = [&](absl::Time t) {
-    return t == absl::InfinitePast() || t == absl::InfiniteFuture() ? t : wall - (now - t);
-  };
   auto snap = std::make_shared<Snapshot>();
   snap->time = wall;
-  snap->start_time = stamp(start_);
+  snap->start_time = Stamp(start_, now, wall);
   snap->kernel_drops = kernel_drops;
   snap->half_life_seconds = absl::ToDoubleSeconds(track_.half_life);
   snap->counts_bytes = counts_bytes_;
+  MergeReports(reports, snap.get());
+  snap->counters.last_event = Stamp(snap->counters.last_event, now, wall);
+  if (!tracker_) return snap;
+  ++tick_;
+  DecayedFigures(snap.get());
+  HistoryPoint point = TakePoint(now, reports.size());
+  const std::vector<Base>& bases = WindowRates(reports, now, &point, snap.get());
+  // The idle guard reads the fixed-window rate: the decayed rate of a stopped feed only
+  // halves every half-life and never reaches 0, and shares (decayed weight over decayed
+  // total) stay where they were, so only the window says that the traffic stopped.
+  const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
+  snap->model = ResolveInputs(window_ops, snap->counters.client_hosts);
+  std::vector<KeySnapshot> keys = ObserveKeys(point, bases, now, wall, window_ops);
+  snap->hot_keys = alerter_.hot_count();
+  // A shard with no traffic over a whole rate window exports no key shares: they are the
+  // last traffic's, frozen, and would read as the present. Until a whole window has passed
+  // since start (a restored tracker's shares, before new traffic) the shares stand. (Not
+  // the window's span: with ticks a little late the oldest point stays under the window.)
+  if (window_ops <= 0 && now - start_ >= track_.rate_window) keys.clear();
+  SelectExported(point, bases, now, window_ops, snap->rate_window_seconds, &keys);
+  KeepPoint(std::move(point), now);
+  snap->keys = std::move(keys);
+  const size_t slot_bytes = BuildSlots(reports, now, wall, window_ops, snap.get());
+  RecordHistory(now, snap.get());
+  snap->merged_tracker_bytes = merged_ ? merged_->MemoryBytes() : 0;
+  snap->rate_history_bytes = RateHistoryBytes();
+  snap->memory_budget_bytes = MemoryBudget(track_, reports.size(), tracker_->MemoryBytes()) +
+                              snap->counters.memory_bound_bytes + slot_bytes;
+  return snap;
+}
 
-  // Merge: one receiver's tracker is read in place; more are merged into merged_, which is
+void Aggregator::MergeReports(
+    std::span<const std::shared_ptr<const source::ReceiverReport>> reports, Snapshot* snap) {
+  // One receiver's tracker is read in place; more are merged into merged_, which is
   // copy-assigned (not re-created) from the first so its memory is reused tick after tick.
   tracker_ = nullptr;
   single_.reset();
@@ -264,49 +301,50 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     }
     (void)merged_->Merge(r->tracker);  // fails only for another shape, checked first
   }
-  snap->counters.last_event = stamp(snap->counters.last_event);
-  const sketch::HeavyHitters* tracker = tracker_;
-  if (!tracker) return snap;
-  ++tick_;
-  snap->epsilon = tracker->ErrorBound() / std::max(tracker->Total(), 1e-300);
+}
 
-  // Decayed figures: weight over the decay window.
-  const double window = tracker->DecayedWindowSeconds();
-  const double total = tracker->Total();
+void Aggregator::DecayedFigures(Snapshot* snap) const {
+  const sketch::HeavyHitters& tracker = *tracker_;
+  snap->epsilon = tracker.ErrorBound() / std::max(tracker.Total(), 1e-300);
+  const double window = tracker.DecayedWindowSeconds();
   for (int o = 0; o < kNumOps; ++o) {
     snap->decayed_ops_per_second[o] =
-        window > 0 ? tracker->Total(static_cast<sketch::Op>(o)) / window : 0;
+        window > 0 ? tracker.Total(static_cast<sketch::Op>(o)) / window : 0;
   }
+  snap->tracked_keys = tracker.size();
+}
 
-  snap->tracked_keys = tracker->size();
-
-  // Fixed-window figures, per source (see aggregator.h): this tick's point, then each
-  // source's base.
-  HistoryPoint point = TakePoint(now, reports.size());
+const std::vector<Aggregator::Base>& Aggregator::WindowRates(
+    std::span<const std::shared_ptr<const source::ReceiverReport>> reports, absl::Time now,
+    HistoryPoint* point, Snapshot* snap) {
+  // Per source (see aggregator.h): this tick's point, then each source's base.
   for (size_t i = 0; i < reports.size(); ++i) {
     if (!reports[i]) continue;
-    FillSource(reports[i]->tracker, &point.sources[i]);
+    FillSource(reports[i]->tracker, &point->sources[i]);
   }
-  const std::vector<Base>& bases = FindBases(point, now);
+  const std::vector<Base>& bases = FindBases(*point, now);
   for (size_t i = 0; i < bases.size(); ++i) {
     if (!bases[i].valid) continue;
     const absl::Duration span = now - bases[i].time;
     snap->rate_window_seconds = std::max(snap->rate_window_seconds, absl::ToDoubleSeconds(span));
     for (int o = 0; o < kNumOps; ++o) {
       const double then = bases[i].point ? bases[i].point->raw_total[o] : 0;
-      snap->ops_per_second[o] += Rate(point.sources[i].raw_total[o] - then, span);
+      snap->ops_per_second[o] += Rate(point->sources[i].raw_total[o] - then, span);
     }
   }
+  return bases;
+}
 
+std::vector<KeySnapshot> Aggregator::ObserveKeys(const HistoryPoint& point,
+                                                 const std::vector<Base>& bases, absl::Time now,
+                                                 absl::Time wall, double window_ops) {
+  const sketch::HeavyHitters& tracker = *tracker_;
   const config::AlertOptions& alert = reloadable_.alert;
   const config::ExportOptions& exp = reloadable_.exporter;
   const KeyLabeler& labeler = *labeler_;
+  const double window = tracker.DecayedWindowSeconds();
+  const double total = tracker.Total();
   std::vector<KeySnapshot> keys;
-  // The idle guard reads the fixed-window rate: the decayed rate of a stopped feed only
-  // halves every half-life and never reaches 0, and shares (decayed weight over decayed
-  // total) stay where they were, so only the window says that the traffic stopped.
-  const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
-  snap->model = ResolveInputs(window_ops, snap->counters.client_hosts);
   alerter_.Begin(now, window_ops, wall);
   advice_hold_.Begin(now);
   if (history_enabled_) episodes_.Begin(wall);
@@ -316,7 +354,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // and the defaults that cut Build about 5x (hotkey-bench-daemon-cost --mode tick).
   const double min_threshold = matcher_->MinThreshold();
   const double stay = exp.min_share * (1 - exp.hysteresis);
-  tracker->ForEach([&](const sketch::HeavyHitter& h) {
+  tracker.ForEach([&](const sketch::HeavyHitter& h) {
     const double share = total > 0 ? h.estimate / total : 0;
     if (share <= min_threshold && share < stay && !alerter_.Find(h.hash)) return;
     KeySnapshot k;
@@ -338,14 +376,14 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     cached->second.tick = tick_;
     k.threshold = cached->second.threshold;
     // Advice is worked out for keys that may be hot (it goes into the episode's log line);
-    // exported keys get theirs below.
+    // exported keys get theirs in SelectExported().
     const bool may_be_hot = share > k.threshold * (1 - alert.hysteresis);
     if (may_be_hot) Advise(point, bases, now, window_ops, &k);
     k.hot = alerter_.Observe(
         h.hash, share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); },
         k.projected_load.empty() ? "" : model::StrategyName(k.advice));
     if (const Alerter::KeyState* s = alerter_.Find(h.hash); s && s->hot) {
-      k.hot_since = stamp(s->hot_since);
+      k.hot_since = Stamp(s->hot_since, now, wall);
       k.peak_share = s->peak_share;
       if (history_enabled_) {
         episodes_.Hot(EpisodeLog::Kind::kKey, h.hash, s->label, share,
@@ -359,17 +397,18 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     auto cur = it++;
     if (cur->second.tick != tick_) thresholds_.erase(cur);
   }
-  snap->hot_keys = alerter_.hot_count();
-  // A shard with no traffic over a whole rate window exports no key shares: they are the
-  // last traffic's, frozen, and would read as the present. Until a whole window has passed
-  // since start (a restored tracker's shares, before new traffic) the shares stand. (Not
-  // the window's span: with ticks a little late the oldest point stays under the window.)
-  if (window_ops <= 0 && now - start_ >= track_.rate_window) keys.clear();
+  return keys;
+}
 
+void Aggregator::SelectExported(const HistoryPoint& point, const std::vector<Base>& bases,
+                                absl::Time now, double window_ops, double rate_window_seconds,
+                                std::vector<KeySnapshot>* keys) {
+  const config::ExportOptions& exp = reloadable_.exporter;
+  const double stay = exp.min_share * (1 - exp.hysteresis);
   // The exported set: hot keys; keys already exported while over min_share * (1 -
   // hysteresis); and keys over min_share with the evidence of min_key_ops_per_second in the
   // rate window. At most top_k, largest share first.
-  std::erase_if(keys, [&](KeySnapshot& k) {
+  std::erase_if(*keys, [&](KeySnapshot& k) {
     if (k.hot) return false;
     if (exported_.contains(k.hash)) return k.decayed_share < stay;
     if (k.decayed_share < exp.min_share) return true;
@@ -377,7 +416,7 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
     // Over the whole rate window even before it has filled (at start), so that a key
     // needs min_key_ops_per_second * rate_window ops from the start on.
     KeyWindowRates(point, bases, now, &k);
-    const double ops = (k.ops_per_second[0] + k.ops_per_second[1]) * snap->rate_window_seconds;
+    const double ops = (k.ops_per_second[0] + k.ops_per_second[1]) * rate_window_seconds;
     return ops < exp.min_key_ops_per_second * absl::ToDoubleSeconds(track_.rate_window);
   });
   // Ties in share break by hash, then by the bytes, not by the table's order: slots are
@@ -391,30 +430,34 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   };
   // The top_k by (hot first, then share): selected by index, so that only the kept keys
   // move.
-  if (keys.size() > exp.top_k) {
-    std::vector<uint32_t> order(keys.size());
+  if (keys->size() > exp.top_k) {
+    std::vector<uint32_t> order(keys->size());
     for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::partial_sort(order.begin(), order.begin() + exp.top_k, order.end(),
-                      [&keys, &before](uint32_t a, uint32_t b) {
-                        const KeySnapshot& x = keys[a];
-                        const KeySnapshot& y = keys[b];
+                      [keys, &before](uint32_t a, uint32_t b) {
+                        const KeySnapshot& x = (*keys)[a];
+                        const KeySnapshot& y = (*keys)[b];
                         if (x.hot != y.hot) return x.hot;
                         return before(x, y);
                       });
     order.resize(exp.top_k);
     std::vector<KeySnapshot> kept;
     kept.reserve(exp.top_k);
-    for (uint32_t i : order) kept.push_back(std::move(keys[i]));
-    keys = std::move(kept);
+    for (uint32_t i : order) kept.push_back(std::move((*keys)[i]));
+    *keys = std::move(kept);
   }
-  std::sort(keys.begin(), keys.end(), before);
+  std::sort(keys->begin(), keys->end(), before);
   exported_.clear();
-  for (KeySnapshot& k : keys) {
+  const KeyLabeler& labeler = *labeler_;
+  for (KeySnapshot& k : *keys) {
     exported_.insert(k.hash);
     k.label = labeler.Label(k.key, k.truncated, k.hash);
     Advise(point, bases, now, window_ops, &k);  // again for a key advised above: the same answer
   }
   advice_hold_.Finish();
+}
+
+void Aggregator::KeepPoint(HistoryPoint point, absl::Time now) {
   // A tick closer than half a publish interval to the newest point is not kept (its figures
   // are out; it is only not a base for later ticks), so the points stay at least that far
   // apart and the history holds at most track_.MaxRatePoints() however often Build() runs
@@ -424,39 +467,42 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   } else {
     history_.push_back(std::move(point));
   }
-  snap->keys = std::move(keys);
+}
 
-  // Slots and tags, when the sources count them.
+size_t Aggregator::BuildSlots(
+    std::span<const std::shared_ptr<const source::ReceiverReport>> reports, absl::Time now,
+    absl::Time wall, double window_ops, Snapshot* snap) {
   const source::SourceReport* with_slots = nullptr;
   for (const auto& r : reports) {
     if (r && r->slots) with_slots = r.get();
   }
-  size_t slot_bytes = 0;
-  if (with_slots) {
-    if (!slots_) {
-      slots_.emplace(track_, reloadable_, log_);
-      slots_->SetClusterInputs(cluster_inputs_);
-    }
-    const model::Cluster& c = snap->model.cluster;
-    snap->slots =
-        slots_->Build(reports, *tracker, now, wall, window_ops, c.target,
-                      c.capacity > 0 ? std::optional<double>(c.capacity) : std::nullopt, labeler);
-    // Each source's counts and their report copies, and the tracker's arrays.
-    const size_t counts = with_slots->slots->MemoryBytes();
-    slot_bytes = reports.size() * (1 + source::ReportBuffer::kMaxReports) * counts +
-                 SlotTracker::MemoryBound(with_slots->slots->tags().MemoryBytes());
+  if (!with_slots) return 0;
+  if (!slots_) {
+    slots_.emplace(track_, reloadable_, log_);
+    slots_->SetClusterInputs(cluster_inputs_);
   }
+  const model::Cluster& c = snap->model.cluster;
+  snap->slots =
+      slots_->Build(reports, *tracker_, now, wall, window_ops, c.target,
+                    c.capacity > 0 ? std::optional<double>(c.capacity) : std::nullopt, *labeler_);
+  // Each source's counts and their report copies, and the tracker's arrays.
+  const size_t counts = with_slots->slots->MemoryBytes();
+  return reports.size() * (1 + source::ReportBuffer::kMaxReports) * counts +
+         SlotTracker::MemoryBound(with_slots->slots->tags().MemoryBytes());
+}
 
+void Aggregator::RecordHistory(absl::Time now, Snapshot* snap) {
   if (history_enabled_) {
+    const double threshold = reloadable_.alert.default_threshold;
     for (const SlotSnapshot& sl : snap->slots.slots) {
       if (!sl.hot) continue;
       episodes_.Hot(EpisodeLog::Kind::kSlot, sl.slot, absl::StrCat(sl.slot), sl.decayed_share,
-                    sl.ops_per_second, alert.default_threshold, SlotAdviceName(sl.advice));
+                    sl.ops_per_second, threshold, SlotAdviceName(sl.advice));
     }
     for (const TagSnapshot& t : snap->slots.tags) {
       if (!t.hot) continue;
-      episodes_.Hot(EpisodeLog::Kind::kTag, t.hash, t.label, t.share, t.ops_per_second,
-                    alert.default_threshold, "");
+      episodes_.Hot(EpisodeLog::Kind::kTag, t.hash, t.label, t.share, t.ops_per_second, threshold,
+                    "");
     }
     episodes_.Finish();
     windows_.Record(*snap, now);
@@ -469,13 +515,6 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   snap->history_windows[1] = windows_.coarse_count();
   snap->episodes = episodes_.count();
   snap->open_episodes = episodes_.open_count();
-
-  const size_t tracker_bytes = tracker->MemoryBytes();
-  snap->merged_tracker_bytes = merged_ ? merged_->MemoryBytes() : 0;
-  snap->rate_history_bytes = RateHistoryBytes();
-  snap->memory_budget_bytes = MemoryBudget(track_, reports.size(), tracker_bytes) +
-                              snap->counters.memory_bound_bytes + slot_bytes;
-  return snap;
 }
 
 size_t Aggregator::RateHistoryBytes() const {

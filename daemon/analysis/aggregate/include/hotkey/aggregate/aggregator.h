@@ -167,6 +167,34 @@ class Aggregator {
   void Advise(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
               double shard_ops, KeySnapshot* k);
 
+  // The steps of Build(), in order.
+  // The reports' trackers merged into tracker_ (or the only one read in place), and their
+  // counters summed into `snap`.
+  void MergeReports(std::span<const std::shared_ptr<const source::ReceiverReport>> reports,
+                    Snapshot* snap);
+  // The error bound, the decayed ops/s and the tracked keys of tracker_.
+  void DecayedFigures(Snapshot* snap) const;
+  // Fills this tick's `point` from the reports and returns each source's base; the shard's
+  // ops/s over the rate window go into `snap`.
+  const std::vector<Base>& WindowRates(
+      std::span<const std::shared_ptr<const source::ReceiverReport>> reports, absl::Time now,
+      HistoryPoint* point, Snapshot* snap);
+  // The tracked keys that may be hot or exported, each with its threshold, hot state (the
+  // alerter observes every one) and, when it may be hot, its advice; episodes of hot keys.
+  std::vector<KeySnapshot> ObserveKeys(const HistoryPoint& point, const std::vector<Base>& bases,
+                                       absl::Time now, absl::Time wall, double window_ops);
+  // Cuts `keys` to the exported set, largest share first, each labelled and advised.
+  void SelectExported(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
+                      double window_ops, double rate_window_seconds,
+                      std::vector<KeySnapshot>* keys);
+  // Keeps `point` in the rate history, unless it is too close to the newest.
+  void KeepPoint(HistoryPoint point, absl::Time now);
+  // Slots and tags into `snap` when the sources count them; returns the bytes they may hold.
+  size_t BuildSlots(std::span<const std::shared_ptr<const source::ReceiverReport>> reports,
+                    absl::Time now, absl::Time wall, double window_ops, Snapshot* snap);
+  // Episodes of hot slots and tags, the history's record of the tick, and their figures.
+  void RecordHistory(absl::Time now, Snapshot* snap);
+
   const config::TrackOptions track_;
   config::ReloadableOptions reloadable_;
   const std::string label_secret_;
