@@ -7,6 +7,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
+#include "byte_codec.h"
 #include "hotkey/text/json.h"
 
 namespace hotkey::aggregate {
@@ -20,35 +21,6 @@ json::value Stamp(int64_t ns) {
   return json::value(
       absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone()));
 }
-
-template <typename T>
-void PutValue(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof v);  // little-endian hosts only
-}
-struct Reader {
-  std::string_view data;
-  bool ok = true;
-  template <typename T>
-  T Get() {
-    T v{};
-    if (data.size() < sizeof v) {
-      ok = false;
-      return v;
-    }
-    std::memcpy(&v, data.data(), sizeof v);
-    data.remove_prefix(sizeof v);
-    return v;
-  }
-  std::string_view Bytes(size_t n) {
-    if (data.size() < n) {
-      ok = false;
-      return {};
-    }
-    std::string_view s = data.substr(0, n);
-    data.remove_prefix(n);
-    return s;
-  }
-};
 
 constexpr uint8_t kFormatVersion = 1;
 // Serialize()'s bytes per episode besides its label and changes: seq, kind, id, start, end,
@@ -253,30 +225,31 @@ size_t EpisodeLog::MemoryBound(size_t capacity, size_t label_bytes) {
 std::string EpisodeLog::Serialize() const {
   std::lock_guard<std::mutex> l(mu_);
   std::string out;
-  PutValue<uint8_t>(&out, kFormatVersion);
-  PutValue<uint64_t>(&out, next_seq_);
-  PutValue<uint32_t>(&out, static_cast<uint32_t>(count_));
+  internal::ByteWriter bw(&out);
+  bw.Put<uint8_t>(kFormatVersion);
+  bw.Put<uint64_t>(next_seq_);
+  bw.Put<uint32_t>(static_cast<uint32_t>(count_));
   for (size_t age = count_; age-- > 0;) {
     const Episode& e = ring_[(head_ + capacity_ - 1 - age) % capacity_];
-    PutValue(&out, e.seq);
-    PutValue(&out, static_cast<uint8_t>(e.kind));
-    PutValue(&out, e.id);
-    PutValue(&out, e.start_ns);
-    PutValue(&out, e.end_ns);
-    PutValue<uint8_t>(&out, e.interrupted);
-    PutValue(&out, e.peak_share);
-    PutValue(&out, e.peak_ops);
-    PutValue(&out, e.threshold);
-    PutValue(&out, e.change_count);
-    PutValue(&out, e.changes_dropped);
-    out.append(e.measured, kStrategyBytes + 1);
-    PutValue(&out, e.measured_since_ns);
-    PutValue(&out, e.measured_last_ns);
-    PutValue(&out, static_cast<uint16_t>(e.label.size()));
-    out.append(e.label);
+    bw.Put(e.seq);
+    bw.Put(static_cast<uint8_t>(e.kind));
+    bw.Put(e.id);
+    bw.Put(e.start_ns);
+    bw.Put(e.end_ns);
+    bw.Put<uint8_t>(e.interrupted);
+    bw.Put(e.peak_share);
+    bw.Put(e.peak_ops);
+    bw.Put(e.threshold);
+    bw.Put(e.change_count);
+    bw.Put(e.changes_dropped);
+    bw.Bytes(std::string_view(e.measured, kStrategyBytes + 1));
+    bw.Put(e.measured_since_ns);
+    bw.Put(e.measured_last_ns);
+    bw.Put(static_cast<uint16_t>(e.label.size()));
+    bw.Bytes(e.label);
     for (size_t i = 0; i < e.change_count; ++i) {
-      PutValue(&out, e.changes[i].time_ns);
-      out.append(e.changes[i].strategy, kStrategyBytes + 1);
+      bw.Put(e.changes[i].time_ns);
+      bw.Bytes(std::string_view(e.changes[i].strategy, kStrategyBytes + 1));
     }
   }
   return out;
@@ -288,19 +261,19 @@ size_t EpisodeLog::MaxSerializedBytes(size_t capacity) {
 
 absl::Status EpisodeLog::Deserialize(std::string_view data, absl::Time saved) {
   const auto bad = [] { return absl::DataLossError("episodes: truncated or corrupt"); };
-  Reader in{data};
-  if (in.Get<uint8_t>() != kFormatVersion || !in.ok) {
+  internal::ByteReader in(data);
+  if (in.Get<uint8_t>() != kFormatVersion || !in.ok()) {
     return absl::DataLossError("episodes: unknown format version");
   }
   const uint64_t next_seq = in.Get<uint64_t>();
   const uint32_t count = in.Get<uint32_t>();
-  if (!in.ok || count > in.data.size() / kEpisodeBytes) return bad();
+  if (!in.ok() || count > in.remaining() / kEpisodeBytes) return bad();
   // Parsed first, swapped in only once the whole section reads.
   std::vector<Episode> parsed(std::min<size_t>(count, capacity_));
   const size_t skip = count - parsed.size();  // the oldest, beyond this log's capacity
   const auto strategy = [&](char* dst) {
     const std::string_view s = in.Bytes(kStrategyBytes + 1);
-    if (!in.ok) return;
+    if (!in.ok()) return;
     SetStrategy(dst, s.substr(0, std::min(s.find('\0'), kStrategyBytes)));
   };
   for (uint32_t n = 0; n < count; ++n) {
@@ -321,7 +294,7 @@ absl::Status EpisodeLog::Deserialize(std::string_view data, absl::Time saved) {
     e.measured_last_ns = in.Get<int64_t>();
     const uint16_t label_len = in.Get<uint16_t>();
     const std::string_view label = in.Bytes(label_len);
-    if (!in.ok || label_len > kMaxLabelBytes || kind > static_cast<uint8_t>(Kind::kTag) ||
+    if (!in.ok() || label_len > kMaxLabelBytes || kind > static_cast<uint8_t>(Kind::kTag) ||
         e.change_count > kMaxChanges || !std::isfinite(e.peak_share) ||
         !std::isfinite(e.peak_ops)) {
       return bad();
@@ -333,14 +306,14 @@ absl::Status EpisodeLog::Deserialize(std::string_view data, absl::Time saved) {
       e.changes[i].time_ns = in.Get<int64_t>();
       strategy(e.changes[i].strategy);
     }
-    if (!in.ok) return bad();
+    if (!in.ok()) return bad();
     if (e.end_ns == 0) {
       e.end_ns = std::max(absl::ToUnixNanos(saved), e.start_ns);
       e.interrupted = true;
     }
     if (n >= skip) parsed[n - skip] = std::move(e);
   }
-  if (!in.data.empty()) return bad();
+  if (!in.remaining() == 0) return bad();
   std::lock_guard<std::mutex> l(mu_);
   for (size_t i = 0; i < capacity_; ++i) {
     if (i < parsed.size()) {

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "byte_codec.h"
 #include "hotkey/text/json.h"
 
 namespace hotkey::aggregate {
@@ -23,37 +24,6 @@ namespace json = boost::json;
 std::string Stamp(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
 }
-
-// Little-endian writer and bounds-checked reader of Serialize()'s format.
-void Put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }
-template <typename T>
-void PutValue(std::string* out, T v) {
-  Put(out, &v, sizeof v);  // the daemon builds for little-endian hosts only (x86-64, arm64)
-}
-struct Reader {
-  std::string_view data;
-  bool ok = true;
-  template <typename T>
-  T Get() {
-    T v{};
-    if (data.size() < sizeof v) {
-      ok = false;
-      return v;
-    }
-    std::memcpy(&v, data.data(), sizeof v);
-    data.remove_prefix(sizeof v);
-    return v;
-  }
-  std::string_view Bytes(size_t n) {
-    if (data.size() < n) {
-      ok = false;
-      return {};
-    }
-    std::string_view s = data.substr(0, n);
-    data.remove_prefix(n);
-    return s;
-  }
-};
 
 constexpr uint8_t kFormatVersion = 1;
 // Serialize()'s fixed bytes: per ring, its step and count; per window, start, span, two
@@ -344,33 +314,34 @@ std::string History::Json(const Query& q) const {
 std::string History::Serialize() const {
   std::lock_guard<std::mutex> l(mu_);
   std::string out;
-  PutValue<uint8_t>(&out, kFormatVersion);
+  internal::ByteWriter bw(&out);
+  bw.Put<uint8_t>(kFormatVersion);
   for (const Ring* r : {&fine_, &coarse_}) {
-    PutValue<int64_t>(&out, absl::ToInt64Nanoseconds(r->step));
-    PutValue<uint32_t>(&out, static_cast<uint32_t>(r->count));
+    bw.Put<int64_t>(absl::ToInt64Nanoseconds(r->step));
+    bw.Put<uint32_t>(static_cast<uint32_t>(r->count));
     for (size_t age = r->count; age-- > 0;) {
       const size_t index = Index(*r, age);
       const Window& w = r->windows[index];
-      PutValue(&out, w.start_ns);
-      PutValue(&out, w.span_seconds);
-      PutValue(&out, w.ops[0]);
-      PutValue(&out, w.ops[1]);
-      PutValue(&out, w.ticks);
-      PutValue(&out, w.keys);
-      PutValue(&out, w.slots);
-      PutValue(&out, w.tags);
+      bw.Put(w.start_ns);
+      bw.Put(w.span_seconds);
+      bw.Put(w.ops[0]);
+      bw.Put(w.ops[1]);
+      bw.Put(w.ticks);
+      bw.Put(w.keys);
+      bw.Put(w.slots);
+      bw.Put(w.tags);
       const size_t base = index * r->per_window;
       auto items = [&](size_t offset, size_t n) {
         for (size_t i = 0; i < n; ++i) {
           const Item& it = r->items[base + offset + i];
-          PutValue(&out, it.id);
-          PutValue(&out, it.ops[0]);
-          PutValue(&out, it.ops[1]);
-          PutValue(&out, it.peak_share);
-          PutValue<uint8_t>(&out, it.hot);
-          PutValue(&out, it.label_len);
+          bw.Put(it.id);
+          bw.Put(it.ops[0]);
+          bw.Put(it.ops[1]);
+          bw.Put(it.peak_share);
+          bw.Put<uint8_t>(it.hot);
+          bw.Put(it.label_len);
           const std::string_view label = Label(*r, base + offset + i);
-          Put(&out, label.data(), label.size());
+          bw.Bytes(label);
         }
       };
       items(0, w.keys);
@@ -390,8 +361,8 @@ size_t History::MaxSerializedBytes() {
 }
 
 absl::Status History::Deserialize(std::string_view data) {
-  Reader in{data};
-  if (in.Get<uint8_t>() != kFormatVersion || !in.ok) {
+  internal::ByteReader in(data);
+  if (in.Get<uint8_t>() != kFormatVersion || !in.ok()) {
     return absl::DataLossError("history: unknown format version");
   }
   const auto bad = [] { return absl::DataLossError("history: truncated or corrupt"); };
@@ -400,7 +371,7 @@ absl::Status History::Deserialize(std::string_view data) {
   for (Ring* r : {&fresh.fine_, &fresh.coarse_}) {
     (void)in.Get<int64_t>();  // the step it was saved with: its windows keep their own spans
     const uint32_t count = in.Get<uint32_t>();
-    if (!in.ok || count > in.data.size() / kWindowBytes) return bad();
+    if (!in.ok() || count > in.remaining() / kWindowBytes) return bad();
     for (uint32_t n = 0; n < count; ++n) {
       Window w;
       w.start_ns = in.Get<int64_t>();
@@ -409,7 +380,7 @@ absl::Status History::Deserialize(std::string_view data) {
       w.ops[1] = in.Get<double>();
       w.ticks = in.Get<uint32_t>();
       const uint16_t counts[3] = {in.Get<uint16_t>(), in.Get<uint16_t>(), in.Get<uint16_t>()};
-      if (!in.ok || !std::isfinite(w.span_seconds) || w.span_seconds < 0 ||
+      if (!in.ok() || !std::isfinite(w.span_seconds) || w.span_seconds < 0 ||
           !std::isfinite(w.ops[0]) || !std::isfinite(w.ops[1]) || w.ops[0] < 0 || w.ops[1] < 0) {
         return bad();
       }
@@ -431,7 +402,7 @@ absl::Status History::Deserialize(std::string_view data) {
           it.hot = in.Get<uint8_t>() != 0;
           const uint16_t len = in.Get<uint16_t>();
           const std::string_view label = in.Bytes(len);
-          if (!in.ok || !std::isfinite(it.ops[0]) || !std::isfinite(it.ops[1]) ||
+          if (!in.ok() || !std::isfinite(it.ops[0]) || !std::isfinite(it.ops[1]) ||
               !std::isfinite(it.peak_share)) {
             return bad();
           }
@@ -449,7 +420,7 @@ absl::Status History::Deserialize(std::string_view data) {
       r->windows[index] = w;
     }
   }
-  if (!in.ok || !in.data.empty()) return bad();
+  if (!in.ok() || !in.remaining() == 0) return bad();
   std::lock_guard<std::mutex> l(mu_);
   fine_ = std::move(fresh.fine_);
   coarse_ = std::move(fresh.coarse_);

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "byte_codec.h"
 #include "hotkey/aggregate/episodes.h"
 #include "hotkey/aggregate/history.h"
 
@@ -46,15 +47,6 @@ constexpr std::string_view kTrackerTag = "TRKR";
 constexpr std::string_view kHistoryTag = "HIST";
 constexpr std::string_view kEpisodesTag = "EPIS";
 
-void PutLe64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint64_t GetLe64(std::string_view d) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(d[i])} << (8 * i);
-  return v;
-}
-
 // The options a saved tracker must share with the daemon's to be restored.
 bool SameOptions(const sketch::HeavyHittersOptions& a, const sketch::HeavyHittersOptions& b) {
   return a.candidates == b.candidates && a.sketch_bytes == b.sketch_bytes &&
@@ -66,14 +58,16 @@ bool SameOptions(const sketch::HeavyHittersOptions& a, const sketch::HeavyHitter
 
 std::string StateStore::Stamped(std::string_view tracker, absl::Time wall, std::string_view history,
                                 std::string_view episodes) {
-  std::string out(kMagic2);
+  std::string out;
   out.reserve(kHeaderBytes + 3 * kSectionHeaderBytes + tracker.size() + history.size() +
               episodes.size());
-  PutLe64(&out, static_cast<uint64_t>(absl::ToUnixNanos(wall)));
-  const auto section = [&out](std::string_view tag, std::string_view bytes) {
-    out.append(tag);
-    PutLe64(&out, bytes.size());
-    out.append(bytes);
+  internal::ByteWriter w(&out);
+  w.Bytes(kMagic2);
+  w.Put<int64_t>(absl::ToUnixNanos(wall));
+  const auto section = [&w](std::string_view tag, std::string_view bytes) {
+    w.Bytes(tag);
+    w.Put<uint64_t>(bytes.size());
+    w.Bytes(bytes);
   };
   section(kTrackerTag, tracker);
   if (!history.empty()) section(kHistoryTag, history);
@@ -193,21 +187,21 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
   const bool v1 = data.substr(0, kMagic.size()) == kMagic;
   const bool v2 = data.substr(0, kMagic2.size()) == kMagic2;
   if ((v1 || v2) && data.size() >= kHeaderBytes) {
-    saved = absl::FromUnixNanos(static_cast<int64_t>(GetLe64(data.substr(kMagic.size()))));
+    internal::ByteReader header(data.substr(kMagic.size()));
+    saved = absl::FromUnixNanos(header.Get<int64_t>());
     downtime = std::max(wall - saved, absl::ZeroDuration());  // a clock stepped back: none
     data.remove_prefix(kHeaderBytes);
   }
   if (v2) {
-    std::string_view rest = data, tracker;
+    internal::ByteReader rest(data);
+    std::string_view tracker;
     bool has_tracker = false;
-    while (!rest.empty()) {
-      if (rest.size() < kSectionHeaderBytes) return move_aside("a section header is cut");
-      const std::string_view tag = rest.substr(0, 4);
-      const uint64_t n = GetLe64(rest.substr(4));
-      rest.remove_prefix(kSectionHeaderBytes);
-      if (n > rest.size()) return move_aside("a section is cut");
-      const std::string_view bytes = rest.substr(0, n);
-      rest.remove_prefix(n);
+    while (rest.remaining() > 0) {
+      if (rest.remaining() < kSectionHeaderBytes) return move_aside("a section header is cut");
+      const std::string_view tag = rest.Bytes(4);
+      const uint64_t n = rest.Get<uint64_t>();
+      if (n > rest.remaining()) return move_aside("a section is cut");
+      const std::string_view bytes = rest.Bytes(n);
       if (tag == kTrackerTag) {
         tracker = bytes;
         has_tracker = true;
