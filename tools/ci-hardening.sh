@@ -64,7 +64,7 @@ configure() {  # configure BUILD_DIR ARGS...
 # The unit tests of a Release build (asserts off, -O3 -march=native: what a package runs),
 # then the install rules. The end-to-end tests run in the RelWithDebInfo and ASan builds.
 release_tests=(version_test sketch_test model_test parsers_test config_test log_test http_test
-  source_test exporter_test daemon_test tools_test)
+  source_test aggregate_test web_test daemon_test tools_test)
 run_release_tests() {
   local names
   names=$(IFS='|' && echo "${release_tests[*]}")

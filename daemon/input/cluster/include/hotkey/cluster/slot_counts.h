@@ -5,7 +5,7 @@
 // thousand keys "profile:{42}:*", none hot alone, are one hot tag and one hot slot here.
 //
 // The slot counts are undecayed sums since creation (weights, so sampling-scaled like the
-// tracker's raw totals): the aggregator takes their differences over time (exporter/slots.h).
+// tracker's raw totals): the aggregator takes their differences over time (aggregate/slots.h).
 //
 // Memory is fixed at creation: kSlots doubles plus the tag tracker (MemoryBytes()); copies
 // of the same shape copy-assign into each other with no allocation (report_buffer.h).
