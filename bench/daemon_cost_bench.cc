@@ -43,10 +43,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "bench_util.h"
+#include "hotkey/aggregate/aggregator.h"
+#include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/config/flag_parser.h"
 #include "hotkey/config/options.h"
-#include "hotkey/exporter/aggregator.h"
-#include "hotkey/exporter/metrics.h"
 #include "hotkey/loadgen/sender.h"
 #include "hotkey/parsers/wire.h"
 #include "hotkey/sketch/count_min.h"
@@ -54,6 +54,7 @@
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/report_buffer.h"
 #include "hotkey/source/tracker_options.h"
+#include "hotkey/web/metrics.h"
 
 namespace {
 
@@ -189,12 +190,12 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
     reloadable.exporter.min_share = 1e-9;
     reloadable.exporter.min_key_ops_per_second = 0;
   }
-  exporter::Aggregator agg(track, reloadable, "", tracker.now(), nullptr);
+  aggregate::Aggregator agg(track, reloadable, "", tracker.now(), nullptr);
   source::ReportBuffer buffer(tracker);
   source::SourceCounters counters;
-  std::shared_ptr<const exporter::Snapshot> snap;
-  exporter::SnapshotCollector collector([&] { return snap; },
-                                        [] { return exporter::ReloadStatus{}; });
+  std::shared_ptr<const aggregate::Snapshot> snap;
+  aggregate::SnapshotStore store(reloadable.cluster, nullptr, nullptr, nullptr);
+  web::SnapshotCollector collector(store);
   absl::Time now = tracker.now();
   size_t next = 0;
   // One tick: a datagram of traffic (untimed, so the shard is not idle), then the timed
@@ -212,8 +213,9 @@ void TickCase(const std::vector<std::string>& corpus, uint32_t candidates, uint3
     double c1 = ThreadCpuSeconds();
     std::shared_ptr<const source::ReceiverReport> r = buffer.Latest();
     snap = agg.Build(std::span(&r, 1), now, 0);
+    store.Publish(snap);
     double c2 = ThreadCpuSeconds();
-    *bytes = exporter::RenderText(collector).size();
+    *bytes = web::RenderText(collector).size();
     double c3 = ThreadCpuSeconds();
     *publish += c1 - c0;
     *build += c2 - c1;

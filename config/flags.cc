@@ -92,7 +92,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddBool("web.systemd-socket", "Serve on the listening sockets systemd passes (socket activation, deploy/systemd/hotkeyd.socket) instead of --web.listen-address.", &o.web.systemd_socket);
   p.AddBool("web.enable-lifecycle", "Enable POST /-/reload (without it the endpoint answers 403); SIGHUP reloads either way.", &o.web.enable_lifecycle);
   p.AddString("web.telemetry-path", "Path under which to expose metrics.", &o.web.telemetry_path);
-  p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start. With basic auth, an address (IPv4, or IPv6 /64) has one password check queued at a time, 8 at most in all, and after failures waits 1 s, doubling to 30 s; a 401 closes its connection.", &o.web.config_file);
+  p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start, then re-read on SIGHUP and when it, or a file it names, changes (checked every 2 s); a broken new file keeps the old one. With basic auth, an address (IPv4, or IPv6 /64) has one password check queued at a time, 8 at most in all, and after failures waits 1 s, doubling to 30 s; a 401 closes its connection.", &o.web.config_file);
   p.AddBool("web.health-without-auth", "Answer /-/healthy and /-/ready without credentials when basic auth is on.", &o.web.health_without_auth);
 
   p.Section("Hot-key feed (GET /api/v1/hotkeys, for client kits; policy in the rules file)");
@@ -100,7 +100,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
 
   p.Section("Rules file (alert and export policy)");
   p.AddString("config.file", "YAML rules file: when a key is hot (alert, thresholds per key pattern) and which keys are exported and how they are labelled (export); config/example-rules.yml has every key. Re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle). Empty: the defaults.", &o.config_file);
-  p.AddBool("check-config", "Check the flags, --config.file, --web.config.file and the tap's capture (opened as a start opens it, then closed), print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
+  p.AddBool("check-config", "Check the flags, --config.file, --web.config.file (certificates included), --key.hash-secret-file, the tap's capture (opened as a start opens it, then closed) and the shard (asked once), print the result and exit (0: valid, 1: not) without binding any socket.", &o.check_config);
 
   p.Section("UDP events");
   p.AddString("udp.listen-address", "Address to receive event datagrams on: host:port, [ipv6]:port or :port (all interfaces). Empty: no UDP (with the tap or --demo). Off by default with --tap.weight=bytes, and refused with it: one hotkeyd counts one unit.", &o.udp.listen_address);
@@ -148,7 +148,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddDuration("tap.idle-timeout", "A connection idle this long is forgotten (1s to 24h).", &o.tap.idle_timeout).Advanced();
 
   p.Section("Shard (measured inputs of the advice model)");
-  p.AddString("shard.address", "The shard to ask for its load and shape (INFO, CLUSTER NODES, stats): host:port, [ipv6]:port or a Unix socket path. Empty: 127.0.0.1:<first --tap.port> with the tap, else none.", &o.shard.address);
+  p.AddString("shard.address", "The shard to ask for its load and shape (INFO, CLUSTER NODES, stats): host:port, [ipv6]:port or a Unix socket path. Empty: 127.0.0.1:<first --tap.port> with --tap.interface, else none (a --tap.file capture was recorded elsewhere).", &o.shard.address);
   p.AddCustom("shard.protocol", "The shard's protocol: redis or memcached; empty: as --tap.protocol.", "",
       [&o](std::string_view v) {
        if (v.empty()) {  // as the tap

@@ -4,7 +4,7 @@
 // daemon/serving/http/server.cc's sessions parse it (Beast's request_parser with the same
 // http::HttpLimits, one fresh parser per pipelined request), each parsed request is turned into
 // an http::HttpRequest the same way (method, target split at '?', body) and answered by
-// exporter::WebRoutes::Handle over a fixed Snapshot built by exporter::Aggregator from a small
+// web::WebRoutes::Handle over a fixed Snapshot built by aggregate::Aggregator from a small
 // tracker (keys with quotes, backslashes and invalid UTF-8), with a real SnapshotCollector
 // behind /metrics. http::ParseQuery runs on every query too.
 //
@@ -22,15 +22,17 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include "fake_clock.h"
 #include "fuzz_util.h"
+#include "hotkey/aggregate/aggregator.h"
+#include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/config/options.h"
-#include "hotkey/exporter/aggregator.h"
-#include "hotkey/exporter/metrics.h"
-#include "hotkey/exporter/web.h"
 #include "hotkey/http/query.h"
 #include "hotkey/http/server.h"
 #include "hotkey/parsers/wire.h"
 #include "hotkey/source/udp_counters.h"
+#include "hotkey/web/metrics.h"
+#include "hotkey/web/web.h"
 
 namespace hotkey::fuzz {
 
@@ -42,7 +44,7 @@ constexpr size_t kMaxResponseBytes = size_t{4} << 20;
 
 // The snapshot every request sees: two receivers' trackers fed a few keys, aggregated over
 // two ticks so one key is in a hot episode (hot_since, peak_share and advice are written).
-std::shared_ptr<const exporter::Snapshot> MakeSnapshot() {
+std::shared_ptr<const aggregate::Snapshot> MakeSnapshot() {
   const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
   sketch::HeavyHittersOptions o;
   o.candidates = 16;
@@ -58,9 +60,9 @@ std::shared_ptr<const exporter::Snapshot> MakeSnapshot() {
   reloadable.alert.min_dwell = absl::ZeroDuration();
   reloadable.alert.rules.push_back(
       config::ThresholdRule{config::ThresholdRule::kGlob, "health*", 0, true});
-  exporter::Aggregator aggregator(track, reloadable, /*label_secret=*/{}, t0,
-                                  [](std::string_view) {});
-  std::shared_ptr<const exporter::Snapshot> snap;
+  aggregate::Aggregator aggregator(track, reloadable, /*label_secret=*/{}, t0,
+                                   [](std::string_view) {});
+  std::shared_ptr<const aggregate::Snapshot> snap;
   std::vector<std::shared_ptr<const source::ReceiverReport>> reports;
   for (int tick = 1; tick <= 2; ++tick) {
     const absl::Time now = t0 + absl::Milliseconds(250 * tick);
@@ -91,29 +93,22 @@ std::shared_ptr<const exporter::Snapshot> MakeSnapshot() {
 }
 
 struct World {
-  World()
-      : snapshot(MakeSnapshot()),
-        collector([this] { return snapshot; },
-                  [] {
-                    return exporter::ReloadStatus{true, absl::FromUnixSeconds(1'700'000'000)};
-                  }),
-        routes("/metrics", Hooks()) {}
+  World() : collector(store), routes("/metrics", store, wall, collector, nullptr, Reload()) {
+    store.NoteReload(absl::OkStatus(), store.cluster(), absl::FromUnixSeconds(1'700'000'000));
+    store.Publish(MakeSnapshot());
+  }
 
-  exporter::WebHooks Hooks() {
-    exporter::WebHooks h;
-    h.snapshot = [this] { return snapshot; };
-    h.reload = [this] {
+  web::WebRoutes::ReloadAction Reload() {
+    return [this] {
       // Alternate success and failure, as a file being edited would.
       return ++reloads % 2 ? absl::OkStatus() : absl::InvalidArgumentError("line 3: bad");
     };
-    h.cluster = [] { return config::ReloadableOptions().cluster; };
-    h.metrics = &collector;
-    return h;
   }
 
-  std::shared_ptr<const exporter::Snapshot> snapshot;
-  exporter::SnapshotCollector collector;
-  exporter::WebRoutes routes;
+  hotkey::testing::FakeClock wall;
+  aggregate::SnapshotStore store{config::ReloadableOptions().cluster, nullptr, nullptr, nullptr};
+  web::SnapshotCollector collector;
+  web::WebRoutes routes;
   int reloads = 0;
 };
 

@@ -11,6 +11,16 @@ is marked as tuning) and from config/example-rules.yml (every key with its defau
 test regenerates that part and fails, with a diff, when the page differs: a flag added,
 removed or changed without the page. `--write` rewrites the page's generated part instead.
 
+It fails when the rules file on the page and the binary disagree on a key: for each map
+of the example (the top level, `alert`, `export`, `feed`, and the items of `thresholds`,
+`feed.pin` and `feed.block`) it gives hotkeyd a rules file with an unknown key there and
+reads the keys the binary knows from its refusal (`unknown key (known here: ...)`). A key the
+binary knows that the example lacks, or a key of the example the binary does not know, fails
+it. The items of a list count the keys the example gives them plus those its list's own
+comment names as `key:` (`block:  # ... (key:, prefix: or glob:)`); a top-level key the binary
+knows only to refuse (`cluster:`, refused with the `--cluster.*` flags to use) must be said
+so in the page's prose.
+
 It also fails when README.md or a docs/*.md page (--docs) names a dotted hotkeyd flag
 (`--web.listen-address`, `--tap.port`, ...) that `--help-all` does not list, unless hotkeyd
 itself refuses that flag as one that moved to the rules file (the page may say so).
@@ -18,9 +28,13 @@ itself refuses that flag as one that moved to the rules file (the page may say s
 
 import argparse
 import difflib
+import os
 import re
 import subprocess
 import sys
+import tempfile
+
+import yaml
 
 BEGIN = ("<!-- generated: tests/docs/configuration_doc_test.py --write regenerates this part "
          "from hotkeyd --help-all and config/example-rules.yml; do not edit it by hand -->")
@@ -113,6 +127,84 @@ def moved_to_rules_file(binary, flag):
     return r.returncode != 0 and "moved to the rules file" in (r.stdout + r.stderr)
 
 
+PROBE = "zz_undocumented_probe"
+
+
+def check_config(binary, rules_text):
+    """What `hotkeyd --check-config` says of a rules file holding `rules_text`."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
+        f.write(rules_text)
+    try:
+        r = subprocess.run([binary, "--check-config", f"--config.file={f.name}"],
+                           capture_output=True, text=True, timeout=30)
+    finally:
+        os.unlink(f.name)
+    return r.stdout + r.stderr
+
+
+def known_keys(binary, rules_text):
+    """The keys hotkeyd knows where `rules_text` puts PROBE: from its refusal's
+    `unknown key (known here: a, b)`."""
+    said = check_config(binary, rules_text)
+    m = re.search(r"unknown key \(known here: ([^)]*)\)", said)
+    if not m:
+        sys.exit(f"FAIL: hotkeyd did not name the keys it knows for:\n{rules_text}\n{said}")
+    return set(m.group(1).split(", "))
+
+
+def list_comment_keys(rules_text, name):
+    """The item keys the comment on the line of list `name:` names as `key:`."""
+    for line in rules_text.splitlines():
+        m = re.match(rf"^\s*{name}:\s*#(.*)$", line)
+        if m:
+            return set(re.findall(r"(?<![\w.])([a-z_]+):", m.group(1)))
+    return set()
+
+
+def rules_key_failures(binary, rules_text, page_text):
+    """Where the example rules file and hotkeyd's rules parser disagree on a key."""
+    example = yaml.safe_load(rules_text)
+    failures = []
+
+    def probe(path):
+        """A rules file with PROBE at `path` (names; "[]" for a list's item)."""
+        node = {PROBE: 1}
+        for part in reversed(path):
+            node = [node] if part == "[]" else {part: node}
+        return yaml.safe_dump(node)
+
+    def check(path, documented):
+        where = ".".join(p for p in path if p != "[]") or "the top level"
+        if path and path[-1] == "[]":
+            where += " items"
+        known = known_keys(binary, probe(path))
+        for key in sorted(known - documented):
+            if not path:
+                refusal = check_config(binary, yaml.safe_dump({key: {"shards": 1}}))
+                if "--cluster." in refusal and f"`{key}:`" in page_text:
+                    continue  # known only to be refused, as the page says
+            failures.append(f"rules file: hotkeyd knows {where} key `{key}`, which the "
+                            "example rules file does not document")
+        for key in sorted(documented - known):
+            failures.append(f"rules file: the example documents {where} key `{key}`, which "
+                            "hotkeyd does not know")
+
+    def walk(path, node):
+        if isinstance(node, dict):
+            check(path, set(node))
+            for k, v in node.items():
+                walk(path + [k], v)
+        elif isinstance(node, list) and node and all(isinstance(i, dict) for i in node):
+            keys = set().union(*node) | list_comment_keys(rules_text, path[-1])
+            check(path + ["[]"], keys)
+            for item in node:
+                for k, v in item.items():
+                    walk(path + ["[]", k], v)
+
+    walk([], example)
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hotkeyd", required=True)
@@ -140,6 +232,7 @@ def main():
                         f"`python3 tests/docs/configuration_doc_test.py --hotkeyd "
                         f"build/daemon/hotkeyd --doc {args.doc} --rules {args.rules} "
                         f"--write`:\n{diff}")
+    failures += rules_key_failures(args.hotkeyd, rules_text, doc)
     known = {f for _, rows in parse_help(help_all) for f, _, _ in rows}
     flags = sum(len(rows) for _, rows in parse_help(help_all))
     print(f"--help-all lists {flags} flags in {len(parse_help(help_all))} sections")

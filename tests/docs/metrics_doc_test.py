@@ -4,18 +4,19 @@
 Usage: metrics_doc_test.py --doc docs/metrics.md --readme README.md [docs/PAGE.md ...]
                            --hotkeyd BIN --pcap tests/daemon/input/tap/testdata/redis_mix.pcap
 
-Starts one hotkeyd with every optional family switched on (the demo load, the tap reading a
-recorded capture, a measured-loads file, a web config file and a real redis-server on a Unix
-socket to ask for its load), scrapes /metrics once the capture is read, the demo has hot keys
-and the shard has answered twice; then one with a bytes-weighted tap on the same capture
-(whose rate families replace the ops ones). Fails when, over both pages:
-  - a family served is not in the reference, or one in the reference is not served (but
-    those present only beside a Redis Cluster node, which tests/lab/slots_e2e.py sees);
+Starts one hotkeyd with every optional family switched on: the demo load (hot keys, their
+advice, slots and tags), the tap reading a recorded capture, a measured-loads file, a web
+config file, a state file (--storage.path), and a real redis-server on a Unix socket to ask
+for its load, made a one-node Redis Cluster (CLUSTER ADDSLOTSRANGE 0 16383) so that the
+node's own families are served too; it scrapes /metrics once the capture is read, the demo
+has hot keys, the shard has answered as a cluster node and the state was saved. Then one with
+a bytes-weighted tap on the same capture (whose rate families replace the ops ones). Fails
+when, over both pages:
+  - a family served is not in the reference, or one in the reference is not served;
   - a family's type or label names differ from the reference's row (labels: where it has
     samples; hot tags, for one, are not in either page);
-  - the README or another page given with --readme names a `hotkey_*` family that is
-    neither served nor in the reference as present only beside a Redis Cluster node (a
-    stale name).
+  - the README or another page given with --readme names a `hotkey_*` family that is not
+    served (a stale name).
 
 Everything it starts is stopped on exit; every wait is bounded.
 """
@@ -24,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -44,18 +46,6 @@ def documented(doc_text):
             if m.group(1) in out:
                 sys.exit(f"FAIL: {m.group(1)} has two rows in the reference")
             out[m.group(1)] = (m.group(2), labels)
-    return out
-
-
-def needs_cluster(doc_text):
-    """The families the reference says are present only beside a Redis Cluster node, or
-    while a slot move is advised, which a daemon beside one standalone server never serves."""
-    out = set()
-    for line in doc_text.splitlines():
-        cells = [c.strip() for c in line.split("|")]
-        if len(cells) > 4 and cells[1].startswith("`hotkey_") and (
-                "Redis Cluster node" in cells[4] or "move is advised" in cells[4]):
-            out.add(cells[1].strip("`"))
     return out
 
 
@@ -104,26 +94,40 @@ def main():
     open(web_config, "w").close()
     ok = False
     redis_sock = work.file("redis.sock")
+    state = work.file("state")
     try:
-        e2e.Procs.start(["redis-server", "--port", "0", "--unixsocket", redis_sock, "--save", "",
-                         "--appendonly", "no", "--dir", work.path], work.file("redis.log"))
+        # Cluster mode needs a TCP port and a bus port; the daemon asks it on the socket.
+        e2e.Procs.start(["redis-server", "--port", str(e2e.free_port()), "--bind", "127.0.0.1",
+                         "--unixsocket", redis_sock, "--save", "", "--appendonly", "no",
+                         "--dir", work.path, "--cluster-enabled", "yes",
+                         "--cluster-config-file", "nodes.conf",
+                         "--cluster-port", str(e2e.free_port())], work.file("redis.log"))
         e2e.wait_until(lambda: os.path.exists(redis_sock), 10, "redis-server's socket")
+        subprocess.run(["redis-cli", "-s", redis_sock, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"],
+                       check=True, capture_output=True, timeout=10)
+        e2e.wait_until(lambda: "cluster_state:ok" in subprocess.run(
+            ["redis-cli", "-s", redis_sock, "CLUSTER", "INFO"], capture_output=True, text=True,
+            timeout=10).stdout, 10, "the one-node cluster is ok")
         # --run-as= keeps this process's user: started as root where a hotkeyd user exists,
         # the default (auto) would switch to it, which cannot read this test's private files.
         d = e2e.Hotkeyd(args.hotkeyd, "--run-as=", "--demo", f"--tap.file={args.pcap}",
                         f"--tap.port={pcap_server_port(args.pcap)}",
                         f"--model.measured-loads-file={loads}",
                         f"--shard.address={redis_sock}", "--shard.interval=1s",
-                        f"--web.config.file={web_config}", work=work, ready_timeout=30)
+                        f"--web.config.file={web_config}", f"--storage.path={state}",
+                        "--storage.interval=1s", work=work, ready_timeout=30)
 
         def complete():
             text = d.metrics_text()
             return text if ("hotkey_tap_capture_file_done 1" in text and "hotkey_key_hot{" in text
                             and "hotkey_key_advice_info{" in text
                             and "hotkey_shard_cpu_busy_ratio" in text
+                            and "hotkey_cluster_node_info{" in text
+                            and os.path.exists(state)
                             and "hotkey_measured_loads_timestamp_seconds" in text) else None
         text = e2e.wait_until(complete, 30, "a /metrics page with the capture read, a hot key "
-                              "advised, the shard's load and the measured loads", interval=0.1)
+                              "advised, the shard's load, the cluster node, the state saved and "
+                              "the measured loads", interval=0.1)
         b = e2e.Hotkeyd(args.hotkeyd, "--run-as=", f"--tap.file={args.pcap}", "--tap.weight=bytes",
                         f"--tap.port={pcap_server_port(args.pcap)}", "--udp.listen-address=",
                         work=work, ready_timeout=30)
@@ -146,19 +150,16 @@ def main():
     for name in sorted(set(got) - set(doc)):
         failures.append(f"{name} is served but not in {args.doc}")
     for name in sorted(set(doc) - set(got)):
-        if name in needs_cluster(open(args.doc).read()):
-            continue  # served only beside a Redis Cluster node: tests/lab/slots_e2e.py
         failures.append(f"{name} is in {args.doc} but not served")
     for name in sorted(set(doc) & set(got)):
         if doc[name][0] != got[name][0]:
             failures.append(f"{name}: type {got[name][0]} served, {doc[name][0]} documented")
         if got[name][1] and sorted(doc[name][1]) != sorted(got[name][1]):
             failures.append(f"{name}: labels {got[name][1]} served, {doc[name][1]} documented")
-    cluster_only = needs_cluster(open(args.doc).read())
     for page in args.readme:
         # `hotkey_http_*` names a group, not a family.
         names = set(re.findall(r"(?<![\w:])(hotkey_[a-z_]*[a-z])(?![a-z_:*])", open(page).read()))
-        for name in sorted(names - set(got) - cluster_only):
+        for name in sorted(names - set(got)):
             failures.append(f"{page} names {name}, which is not served")
     for f in failures:
         print("FAIL:", f)

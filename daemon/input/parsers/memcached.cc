@@ -2,7 +2,7 @@
 // protocol, framed from one direction of a TCP stream cut anywhere.
 //
 // Protocol (memcached's doc/protocol.txt and proto_text.c, checked against memcached
-// 1.6.18 by tests/parsers/memcached_server_test.py, which pins each server behaviour
+// 1.6.18 by tests/daemon/input/parsers/memcached_server_test.py, which pins each server behaviour
 // named here). A text request is one command line ending in "\n" (a "\r" right before it is
 // dropped), split into tokens on ' ' only (runs of spaces are one separator, a tab is part
 // of a token). Storage commands (set, add, replace, append, prepend, cas: "<cmd> <key>
@@ -83,8 +83,9 @@
 //
 // Cost: one pass over the bytes; a key is copied once (into the arena); no allocation once
 // the arena and the key vectors have grown to what the traffic needs
-// (tests/parsers/memcached_alloc_test.cc), and memory_bytes() <= max_buffer_bytes whenever
-// the limit is at least kFixedBytes (tests/parsers/memcached_test.cc, fuzz_memcached).
+// (tests/daemon/input/parsers/memcached_alloc_test.cc), and memory_bytes() <= max_buffer_bytes
+// whenever the limit is at least kFixedBytes (tests/daemon/input/parsers/memcached_test.cc,
+// fuzz_memcached).
 //
 // Thread-compatible: one parser per flow direction.
 

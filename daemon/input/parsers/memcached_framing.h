@@ -7,7 +7,7 @@
 //
 // Cost: one pass over the bytes; a token is copied only when a segment boundary cuts it
 // (into a kTokenBytes buffer); data blocks and binary values are skipped by counting; no
-// allocation (tests/parsers/memcached_alloc_test.cc runs through it). References:
+// allocation (tests/daemon/input/parsers/memcached_alloc_test.cc runs through it). References:
 // memcached's doc/protocol.txt, proto_text.c and protocol_binary.h.
 //
 // Thread-compatible: one framer per parser, as the parser itself.

@@ -14,15 +14,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "advice_inputs.h"
+#include "hotkey/aggregate/advice_inputs.h"
+#include "hotkey/aggregate/aggregator.h"
+#include "hotkey/aggregate/load_comparison.h"
+#include "hotkey/aggregate/snapshot.h"
+#include "hotkey/aggregate/snapshot_store.h"
+#include "hotkey/aggregate/storage.h"
 #include "hotkey/clock/ticker.h"
 #include "hotkey/cluster/slot_counts.h"
-#include "hotkey/exporter/aggregator.h"
-#include "hotkey/exporter/load_comparison.h"
-#include "hotkey/exporter/metrics.h"
-#include "hotkey/exporter/proc_stats.h"
-#include "hotkey/exporter/snapshot.h"
-#include "hotkey/exporter/web.h"
 #include "hotkey/http/server.h"
 #include "hotkey/http/tls.h"
 #include "hotkey/log/log.h"
@@ -30,22 +29,26 @@
 #include "hotkey/shard/prober.h"
 #include "hotkey/source/tracker_options.h"
 #include "hotkey/source/udp_receiver.h"
-#include "storage.h"
+#include "hotkey/web/metrics.h"
+#include "hotkey/web/proc_stats.h"
+#include "hotkey/web/web.h"
 
 namespace hotkey::daemon {
 
-using exporter::Aggregator;
-using exporter::BuildVersion;
-using exporter::ClusterInputs;
-using exporter::ClusterNode;
-using exporter::LoadComparison;
-using exporter::ReadUdpDrops;
-using exporter::ReloadStatus;
-using exporter::Snapshot;
-using exporter::SnapshotCollector;
-using exporter::StorageStatus;
-using exporter::WebHooks;
-using exporter::WebRoutes;
+using aggregate::AdviceInputs;
+using aggregate::Aggregator;
+using aggregate::ClusterInputs;
+using aggregate::ClusterNode;
+using aggregate::DescribeAdviceInputs;
+using aggregate::LoadComparison;
+using aggregate::Snapshot;
+using aggregate::SnapshotStore;
+using aggregate::StateStore;
+using aggregate::StateWriter;
+using web::BuildVersion;
+using web::ReadUdpDrops;
+using web::SnapshotCollector;
+using web::WebRoutes;
 
 namespace asio = boost::asio;
 
@@ -89,8 +92,7 @@ class Daemon::Impl {
         origin_(mono.Now()),
         ticker_(mono),
         log_(std::move(log)),
-        load_rules_(std::move(load_rules)),
-        cluster_(options.cluster) {}
+        load_rules_(std::move(load_rules)) {}
   ~Impl();
 
   absl::Status Init(Inputs inputs, std::vector<std::unique_ptr<source::EventSource>> extra);
@@ -147,24 +149,26 @@ class Daemon::Impl {
   std::vector<std::unique_ptr<source::EventSource>> sources_;
   std::vector<source::UdpReceiver*> receivers_;
   std::vector<uint64_t> inodes_;
-  std::unique_ptr<Aggregator> aggregator_;  // io thread
+  std::unique_ptr<Aggregator> aggregator_;      // io thread
+  std::unique_ptr<LoadComparison> comparison_;  // with poll_measured_loads_
+  // What serving reads: the snapshot, the configured cluster, the reload and storage status.
+  std::unique_ptr<SnapshotStore> store_;
   std::unique_ptr<SnapshotCollector> collector_;
-  std::unique_ptr<exporter::FeedHub> feed_;  // io thread; outlives routes_ and http_
+  std::unique_ptr<web::FeedHub> feed_;  // io thread; outlives routes_ and http_
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<http::HttpServer> http_;
   std::atomic<bool> build_pending_{false};
-  std::unique_ptr<StateStore> store_;           // null without --storage.path
-  std::unique_ptr<StateWriter> writer_;         // with store_: its writes, off the io thread
-  WebConfigPoller poll_web_config_;             // null: not re-read
-  MeasuredLoadsPoller poll_measured_loads_;     // null: no measured loads
-  std::unique_ptr<LoadComparison> comparison_;  // with poll_measured_loads_
-  std::unique_ptr<Collectables> all_metrics_;   // collector_, feed_, comparison_
+  std::unique_ptr<StateStore> state_;          // null without --storage.path
+  std::unique_ptr<StateWriter> writer_;        // with state_: its writes, off the io thread
+  WebConfigPoller poll_web_config_;            // null: not re-read
+  MeasuredLoadsPoller poll_measured_loads_;    // null: no measured loads
+  std::unique_ptr<Collectables> all_metrics_;  // collector_, feed_
   // The shard asked for its own figures (shard/prober.h): none without a live tap or
   // --shard.address.
   std::string shard_address_;
   std::unique_ptr<shard::Prober> prober_;  // io thread
   // In a Redis Cluster, with slots tracked: the other primaries, asked after each answer of
-  // the own shard, for the slot-move plans (exporter/slots.h). io thread.
+  // the own shard, for the slot-move plans (aggregate/slots.h). io thread.
   std::unique_ptr<shard::PeerProbers> peers_;
   std::optional<shard::Measurement> measured_;  // io thread: the last answer
   uint64_t shard_answers_ = 0;                  // io thread: answers with a load
@@ -175,12 +179,6 @@ class Daemon::Impl {
   std::mutex reload_mu_;              // one Reload() at a time, so its steps stay in order
   uint64_t reload_seq_ = 0;           // guarded by reload_mu_
   uint64_t applied_reload_seq_ = 0;   // io thread
-
-  mutable std::mutex mu_;
-  std::shared_ptr<const Snapshot> snapshot_;  // guarded by mu_
-  ReloadStatus reload_status_;                // guarded by mu_
-  StorageStatus storage_status_;              // guarded by mu_
-  model::Cluster cluster_;                    // guarded by mu_
 };
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
@@ -215,22 +213,25 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
                                 std::vector<std::unique_ptr<source::EventSource>> extra) {
   absl::StatusOr<config::ReloadableOptions> reloadable = load_rules_();
   if (!reloadable.ok()) return reloadable.status();
-  cluster_ = reloadable->cluster;
-  reload_status_.last_successful = true;
-  reload_status_.last_success = wall_.Now();
-  if (inputs.poll_web_config) {
-    poll_web_config_ = std::move(inputs.poll_web_config);
-    reload_status_.web_config_watched = true;
-    reload_status_.web_config_last_success = wall_.Now();
+  if (inputs.poll_measured_loads) {
+    poll_measured_loads_ = std::move(inputs.poll_measured_loads);
+    comparison_ = std::make_unique<LoadComparison>(options_.measured_loads);
   }
-  feed_ = std::make_unique<exporter::FeedHub>(options_.feed_max_subscribers, inputs.label_secret,
-                                              *reloadable, origin_);
+  feed_ = std::make_unique<web::FeedHub>(options_.feed_max_subscribers, inputs.label_secret,
+                                         *reloadable, origin_);
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
                                              std::move(inputs.label_secret), origin_, log_);
   aggregator_->SetCountsBytes(options_.CountsBytes());
+  store_ = std::make_unique<SnapshotStore>(reloadable->cluster, &aggregator_->history(),
+                                           &aggregator_->episodes(), comparison_.get());
+  store_->NoteReload(absl::OkStatus(), reloadable->cluster, wall_.Now());
+  if (inputs.poll_web_config) {
+    poll_web_config_ = std::move(inputs.poll_web_config);
+    store_->WatchWebConfig(wall_.Now());
+  }
   const config::ShardOptions shard = options_.shard.Resolved(options_.tap);
   shard_address_ = shard.address;
-  aggregator_->SetModelInputs(AdviceInputs(options_, cluster_, shard_address_, nullptr));
+  aggregator_->SetModelInputs(AdviceInputs(options_, store_->cluster(), shard_address_, nullptr));
   if (!shard_address_.empty()) {
     prober_ = std::make_unique<shard::Prober>(io_, shard, mono_,
                                               [this](const shard::Measurement& m) { Measured(m); });
@@ -270,54 +271,19 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   }
 
   if (!options_.storage.path.empty()) {
-    store_ = std::make_unique<StateStore>(options_.storage.path);
-    writer_ = std::make_unique<StateWriter>(*store_, [this](const absl::Status& s) { Saved(s); });
-    storage_status_.enabled = true;
+    state_ = std::make_unique<StateStore>(options_.storage.path);
+    writer_ = std::make_unique<StateWriter>(*state_, [this](const absl::Status& s) { Saved(s); });
+    store_->EnableStorage();
     RestoreState();
   }
-  collector_ = std::make_unique<SnapshotCollector>([this] { return snapshot(); },
-                                                   [this] {
-                                                     std::lock_guard<std::mutex> l(mu_);
-                                                     return reload_status_;
-                                                   },
-                                                   [this] {
-                                                     std::lock_guard<std::mutex> l(mu_);
-                                                     return storage_status_;
-                                                   });
-  collector_->SetHttpSource([this] { return http_ ? http_->stats() : http::HttpServerStats{}; });
-  WebHooks hooks;
-  hooks.snapshot = [this] { return snapshot(); };
-  // Without --web.enable-lifecycle, POST /-/reload answers 403 (exporter/web.h).
-  if (options_.web.enable_lifecycle) hooks.reload = [this] { return Reload(); };
-  hooks.cluster = [this] {
-    std::lock_guard<std::mutex> l(mu_);
-    return cluster_;
-  };
-  hooks.history = &aggregator_->history();
-  hooks.episodes = &aggregator_->episodes();
-  hooks.now = [this] { return wall_.Now(); };
-  hooks.feed = feed_.get();
-  std::vector<const prometheus::Collectable*> metrics = {collector_.get(), feed_.get()};
-  if (inputs.poll_measured_loads) {
-    poll_measured_loads_ = std::move(inputs.poll_measured_loads);
-    comparison_ = std::make_unique<LoadComparison>(options_.measured_loads);
-    metrics.push_back(comparison_.get());
-    hooks.measured = [this] {
-      // The cluster the advice used (measured where it could be), as Observe() is given.
-      const std::shared_ptr<const Snapshot> snap = snapshot();
-      model::Cluster cluster;
-      if (snap) {
-        cluster = snap->model.cluster;
-      } else {
-        std::lock_guard<std::mutex> l(mu_);
-        cluster = cluster_;
-      }
-      return comparison_->Json(cluster, wall_.Now());
-    };
-  }
-  all_metrics_ = std::make_unique<Collectables>(std::move(metrics));
-  hooks.metrics = all_metrics_.get();
-  routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, std::move(hooks));
+  collector_ = std::make_unique<SnapshotCollector>(*store_);
+  all_metrics_ = std::make_unique<Collectables>(
+      std::vector<const prometheus::Collectable*>{collector_.get(), feed_.get()});
+  WebRoutes::ReloadAction reload;
+  // Without --web.enable-lifecycle, POST /-/reload answers 403 (web/web.h).
+  if (options_.web.enable_lifecycle) reload = [this] { return Reload(); };
+  routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, *store_, wall_, *all_metrics_,
+                                        feed_.get(), std::move(reload));
   // Feed streams count toward the connection cap but are never closed to make room: the
   // cap grows by as many as may stream, so they never lock a scraper out.
   http::HttpLimits limits;
@@ -328,13 +294,14 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
       std::move(inputs.web_listen_fds));
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
+  collector_->SetHttpServer(http_.get());
 
   // The periodic jobs; the file polls and the save first (see daemon.h).
   if (poll_measured_loads_) {
     OnIoEvery(kMeasuredLoadsPollInterval, [this] { PollMeasuredLoads(); });
   }
   if (poll_web_config_) OnIoEvery(kWebConfigPollInterval, [this] { PollWebConfig(); });
-  if (store_) OnIoEvery(options_.storage.interval, [this] { SaveState(); });
+  if (state_) OnIoEvery(options_.storage.interval, [this] { SaveState(); });
   ticker_.Every(options_.track.publish_interval, [this](absl::Time) {
     for (const auto& s : sources_) s->RequestPublish();
   });
@@ -387,7 +354,7 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
   measured_ = m;
   if (m.load) ++shard_answers_;
   aggregator_->SetModelInputs(
-      AdviceInputs(options_, cluster_, shard_address_, &*measured_, shard_answers_));
+      AdviceInputs(options_, store_->cluster(), shard_address_, &*measured_, shard_answers_));
   if (m.topology && options_.TracksSlots()) {
     if (!peers_) {
       peers_ =
@@ -397,10 +364,10 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
     // cluster asking every other node every interval would load the shards (INFO and
     // CLUSTER NODES from every node) for a plan nobody needs. Otherwise no peer is asked and
     // no load is kept.
-    const std::shared_ptr<const Snapshot> snap = snapshot();
+    const std::shared_ptr<const Snapshot> snap = store_->snapshot();
     const bool move = snap && std::any_of(snap->slots.slots.begin(), snap->slots.slots.end(),
-                                          [](const exporter::SlotSnapshot& s) {
-                                            return s.advice == exporter::SlotAdvice::kMove;
+                                          [](const aggregate::SlotSnapshot& s) {
+                                            return s.advice == aggregate::SlotAdvice::kMove;
                                           });
     peers_->SetTopology(move ? *m.topology : cluster::Topology{});
     if (move) peers_->ProbeAll();
@@ -514,7 +481,7 @@ void Daemon::Impl::DoShutdown() {
   // The last reports, so a final scrape would see everything counted. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.
   if (aggregator_) Build();
-  if (store_) {
+  if (state_) {
     SaveState();        // after the receivers' last reports: nothing counted is lost
     writer_->Finish();  // and written before the daemon goes
   }
@@ -528,16 +495,15 @@ void Daemon::Impl::Build() {
   for (const auto& s : sources_) reports.push_back(s->Latest());
   auto snap = aggregator_->Build(reports, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
   feed_->Update(*snap, mono_.Now());
-  std::lock_guard<std::mutex> l(mu_);
-  snapshot_ = std::move(snap);
+  store_->Publish(std::move(snap));
 }
 
 void Daemon::Impl::RestoreState() {
   // The history and the episodes come back whatever the sources: they are the aggregator's.
-  exporter::History& history = aggregator_->history();
-  exporter::EpisodeLog& episodes = aggregator_->episodes();
+  aggregate::History& history = aggregator_->history();
+  aggregate::EpisodeLog& episodes = aggregator_->episodes();
   StateStore::Loaded l =
-      store_->Load(source::TrackerOptions(options_.track), mono_.Now(), wall_.Now(),
+      state_->Load(source::TrackerOptions(options_.track), mono_.Now(), wall_.Now(),
                    [&](std::string_view h, std::string_view e, absl::Time saved) {
                      if (!h.empty()) {
                        if (absl::Status s = history.Deserialize(h); !s.ok()) return s;
@@ -547,14 +513,14 @@ void Daemon::Impl::RestoreState() {
                    });
   if (l.tracker && (history.fine_count() > 0 || episodes.count() > 0)) {
     Log(Line("info", "history restored")
-            .Quoted("file", store_->path())
+            .Quoted("file", state_->path())
             .Value("windows_fine", absl::StrCat(history.fine_count()))
             .Value("windows_coarse", absl::StrCat(history.coarse_count()))
             .Value("episodes", absl::StrCat(episodes.count())));
   }
   if (!l.problem.empty()) {
     Log(Line("error", "saved state unusable; starting empty")
-            .Quoted("file", store_->path())
+            .Quoted("file", state_->path())
             .Quoted("err", l.problem)
             .Quoted("moved_to", l.moved_to));
   }
@@ -564,13 +530,13 @@ void Daemon::Impl::RestoreState() {
     // Saved state goes back into a UDP receiver's tracker; the tap and the demo start
     // empty.
     Log(Line("warn", "saved state not restored: UDP is off, and only a UDP receiver takes it")
-            .Quoted("file", store_->path())
+            .Quoted("file", state_->path())
             .Value("keys", absl::StrCat(keys)));
     return;
   }
   receivers_[0]->Restore(*std::move(l.tracker));
   Log(Line("info", "state restored")
-          .Quoted("file", store_->path())
+          .Quoted("file", state_->path())
           .Value("keys", absl::StrCat(keys)));
 }
 
@@ -579,11 +545,7 @@ void Daemon::Impl::PollWebConfig() {
   if (polled.ok() && !polled->has_value()) return;  // unchanged
   absl::Status s = polled.status();
   if (s.ok()) s = http_->SetWebConfig(**polled, options_.web.config_file);
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    reload_status_.web_config_last_successful = s.ok();
-    if (s.ok()) reload_status_.web_config_last_success = wall_.Now();
-  }
+  store_->NoteWebConfig(s, wall_.Now());
   if (s.ok()) {
     Log(Line("info", "web config reloaded").Quoted("file", options_.web.config_file));
   } else {
@@ -596,7 +558,7 @@ void Daemon::Impl::PollWebConfig() {
 void Daemon::Impl::PollMeasuredLoads() {
   // The key's figures first, so that a measurement read now can adopt them (its timestamp
   // permitting: load_comparison.h).
-  if (std::shared_ptr<const Snapshot> snap = snapshot()) {
+  if (std::shared_ptr<const Snapshot> snap = store_->snapshot()) {
     comparison_->Observe(*snap, snap->model.cluster);
   }
   const absl::StatusOr<std::optional<config::MeasuredLoads>> polled = poll_measured_loads_();
@@ -631,20 +593,13 @@ void Daemon::Impl::SaveState() {
 }
 
 void Daemon::Impl::Saved(const absl::Status& s) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (s.ok()) {
-      storage_status_.last_success = wall_.Now();
-    } else {
-      ++storage_status_.failures;
-    }
-  }
+  store_->NoteSave(s, wall_.Now());
   if (!s.ok()) Log(Line("error", "cannot save state").Quoted("err", std::string(s.message())));
 }
 
 std::shared_ptr<const Snapshot> Daemon::Impl::snapshot() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return snapshot_;
+  // Null until Init has made the store (a Daemon whose Init failed is never handed out).
+  return store_ ? store_->snapshot() : nullptr;
 }
 
 absl::Status Daemon::Impl::Reload() {
@@ -667,18 +622,10 @@ absl::Status Daemon::Impl::Reload() {
     } else {
       asio::post(io_, std::move(apply));
     }
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      cluster_ = reloadable->cluster;
-      reload_status_.last_successful = true;
-      reload_status_.last_success = wall_.Now();
-    }
+    store_->NoteReload(status, reloadable->cluster, wall_.Now());
     Log(Line("info", "configuration reloaded").Quoted("file", options_.config_file));
   } else {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      reload_status_.last_successful = false;
-    }
+    store_->NoteReload(status, {}, wall_.Now());
     Log(Line("error", "configuration reload failed; the previous configuration stays in force")
             .Quoted("file", options_.config_file)
             .Quoted("err", std::string(status.message())));

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
@@ -50,11 +51,11 @@ absl::StatusOr<std::shared_ptr<const WebSecurity>> MakeWebSecurity(
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
     asio::io_context& io, const config::WebOptions& web, const config::WebConfig& web_config,
-    const HttpLimits& limits, Handler handler, std::vector<int> listen_fds) {
+    const HttpLimits& limits, Handler handler, std::vector<int> listen_fds, NowFunction now) {
   absl::StatusOr<std::shared_ptr<const WebSecurity>> security =
       MakeWebSecurity(web.config_file, web_config);
   if (!security.ok()) return security.status();
-  auto shared = std::make_shared<Shared>(limits);
+  auto shared = std::make_shared<Shared>(limits, std::move(now));
   shared->handler = std::move(handler);
   shared->health_without_auth = web.health_without_auth;
   shared->security = *std::move(security);
@@ -77,6 +78,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
   }
   s->EnsureAuthPool();
   return s;
+}
+
+absl::Time HttpServer::SteadyNow() {
+  return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
 }
 
 absl::Status HttpServer::SetWebConfig(const config::WebConfig& web_config,

@@ -230,7 +230,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
       }
       return;
     }
-    switch (shared_->auth_limiter.Admit(peer_, absl::Now())) {
+    switch (shared_->auth_limiter.Admit(peer_, shared_->now())) {
       case AuthLimiter::Verdict::kCheck:
         break;
       case AuthLimiter::Verdict::kThrottled:
@@ -270,7 +270,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
                                !ran ? AuthLimiter::Outcome::kAbandoned
                                : ok ? AuthLimiter::Outcome::kSucceeded
                                     : AuthLimiter::Outcome::kFailed,
-                               absl::Now());
+                               shared_->now());
     if (abandoned_.load(std::memory_order_relaxed)) return;  // evicted or past its deadline
     Busy();
     timer_.cancel();

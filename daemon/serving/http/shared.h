@@ -44,8 +44,9 @@ struct WebSecurity {
 };
 
 struct HttpServer::Shared {
-  explicit Shared(const HttpLimits& l)
+  Shared(const HttpLimits& l, HttpServer::NowFunction n)
       : limits(l),
+        now(std::move(n)),
         auth_limiter(AuthLimiter::Options{l.max_queued_auth_checks, l.max_auth_addresses,
                                           l.auth_failure_backoff, l.max_auth_failure_backoff}) {}
 
@@ -55,6 +56,7 @@ struct HttpServer::Shared {
   bool EvictOne(EvictReason reason);
 
   const HttpLimits limits;
+  const HttpServer::NowFunction now;  // the auth backoff's clock (HttpServer::Create)
   Handler handler;
   std::shared_ptr<const WebSecurity> security;    // never null
   boost::asio::thread_pool* auth_pool = nullptr;  // the server's; used only while !stopped

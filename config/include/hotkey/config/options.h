@@ -100,9 +100,9 @@ struct TapOptions {
   // parsers' objects, the reply queue's bookkeeping); tests/daemon/input/tap pins it.
   static constexpr size_t kFlowStateBytes = 1024;
   // libpcap maps up to this many times buffer_bytes for the ring: TPACKET_V3 maps what is
-  // asked (tests/daemon/input/tap/tap_live_test.cc pins it within the factor), but where libpcap falls
-  // back to TPACKET_V2 it rounds up to whole frames of the snap length or the MTU, e.g.
-  // 8 MiB for 4 MiB asked on lo.
+  // asked (tests/daemon/input/tap/tap_live_test.cc pins it within the factor), but where libpcap
+  // falls back to TPACKET_V2 it rounds up to whole frames of the snap length or the MTU, e.g. 8 MiB
+  // for 4 MiB asked on lo.
   static constexpr uint64_t kRingFactor = 2;
   // Tap memory is refused above this (64 GiB).
   static constexpr uint64_t kMaxMemoryBytes = uint64_t{64} << 30;
@@ -231,7 +231,7 @@ struct ThresholdRule {
   bool ignore = false;  // keys matching are never hot
 
   // True if `key` matches. A glob is compiled on each call (it allocates); to match many
-  // keys use exporter::ThresholdMatcher, which compiles each rule once.
+  // keys use aggregate::ThresholdMatcher, which compiles each rule once.
   bool Matches(std::string_view key) const;
   absl::Status Validate() const;
   friend bool operator==(const ThresholdRule&, const ThresholdRule&) = default;
@@ -265,12 +265,12 @@ struct AlertOptions {
   std::vector<ThresholdRule> rules;
 
   // Bounds the cost of working out one key's threshold: at most kMaxRules matches. The
-  // daemon does it once per tracked key and configuration (exporter/aggregator.h), not per tick.
+  // daemon does it once per tracked key and configuration (aggregate/aggregator.h), not per tick.
   static constexpr size_t kMaxRules = 1024;
 
   // The threshold for `key` (arbitrary bytes): the first matching rule's share, +infinity
   // if that rule says ignore, else default_threshold. Compiles glob rules on each call; to
-  // look up many keys build an exporter::ThresholdMatcher once.
+  // look up many keys build an aggregate::ThresholdMatcher once.
   double ThresholdFor(std::string_view key) const;
   absl::Status Validate() const;
   friend bool operator==(const AlertOptions&, const AlertOptions&) = default;
@@ -463,7 +463,7 @@ struct DaemonOptions {
     return !memcached_only && !CountsBytes();
   }
   // Key entries the rate history holds at most: track.MaxRatePoints() x track.candidates x
-  // Sources(), each of 40 bytes (exporter/aggregator.h). Validate() rejects more than
+  // Sources(), each of 40 bytes (aggregate/aggregator.h). Validate() rejects more than
   // kMaxRateHistoryKeys (2.5 GiB of entries): 16,800 by default.
   uint64_t RateHistoryKeys() const;
   static constexpr uint64_t kMaxRateHistoryKeys = uint64_t{1} << 26;

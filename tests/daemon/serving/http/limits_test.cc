@@ -1,10 +1,13 @@
 // Tests of HttpServer's fair limits (http/server.h) on loopback sockets: a 401 closes its
 // connection, an address gets one password check at a time, a request queued for its
-// check keeps its deadline and is the first closed at the connection cap.
+// check keeps its deadline and is the first closed at the connection cap, and an address's
+// backoff after a failure runs on the clock the server is given (a test-driven one here).
 //
 // The checks run against a cost-13 bcrypt hash, so that a check outlasts the steps each
 // test takes while it runs; each wait polls the server's own figures, never a sleep.
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -35,16 +38,19 @@ constexpr char kSlowHash[] = "$2y$13$yoLgPShTX02p.bHVM9yH/OY3MKVjPLV6IkbAKjJc2eV
 // health_without_auth on 127.0.0.1, port 0, served by its own thread.
 class AuthServer {
  public:
-  explicit AuthServer(const HttpLimits& limits) {
+  explicit AuthServer(const HttpLimits& limits,
+                      HttpServer::NowFunction now = HttpServer::SteadyNow) {
     config::WebOptions web;
     web.listen_addresses = {"127.0.0.1:0"};
     web.health_without_auth = true;
     config::WebConfig wc;
     wc.basic_auth_users = {{"alice", kAliceHash}, {"slow", kSlowHash}};
-    absl::StatusOr<std::unique_ptr<HttpServer>> s =
-        HttpServer::Create(io_, web, wc, limits, [](const HttpRequest& r) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> s = HttpServer::Create(
+        io_, web, wc, limits,
+        [](const HttpRequest& r) {
           return HttpResponse{200, "text/plain; charset=utf-8", r.path, {}};
-        });
+        },
+        {}, std::move(now));
     INFO(s.status().ToString());
     REQUIRE(s.ok());
     server_ = *std::move(s);
@@ -160,6 +166,36 @@ TEST_CASE("HttpServer: a 401 closes its connection, so guesses cannot be pipelin
   Client next(server.port());
   next.Send(Get("/metrics", "alice:s3cret"));
   CHECK(next.ReadResponse().rfind("HTTP/1.1 401", 0) == 0);
+  CHECK(server.stats().auth_failures[kThrottled] == 1);
+}
+
+TEST_CASE(
+    "HttpServer: the password backoff runs on the clock it is given and not on the wall clock",
+    "[http][limits]") {
+  // A clock that moves only when the test says (http_test does not link hotkey::clock, so
+  // not tests/lib/fake_clock.h's FakeClock: the same idea in two lines).
+  std::atomic<int64_t> now_ns{absl::ToUnixNanos(absl::FromUnixSeconds(1'700'000'000))};
+  auto advance = [&now_ns](absl::Duration d) { now_ns += absl::ToInt64Nanoseconds(d); };
+  AuthServer server{HttpLimits{}, [&now_ns] { return absl::FromUnixNanos(now_ns.load()); }};
+  Client wrong(server.port());
+  wrong.Send(Get("/metrics", "alice:guess"));
+  CHECK(wrong.ReadToEnd().rfind("HTTP/1.1 401", 0) == 0);
+  CHECK(server.stats().auth_failures[kInvalid] == 1);
+
+  // One failure: a backoff of auth_failure_backoff (1 s) on the given clock. The fake clock
+  // has not moved, so it holds however long the test takes.
+  advance(absl::Milliseconds(999));
+  Client early(server.port());
+  early.Send(Get("/metrics", "alice:s3cret"));
+  CHECK(early.ReadToEnd().rfind("HTTP/1.1 401", 0) == 0);
+  CHECK(server.stats().auth_failures[kThrottled] == 1);
+
+  advance(absl::Milliseconds(1));
+  Client after(server.port());
+  after.Send(Get("/metrics", "alice:s3cret"));
+  const std::string answer = after.ReadResponse();
+  INFO(answer);
+  CHECK(answer.rfind("HTTP/1.1 200", 0) == 0);
   CHECK(server.stats().auth_failures[kThrottled] == 1);
 }
 

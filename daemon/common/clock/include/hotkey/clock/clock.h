@@ -1,7 +1,10 @@
 // Clock: where hotkeyd and its tools read the time and wait, so tests drive decay,
 // publishing, alert dwell times and load pacing deterministically on a fake clock
-// (Envoy's TimeSource pattern). Header-only; no global clock is ever read behind a
-// component's back.
+// (Envoy's TimeSource pattern). Header-only. A component is given the clock it reads,
+// never reads a global one behind its caller's back; the exceptions are named where they
+// are: Asio timers (the HTTP server's deadlines) run on std::chrono::steady_clock, and
+// http::HttpServer, which does not link this library, takes its password backoff's clock
+// as a function (HttpServer::NowFunction) that defaults to the steady clock.
 //
 // Two real clocks, for two jobs:
 //   SteadyClock  std::chrono::steady_clock, immune to wall-clock steps: every duration

@@ -17,10 +17,10 @@
 //
 // A "-" is allowed so that a setting can answer "-0.5 is out of range" rather than "not a
 // number". Every number of the wire protocol must be positive, so there a sign never makes
-// a line valid (tests/parsers/wire_test.cc).
+// a line valid (tests/daemon/input/parsers/wire_test.cc).
 //
-// Cost: O(length), no allocation, no exception, no locale (tests/text/number_test.cc pins
-// the grammar and "no allocation").
+// Cost: O(length), no allocation, no exception, no locale (tests/daemon/common/text/number_test.cc
+// pins the grammar and "no allocation").
 //
 // Thread-safe (a pure function).
 

@@ -34,8 +34,8 @@
 // stdin. Every reply is checked; the script stops at the first unexpected one (a key that
 // already exists on `to` stops it, BUSYKEY: MIGRATE without REPLACE). It does not authenticate:
 // with AUTH, export REDISCLI_AUTH, and MIGRATE then needs AUTH2 <user> <password> added. Tests:
-// tests/cluster/move_plan_test.cc (rules and script text) and tests/cluster/move_commands_test.cc
-// (the script run on a real three-node cluster).
+// tests/daemon/input/cluster/move_plan_test.cc (rules and script text) and
+// tests/daemon/input/cluster/move_commands_test.cc (the script run on a real three-node cluster).
 //
 // Thread-safe (pure functions, no I/O).
 

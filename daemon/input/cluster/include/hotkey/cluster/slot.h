@@ -9,7 +9,7 @@
 // has tag "42"; "{}x", "x{" and "}{x" have none; "{{a}}" has tag "{a"; "a{b}{c}" has "b".
 // Keys are arbitrary bytes; a NUL or any other byte is a byte like any other.
 //
-// Tests: tests/cluster/slot_test.cc checks both against a real redis-server's
+// Tests: tests/daemon/input/cluster/slot_test.cc checks both against a real redis-server's
 // CLUSTER KEYSLOT for thousands of keys, binary ones and every brace arrangement among them.
 //
 // Cost: O(key length), no allocation. Thread-safe (pure functions).

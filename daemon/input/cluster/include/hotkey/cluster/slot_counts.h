@@ -5,12 +5,12 @@
 // thousand keys "profile:{42}:*", none hot alone, are one hot tag and one hot slot here.
 //
 // The slot counts are undecayed sums since creation (weights, so sampling-scaled like the
-// tracker's raw totals): the aggregator takes their differences over time (exporter/slots.h).
+// tracker's raw totals): the aggregator takes their differences over time (aggregate/slots.h).
 //
 // Memory is fixed at creation: kSlots doubles plus the tag tracker (MemoryBytes()); copies
 // of the same shape copy-assign into each other with no allocation (report_buffer.h).
 // Update() allocates nothing and costs O(key length) plus, for a tagged key, one tracker
-// update (tests/cluster/slot_counts_test.cc counts its allocations).
+// update (tests/daemon/input/cluster/slot_counts_test.cc counts its allocations).
 //
 // Thread-compatible.
 

@@ -8,8 +8,8 @@
 // still belong to the node serving them now and are listed in `migrating` and `importing`.
 //
 // ParseClusterNodes is a pure function over bytes: any input gives a Topology or an error
-// naming the line, never undefined behaviour (tests/cluster/topology_test.cc, which also reads
-// a real three-node cluster's answer). Bounded: at most kMaxNodes lines.
+// naming the line, never undefined behaviour (tests/daemon/input/cluster/topology_test.cc, which
+// also reads a real three-node cluster's answer). Bounded: at most kMaxNodes lines.
 //
 // Thread-compatible: plain values.
 

@@ -57,7 +57,7 @@ struct PeerLoad {
 class PeerProbers {
  public:
   // One hotkeyd per node probes every other primary, so each primary answers a round (INFO
-  // and CLUSTER NODES, tests/shard/peers_test.cc) per interval from every other node's
+  // and CLUSTER NODES, tests/daemon/input/shard/peers_test.cc) per interval from every other node's
   // hotkeyd: the probing grows with the square of the cluster's size, and each hotkeyd holds
   // one connection per peer. 256 covers clusters of 256 shards at 255 connections a hotkeyd;
   // Redis suggests at most 1000 nodes, replicas included.

@@ -3,7 +3,7 @@
 //
 // A reading is parsed from Redis's INFO or memcached's stats text; both parsers are pure
 // functions over bytes (any input gives a reading or an error, never undefined behaviour;
-// tests/shard/reading_test.cc, against a real redis-server and memcached).
+// tests/daemon/input/shard/reading_test.cc, against a real redis-server and memcached).
 //
 // The shard's bottleneck is the CPU of the threads that run its commands: Redis's main
 // thread (used_cpu_*_main_thread; the whole process where the server does not report the

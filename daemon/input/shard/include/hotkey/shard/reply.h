@@ -3,8 +3,8 @@
 // memcached text reply to stats or an authentication `set`.
 //
 // Pure functions over bytes: any input gives a reply, "incomplete" (read more) or an error,
-// never undefined behaviour (tests/shard/reply_test.cc). A length over the caller's cap is
-// an error as soon as its header is read, so a hostile or broken server cannot make the
+// never undefined behaviour (tests/daemon/input/shard/reply_test.cc). A length over the caller's
+// cap is an error as soon as its header is read, so a hostile or broken server cannot make the
 // reader buffer more than the cap. Thread-compatible.
 
 #ifndef HOTKEY_SHARD_REPLY_H_

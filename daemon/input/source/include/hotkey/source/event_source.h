@@ -5,7 +5,7 @@
 // Implementations: UdpReceiver (udp_receiver.h, clients send sampled events over UDP),
 // DemoSource (demo.h, the --demo load generated in-process) and tap::TapSource (tap/, the
 // shard's own traffic captured with libpcap). A source fills its SourceReport (report.h);
-// the exporter's aggregator reads and merges them. Each derives from PublishingSource
+// the aggregator (aggregate/aggregator.h) reads and merges them. Each derives from PublishingSource
 // (publishing_source.h), which holds the thread, the stop flag, the callback and the
 // report buffer they share.
 //

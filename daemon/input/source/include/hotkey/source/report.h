@@ -40,7 +40,7 @@ struct SourceCounters {
   bool client_hosts_capped = false;
   SourceMetrics own;
 
-  // Adds the counters every source has; `own` is summed per kind (exporter's aggregator).
+  // Adds the counters every source has; `own` is summed per kind (the aggregator).
   // Client hosts take the largest, not the sum: sources of one daemon can see the same app
   // servers (a host with several sockets reaches several UDP receivers), and the sum would
   // count such a host twice. The largest is a lower bound (hosts spread over receivers are

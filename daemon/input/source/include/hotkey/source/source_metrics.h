@@ -1,6 +1,6 @@
 // SourceMetrics: the counters and gauges that belong to one kind of source (the UDP
 // receiver's datagrams and rejections, the tap's packets, flows and parsers), described by
-// the source itself, so that the exporter renders any kind without knowing it.
+// the source itself, so that serving (web/metrics.h) renders any kind without knowing it.
 //
 // A kind of source defines one MetricSchema: a static table of samples, each naming its
 // Prometheus family, help, type and labels, and the JSON field /api/v1/snapshot shows it

@@ -13,7 +13,7 @@
 //
 // With --udp.receivers=N the daemon opens N sockets on one port with SO_REUSEPORT: the
 // kernel spreads senders over them by flow hash, and each receiver's tracker is merged
-// into the snapshot (exporter/aggregator.h).
+// into the snapshot (aggregate/aggregator.h).
 //
 // Shutdown, in phases: Stop() closes input (the socket), drains what the kernel already
 // holds, publishes a last report, and joins the thread.

@@ -1,6 +1,6 @@
 // Daemon: hotkeyd assembled. Event sources (event_source.h: the UDP receivers, and any
 // given to Create, such as the demo load; one thread each) feed trackers; on every publish
-// the daemon's io_context builds a Snapshot (exporter/aggregator.h); the HTTP server (same
+// the daemon's io_context builds a Snapshot (aggregate/aggregator.h); the HTTP server (same
 // io_context) serves it; SIGHUP or POST /-/reload (with --web.enable-lifecycle) reload the rules
 // (through the loader it is given: the daemon reads no configuration file itself); SIGTERM/SIGINT
 // stop it.
@@ -46,9 +46,9 @@
 #include "hotkey/config/web_config.h"
 #include "hotkey/source/event_source.h"
 
-namespace hotkey::exporter {
+namespace hotkey::aggregate {
 struct Snapshot;
-}  // namespace hotkey::exporter
+}  // namespace hotkey::aggregate
 
 namespace hotkey::daemon {
 
@@ -116,8 +116,8 @@ class Daemon {
   // the next snapshot.
   absl::Status Reload();
 
-  // The latest snapshot (exporter/snapshot.h); null before the first publish.
-  std::shared_ptr<const exporter::Snapshot> snapshot() const;
+  // The latest snapshot (aggregate/snapshot.h); null before the first publish.
+  std::shared_ptr<const aggregate::Snapshot> snapshot() const;
   // The HTTP server's first listening address, and every one (one per
   // --web.listen-address, or per socket systemd passed).
   boost::asio::ip::tcp::endpoint web_endpoint() const;

@@ -7,7 +7,7 @@
 // unit-tested; top.cc draws them. The time shown and a key's hot duration come from the
 // answer's own "time" and "hot_since", not from this machine's clock.
 //
-// Keys are arbitrary bytes. hotkeyd escapes them already (exporter/key_label.h), but the
+// Keys are arbitrary bytes. hotkeyd escapes them already (aggregate/key_label.h), but the
 // screen does not rely on the server for its safety: every byte a terminal would act on (C0
 // and C1 controls, DEL, bidirectional controls, line and paragraph separators, invalid
 // UTF-8) is written \xHH, and no line is wider than the width given, counted in terminal

@@ -10,7 +10,7 @@
 // is shown on the screen and retried at the next refresh, never an exit. --once prints one
 // screen as plain text (no control sequences) and exits.
 //
-// Reached through daemon/main.cc: `hotkeyd top [flags]`.
+// Reached through daemon/program/daemon/main.cc: `hotkeyd top [flags]`.
 
 #ifndef HOTKEY_TOP_TOP_H_
 #define HOTKEY_TOP_TOP_H_

@@ -139,13 +139,19 @@ class HttpServer {
   // headers of `web_config` (config::LoadWebConfigFile of web.config_file; a default
   // WebConfig is plain HTTP without authentication). A certificate or key OpenSSL refuses
   // is an error here, so the daemon does not start; its message names web.config_file.
-  // Reads no file but the PEM files that `web_config` names.
-  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(boost::asio::io_context& io,
-                                                            const config::WebOptions& web,
-                                                            const config::WebConfig& web_config,
-                                                            const HttpLimits& limits,
-                                                            Handler handler,
-                                                            std::vector<int> listen_fds = {});
+  // Reads no file but the PEM files that `web_config` names. `now` is the clock the
+  // per-address password backoff (auth_limiter.h) is measured on: a monotonic one, since a
+  // wall-clock step would lengthen or cut every backoff running; tests pass a fake clock's.
+  // The deadlines of requests and handshakes and the accept backoff are Asio timers on
+  // `io`, which run on std::chrono::steady_clock.
+  using NowFunction = std::function<absl::Time()>;
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Create(
+      boost::asio::io_context& io, const config::WebOptions& web,
+      const config::WebConfig& web_config, const HttpLimits& limits, Handler handler,
+      std::vector<int> listen_fds = {}, NowFunction now = SteadyNow);
+  // std::chrono::steady_clock as an absl::Time on an arbitrary fixed origin (as
+  // clock::SteadyClock reads it): meaningful only as a difference of two readings.
+  static absl::Time SteadyNow();
   ~HttpServer();
 
   // Replaces the TLS context, credentials and headers with those of a new web config (a

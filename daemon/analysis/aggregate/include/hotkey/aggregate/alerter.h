@@ -1,0 +1,97 @@
+// Alerter: decides which keys are hot, with a minimum dwell and hysteresis, and logs each
+// hot episode's start and end once.
+//
+// A key becomes hot after its share has stayed above its threshold (AlertOptions::
+// ThresholdFor) for min_dwell, and only while the shard serves at least min_ops_per_second
+// and more than 0 (the idle guard: on a near-silent shard one request is a large share, and
+// on a silent one shares stay frozen). The caller passes the shard's ops/s over the rate
+// window (aggregator.h), which reaches 0 once traffic stops. A hot key cools when its share
+// drops below threshold * (1 - hysteresis), when the shard goes idle, or when it leaves the
+// tracker. Time is whatever the caller passes, so tests use a fake clock: a monotonic
+// reading for the dwell and the episode's duration, and a wall reading only to stamp the
+// log lines.
+//
+// Episode logs are logfmt lines with the key's label (never raw bytes when the operator
+// hides keys), the peak share, the duration and the fix advised: an episode's end names the
+// last fix advised during it (the cooling tick, under the threshold, is advised on no more).
+//
+// Thread-compatible: the aggregator calls it from one thread.
+
+#ifndef HOTKEY_AGGREGATE_ALERTER_H_
+#define HOTKEY_AGGREGATE_ALERTER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/time/time.h"
+#include "hotkey/config/options.h"
+
+namespace hotkey::aggregate {
+
+class Alerter {
+ public:
+  // Receives each finished log line (without newline).
+  using LogSink = std::function<void(std::string_view line)>;
+
+  // `subject` names what is watched in the log lines: "hot <subject> episode started",
+  // <subject>="<label>" ("key", "slot", "tag").
+  Alerter(const config::AlertOptions& options, LogSink log, std::string subject = "key");
+
+  void SetOptions(const config::AlertOptions& options) { options_ = options; }
+  const config::AlertOptions& options() const { return options_; }
+
+  struct KeyState {
+    bool hot = false;
+    absl::Time over_since = absl::InfiniteFuture();  // first tick above threshold (monotonic)
+    absl::Time hot_since = absl::InfiniteFuture();   // monotonic
+    double peak_share = 0;
+    std::string label;     // for the episode-end log line
+    std::string strategy;  // the last non-empty strategy observed
+  };
+
+  // One evaluation tick: call Observe() for every tracked key, then Finish(). The shard is
+  // idle (nothing is hot) when `shard_ops_per_second` is 0 or under min_ops_per_second.
+  // `now` is monotonic; `wall` (the same instant on the wall clock) stamps the log lines.
+  void Begin(absl::Time now, double shard_ops_per_second, absl::Time wall);
+  // The same for a caller with one clock: `now` stamps the log lines too.
+  void Begin(absl::Time now, double shard_ops_per_second) { Begin(now, shard_ops_per_second, now); }
+  // `id` identifies the key (its hash); returns whether it is hot after this observation.
+  bool Observe(uint64_t id, double share, double threshold, std::string_view label,
+               std::string_view strategy);
+  // The same, with the label made only if the key is pending or hot (it is kept for the
+  // episode's log lines): a caller observing every tracked key labels a few of them, not
+  // all (a hashed label costs an HMAC).
+  bool Observe(uint64_t id, double share, double threshold, absl::FunctionRef<std::string()> label,
+               std::string_view strategy);
+  // Keys not observed this tick are treated as share 0: hot ones cool, pending ones reset.
+  void Finish();
+
+  // The state of a key, or null if it is neither hot nor pending.
+  const KeyState* Find(uint64_t id) const;
+  size_t hot_count() const;
+
+ private:
+  void Log(bool start, const KeyState& s, double share, double threshold);
+
+  config::AlertOptions options_;
+  LogSink log_;
+  std::string subject_;
+  std::string started_msg_, ended_msg_;
+  absl::Time now_;
+  absl::Time wall_;
+  bool idle_ = false;
+  struct Entry {
+    KeyState state;
+    uint64_t seen_tick = 0;
+  };
+  absl::flat_hash_map<uint64_t, Entry> keys_;
+  uint64_t tick_ = 0;
+};
+
+}  // namespace hotkey::aggregate
+
+#endif  // HOTKEY_AGGREGATE_ALERTER_H_

@@ -1,0 +1,1246 @@
+// Tests of the Aggregator (aggregate/aggregator.h): snapshots built from hand-made receiver
+// reports whose trackers were fed known streams on a fake time line.
+
+#include "hotkey/aggregate/aggregator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <new>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "checkers.h"
+#include "hotkey/parsers/wire.h"
+
+namespace hotkey::aggregate {
+namespace {
+
+// Counts the allocations made on this thread since it was made (alloc_count.cc).
+class AllocationCounter {
+ public:
+  AllocationCounter() : start_(testing::AllocationsOnThisThread()) {}
+  uint64_t count() const { return testing::AllocationsOnThisThread() - start_; }
+
+ private:
+  const uint64_t start_;
+};
+
+using sketch::Op;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+
+// One receiver's tracker on a fake time line.
+class Stream {
+ public:
+  explicit Stream(absl::Duration half_life = absl::InfiniteDuration(), uint32_t candidates = 64)
+      : tracker_(Make(half_life, candidates)) {}
+
+  void Feed(std::string_view key, Op op = Op::kRead, double weight = 1, int n = 1) {
+    for (int i = 0; i < n; ++i) tracker_.Update(key, op, weight);
+    counters_.events += n;
+  }
+  // Parses a datagram of the wire protocol into the tracker, as a receiver does.
+  void FeedDatagram(std::string_view datagram) {
+    const parsers::ParseStats st = parsers::ParseDatagram(
+        datagram, 1024,
+        [this](const parsers::Event& e) { tracker_.Update(e.key, e.op, e.weight); });
+    counters_.events += st.events;
+  }
+  void AdvanceTo(absl::Time t) { tracker_.Advance(t); }
+
+  std::shared_ptr<const source::ReceiverReport> Report() const {
+    return std::make_shared<const source::ReceiverReport>(
+        source::ReceiverReport{tracker_.now(), tracker_, counters_, {}});
+  }
+
+ private:
+  static sketch::HeavyHitters Make(absl::Duration half_life, uint32_t candidates) {
+    sketch::HeavyHittersOptions o;
+    o.candidates = candidates;
+    o.sketch_bytes = 32 << 10;
+    o.max_key_bytes = 64;
+    o.half_life = half_life;
+    absl::StatusOr<sketch::HeavyHitters> h = sketch::HeavyHitters::Create(o, kT0);
+    REQUIRE(h.ok());
+    return *std::move(h);
+  }
+
+  sketch::HeavyHitters tracker_;
+  source::ReceiverCounters counters_;
+};
+
+config::TrackOptions Track() {
+  config::TrackOptions t;
+  // The tests tick every 100 ms or more: the history keeps every tick.
+  t.publish_interval = absl::Milliseconds(100);
+  t.rate_window = absl::Seconds(2);
+  t.half_life = absl::Seconds(1);
+  return t;
+}
+
+config::ReloadableOptions Reloadable() {
+  config::ReloadableOptions r;
+  r.exporter.top_k = 10;
+  r.exporter.min_share = 0.01;
+  r.exporter.hysteresis = 0.2;
+  r.alert.default_threshold = 0.1;
+  r.alert.min_dwell = absl::Milliseconds(250);
+  return r;
+}
+
+std::shared_ptr<const Snapshot> BuildOne(Aggregator& agg, const Stream& s, absl::Time now) {
+  std::vector<std::shared_ptr<const source::ReceiverReport>> reports = {s.Report()};
+  return agg.Build(reports, now, 0);
+}
+
+const KeySnapshot* FindKey(const Snapshot& snap, std::string_view key) {
+  for (const KeySnapshot& k : snap.keys) {
+    if (k.key == key) return &k;
+  }
+  return nullptr;
+}
+
+// 1000 events: A 30% (a quarter of them writes), B 10%, the rest spread over 300 keys,
+// interleaved as real traffic would be.
+void FeedKnownMix(Stream& s, int rounds = 1) {
+  int a = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int i = 0; i < 1000; ++i) {
+      const int slot = i % 10;
+      if (slot < 3) {
+        s.Feed("A", a++ % 4 == 3 ? Op::kWrite : Op::kRead);
+      } else if (slot == 3) {
+        s.Feed("B");
+      } else {
+        s.Feed(absl::StrCat("bg:", (i * 7 + r) % 300));
+      }
+    }
+  }
+}
+
+TEST_CASE("Aggregator: no report gives an empty snapshot", "[daemon][aggregator]") {
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
+  std::vector<std::shared_ptr<const source::ReceiverReport>> none = {nullptr};
+  auto snap = agg.Build(none, kT0 + absl::Seconds(1), 5);
+  REQUIRE(snap);
+  CHECK(snap->receivers == 0);
+  CHECK(snap->keys.empty());
+  CHECK(snap->kernel_drops == 5);
+}
+
+TEST_CASE("Aggregator: shares and write ratio follow a known stream", "[daemon][aggregator]") {
+  Stream s;
+  FeedKnownMix(s);
+  s.AdvanceTo(kT0 + absl::Seconds(1));
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
+  auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+  CHECK(snap->receivers == 1);
+  CHECK(snap->counters.events == 1000);
+  const KeySnapshot* a = FindKey(*snap, "A");
+  const KeySnapshot* b = FindKey(*snap, "B");
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->share == Approx(0.30).margin(0.005));
+  CHECK(b->share == Approx(0.10).margin(0.005));
+  CHECK(a->write_ratio == Approx(0.25).margin(0.001));
+  CHECK(b->write_ratio == 0);
+  CHECK(a->share_error >= 0);
+  CHECK(a->share_error < 0.01);
+  CHECK(a->label == "A");
+  // Largest share first; background keys (0.2% each) stay under min_share.
+  REQUIRE(snap->keys.size() == 2);
+  CHECK(snap->keys[0].key == "A");
+  // Decay is off, so decayed ops/s are the counts over the tracker's one-second life.
+  CHECK(snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1] == Approx(1000));
+  CHECK(snap->decayed_ops_per_second[1] == Approx(75));
+}
+
+TEST_CASE("Aggregator: window ops/s are the raw counts over the rate window",
+          "[daemon][aggregator]") {
+  // 1000 events/s for 3 s in 100 ms steps, a snapshot per step; window 2 s.
+  Stream s(absl::Seconds(1));
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 100; ++i) {
+      s.Feed(i % 10 < 3 ? "A" : absl::StrCat("bg:", i), i % 10 == 0 ? Op::kWrite : Op::kRead);
+    }
+    snap = BuildOne(agg, s, t);
+    if (step == 5) {
+      // Before the window fills: since the oldest snapshot (100 ms).
+      CHECK(snap->rate_window_seconds == Approx(0.4));
+      CHECK(snap->ops_per_second[0] + snap->ops_per_second[1] == Approx(1000));
+    }
+  }
+  CHECK(snap->rate_window_seconds == Approx(2.0));
+  CHECK(snap->ops_per_second[0] == Approx(900));  // 90% reads
+  CHECK(snap->ops_per_second[1] == Approx(100));
+  const KeySnapshot* a = FindKey(*snap, "A");
+  REQUIRE(a);
+  CHECK(a->ops_per_second[0] == Approx(200));  // 2 reads and 1 write per 10 events
+  CHECK(a->ops_per_second[1] == Approx(100));
+  // The decayed rate of a steady stream converges to the same figure.
+  CHECK(snap->decayed_ops_per_second[0] + snap->decayed_ops_per_second[1] ==
+        Approx(1000).epsilon(0.05));
+}
+
+TEST_CASE("Aggregator: sampled events count as 1/p ops in every rate", "[daemon][aggregator]") {
+  // Per 100 ms: 10 events of s sampled at 0.1 (100 ops) and 10 unsampled events of u.
+  Stream s(absl::Seconds(1));
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
+  std::shared_ptr<const Snapshot> snap;
+  std::string sampled = "!v1 rate=0.1\n", plain;
+  for (int i = 0; i < 10; ++i) {
+    sampled += "r s\n";
+    plain += "r u\n";
+  }
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    s.FeedDatagram(sampled);
+    s.FeedDatagram(plain);
+    snap = BuildOne(agg, s, t);
+  }
+  CHECK(snap->counters.events == 600);
+  CHECK(snap->ops_per_second[0] == Approx(1100));
+  const KeySnapshot* ks = FindKey(*snap, "s");
+  const KeySnapshot* ku = FindKey(*snap, "u");
+  REQUIRE(ks);
+  REQUIRE(ku);
+  CHECK(ks->ops_per_second[0] == Approx(1000));
+  CHECK(ku->ops_per_second[0] == Approx(100));
+  CHECK(ks->share == Approx(1000.0 / 1100).margin(0.002));
+}
+
+TEST_CASE("Aggregator: the exported set keeps at most top_k keys over min_share",
+          "[daemon][aggregator]") {
+  // Key k<i> gets 100 - 4i events: shares from 0.1 down, all known exactly.
+  Stream s(absl::InfiniteDuration(), 64);
+  double total = 0;
+  for (int i = 0; i < 20; ++i) {
+    s.Feed(absl::StrCat("k", i), Op::kRead, 1, 100 - 4 * i);
+    total += 100 - 4 * i;
+  }
+  s.AdvanceTo(kT0 + absl::Seconds(1));
+  config::ReloadableOptions r = Reloadable();
+  r.alert.default_threshold = 1.0;  // nobody is hot: only the export rules decide
+  SECTION("top_k bounds the set, largest first") {
+    r.exporter.top_k = 5;
+    r.exporter.min_share = 0.001;
+    Aggregator agg(Track(), r, "secret", kT0, nullptr);
+    auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+    REQUIRE(snap->keys.size() == 5);
+    for (int i = 0; i < 5; ++i) {
+      CHECK(snap->keys[i].key == absl::StrCat("k", i));
+      CHECK(snap->keys[i].share == Approx((100 - 4 * i) / total));
+    }
+    CHECK(snap->tracked_keys == 20);
+  }
+  SECTION("min_share drops the small keys") {
+    r.exporter.top_k = 100;
+    r.exporter.min_share = 58 / total;  // k0..k10 have >= 60 events, k11 has 56
+    Aggregator agg(Track(), r, "secret", kT0, nullptr);
+    auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+    CHECK(snap->keys.size() == 11);
+    for (const KeySnapshot& k : snap->keys) CHECK(k.share >= r.exporter.min_share);
+  }
+}
+
+TEST_CASE("Aggregator: past top_k, hot keys are exported first, then the largest shares",
+          "[daemon][aggregator]") {
+  // Key k<i> gets 100 - 4i events a second; only k15 (share 0.028) is hot, by its rule.
+  Stream s(absl::InfiniteDuration(), 64);
+  auto feed = [&s] {
+    for (int i = 0; i < 20; ++i) s.Feed(absl::StrCat("k", i), Op::kRead, 1, 100 - 4 * i);
+  };
+  config::ReloadableOptions r = Reloadable();
+  r.alert.default_threshold = 1.0;
+  r.alert.rules = {config::ThresholdRule{config::ThresholdRule::kPrefix, "k15", 0.01, false}};
+  r.exporter.top_k = 5;
+  r.exporter.min_share = 0.001;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  std::shared_ptr<const Snapshot> snap;
+  for (int t = 1; t <= 3; ++t) {  // past the alert's min_dwell
+    feed();
+    s.AdvanceTo(kT0 + absl::Seconds(t));
+    snap = BuildOne(agg, s, kT0 + absl::Seconds(t));
+  }
+  REQUIRE(snap->keys.size() == 5);
+  const char* want[] = {"k0", "k1", "k2", "k3", "k15"};  // by share, largest first
+  for (int i = 0; i < 5; ++i) CHECK(snap->keys[i].key == want[i]);
+  CHECK(snap->keys[4].hot);
+  for (int i = 0; i < 4; ++i) CHECK_FALSE(snap->keys[i].hot);
+}
+
+TEST_CASE(
+    "Aggregator: export hysteresis keeps a key between min_share*(1-h) and min_share "
+    "and drops it below",
+    "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.exporter.min_share = 0.04;
+  r.exporter.hysteresis = 0.5;  // stays down to 0.02
+  r.alert.default_threshold = 1.0;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s;
+  s.Feed("X", Op::kRead, 1, 5);
+  s.Feed("bg", Op::kRead, 1, 95);  // X: 5/100 = 0.05
+  s.AdvanceTo(kT0 + absl::Seconds(1));
+  auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+  REQUIRE(FindKey(*snap, "X"));
+
+  s.Feed("Y", Op::kRead, 1, 5);
+  s.Feed("bg", Op::kRead, 1, 95);  // X and Y: 5/200 = 0.025, in [0.02, 0.04)
+  s.AdvanceTo(kT0 + absl::Seconds(2));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(2));
+  const KeySnapshot* x = FindKey(*snap, "X");
+  REQUIRE(x);
+  CHECK(x->decayed_share == Approx(0.025));  // what the export rules read
+  CHECK(FindKey(*snap, "Y") == nullptr);     // never exported, so not kept
+
+  s.Feed("bg", Op::kRead, 1, 100);  // X: 5/300 < 0.02
+  s.AdvanceTo(kT0 + absl::Seconds(3));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(3));
+  CHECK(FindKey(*snap, "X") == nullptr);
+  CHECK(FindKey(*snap, "bg") != nullptr);
+}
+
+TEST_CASE(
+    "Aggregator: two receivers' reports merge to what one receiver of both streams "
+    "reports",
+    "[daemon][aggregator]") {
+  Stream one, left, right;
+  // The same events, split between two receivers by a flow hash stand-in (i % 2).
+  int a = 0;
+  for (int i = 0; i < 6000; ++i) {
+    std::string key;
+    Op op = Op::kRead;
+    if (i % 10 < 3) {
+      key = "A";
+      op = a++ % 4 == 0 ? Op::kWrite : Op::kRead;
+    } else if (i % 10 < 5) {
+      key = "B";
+    } else {
+      key = absl::StrCat("bg:", (i * 13) % 500);
+    }
+    one.Feed(key, op);
+    (i % 3 == 0 ? left : right).Feed(key, op);
+  }
+  for (Stream* s : {&one, &left, &right}) s->AdvanceTo(kT0 + absl::Seconds(1));
+  Aggregator agg1(Track(), Reloadable(), "secret", kT0, nullptr);
+  Aggregator agg2(Track(), Reloadable(), "secret", kT0, nullptr);
+  auto single = BuildOne(agg1, one, kT0 + absl::Seconds(1));
+  std::vector<std::shared_ptr<const source::ReceiverReport>> both = {left.Report(), right.Report()};
+  auto merged = agg2.Build(both, kT0 + absl::Seconds(1), 0);
+  CHECK(merged->receivers == 2);
+  CHECK(merged->counters.events == 6000);
+  CHECK(merged->sketch_bytes == 2 * single->sketch_bytes);
+  REQUIRE(single->keys.size() == merged->keys.size());
+  for (const KeySnapshot& k : single->keys) {
+    const KeySnapshot* m = FindKey(*merged, k.key);
+    INFO(k.key);
+    REQUIRE(m);
+    CHECK(m->share == Approx(k.share).margin(0.01));
+    CHECK(m->write_ratio == Approx(k.write_ratio).margin(0.01));
+  }
+  const KeySnapshot* a_key = FindKey(*merged, "A");
+  REQUIRE(a_key);
+  CHECK(a_key->share == Approx(0.3).margin(0.01));
+  CHECK(a_key->write_ratio == Approx(0.25).margin(0.01));
+}
+
+// The advice scenario, computed by hand with the model of shard_model.h.
+//
+// Cluster: N = 8 shards of C = 10000 ops/s, A = 10 app servers refreshing every 1 s,
+// R = 4 replicas, S = 4 sub-keys, target 0.8 (8000 ops/s). The shard measures 20000 ops/s
+// (20000 events over a 1 s rate window), the key taking 90%: H = 18000,
+// B = 2000.
+//   reads 95% (Hw = 900, Hr = 17100):
+//     none 20000 > 8000; cache B + Hw + A = 2000 + 900 + 10 = 2910 <= 8000  -> cache
+//   writes 95% (Hw = 17100, Hr = 900):
+//     cache 2000 + 17100 + 10 = 19110; replicate 2000 + 900/4 + 17100 = 19325;
+//     split B + Hw/S + Hr = 2000 + 4275 + 900 = 7175 <= 8000              -> split
+//   50/50 (Hw = Hr = 9000):
+//     cache 2000 + 9000 + 10 = 11010; replicate 2000 + 2250 + 9000 = 13250;
+//     split 2000 + 2250 + 9000 = 13250;
+//     split_cache B + Hw/S + A = 2000 + 2250 + 10 = 4260 <= 8000          -> split_cache
+TEST_CASE("Aggregator: advice per key follows the shard model", "[daemon][aggregator]") {
+  struct Case {
+    double write_share;
+    model::Strategy advice;
+    double advised_load;  // busiest / C under the advised strategy
+  };
+  for (const Case& c :
+       {Case{0.05, model::Strategy::kCache, 0.2910}, Case{0.95, model::Strategy::kSplit, 0.7175},
+        Case{0.50, model::Strategy::kSplitCache, 0.4260}}) {
+    INFO("write share " << c.write_share);
+    config::ReloadableOptions r = Reloadable();
+    r.cluster.shards = 8;
+    r.cluster.capacity = 10000;
+    r.cluster.app_servers = 10;
+    r.cluster.refresh_seconds = 1;
+    r.cluster.replicas = 4;
+    r.cluster.split = 4;
+    r.cluster.target = 0.8;
+    REQUIRE(r.cluster.Validate().ok());
+    Stream s(absl::InfiniteDuration(), 256);
+    const int writes = static_cast<int>(std::lround(18000 * c.write_share));
+    for (int i = 0; i < 18000; ++i) {
+      // Spread the writes evenly through the stream.
+      const bool w =
+          (static_cast<long>(i) * writes) / 18000 != (static_cast<long>(i + 1) * writes) / 18000;
+      s.Feed("celebrity", w ? Op::kWrite : Op::kRead);
+      if (i % 9 == 0) s.Feed(absl::StrCat("bg:", i % 200));  // 2000 background events
+    }
+    s.AdvanceTo(kT0 + absl::Seconds(1));
+    config::TrackOptions track = Track();
+    track.rate_window = absl::Seconds(1);  // whole at 1 s: the advice is given
+    Aggregator agg(track, r, "secret", kT0, nullptr);
+    auto snap = BuildOne(agg, s, kT0 + absl::Seconds(1));
+    CHECK(snap->ops_per_second[0] + snap->ops_per_second[1] == Approx(20000));
+    const KeySnapshot* k = FindKey(*snap, "celebrity");
+    REQUIRE(k);
+    CHECK(k->share == Approx(0.9).margin(0.001));
+    CHECK(k->write_ratio == Approx(c.write_share).margin(0.001));
+    CHECK(k->advice == c.advice);
+    std::map<model::Strategy, double> loads(k->projected_load.begin(), k->projected_load.end());
+    REQUIRE(loads.size() == 5);
+    CHECK(loads[model::Strategy::kNone] == Approx(2.0).margin(0.002));
+    CHECK(loads[c.advice] == Approx(c.advised_load).margin(0.002));
+  }
+}
+
+TEST_CASE(
+    "Aggregator: a hot key is marked hot after min_dwell, and reload changes the "
+    "threshold",
+    "[daemon][aggregator]") {
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), "secret", kT0,
+                 [&](std::string_view l) { logs.emplace_back(l); });
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 5; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 100; ++i) s.Feed(i % 5 == 0 ? "hot" : absl::StrCat("bg:", i));
+    snap = BuildOne(agg, s, t);
+    const KeySnapshot* k = FindKey(*snap, "hot");
+    REQUIRE(k);
+    // Over 0.1 from 100 ms on; hot once 250 ms have passed.
+    CHECK(k->hot == (step >= 4));
+  }
+  CHECK(snap->hot_keys == 1);
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].find("episode started") != std::string::npos);
+  // A reload that raises the threshold to 0.5 (cooling below 0.4) ends the episode.
+  config::ReloadableOptions r = Reloadable();
+  r.alert.default_threshold = 0.5;
+  agg.SetReloadable(r);
+  s.AdvanceTo(kT0 + absl::Milliseconds(600));
+  snap = BuildOne(agg, s, kT0 + absl::Milliseconds(600));
+  const KeySnapshot* k = FindKey(*snap, "hot");
+  REQUIRE(k);
+  CHECK_FALSE(k->hot);
+  CHECK(k->threshold == 0.5);
+  CHECK(snap->hot_keys == 0);
+  CHECK(logs.size() == 2);
+}
+
+TEST_CASE("Aggregator: when traffic stops, hot keys end and the shares stop being exported",
+          "[daemon][aggregator]") {
+  // The default alert.min_ops (rules file); rate window 2 s, half-life 1 s.
+  const config::ReloadableOptions r = Reloadable();
+  REQUIRE(r.alert.min_ops_per_second == config::AlertOptions{}.min_ops_per_second);
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  // 3 s of traffic, 400 events per 100 ms tick, 40% on "hot:1".
+  absl::Time t = kT0;
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 30; ++step) {
+    t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
+    snap = BuildOne(agg, s, t);
+  }
+  REQUIRE(snap->hot_keys == 1);
+  const KeySnapshot* hot = FindKey(*snap, "hot:1");
+  REQUIRE(hot);
+  CHECK(hot->hot);
+  CHECK(hot->share == Approx(0.4).margin(0.02));
+  const absl::Time stop = t;
+
+  // No traffic: the tracker's clock moves on every tick (as a source's publish does), each
+  // tick 1 ms late as real timers are, so the window's oldest point is a little under a
+  // whole window old.
+  auto idle_tick = [&](absl::Time at) {
+    s.AdvanceTo(at);
+    return BuildOne(agg, s, at);
+  };
+  for (int k = 1; k <= 80; ++k) {
+    t = stop + absl::Milliseconds(251 * k);
+    snap = idle_tick(t);
+    INFO("idle for " << absl::FormatDuration(t - stop));
+    // Once the window holds no traffic, the shard is idle: nothing is hot, and the frozen
+    // 0.40 share at 0 ops/s is not exported.
+    if (t - stop >= Track().rate_window) {
+      CHECK(snap->ops_per_second[0] + snap->ops_per_second[1] == 0);
+      CHECK(snap->hot_keys == 0);
+      CHECK(snap->keys.empty());
+    }
+    if (k == 20 || k == 80) {  // after about 5 s and 20 s
+      CHECK(snap->hot_keys == 0);
+      CHECK(FindKey(*snap, "hot:1") == nullptr);
+      CHECK(snap->tracked_keys > 0);  // the tracker still holds the keys
+    }
+  }
+
+  // Traffic again: the key is hot again after min_dwell.
+  for (int step = 1; step <= 10; ++step) {
+    t = stop + absl::Seconds(21) + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
+    snap = BuildOne(agg, s, t);
+  }
+  CHECK(snap->hot_keys == 1);
+}
+
+TEST_CASE("Aggregator: a wall clock stepped back an hour changes nothing but the stamps",
+          "[daemon][aggregator]") {
+  // Two aggregators see the same reports at the same monotonic times; the second's wall
+  // clock steps back an hour after 3 s. Every figure must agree; only the stamps move.
+  std::vector<std::string> logs_a, logs_b;
+  Aggregator a(Track(), Reloadable(), "secret", kT0,
+               [&](std::string_view l) { logs_a.emplace_back(l); });
+  Aggregator b(Track(), Reloadable(), "secret", kT0,
+               [&](std::string_view l) { logs_b.emplace_back(l); });
+  const absl::Time wall0 = absl::FromUnixSeconds(1'800'000'000);
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> last;
+  for (int step = 1; step <= 60; ++step) {
+    const absl::Duration since = absl::Milliseconds(100 * step);
+    const absl::Time t = kT0 + since;
+    s.AdvanceTo(t);
+    for (int i = 0; i < 400; ++i) s.Feed(i % 5 < 2 ? "hot:1" : absl::StrCat("bg:", i % 97));
+    std::vector<std::shared_ptr<const source::ReceiverReport>> reports = {s.Report()};
+    const absl::Duration step_back = step > 30 ? -absl::Hours(1) : absl::ZeroDuration();
+    auto x = a.Build(reports, t, wall0 + since, 0);
+    auto y = b.Build(reports, t, wall0 + since + step_back, 0);
+    last = x;
+    INFO("step " << step);
+    CHECK(y->time - x->time == step_back);
+    CHECK(y->start_time - x->start_time == step_back);
+    CHECK(x->start_time == wall0);
+    CHECK(y->ops_per_second[0] == x->ops_per_second[0]);
+    CHECK(y->rate_window_seconds == x->rate_window_seconds);
+    CHECK(y->decayed_ops_per_second[0] == x->decayed_ops_per_second[0]);
+    CHECK(y->hot_keys == x->hot_keys);
+    REQUIRE(y->keys.size() == x->keys.size());
+    for (size_t k = 0; k < x->keys.size(); ++k) {
+      CHECK(y->keys[k].key == x->keys[k].key);
+      CHECK(y->keys[k].share == x->keys[k].share);
+      CHECK(y->keys[k].ops_per_second[0] == x->keys[k].ops_per_second[0]);
+      CHECK(y->keys[k].hot == x->keys[k].hot);
+      if (x->keys[k].hot) {
+        CHECK(y->keys[k].hot_since - x->keys[k].hot_since == step_back);
+      } else {
+        CHECK(y->keys[k].hot_since == absl::InfiniteFuture());
+      }
+    }
+  }
+  CHECK(last->hot_keys == 1);
+  CHECK(last->ops_per_second[0] == Approx(4000));
+  // One episode each, started at the same monotonic time (the third tick plus min_dwell).
+  REQUIRE(logs_a.size() == 1);
+  REQUIRE(logs_b.size() == 1);
+  CHECK(logs_a[0] == logs_b[0]);  // logged before the step: the same line
+}
+
+TEST_CASE("Aggregator: a shard under alert.min_ops has no hot keys", "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.alert.min_ops_per_second = 100;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  // 50 ops/s (5 events per 100 ms), 40% on one key: a large share of very little.
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 5; ++i) s.Feed(i < 2 ? "hot:1" : absl::StrCat("bg:", step * 5 + i));
+    snap = BuildOne(agg, s, t);
+  }
+  CHECK(snap->ops_per_second[0] == Approx(50));
+  CHECK(snap->hot_keys == 0);
+}
+
+TEST_CASE("Aggregator: a key's threshold is worked out once per key and configuration",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.alert.rules = {config::ThresholdRule{config::ThresholdRule::kGlob, "*:[0-9]*", 0.5, false}};
+  r.exporter.min_share = 0.001;  // every key is exported, to read its threshold
+  r.exporter.top_k = 100;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  auto tick = [&](int step, int keys) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < keys; ++i) s.Feed(absl::StrCat("k:", i), Op::kRead, 1, 10 + i);
+    snap = BuildOne(agg, s, t);
+  };
+  for (int step = 1; step <= 10; ++step) tick(step, 20);
+  CHECK(snap->tracked_keys == 20);
+  CHECK(agg.threshold_lookups() == 20);  // not 10 ticks * 20 keys
+  tick(11, 21);                          // one new key
+  CHECK(agg.threshold_lookups() == 21);
+  const KeySnapshot* k = FindKey(*snap, "k:20");
+  REQUIRE(k);
+  CHECK(k->threshold == 0.5);
+  // A reload forgets every threshold: the new rule applies from the next tick.
+  r.alert.rules[0].share = 0.25;
+  agg.SetReloadable(r);
+  tick(12, 21);
+  CHECK(agg.threshold_lookups() == 42);
+  k = FindKey(*snap, "k:20");
+  REQUIRE(k);
+  CHECK(k->threshold == 0.25);
+}
+
+TEST_CASE("Aggregator: keys under every threshold and the export floor are passed over",
+          "[daemon][aggregator]") {
+  // Threshold 0.1, min_share 0.01 with hysteresis 0.2: keys at or under 0.008 of the
+  // traffic, and unknown to the alerter, get no threshold lookup and no snapshot.
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), "secret", kT0,
+                 [&](std::string_view l) { logs.emplace_back(l); });
+  Stream s(absl::Seconds(1), 256);
+  std::shared_ptr<const Snapshot> snap;
+  int step = 0;
+  // 1000 events a tick: "hot" takes `hot` of them, "rise" `rise`, and 200 background keys
+  // share the rest (under 0.5% each).
+  auto tick = [&](int hot, int rise) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * ++step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 1000; ++i) {
+      if (i < hot) {
+        s.Feed("hot");
+      } else if (i < hot + rise) {
+        s.Feed("rise");
+      } else {
+        s.Feed(absl::StrCat("bg:", i % 200));
+      }
+    }
+    snap = BuildOne(agg, s, t);
+  };
+  for (int i = 0; i < 10; ++i) tick(300, 0);
+  CHECK(snap->tracked_keys == 201);
+  CHECK(agg.threshold_lookups() == 1);  // "hot" only, not the 200 background keys
+  REQUIRE(snap->keys.size() == 1);
+  CHECK(snap->keys[0].key == "hot");
+  CHECK(snap->keys[0].hot);
+  // A background key that rises over the export floor is looked at again, and exported.
+  for (int i = 0; i < 30; ++i) tick(300, 50);  // 3 half-lives: the share nears 0.05
+  CHECK(agg.threshold_lookups() == 2);
+  const KeySnapshot* r = FindKey(*snap, "rise");
+  REQUIRE(r);
+  CHECK(r->share == Approx(0.05).margin(0.01));
+  CHECK_FALSE(r->hot);
+  // A hot key that a reload puts under everything (threshold 0.5, floor 0.4) is still
+  // observed while the alerter holds it: its episode ends with its share and threshold,
+  // not as a key that left the tracker (share 0, no threshold).
+  REQUIRE(logs.size() == 1);
+  config::ReloadableOptions raised = Reloadable();
+  raised.alert.default_threshold = 0.5;
+  raised.exporter.min_share = 0.5;
+  agg.SetReloadable(raised);
+  tick(300, 50);
+  CHECK(snap->hot_keys == 0);
+  CHECK(snap->keys.empty());
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[1].find("episode ended") != std::string::npos);
+  CHECK(logs[1].find("threshold=0.5000") != std::string::npos);
+  CHECK(logs[1].find("share=0.0000") == std::string::npos);
+}
+
+TEST_CASE("Aggregator: after a restore the restored lifetime counts are a baseline, not traffic",
+          "[daemon][aggregator]") {
+  // A day of traffic before the restart: 1e9 events, a third of them on "big".
+  const absl::Time before = kT0 - absl::Hours(24);
+  sketch::HeavyHittersOptions o;
+  o.candidates = 64;
+  o.sketch_bytes = 32 << 10;
+  o.half_life = absl::InfiniteDuration();  // shares of the whole day
+  absl::StatusOr<sketch::HeavyHitters> old = sketch::HeavyHitters::Create(o, before);
+  REQUIRE(old.ok());
+  for (int i = 0; i < 3000; ++i) {
+    old->Advance(before + absl::Seconds(i * 28));
+    old->Update(i % 3 == 0 ? "big" : absl::StrCat("bg:", i % 40), Op::kRead, 1e9 / 3000);
+  }
+  absl::StatusOr<sketch::HeavyHitters> restored =
+      sketch::HeavyHitters::Deserialize(old->Serialize(), old->now());
+  REQUIRE(restored.ok());
+  REQUIRE(restored->RawTotal(Op::kRead) == Approx(1e9));
+
+  // The daemon starts at kT0 with the restored tracker; no traffic for three ticks.
+  config::ReloadableOptions r = Reloadable();
+  r.exporter.min_share = 0.001;
+  r.exporter.min_key_ops_per_second = 0;  // "big" is exported by its restored share alone
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  auto build = [&](absl::Time t) {
+    std::vector<std::shared_ptr<const source::ReceiverReport>> reports = {
+        std::make_shared<const source::ReceiverReport>(
+            source::ReceiverReport{t, *restored, {}, {}})};
+    return agg.Build(reports, t, 0);
+  };
+  for (int step = 1; step <= 3; ++step) {
+    auto snap = build(kT0 + absl::Milliseconds(250 * step));
+    INFO("tick " << step);
+    CHECK(snap->ops_per_second[0] == 0);
+    CHECK(snap->ops_per_second[1] == 0);
+    const KeySnapshot* big = FindKey(*snap, "big");
+    REQUIRE(big);  // still exported by its (restored) share
+    CHECK(big->ops_per_second[0] == 0);
+  }
+  // Traffic again: 100 events per 250 ms, a quarter on "big", counted from the baseline.
+  for (int step = 4; step <= 12; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(250 * step);
+    restored->Advance(t);
+    for (int i = 0; i < 100; ++i) restored->Update(i % 4 == 0 ? "big" : "new", Op::kRead);
+    auto snap = build(t);
+    if (step == 12) {
+      CHECK(snap->rate_window_seconds == Approx(2));
+      CHECK(snap->ops_per_second[0] == Approx(400));
+      const KeySnapshot* big = FindKey(*snap, "big");
+      REQUIRE(big);
+      CHECK(big->ops_per_second[0] == Approx(100));
+    }
+  }
+}
+
+std::shared_ptr<const Snapshot> BuildAll(Aggregator& agg, const std::vector<Stream*>& streams,
+                                         absl::Time now) {
+  std::vector<std::shared_ptr<const source::ReceiverReport>> reports;
+  for (const Stream* s : streams) reports.push_back(s->Report());
+  return agg.Build(reports, now, 0);
+}
+
+// No exported key serves more ops/s than its shard, by op.
+void CheckKeysWithinShard(const Snapshot& snap) {
+  for (const KeySnapshot& k : snap.keys) {
+    INFO("key " << k.key);
+    for (int o = 0; o < sketch::kNumOps; ++o) CHECK(k.ops_per_second[o] <= snap.ops_per_second[o]);
+  }
+}
+
+// Two receivers on 100 ms ticks over 3 s, window 2 s: per tick, `left` and `right` say how
+// many events of each key each receiver gets.
+struct TwoReceivers {
+  Stream left{absl::Seconds(1), 16}, right{absl::Seconds(1), 16};
+  Aggregator agg{Track(),
+                 [] {
+                   config::ReloadableOptions r = Reloadable();
+                   r.exporter.min_share = 0.001;
+                   r.exporter.top_k = 100;
+                   return r;
+                 }(),
+                 "secret", kT0, nullptr};
+  std::shared_ptr<const Snapshot> snap;
+
+  template <class F>
+  void Run(F per_tick) {
+    for (int step = 1; step <= 30; ++step) {
+      const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+      left.AdvanceTo(t);
+      right.AdvanceTo(t);
+      per_tick(step);
+      snap = BuildAll(agg, {&left, &right}, t);
+      CheckKeysWithinShard(*snap);
+    }
+    REQUIRE(snap->rate_window_seconds == Approx(2));
+  }
+};
+
+TEST_CASE("Aggregator: a key both receivers carry gets the sum of their window rates",
+          "[daemon][aggregator]") {
+  TwoReceivers rx;
+  rx.Run([&](int) {
+    rx.left.Feed("K", Op::kRead, 1, 30);
+    rx.left.Feed("a", Op::kRead, 1, 70);
+    rx.right.Feed("K", Op::kRead, 1, 10);
+    rx.right.Feed("K", Op::kWrite, 1, 5);
+    rx.right.Feed("b", Op::kRead, 1, 85);
+  });
+  CHECK(rx.snap->ops_per_second[0] == Approx(1950));
+  CHECK(rx.snap->ops_per_second[1] == Approx(50));
+  const KeySnapshot* k = FindKey(*rx.snap, "K");
+  REQUIRE(k);
+  CHECK(k->ops_per_second[0] == Approx(400));
+  CHECK(k->ops_per_second[1] == Approx(50));
+}
+
+TEST_CASE(
+    "Aggregator: a key one receiver evicts keeps the other receiver's rate, not 0 or "
+    "less",
+    "[daemon][aggregator]") {
+  // K: 200 events a tick on the left throughout; 20 a tick on the right until 1.5 s,
+  // when 16 heavier keys push it out of the right's 16-slot table.
+  TwoReceivers rx;
+  rx.Run([&](int step) {
+    rx.left.Feed("K", Op::kRead, 1, 200);
+    rx.left.Feed("a", Op::kRead, 1, 50);
+    if (step <= 15) {
+      rx.right.Feed("K", Op::kRead, 1, 20);
+    } else {
+      for (int i = 0; i < 16; ++i) rx.right.Feed(absl::StrCat("h", i), Op::kRead, 1, 100);
+    }
+  });
+  const KeySnapshot* k = FindKey(*rx.snap, "K");
+  REQUIRE(k);
+  // Truth over (1 s, 3 s]: 2000 ops/s on the left and 50 on the right (20 a tick from
+  // 1.1 s to 1.5 s). The right's part is gone with its entry; the left's is exact.
+  CHECK(k->ops_per_second[0] >= Approx(2000));
+  CHECK(k->ops_per_second[0] <= Approx(2050));
+}
+
+TEST_CASE("Aggregator: a key only one receiver holds gets that receiver's rate",
+          "[daemon][aggregator]") {
+  TwoReceivers rx;
+  rx.Run([&](int step) {
+    rx.left.Feed("K", Op::kRead, 1, 40);
+    rx.left.Feed("a", Op::kRead, 1, 60);
+    rx.right.Feed(absl::StrCat("r", step % 4), Op::kRead, 1, 100);
+  });
+  const KeySnapshot* k = FindKey(*rx.snap, "K");
+  REQUIRE(k);
+  CHECK(k->ops_per_second[0] == Approx(400));
+  CHECK(rx.snap->ops_per_second[0] == Approx(2000));
+}
+
+TEST_CASE("Aggregator: a key admitted inside the window never shows more ops/s than the shard",
+          "[daemon][aggregator]") {
+  // A quiet shard (100 ops/s), then a burst of a new key in the last two ticks.
+  Stream s(absl::Seconds(1));
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 30; ++step) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    s.AdvanceTo(t);
+    s.Feed("bg", Op::kRead, 1, 10);
+    if (step >= 29) s.Feed("burst", Op::kRead, 1, 200);
+    snap = BuildOne(agg, s, t);
+    CheckKeysWithinShard(*snap);
+  }
+  const KeySnapshot* k = FindKey(*snap, "burst");
+  REQUIRE(k);
+  // Over the 2 s window: 200 events of bg and 400 of burst.
+  CHECK(snap->ops_per_second[0] == Approx(300));
+  CHECK(k->ops_per_second[0] == Approx(200));
+}
+
+// A quiet shard: 21 ops/s over 6 minutes on 250 ms ticks, half-life 500 ms: 5 requests a
+// tick of 500 random keys plus a 6th every fourth tick, and "steady" at 4 ops/s (19%).
+// Returns how many distinct keys were ever exported.
+size_t DistinctExportedOnQuietShard(double min_key_ops, bool* steady_exported) {
+  config::TrackOptions track;  // the defaults: 500 ms half-life, 5 s window
+  config::ReloadableOptions r;
+  r.exporter.min_key_ops_per_second = min_key_ops;
+  r.alert.default_threshold = 1.0;  // only the export rules decide
+  Aggregator agg(track, r, "secret", kT0, nullptr);
+  Stream s(track.half_life, track.candidates);
+  std::mt19937 rng(11);
+  std::set<std::string> seen;
+  *steady_exported = true;
+  for (int tick = 1; tick <= 6 * 60 * 4; ++tick) {
+    const absl::Time t = kT0 + absl::Milliseconds(250 * tick);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 5 + (tick % 4 == 0); ++i) s.Feed(absl::StrCat("k:", rng() % 500));
+    s.Feed("steady");
+    auto snap = BuildOne(agg, s, t);
+    bool steady = false;
+    for (const KeySnapshot& k : snap->keys) {
+      seen.insert(k.key);
+      steady |= k.key == "steady";
+    }
+    if (tick > 40) *steady_exported &= steady;
+  }
+  return seen.size();
+}
+
+TEST_CASE("Aggregator: on a quiet shard a key needs evidence before it is exported",
+          "[daemon][aggregator]") {
+  bool steady_off = false, steady_on = false;
+  const size_t off = DistinctExportedOnQuietShard(0, &steady_off);
+  const size_t on =
+      DistinctExportedOnQuietShard(config::ExportOptions{}.min_key_ops_per_second, &steady_on);
+  INFO("distinct keys exported in 6 minutes: " << off << " without, " << on << " with");
+  CHECK(off > 100);  // every stray request is a large share
+  CHECK(on <= 2);
+  CHECK(steady_on);  // the 4 ops/s key stays exported all along
+}
+
+TEST_CASE(
+    "Aggregator: the tracking state stays under its computed bound, however many keys and "
+    "ticks",
+    "[daemon][aggregator]") {
+  // Two sources with the default --track.candidates each, fed far more distinct keys than
+  // candidates, and built far more often than the publish interval (each source's publish
+  // asks for one).
+  config::TrackOptions track = Track();  // 100 ms interval, 2 s window: 44 points at most
+  std::vector<Stream> streams(2, Stream(absl::Seconds(1), track.candidates));
+  Aggregator agg(track, Reloadable(), "secret", kT0, nullptr);
+  const size_t history_bound = Aggregator::RateHistoryBound(track, 2);
+  size_t most = 0;
+  uint64_t n = 0;
+  std::shared_ptr<const Snapshot> snap;
+  for (int step = 1; step <= 400; ++step) {  // 10 s at 25 ms: 4 builds per interval
+    const absl::Time t = kT0 + absl::Milliseconds(25 * step);
+    for (Stream& s : streams) {
+      s.AdvanceTo(t);
+      for (int i = 0; i < 200; ++i) s.Feed(absl::StrCat("k:", n++));  // every key new
+    }
+    std::vector<std::shared_ptr<const source::ReceiverReport>> reports;
+    for (const Stream& s : streams) reports.push_back(s.Report());
+    snap = agg.Build(reports, t, 0);
+    most = std::max(most, agg.RateHistoryBytes());
+    REQUIRE(agg.RateHistoryBytes() == snap->rate_history_bytes);
+  }
+  INFO("rate history: at most " << most << " bytes, bound " << history_bound);
+  CHECK(most > 0);
+  CHECK(most <= history_bound);
+  const size_t tracker_bytes = streams[0].Report()->tracker.MemoryBytes();
+  CHECK(snap->merged_tracker_bytes == tracker_bytes);  // the merge target has their shape
+  CHECK(snap->memory_budget_bytes == Aggregator::MemoryBudget(track, 2, tracker_bytes));
+  // Two trackers and their 6 copies each, the merged one, and the history.
+  CHECK(snap->memory_budget_bytes == 15 * tracker_bytes + history_bound);
+  CHECK(snap->sketch_bytes + snap->merged_tracker_bytes + snap->rate_history_bytes <=
+        snap->memory_budget_bytes);
+}
+
+// Feeds `keys` keys (key i gets keys - i events) and builds a snapshot per 100 ms step;
+// returns the allocations of the last Build(), at steady state.
+uint64_t AllocationsPerTick(int receivers, config::ReloadableOptions r, int keys) {
+  std::vector<Stream> streams(receivers, Stream(absl::Seconds(1), 256));
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  uint64_t last = 0;
+  for (int step = 1; step <= 30; ++step) {  // past the 2 s window: history points are reused
+    const absl::Time t = kT0 + absl::Milliseconds(100 * step);
+    for (Stream& s : streams) {
+      s.AdvanceTo(t);
+      for (int i = 0; i < keys; ++i) s.Feed(absl::StrCat("k", i), Op::kRead, 1, keys - i);
+    }
+    std::vector<std::shared_ptr<const source::ReceiverReport>> reports;
+    for (const Stream& s : streams) reports.push_back(s.Report());
+    AllocationCounter count;
+    auto snap = agg.Build(reports, t, 0);
+    last = count.count();
+    REQUIRE(snap->tracked_keys == static_cast<size_t>(keys));
+    REQUIRE(agg.merged_tracker() != nullptr);
+    CHECK(agg.merged_tracker()->size() == static_cast<size_t>(keys));
+  }
+  return last;
+}
+
+TEST_CASE("Aggregator: a tick labels only what it exports and merges into a reused tracker",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.exporter.label = config::KeyLabelMode::kHash;  // "h:" + 16 hex digits: allocated labels
+  r.exporter.top_k = 5;
+  r.exporter.min_share = 0.001;
+  r.alert.default_threshold = 1.0;
+  const int keys = 200;
+  const uint64_t one = AllocationsPerTick(1, r, keys);
+  const uint64_t two = AllocationsPerTick(2, r, keys);
+  INFO("allocations per tick: one receiver " << one << ", two receivers " << two);
+  // Labelling every tracked key would cost at least one allocation per key.
+  CHECK(one < keys / 2);
+  // The second receiver adds Merge()'s scratch (one vector) and a table read per source
+  // for the window rates (two vectors each), not a tracker copy (five buffers: counters,
+  // entries, keys, heap, index).
+  CHECK(two <= one + 1 + 2 * 2);
+  // Copy-assigning a tracker into one of the same shape, as the merge does, allocates
+  // nothing.
+  Stream a(absl::Seconds(1), 256), b(absl::Seconds(1), 256);
+  a.Feed("x", Op::kRead, 1, 10);
+  b.Feed("y", Op::kRead, 1, 10);
+  sketch::HeavyHitters target = a.Report()->tracker;
+  const std::shared_ptr<const source::ReceiverReport> source = b.Report();
+  AllocationCounter count;
+  target = source->tracker;
+  CHECK(count.count() == 0);
+}
+
+TEST_CASE("Aggregator: sources' own metrics are summed per kind, and each source is kept",
+          "[daemon][aggregator]") {
+  static constexpr source::MetricSample kSamples[] = {{"hotkey_x_total", "X.", true, {}, "x"}};
+  static const source::MetricSchema kX = {"x", kSamples};
+  static const source::MetricSchema kY = {"y", kSamples};
+  Aggregator agg(Track(), Reloadable(), "secret", kT0, nullptr);
+  std::vector<std::shared_ptr<const source::ReceiverReport>> reports;
+  const uint64_t values[] = {3, 4, 5};
+  const source::MetricSchema* schemas[] = {&kX, &kY, &kX};
+  for (int i = 0; i < 3; ++i) {
+    Stream s;
+    s.Feed("k", Op::kRead, 1, i + 1);
+    s.AdvanceTo(kT0 + absl::Milliseconds(100));
+    source::SourceCounters c;
+    c.events = i + 1;
+    c.memory_bound_bytes = 1000;
+    c.own.schema = schemas[i];
+    c.own.values[0] = values[i];
+    reports.push_back(std::make_shared<const source::ReceiverReport>(
+        source::ReceiverReport{kT0 + absl::Milliseconds(100), s.Report()->tracker, c, {}}));
+  }
+  reports.push_back(Stream().Report());  // a source with no metrics of its own
+  const auto snap = agg.Build(reports, kT0 + absl::Milliseconds(100), 0);
+  REQUIRE(snap->sources.size() == 4);
+  CHECK(snap->sources[1].own.values[0] == 4);
+  CHECK(snap->counters.events == 6);
+  CHECK(snap->counters.memory_bound_bytes == 3000);
+  REQUIRE(snap->source_metrics.size() == 2);
+  CHECK(snap->source_metrics[0].schema == &kX);
+  CHECK(snap->source_metrics[0].values[0] == 8);
+  CHECK(snap->source_metrics[1].schema == &kY);
+  CHECK(snap->source_metrics[1].values[0] == 4);
+}
+
+}  // namespace
+}  // namespace hotkey::aggregate
+
+namespace hotkey::aggregate {
+namespace {
+
+// A shard at 2,000 ops/s on average, bursty within the 5 s rate window (1 s at 3,000 ops/s,
+// then 1 s at 1,000), whose key takes 30% (5% writes), against a capacity of 2,000 ops/s
+// and 8 app servers. Over the window it is steady: cache fits (about 0.72 of capacity);
+// at the burst's peak nothing but isolate would, and in its trough no fix is needed.
+TEST_CASE("Aggregator: a load steady over the rate window gets one fix, however bursty",
+          "[daemon][aggregator]") {
+  config::TrackOptions track;
+  track.publish_interval = absl::Milliseconds(250);
+  track.rate_window = absl::Seconds(5);
+  track.half_life = absl::Milliseconds(500);
+  config::ReloadableOptions r = Reloadable();
+  r.cluster.capacity = 2000;
+  r.cluster.app_servers = 8;
+  r.alert.default_threshold = 0.1;
+  REQUIRE(r.cluster.Validate().ok());
+  Aggregator agg(track, r, "secret", kT0, nullptr);
+  Stream s(track.half_life, 128);
+  std::vector<model::Strategy> advice;
+  std::vector<double> none_loads, shares;
+  int fed = 0;
+  for (int tick = 1; tick <= 4 * 70; ++tick) {  // 70 s of 250 ms ticks
+    const absl::Time t = kT0 + absl::Milliseconds(250 * tick);
+    const bool high = ((tick - 1) / 4) % 2 == 0;
+    const int events = high ? 750 : 250;
+    for (int i = 0; i < events; ++i, ++fed) {
+      if (fed % 10 < 3) {
+        s.Feed("item:flash", fed % 200 == 0 ? Op::kWrite : Op::kRead);  // 30%: 5% of them writes
+      } else {
+        s.Feed(absl::StrCat("bg:", fed % 5000));
+      }
+    }
+    s.AdvanceTo(t);
+    auto snap = BuildOne(agg, s, t);
+    const KeySnapshot* k = FindKey(*snap, "item:flash");
+    REQUIRE(k);
+    if (tick <= 4 * 10) continue;  // the first 10 s: the window fills
+    REQUIRE(k->hot);
+    REQUIRE_FALSE(k->projected_load.empty());
+    advice.push_back(k->advice);
+    shares.push_back(k->share);
+    for (const auto& [strategy, load] : k->projected_load) {
+      if (strategy == model::Strategy::kNone) none_loads.push_back(load);
+    }
+  }
+  REQUIRE(advice.size() == 4 * 60);
+  for (size_t i = 0; i < advice.size(); ++i) {
+    INFO(i << " share " << shares[i] << " none " << none_loads[i]);
+    CHECK(advice[i] == model::Strategy::kCache);
+  }
+  std::vector<double> sorted = none_loads;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  CHECK(median == Approx(1.0).margin(0.01));
+  for (double l : none_loads) CHECK(std::abs(l - median) <= 0.1 * median + 1e-9);
+  for (double share : shares) CHECK(share == Approx(0.3).margin(0.005));
+}
+
+TEST_CASE("Aggregator: a key gets advice once the window holds all of its ops",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);  // rate window 2 s
+  Stream s(absl::Seconds(1));
+  for (int i = 0; i < 2000; ++i) s.Feed(absl::StrCat("bg:", i % 400));
+  s.AdvanceTo(kT0 + absl::Seconds(1));
+  BuildOne(agg, s, kT0 + absl::Seconds(1));
+  // "new" appears at 1 s and takes half the traffic from then on.
+  for (int step = 1; step <= 40; ++step) {
+    const absl::Time t = kT0 + absl::Seconds(1) + absl::Milliseconds(100 * step);
+    for (int i = 0; i < 200; ++i) s.Feed(i % 2 ? "new" : absl::StrCat("bg:", i % 400));
+    s.AdvanceTo(t);
+    auto snap = BuildOne(agg, s, t);
+    const KeySnapshot* k = FindKey(*snap, "new");
+    REQUIRE(k);
+    INFO("step " << step);
+    // Hot within detection's speed (its decayed share), advised once the window's oldest
+    // point is younger than its admission.
+    if (step >= 5) CHECK(k->hot);
+    if (step <= 20) {
+      CHECK(k->projected_load.empty());
+      CHECK(k->share < 0.5);
+    }
+    if (step >= 22) {
+      CHECK_FALSE(k->projected_load.empty());
+      CHECK(k->share == Approx(0.5).margin(0.01));
+    }
+  }
+}
+
+TEST_CASE("Aggregator: the advice uses the model inputs it is given, and the snapshot says so",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.cluster.capacity = 100000;  // configured: the key fits with no fix
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);
+  Stream s;
+  std::shared_ptr<const Snapshot> snap;
+  for (int second = 1; second <= 2; ++second) {  // the 2 s window is whole at 2 s
+    FeedKnownMix(s, 10);                         // 10,000 ops/s, A 30%
+    s.AdvanceTo(kT0 + absl::Seconds(second));
+    snap = BuildOne(agg, s, kT0 + absl::Seconds(second));
+  }
+  const KeySnapshot* a = FindKey(*snap, "A");
+  REQUIRE(a);
+  CHECK(a->advice == model::Strategy::kNone);
+  CHECK(snap->model.capacity == InputOrigin::kConfigured);
+  CHECK(snap->model.cluster.capacity == 100000);
+
+  ModelInputs measured;
+  measured.cluster = r.cluster;
+  measured.cluster.capacity = 10000;  // measured: the shard is at 100%
+  measured.capacity = InputOrigin::kMeasured;
+  measured.shard_asked = true;
+  measured.shard_up = true;
+  measured.shard_busy = 1.0;
+  agg.SetModelInputs(measured);
+  FeedKnownMix(s, 10);
+  s.AdvanceTo(kT0 + absl::Seconds(3));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(3));
+  a = FindKey(*snap, "A");
+  REQUIRE(a);
+  std::map<model::Strategy, double> loads(a->projected_load.begin(), a->projected_load.end());
+  CHECK(loads[model::Strategy::kNone] == Approx(1.0).margin(0.01));
+  CHECK(snap->model.capacity == InputOrigin::kMeasured);
+  CHECK(snap->model.shard_busy == 1.0);
+}
+
+TEST_CASE("Aggregator: the capacity is the window's ops over the shard's busy fraction",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  r.cluster.capacity = 100000;
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);  // 2 s window
+  ModelInputs in;
+  in.cluster = r.cluster;
+  in.measure_capacity = true;
+  in.shard_asked = true;
+  in.shard_up = true;
+  Stream s;
+  std::shared_ptr<const Snapshot> snap;
+  // 10,000 ops/s; the shard answers every second, busy 2% at first (too little to
+  // extrapolate from), then alternately 40% and 60%: 10,000 / 0.5 = 20,000 ops/s.
+  const double busy[] = {0.02, 0.4, 0.6, 0.4, 0.6};
+  for (int second = 1; second <= 5; ++second) {
+    in.shard_busy = busy[second - 1];
+    in.shard_answers = second;
+    agg.SetModelInputs(in);
+    FeedKnownMix(s, 10);
+    s.AdvanceTo(kT0 + absl::Seconds(second));
+    snap = BuildOne(agg, s, kT0 + absl::Seconds(second));
+    INFO("second " << second);
+    if (second == 1) {
+      CHECK(snap->model.capacity == InputOrigin::kConfigured);
+      CHECK(snap->model.cluster.capacity == 100000);
+    }
+    // Advice waits for the shard's third answer (the window is whole from 2 s on).
+    const KeySnapshot* a = FindKey(*snap, "A");
+    REQUIRE(a);
+    CHECK(a->projected_load.empty() == (second < 3));
+    if (second == 3 || second == 5) {
+      CHECK(snap->model.capacity == InputOrigin::kMeasured);
+      // Each sample pairs 10,000 ops/s with its busy; the 2% sample stays in the sums.
+      const double busy_sum = second == 3 ? 1.02 : 2.02;
+      CHECK(snap->model.cluster.capacity == Approx(10000.0 * (second) / busy_sum));
+    }
+  }
+  // Answers that do not move on add no sample: the capacity stands.
+  const double before = snap->model.cluster.capacity;
+  FeedKnownMix(s, 10);
+  s.AdvanceTo(kT0 + absl::Seconds(6));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(6));
+  CHECK(snap->model.cluster.capacity == before);
+  // A flag given (measure_capacity off) wins.
+  in.measure_capacity = false;
+  in.shard_answers = 7;
+  agg.SetModelInputs(in);
+  FeedKnownMix(s, 10);
+  s.AdvanceTo(kT0 + absl::Seconds(7));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(7));
+  CHECK(snap->model.capacity == InputOrigin::kConfigured);
+  CHECK(snap->model.cluster.capacity == 100000);
+}
+
+}  // namespace
+}  // namespace hotkey::aggregate
+
+namespace hotkey::aggregate {
+namespace {
+
+TEST_CASE(
+    "Aggregator: a hot key's episode goes into the episode log with its fix, its end "
+    "line names that fix, and the ticks fill the history's windows",
+    "[daemon][aggregator]") {
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), "", kT0, [&](std::string_view l) { logs.emplace_back(l); });
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  int step = 0;
+  auto tick = [&](int hot) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * ++step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 1000; ++i) s.Feed(i < hot ? "hot" : absl::StrCat("bg:", i % 200));
+    snap = BuildOne(agg, s, t);
+  };
+  for (int i = 0; i < 50; ++i) tick(300);  // 5 s: hot, and advised once the 2 s window is whole
+  REQUIRE(snap->hot_keys == 1);
+  REQUIRE(snap->keys[0].hot);
+  const std::string advised(model::StrategyName(snap->keys[0].advice));
+  CHECK(agg.episodes().open_count() == 1);
+  for (int i = 0; i < 60; ++i) tick(0);  // cools
+  CHECK(agg.episodes().open_count() == 0);
+  CHECK(snap->episodes == 1);
+  const std::string json = agg.episodes().Json(10);
+  CHECK(json.find("\"key\":\"hot\"") != std::string::npos);
+  CHECK(json.find(absl::StrCat("\"strategy\":\"", advised, "\"")) != std::string::npos);
+  std::string ended;
+  for (const std::string& l : logs) {
+    if (l.find("hot key episode ended") != std::string::npos) ended = l;
+  }
+  INFO(ended);
+  CHECK(ended.find(absl::StrCat("strategy=", advised)) != std::string::npos);
+  // 11 s of ticks: one 10 s window closed, with the hot key on top.
+  CHECK(snap->history_windows[0] == 1);
+  CHECK(agg.history().fine_count() == 1);
+  CHECK(snap->history_bytes == snap->history_bound_bytes);
+}
+
+}  // namespace
+}  // namespace hotkey::aggregate
