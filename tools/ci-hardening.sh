@@ -71,9 +71,10 @@ configure() {  # configure BUILD_DIR ARGS...
 # measure memory (RSS) that shadow memory and quarantine make such figures meaningless.
 # Left out, because they run none of our C++ or only repeat under the sanitizers what the
 # Release run already timed: the rules, the mixin, the Kubernetes manifests, the Alertmanager
-# configs, the docs, the Python kit, the Prometheus end-to-end run, the page in Chromium,
+# configs, the docs, the page's linters, the Python kit, the Prometheus end-to-end run, the
+# page in Chromium,
 # `hotkeyd top` in tmux, and the cluster lab (label long; it skips under a sanitizer).
-not_our_code='^(deploy_.*|docs_.*|clients_python_test|e2e_(playground|history_page|demo_steady)|top_tmux_e2e)$'
+not_our_code='^(deploy_.*|docs_.*|web_page_(npm_ci|lint)|clients_python_test|e2e_(playground|history_page|demo_steady)|top_tmux_e2e)$'
 run_sanitized_tests() {
   HOTKEY_SANITIZER=address \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
