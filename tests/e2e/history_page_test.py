@@ -43,7 +43,7 @@ import hotkeyd_e2e as e2e  # noqa: E402
 from playground_test import Cdp, Failure, Overtime, http_get, stop, wait_for  # noqa: E402
 
 OVERALL_SECONDS = 90
-# The page's fixed share scale (landing_page.cc HEAT): lower bounds and colours.
+# The page's fixed share scale (daemon/serving/web/page/page.js HEAT): lower bounds and colours.
 HEAT = [(0, "#f4f4f4"), (0.005, "#fff3c4"), (0.01, "#ffe08a"), (0.02, "#ffc04d"),
         (0.05, "#ff8c1a"), (0.1, "#f0502a"), (0.2, "#c8102e"), (0.5, "#6b0010")]
 

@@ -1,21 +1,15 @@
-// The landing page: live top keys (from /api/v1/top, every second) and the shard-model
-// playground (sliders -> /api/v1/model -> per-shard load bars). Each hot key's row says in
-// one line what its advised fix means, with the key's figures (fixLine), and links to the
-// fix's runbook section in deploy/README.md. The model's inputs are shown with their origin
-// (measured from the shard, or configured), with a warning when the advice rests on
-// configured figures (modelWarning). The sliders start at the cluster the daemon's advice
-// uses (/api/v1/model's default inputs); a clicked key is modelled on the figures the
-// daemon's advice for it uses (/api/v1/model's measured mode: the shard's ops/s over the rate
-// window, the key's share and write ratio, as /api/v1/top gives them), so the page shows the
-// fix the daemon advises. With --model.measured-loads-file, a table between the two shows the
-// shards' measured loads beside the model's projection for each fix (/api/v1/measured, every
-// second; load_comparison.h). Self-contained: no build step, no external script, style or
-// font, so it works on an air-gapped host.
+// LandingPage: the page built from daemon/serving/web/page/ (landing_page_template.h), its
+// metrics link pointed at the configured telemetry path. What the page shows and does is said
+// at the top of page/page.js; its markup, style and script are edited, linted and formatted
+// there (tests/daemon/serving/web/page_lint_test.sh), not here.
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "hotkey/web/web.h"
+#include "landing_page_template.h"
 
 namespace hotkey::web {
 
@@ -48,467 +42,36 @@ std::string HtmlEscape(std::string_view s) {
   return out;
 }
 
-// `page` with each `from` replaced by `to`.
-std::string ReplaceAll(std::string_view page, std::string_view from, std::string_view to) {
+// `page` with each placeholder replaced by its value, in one pass, so that a value holding a
+// placeholder's text (a telemetry path may) is not replaced in turn.
+std::string Fill(std::string_view page,
+                 std::initializer_list<std::pair<std::string_view, std::string_view>> values) {
   std::string out;
-  for (size_t at; (at = page.find(from)) != std::string_view::npos;) {
-    out.append(page.substr(0, at)).append(to);
-    page.remove_prefix(at + from.size());
+  while (true) {
+    size_t at = std::string_view::npos;
+    const std::pair<std::string_view, std::string_view>* first = nullptr;
+    for (const auto& value : values) {
+      const size_t found = page.find(value.first);
+      if (found < at) {
+        at = found;
+        first = &value;
+      }
+    }
+    if (first == nullptr) return out.append(page);
+    out.append(page.substr(0, at)).append(first->second);
+    page.remove_prefix(at + first->first.size());
   }
-  return out.append(page);
 }
 
 }  // namespace
 
 std::string LandingPage(std::string_view telemetry_path) {
-  static constexpr std::string_view kPage = R"HTML(<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>hotkeyd</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;color:#222}
-h1{font-size:1.4em;margin:0 0 .2em} h2{font-size:1.1em;margin:1.4em 0 .4em}
-a{color:#0b5cad} nav a{margin-right:1em}
-table{border-collapse:collapse;width:100%} th,td{padding:.25em .5em;border-bottom:1px solid #ddd;text-align:right}
-th:first-child,td:first-child{text-align:left;font-family:ui-monospace,monospace;word-break:break-all}
-tr.hot td{background:#fde8e8} .muted{color:#777} .pill{padding:0 .4em;border-radius:.6em;background:#eee}
-.hot .pill{background:#c62828;color:#fff}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(230px,1fr));gap:.3em 1.2em}
-label{display:flex;justify-content:space-between} input[type=range]{width:100%}
-.strategy{margin:.6em 0} .strategy b{display:inline-block;width:7em}
-.bars{position:relative;display:flex;align-items:flex-end;gap:3px;height:90px;border-bottom:1px solid #999;margin-top:.2em}
-.bar{flex:1;background:#4a90d9;min-height:1px} .bar.over{background:#d9534f}
-.cap{position:absolute;left:0;right:0;border-top:2px dashed #333} .tgt{position:absolute;left:0;right:0;border-top:1px dotted #c80}
-.advice{font-size:1.1em;margin:.6em 0;font-weight:600}
-tr.inforce td{background:#e8f1fd} .stale{color:#b35900;font-weight:600} .error{color:#c62828}
-th:last-child,td.fix{text-align:left} td.fix{font-size:.92em} .warn{color:#b35900;font-weight:600;margin:.3em 0}
-#model-inputs span{margin-right:.8em;white-space:nowrap}
-#history-controls button{margin-right:.4em} #history-controls button.on{font-weight:700}
-#timeline,#heatmap{width:100%;display:block} #heatmap rect.sel{stroke:#000;stroke-width:2}
-.legend span{display:inline-block;padding:0 .5em;margin-right:2px;font-size:.85em}
-#episodes tr.open td{background:#fde8e8}
-</style></head><body>
-<h1>hotkeyd</h1>
-<div class="muted">Hot-key detection for one shard. <span id="summary"></span></div>
-<nav><a href="@TELEMETRY_HREF@">@TELEMETRY_PATH@</a><a href="api/v1/top">/api/v1/top</a><a href="api/v1/history">/api/v1/history</a><a href="api/v1/episodes">/api/v1/episodes</a><a href="-/healthy">/-/healthy</a><a href="-/ready">/-/ready</a></nav>
-
-<h2>Top keys <span class="muted" id="updated"></span></h2>
-<table id="top"><thead><tr><th>key</th><th>share</th><th>± error</th><th>reads/s</th><th>writes/s</th>
-<th>write ratio</th><th>threshold</th><th>state</th><th>advice</th><th>what the fix means</th></tr></thead><tbody></tbody></table>
-<div id="empty" class="muted">No key above the minimum share yet.</div>
-
-<section id="versus" hidden>
-<h2>Projected against measured shard loads</h2>
-<div class="muted">Each shard's load as measured outside hotkeyd (--model.measured-loads-file), beside the
-model's projection for each fix, as fractions of a shard's capacity. The projection is the daemon's advice
-for the key on the traffic of the last measurement with no fix in force; each fix's measured figures are
-the last taken under it since then.</div>
-<div id="versus-measurement"></div>
-<div id="versus-projection" class="muted"></div>
-<div id="versus-error" class="error"></div>
-<table id="versus-table"><thead><tr><th>fix</th><th>projected busiest</th><th>measured busiest</th>
-<th>projected least busy</th><th>measured least busy</th><th>measured</th></tr></thead><tbody></tbody></table>
-<div class="bars" id="versus-bars" title="each shard's measured load"></div>
-</section>
-
-<section id="history">
-<h2>History <span class="muted" id="history-updated"></span></h2>
-<div class="muted">The top keys of each closed window (10 s over the last hour, 1 min over the last day:
-/api/v1/history). Shares are of the shard's ops in the window; the heatmap's colours are a fixed scale
-of share, the same on every page and every day.</div>
-<div id="history-controls"><button type="button" data-step="10" class="on">last hour (10 s)</button><button type="button" data-step="60">last day (1 min)</button></div>
-<svg id="timeline" height="170" role="img" aria-label="top keys' shares over time"></svg>
-<div class="legend" id="timeline-legend"></div>
-<svg id="heatmap" height="40" role="img" aria-label="keys against time, coloured by share"></svg>
-<div class="legend" id="heat-legend"></div>
-<div id="history-empty" class="muted">No closed window yet: the first closes 10 s after start.</div>
-<h2>Hot episodes</h2>
-<table id="episodes"><thead><tr><th>subject</th><th>#</th><th>start</th><th>end</th><th>duration</th><th>peak share</th>
-<th>peak ops/s</th><th>fix advised</th><th>fix in force (measured)</th><th>window</th></tr></thead><tbody></tbody></table>
-<div id="episodes-empty" class="muted">No hot episode yet.</div>
-</section>
-
-<h2>Playground: what would each fix do to the shards?</h2>
-<div class="muted">The daemon's shard load model (the one it uses to advise each hot key), for the inputs below;
-they start at the cluster the daemon's advice uses. Click a key above to model it as the daemon does: on this
-shard's measured ops/s, the key's share and write mix.</div>
-<div id="model-warning" class="warn" hidden></div>
-<div id="model-inputs"></div>
-<div id="measured" hidden><span id="measured-text"></span> <button id="measured-off" type="button">Back to cluster-wide inputs</button></div>
-<div class="grid" id="inputs"></div>
-<div class="advice" id="advice"></div>
-<div id="strategies"></div>
-<div class="muted">Each bar is one shard's load. Dashed line: a shard's capacity; dotted line: the
-target utilisation; red: over capacity.</div>
-
-<script>
-"use strict";
-const fmt = (x, d=1) => x == null ? "–" : (100*x).toFixed(d) + "%";
-const num = x => x == null ? "–" : x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(1);
-const names = {none:"none", cache:"cache", replicate:"replicate", split:"split", split_cache:"split+cache", isolate:"isolate"};
-const count = x => x == null ? "–" : (+x.toFixed(4)).toLocaleString();
-// Each fix's runbook: a section of deploy/README.md, at the base URL the alerts use
-// (deploy/mixin/config.libsonnet runbookURLBase); the anchor is its heading "Fix: <name>".
-const runbookBase = "https://github.com/hotkeyd/hotkeyd/blob/main/deploy/README.md#";
-const runbook = advice => runbookBase + "fix-" + advice;
-// What a key's advised fix means, in one line, with the figures the advice used: the
-// daemon's model inputs (/api/v1/top's "model") and the key's projected busiest shard under
-// the fix (a fraction of a shard's capacity).
-function fixLine(k, m) {
-  if (k.advice == null) return "not advised yet";
-  const load = fmt(k.projected_load[k.advice], 0);
-  const every = `refreshed every ${count(m.refresh)} s`;
-  switch (k.advice) {
-    case "cache": return `cache: serve reads from each app server's cache, ${every}; projected busiest shard ${load}`;
-    case "replicate": return `replicate: ${m.replicas} copies on ${m.replicas} shards, reads spread over them; projected busiest shard ${load}`;
-    case "split": return `split: ${m.split} sub-keys on ${m.split} shards, a write goes to one, a read sums all; projected busiest shard ${load}`;
-    case "split_cache": return `split + cache: ${m.split} sub-keys, the total cached on each app server, ${every}; projected busiest shard ${load}`;
-    case "isolate": return `isolate: no fix keeps the busiest shard under ${fmt(m.target, 0)}; give the key its own capacity`;
-    case "none": return `none: the shard absorbs it; projected load ${load}`;
-  }
-  return String(k.advice);
-}
-// The warning over advice that rests on configured figures, or "" when there is none.
-function modelWarning(m) {
-  const sh = m.shard || {};
-  if (sh.asked && !sh.up) {
-    return `advice uses configured figures: the shard could not be asked (${sh.error || "no error given"}); set --cluster.* flags`;
-  }
-  const measured = ["capacity", "shards", "app_servers"].some(id => m[id] && m[id].origin === "measured");
-  if (!sh.asked && !measured) return "advice uses configured cluster figures (--cluster.* flags)";
-  return "";
-}
-// The model's inputs, each with its origin; the fixes' parameters are always configured.
-function showModel(m) {
-  const w = modelWarning(m), warn = document.getElementById("model-warning");
-  warn.textContent = w; warn.hidden = !w;
-  const span = (id, text, origin) => {
-    const e = document.createElement("span"); e.dataset.input = id;
-    if (origin) e.dataset.origin = origin;
-    e.textContent = origin ? `${text} (${origin})` : text; return e;
-  };
-  const parts = [document.createTextNode("Advice inputs: ")];
-  for (const [id, label, unit] of [["capacity", "shard capacity", " ops/s"], ["shards", "shards", ""], ["app_servers", "app servers", ""]]) {
-    if (m[id]) parts.push(span(id, `${label} ${count(m[id].value)}${unit}`, m[id].origin));
-  }
-  parts.push(span("fixes", `cache refresh ${count(m.refresh)} s, replicas ${m.replicas}, split ${m.split}, ` +
-                           `target ${fmt(m.target, 0)}`, "configured"));
-  const sh = m.shard || {};
-  if (sh.asked && sh.up) {
-    parts.push(span("shard", `shard ${sh.server || ""}: busy ${fmt(sh.busy, 0)} of ${count(sh.cpus)} CPUs` +
-                             `${sh.cpus_origin ? ` (${sh.cpus_origin})` : ""}, ${num(sh.commands_per_second)} commands/s`, "measured"));
-  }
-  document.getElementById("model-inputs").replaceChildren(...parts);
-}
-// The sliders' ranges; their values come from the daemon (/api/v1/model's "inputs").
-const inputs = [
-  ["hot_share","hot share",0,1,0.01], ["write_share","write share",0,1,0.01],
-  ["ops","cluster ops/s",1000,500000,1000], ["shards","shards",1,64,1],
-  ["capacity","shard capacity ops/s",1000,100000,1000], ["app_servers","app servers",1,500,1],
-  ["refresh","cache refresh s",0.1,10,0.1], ["replicas","replicas",1,64,1],
-  ["split","split into",1,64,1], ["target","target utilisation",0.1,1,0.05]];
-// The clicked key's figures as /api/v1/top gave them ({key, time, shard_ops, hot_share,
-// write_share}), or null: then the model is the cluster-wide one, from the "ops" slider.
-let measured = null;
-const shown = x => String(+x.toFixed(4));
-function setSlider(id, v) {
-  const r = document.getElementById(id);
-  // Widen the range to hold the value, and let it off the step grid if it is not on it.
-  if (v < +r.min) r.min = v;
-  if (v > +r.max) r.max = v;
-  r.value = v;
-  if (+r.value !== v) { r.step = "any"; r.value = v; }
-  document.getElementById(id+"-v").textContent = shown(v);
-}
-const box = document.getElementById("inputs");
-for (const [id, label, min, max, step] of inputs) {
-  const l = document.createElement("label");
-  l.innerHTML = `<span>${label}</span><output id="${id}-v"></output>`;
-  const r = Object.assign(document.createElement("input"), {type:"range", id, min, max, step});
-  r.addEventListener("input", () => {
-    document.getElementById(id+"-v").textContent = r.value;
-    if (measured && id in measured) measured[id] = +r.value;
-    model();
-  });
-  const d = document.createElement("div"); d.append(l, r); box.append(d);
-}
-function query() {
-  const q = new URLSearchParams();
-  for (const [id] of inputs) {
-    if (measured && id === "ops") continue;  // the measured model has no cluster total
-    q.set(id, document.getElementById(id).value);
-  }
-  if (measured) for (const id of ["shard_ops", "hot_share", "write_share"]) q.set(id, String(measured[id]));
-  return q;
-}
-function draw(res, m) {
-  const out = document.getElementById("strategies");
-  if (!res.ok) { out.textContent = m.error; document.getElementById("advice").textContent = ""; return; }
-  document.getElementById("advice").textContent = "Advice: " + names[m.advice];
-  const top = Math.max(1.2, ...m.strategies.map(s => s.busiest)) * 1.05;
-  out.replaceChildren(...m.strategies.map(s => {
-    const div = document.createElement("div"); div.className = "strategy"; div.dataset.strategy = s.strategy;
-    div.innerHTML = `<b>${names[s.strategy]}</b> busiest ${fmt(s.busiest,0)}, least busy ${fmt(s.least_busy,0)} of capacity`;
-    const bars = document.createElement("div"); bars.className = "bars";
-    for (const x of s.shard_loads) {
-      const b = document.createElement("div"); b.className = "bar" + (x > 1 ? " over" : "");
-      b.style.height = (100 * x / top) + "%"; b.title = fmt(x,0); bars.append(b);
-    }
-    const cap = document.createElement("div"); cap.className = "cap"; cap.style.bottom = (100/top) + "%";
-    const tgt = document.createElement("div"); tgt.className = "tgt"; tgt.style.bottom = (100*m.inputs.target/top) + "%";
-    bars.append(cap, tgt); div.append(bars); return div;
-  }));
-}
-// One model request at a time. Input that arrives meanwhile (a drag fires many 'input'
-// events) is modelled when the answer is in, so the bars end on the sliders' last values.
-let pending = false, again = false;
-async function model() {
-  if (pending) { again = true; return; }
-  pending = true; again = false;
-  try {
-    const q = query();
-    const res = await fetch("api/v1/model?" + q);
-    const m = await res.json();
-    document.getElementById("strategies").dataset.query = q.toString();
-    draw(res, m);
-  } finally { pending = false; if (again) model(); }
-}
-// The daemon's configured cluster (and default key): /api/v1/model with no parameters.
-async function start() {
-  try {
-    const res = await fetch("api/v1/model");
-    const m = await res.json();
-    if (res.ok) for (const [id] of inputs) setSlider(id, m.inputs[id]);
-    if (!pending) { document.getElementById("strategies").dataset.query = ""; draw(res, m); }
-  } catch (e) {}
-}
-function setMeasured(m) {
-  measured = m;
-  document.getElementById("ops").disabled = !!m;
-  document.getElementById("measured").hidden = !m;
-  if (m) {
-    document.getElementById("measured-text").textContent =
-      `Key ${m.key} as the daemon models it (figures of ${m.time}): this shard's ${num(m.shard_ops)} ops/s, ` +
-      `${fmt(m.hot_share)} of them for the key, ${fmt(m.write_share, 0)} of those writes.`;
-    setSlider("hot_share", m.hot_share); setSlider("write_share", m.write_share);
-  }
-  model();
-}
-document.getElementById("measured-off").addEventListener("click", () => setMeasured(null));
-// The figures the daemon's advice for the key used: its share and write ratio, and the
-// shard's ops/s over the rate window (read + write, summed as the daemon sums them).
-function useKey(k, s) {
-  setMeasured({key: k.key, time: s.time, hot_share: k.share, write_share: k.write_ratio,
-               shard_ops: s.ops_per_second.read + s.ops_per_second.write});
-}
-async function refresh() {
-  try {
-    const res = await fetch("api/v1/top");
-    if (!res.ok) return;
-    const s = await res.json();
-    const total = s.ops_per_second.read + s.ops_per_second.write;
-    document.getElementById("summary").textContent =
-      `${num(total)} ops/s, ${s.tracked_keys} keys tracked, ${s.hot_keys} hot, ${s.events_received.toLocaleString()} events received.`;
-    document.getElementById("updated").textContent = "at " + s.time;
-    if (s.model) showModel(s.model);
-    const body = document.querySelector("#top tbody");
-    body.replaceChildren(...s.keys.map(k => {
-      const tr = document.createElement("tr"); if (k.hot) tr.className = "hot";
-      const cells = [k.key, fmt(k.share), fmt(k.share_error, 2), num(k.ops_per_second.read), num(k.ops_per_second.write),
-        fmt(k.write_ratio, 0), k.threshold == null ? "ignored" : fmt(k.threshold, 0)];
-      for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
-      const st = document.createElement("td"); st.innerHTML = `<span class="pill">${k.hot ? "hot" : "ok"}</span>`; tr.append(st);
-      // Advice is for hot keys; for the others it would answer a question nobody asked.
-      const ad = document.createElement("td");
-      ad.textContent = !k.hot ? "–" : k.advice == null ? "not advised yet" : (names[k.advice] || k.advice); tr.append(ad);
-      const fx = document.createElement("td"); fx.className = "fix";
-      if (k.hot) {
-        const line = document.createElement("span"); line.className = "line"; line.textContent = fixLine(k, s.model); fx.append(line);
-        if (k.advice != null) {
-          const a = Object.assign(document.createElement("a"), {href: runbook(k.advice), textContent: "runbook", target: "_blank", rel: "noopener"});
-          a.addEventListener("click", e => e.stopPropagation());
-          fx.append(" ", a);
-        }
-      }
-      tr.append(fx);
-      tr.style.cursor = "pointer"; tr.addEventListener("click", () => useKey(k, s));
-      return tr;
-    }));
-    document.getElementById("empty").style.display = s.keys.length ? "none" : "";
-  } catch (e) {}
-}
-// The measured loads beside the projection (/api/v1/measured); hidden without a file.
-function cell(tr, text, value, cls) {
-  const td = document.createElement("td"); td.textContent = text;
-  if (value != null) td.dataset.value = String(value);
-  if (cls) td.className = cls;
-  tr.append(td);
-}
-async function versus() {
-  try {
-    const res = await fetch("api/v1/measured");
-    const box = document.getElementById("versus");
-    if (!res.ok) { box.hidden = true; return; }
-    const v = await res.json(), m = v.measurement, p = v.projection;
-    box.hidden = false;
-    const mt = document.getElementById("versus-measurement");
-    mt.className = m && m.stale ? "stale" : "";
-    mt.textContent = !m ? "No measurement read yet." :
-      `Measured at ${m.time} (${m.age_seconds.toFixed(1)} s ago${m.stale ? `: STALE, older than ${v.max_age_seconds} s` : ""})` +
-      ` under fix ${names[m.strategy] || m.strategy}${m.key ? ` for key ${m.key}` : ""}${m.source ? ` (${m.source})` : ""}:` +
-      ` busiest shard ${m.busiest_shard} at ${fmt(m.busiest, 0)}, least busy ${fmt(m.least_busy, 0)}.` +
-      (m.shards !== m.cluster_shards ? ` The file has ${m.shards} shards, --cluster.shards ${m.cluster_shards}.` : "");
-    document.getElementById("versus-projection").textContent = !p ?
-      "No projection yet: one is made while a measurement with no fix in force is read and a key is hot." :
-      `Projection for key ${p.key}, from the daemon's figures at ${p.time} with no fix in force: this shard's ` +
-      `${num(p.shard_ops)} ops/s, ${fmt(p.hot_share)} of them for the key, ${fmt(p.write_share, 0)} of those writes; advice ${names[p.advice]}.`;
-    document.getElementById("versus-error").textContent = v.last_read_successful ? "" :
-      `The file's last change could not be used (${v.read_errors_total} so far): ${v.last_error}`;
-    document.querySelector("#versus-table tbody").replaceChildren(...v.fixes.map(f => {
-      const tr = document.createElement("tr"); tr.dataset.strategy = f.strategy;
-      if (f.in_force) tr.className = "inforce";
-      const pr = f.projected, me = f.measured, st = me && me.stale ? "stale" : "";
-      cell(tr, names[f.strategy] + (f.in_force ? " (in force)" : ""));
-      cell(tr, pr ? fmt(pr.busiest, 0) : "–", pr && pr.busiest);
-      cell(tr, me ? fmt(me.busiest, 0) : "–", me && me.busiest, st);
-      cell(tr, pr ? fmt(pr.least_busy, 0) : "–", pr && pr.least_busy);
-      cell(tr, me ? fmt(me.least_busy, 0) : "–", me && me.least_busy, st);
-      cell(tr, me ? `${me.age_seconds.toFixed(0)} s ago${me.stale ? " (stale)" : ""}` : "not measured", null, st);
-      return tr;
-    }));
-    const bars = document.getElementById("versus-bars");
-    const loads = m ? m.loads : [];
-    const top = Math.max(1.2, ...loads) * 1.05;
-    bars.replaceChildren(...loads.map((x, i) => {
-      const b = document.createElement("div"); b.className = "bar" + (x > 1 ? " over" : "");
-      b.style.height = (100 * x / top) + "%"; b.title = `shard ${i}: ${fmt(x, 0)}`; return b;
-    }));
-    if (loads.length) {
-      const cap = document.createElement("div"); cap.className = "cap"; cap.style.bottom = (100 / top) + "%";
-      bars.append(cap);
-    }
-  } catch (e) {}
-}
-refresh(); setInterval(refresh, 1000); start(); versus(); setInterval(versus, 1000);
-// History: the timeline, the heatmap (absolute colours) and the episode list.
-const HEAT = [[0, "#f4f4f4"], [0.005, "#fff3c4"], [0.01, "#ffe08a"], [0.02, "#ffc04d"],
-              [0.05, "#ff8c1a"], [0.1, "#f0502a"], [0.2, "#c8102e"], [0.5, "#6b0010"]];
-function heatColour(x) { let c = HEAT[0][1]; for (const [lo, col] of HEAT) if (x >= lo) c = col; return c; }
-const LINES = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
-const svgNs = "http://www.w3.org/2000/svg";
-function el(tag, attrs, text) {
-  const e = document.createElementNS(svgNs, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text != null) e.textContent = text;
-  return e;
-}
-let historyStep = 10, historyData = null, selectedStart = null;
-document.getElementById("heat-legend").replaceChildren(...HEAT.map(([lo, col], i) => {
-  const s = document.createElement("span"); s.style.background = col; s.dataset.colour = col;
-  s.style.color = i >= 5 ? "#fff" : "#222";
-  s.textContent = i + 1 < HEAT.length ? `${fmt(lo, 1)}–${fmt(HEAT[i + 1][0], 1)}` : `≥ ${fmt(lo, 0)}`;
-  return s;
-}));
-for (const b of document.querySelectorAll("#history-controls button")) {
-  b.addEventListener("click", () => { historyStep = +b.dataset.step; selectedStart = null; loadHistory(); });
-}
-function drawHistory(h) {
-  const ws = h.windows, svgT = document.getElementById("timeline"), svgH = document.getElementById("heatmap");
-  const box = document.getElementById("history");
-  box.dataset.step = String(h.step_seconds); box.dataset.windows = String(ws.length);
-  box.dataset.lastStart = ws.length ? String(ws[ws.length - 1].start_unix) : "";
-  document.getElementById("history-empty").style.display = ws.length ? "none" : "";
-  for (const b of document.querySelectorAll("#history-controls button")) b.className = +b.dataset.step === historyStep ? "on" : "";
-  // Keys: by their highest share in any window, the top 8 on the timeline, all on the heatmap.
-  const peak = new Map();
-  for (const w of ws) for (const k of w.keys) peak.set(k.key, Math.max(peak.get(k.key) || 0, k.share));
-  const keys = [...peak.keys()].sort((a, b) => peak.get(b) - peak.get(a) || (a < b ? -1 : 1));
-  const W = svgT.clientWidth || 1000, left = 150, right = 10, n = Math.max(ws.length, 1);
-  const cw = (W - left - right) / n;
-  const t0 = ws.length ? ws[0].start_unix : 0;
-  // Timeline: y from 0 to a fixed step above the highest share (so shapes are comparable).
-  const top = [0.05, 0.1, 0.25, 0.5, 1].find(c => c >= Math.max(...peak.values(), 0)) || 1;
-  const H = 150, y = x => 10 + (H - 10) * (1 - x / top);
-  const tl = [el("line", {x1: left, x2: W - right, y1: y(0), y2: y(0), stroke: "#999"}),
-              el("text", {x: left - 6, y: y(top) + 4, "text-anchor": "end", "font-size": 11}, fmt(top, 0)),
-              el("text", {x: left - 6, y: y(0), "text-anchor": "end", "font-size": 11}, "0%")];
-  const shown = keys.slice(0, LINES.length);
-  shown.forEach((key, i) => {
-    const pts = ws.map((w, j) => { const k = w.keys.find(k => k.key === key); return `${left + (j + 0.5) * cw},${y(k ? k.share : 0)}`; });
-    tl.push(el("polyline", {points: pts.join(" "), fill: "none", stroke: LINES[i], "stroke-width": 2, "data-key": key}));
-  });
-  svgT.replaceChildren(...tl);
-  document.getElementById("timeline-legend").replaceChildren(...shown.map((key, i) => {
-    const s = document.createElement("span"); s.style.borderLeft = `10px solid ${LINES[i]}`; s.textContent = key; return s;
-  }));
-  // Heatmap: one row per key, one column per window; every cell coloured by its share.
-  const rh = 16, hh = 20 + rh * keys.length;
-  svgH.setAttribute("height", String(hh));
-  const hm = [];
-  keys.forEach((key, r) => {
-    hm.push(el("text", {x: left - 6, y: 20 + r * rh + 12, "text-anchor": "end", "font-size": 11}, key.length > 22 ? key.slice(0, 21) + "…" : key));
-    ws.forEach((w, j) => {
-      const k = w.keys.find(k => k.key === key), share = k ? k.share : 0;
-      const rect = el("rect", {x: left + j * cw, y: 20 + r * rh, width: Math.max(cw - 0.5, 0.5), height: rh - 1,
-                              fill: heatColour(share), "data-key": key, "data-start": w.start_unix, "data-share": share});
-      if (w.start_unix === selectedStart) rect.setAttribute("class", "sel");
-      rect.append(el("title", {}, `${key} at ${w.start}: ${fmt(share, 2)} (peak ${fmt(k ? k.peak_share : 0, 2)})`));
-      hm.push(rect);
-    });
-  });
-  if (ws.length) {
-    hm.push(el("text", {x: left, y: 12, "font-size": 11}, ws[0].start));
-    hm.push(el("text", {x: W - right, y: 12, "font-size": 11, "text-anchor": "end"}, ws[ws.length - 1].start));
-  }
-  svgH.replaceChildren(...hm);
-  document.getElementById("history-updated").textContent = ws.length ? `${ws.length} windows of ${h.step_seconds} s, to ${ws[ws.length - 1].start}` : "";
-}
-function showWindow(t) {
-  // The ring that still holds the window: an hour of 10 s windows, else a day of 1 min ones.
-  historyStep = Date.now() / 1000 - t < 3500 ? 10 : 60;
-  selectedStart = null;
-  loadHistory().then(() => {
-    const ws = historyData ? historyData.windows : [];
-    const w = ws.filter(w => w.start_unix <= t + 1e-3).pop();
-    if (!w) return;
-    selectedStart = w.start_unix; drawHistory(historyData);
-    document.getElementById("heatmap").scrollIntoView({block: "center"});
-  });
-}
-function drawEpisodes(e) {
-  const body = document.querySelector("#episodes tbody");
-  document.getElementById("episodes-empty").style.display = e.episodes.length ? "none" : "";
-  body.replaceChildren(...e.episodes.map(x => {
-    const tr = document.createElement("tr"); if (x.open) tr.className = "open";
-    tr.dataset.id = String(x.id); tr.dataset.start = String(x.start_unix);
-    const subject = x.kind === "key" ? x.key : `${x.kind} ${x[x.kind]}`;
-    const fix = x.changes.map(c => `${names[c.strategy] || c.strategy} (${c.time.slice(11, 19)})`).join(" → ") || "–";
-    const inForce = x.in_force ? `${names[x.in_force.strategy] || x.in_force.strategy} since ${x.in_force.since.slice(11, 19)}` : "–";
-    const cells = [subject, String(x.id), x.start, x.open ? "open" : x.end + (x.interrupted ? " (restart)" : ""),
-      x.duration_seconds == null ? "–" : `${x.duration_seconds.toFixed(1)} s`, fmt(x.peak_share), num(x.peak_ops_per_second), fix, inForce];
-    for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
-    const td = document.createElement("td");
-    const a = Object.assign(document.createElement("a"), {href: `#window-${x.start_unix}`, textContent: "show"});
-    a.addEventListener("click", ev => { ev.preventDefault(); showWindow(x.start_unix); });
-    td.append(a); tr.append(td);
-    return tr;
-  }));
-}
-async function loadHistory() {
-  try {
-    const [h, e] = await Promise.all([fetch(`api/v1/history?step=${historyStep}`), fetch("api/v1/episodes?limit=100")]);
-    if (h.ok) { historyData = await h.json(); drawHistory(historyData); }
-    if (e.ok) drawEpisodes(await e.json());
-  } catch (err) {}
-}
-loadHistory(); setInterval(loadHistory, 5000);
-</script></body></html>
-)HTML";
   // Relative, like the page's other links, so the page also works behind a reverse proxy
   // that serves the daemon under a path prefix.
-  std::string href = HtmlEscape(telemetry_path.substr(telemetry_path.starts_with('/') ? 1 : 0));
-  return ReplaceAll(ReplaceAll(kPage, "@TELEMETRY_HREF@", href), "@TELEMETRY_PATH@",
-                    HtmlEscape(telemetry_path));
+  const std::string href =
+      HtmlEscape(telemetry_path.substr(telemetry_path.starts_with('/') ? 1 : 0));
+  return Fill(LandingPageTemplate(),
+              {{"@TELEMETRY_HREF@", href}, {"@TELEMETRY_PATH@", HtmlEscape(telemetry_path)}});
 }
 
 }  // namespace hotkey::web

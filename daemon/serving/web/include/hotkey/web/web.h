@@ -1,7 +1,8 @@
 // WebRoutes: what each HTTP path answers. Pure request -> response over the current
 // snapshot store (aggregate/snapshot_store.h), so it is tested without sockets.
 //
-//   GET  /                 landing page: live top keys and the shard-model playground
+//   GET  /                 landing page: live top keys, the history and its episodes, and the
+//                          shard-model playground (LandingPage)
 //   GET  <telemetry path>  Prometheus metrics (default /metrics), gzip-compressed when the
 //                          request's Accept-Encoding admits gzip
 //   GET  /-/healthy        200 while the process serves HTTP
@@ -57,8 +58,10 @@
 
 namespace hotkey::web {
 
-// The landing page's HTML (self-contained: no external scripts, styles or fonts). Its
-// metrics link points at `telemetry_path` (an absolute path, as WebOptions validates).
+// The landing page: daemon/serving/web/page/'s index.html with page.css and page.js inlined at
+// build time (embed_page.cmake), so it is one self-contained response: no external scripts,
+// styles or fonts. Its metrics link points at `telemetry_path` (an absolute path, as WebOptions
+// validates), HTML-escaped.
 std::string LandingPage(std::string_view telemetry_path);
 
 class WebRoutes {
