@@ -291,7 +291,9 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   absl::StatusOr<std::unique_ptr<http::HttpServer>> http = http::HttpServer::Create(
       io_, options_.web, inputs.web_config, limits,
       [routes = routes_.get()](const http::HttpRequest& r) { return routes->Handle(r); },
-      std::move(inputs.web_listen_fds));
+      std::move(inputs.web_listen_fds),
+      // The password backoff runs on the daemon's monotonic clock, as every duration does.
+      [&mono = mono_] { return mono.Now(); });
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
   collector_->SetHttpServer(http_.get());
