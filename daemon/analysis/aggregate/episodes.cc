@@ -313,7 +313,7 @@ absl::Status EpisodeLog::Deserialize(std::string_view data, absl::Time saved) {
     }
     if (n >= skip) parsed[n - skip] = std::move(e);
   }
-  if (!in.remaining() == 0) return bad();
+  if (in.remaining() != 0) return bad();
   std::lock_guard<std::mutex> l(mu_);
   for (size_t i = 0; i < capacity_; ++i) {
     if (i < parsed.size()) {

@@ -420,7 +420,7 @@ absl::Status History::Deserialize(std::string_view data) {
       r->windows[index] = w;
     }
   }
-  if (!in.ok() || !in.remaining() == 0) return bad();
+  if (!in.ok() || in.remaining() != 0) return bad();
   std::lock_guard<std::mutex> l(mu_);
   fine_ = std::move(fresh.fine_);
   coarse_ = std::move(fresh.coarse_);
