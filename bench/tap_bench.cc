@@ -4,7 +4,8 @@
 // matching, and the tracker) `--loops` times per repeat, and prints commands per
 // CPU-second of this process (median, min and max over `--repeats`), with the CPU model.
 //
-//   hotkey-bench-tap --file=tests/daemon/input/tap/testdata/redis_benchmark.pcap --port=<server port>
+//   hotkey-bench-tap --file=tests/daemon/input/tap/testdata/redis_benchmark.pcap --port=<server
+//   port>
 //                    [--protocol=redis|memcached] [--weight=ops|bytes] [--loops=200]
 //                    [--repeats=5]
 // With no --port, the first frame's destination port is taken (record.sh's captures open

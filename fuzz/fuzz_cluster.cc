@@ -1,6 +1,6 @@
-// libFuzzer target: daemon/input/cluster/'s functions over bytes: a key's hash tag and slot (slot.h), and
-// the CLUSTER NODES parser (topology.h). Every input is used whole, as a key and as the text
-// of CLUSTER NODES.
+// libFuzzer target: daemon/input/cluster/'s functions over bytes: a key's hash tag and slot
+// (slot.h), and the CLUSTER NODES parser (topology.h). Every input is used whole, as a key and as
+// the text of CLUSTER NODES.
 //
 // Checked beyond "no crash, no sanitizer report":
 // - HashTag agrees with a plain reading of Redis's keyHashSlot (first '{', then the first '}'

@@ -1,5 +1,5 @@
-// libFuzzer target: the memcached request and reply parsers (daemon/input/parsers/memcached.cc), fed one
-// stream whole and again cut at points the input chooses, as TCP reassembly hands it over.
+// libFuzzer target: the memcached request and reply parsers (daemon/input/parsers/memcached.cc),
+// fed one stream whole and again cut at points the input chooses, as TCP reassembly hands it over.
 //
 // Input: byte 0 picks ParserLimits::max_buffer_bytes (0 to 7936, so keys are dropped and
 // multi-gets go out in pieces); byte 1 seeds the cut points (pieces of 1 to 64 bytes);
@@ -29,8 +29,8 @@
 namespace hotkey::fuzz {
 namespace {
 
-// The request parser's fixed buffers (daemon/input/parsers/memcached.cc's kFixedBytes, 2578 bytes) with
-// margin: memory may reach them even under a smaller limit.
+// The request parser's fixed buffers (daemon/input/parsers/memcached.cc's kFixedBytes, 2578 bytes)
+// with margin: memory may reach them even under a smaller limit.
 constexpr size_t kFixedBytesBound = 2600;
 
 std::string Base64(std::string_view in) {

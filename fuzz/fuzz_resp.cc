@@ -1,5 +1,5 @@
-// libFuzzer target: the RESP request and reply parsers (daemon/input/parsers/resp.cc), both fed the same
-// bytes in pieces the input chooses, as a reassembler hands a flow over.
+// libFuzzer target: the RESP request and reply parsers (daemon/input/parsers/resp.cc), both fed the
+// same bytes in pieces the input chooses, as a reassembler hands a flow over.
 //
 // Input: byte 0 picks max_buffer_bytes (64 << (b % 8): 64 B to 8 KiB, so keys overflow);
 // byte 1 bit 0 allows gaps; bytes 2..9 are the piece lengths, used in turn (1..32 bytes;

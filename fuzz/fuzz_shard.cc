@@ -1,6 +1,6 @@
-// libFuzzer target: the parsers of daemon/input/shard/ over what a shard (or its host) says: Redis's INFO
-// and memcached's stats (reading.h), the RESP2 and memcached reply framing (reply.h), and the
-// cgroup files behind the CPU quota (cpu_quota.h).
+// libFuzzer target: the parsers of daemon/input/shard/ over what a shard (or its host) says:
+// Redis's INFO and memcached's stats (reading.h), the RESP2 and memcached reply framing (reply.h),
+// and the cgroup files behind the CPU quota (cpu_quota.h).
 //
 // Input: byte 0 picks the parser (% 10, as in the switch below); byte 1 is its parameter (a
 // byte cap, a time and CPU count, a terminal line); the rest is the text. Where a parser

@@ -1,6 +1,6 @@
 // libFuzzer target: the whole tap path after the capture, tap::TapPipeline (daemon/program/daemon/
-// daemon/input/tap/pipeline.h): frames decoded, reassembled, parsed as Redis or memcached requests (and,
-// with bytes weight, replies matched to them) and counted into a tracker.
+// daemon/input/tap/pipeline.h): frames decoded, reassembled, parsed as Redis or memcached requests
+// (and, with bytes weight, replies matched to them) and counted into a tracker.
 //
 // Input: fuzz_reassembly's format with one more header byte. Byte 0 picks the link type,
 // byte 1 the flow table size (1..8 flows), bytes 2-3 the server port (big-endian), byte 4

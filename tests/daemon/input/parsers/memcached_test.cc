@@ -1,5 +1,5 @@
-// Tests of the memcached request and reply parsers (daemon/input/parsers/memcached.cc): the text, meta
-// and binary protocols, pipelining, splits at every offset, limits, resync after a gap and
+// Tests of the memcached request and reply parsers (daemon/input/parsers/memcached.cc): the text,
+// meta and binary protocols, pipelining, splits at every offset, limits, resync after a gap and
 // reply framing.
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
-// Tests of AuthLimiter (daemon/serving/http/auth_limiter.h) on a fake clock: one check at a time per
-// address, a backoff that doubles to its cap after failures, a global queue bound and a
-// bounded address table.
+// Tests of AuthLimiter (daemon/serving/http/auth_limiter.h) on a fake clock: one check at a time
+// per address, a backoff that doubles to its cap after failures, a global queue bound and a bounded
+// address table.
 
 #include "auth_limiter.h"
 
