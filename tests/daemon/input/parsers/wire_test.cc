@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "hotkey/sketch/heavy_hitters.h"
+
 namespace hotkey::parsers {
 namespace {
 
@@ -237,8 +239,8 @@ TEST_CASE("Protocol: every rejection reason has its label value", "[parsers][wir
 
 TEST_CASE("Protocol: numbers follow text/number.h, and a signed rate or weight is refused",
           "[parsers][wire]") {
-  // The grammar itself is pinned in tests/daemon/common/text/number_test.cc; here, that the protocol
-  // reads by it and that a "-" (which the grammar allows) never makes a line valid.
+  // The grammar itself is pinned in tests/daemon/common/text/number_test.cc; here, that the
+  // protocol reads by it and that a "-" (which the grammar allows) never makes a line valid.
   const Parsed p = Parse("r@.5*2e0 a\nw*0.25e+1 b\nr@1E-3 c");
   CHECK(p.weights == std::vector<double>{4.0, 2.5, 1000.0});
   CHECK(p.TotalRejected() == 0);
