@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "hotkey/config/export_options.h"
+#include "hotkey/config/tap_options.h"
 #include "test_util.h"
 
 namespace hotkey::config {
@@ -87,8 +89,8 @@ TEST_CASE("Values: numbers, integers and booleans", "[config][values]") {
   CHECK_FALSE(ParseNumber("inf").ok());
   CHECK_FALSE(ParseNumber("nan").ok());
   CHECK_FALSE(ParseNumber("0.2x").ok());
-  // The grammar of text/number.h (pinned in tests/daemon/common/text/number_test.cc): a minus, no plus,
-  // no white space, no hex, nothing that rounds to zero or beyond a double.
+  // The grammar of text/number.h (pinned in tests/daemon/common/text/number_test.cc): a minus, no
+  // plus, no white space, no hex, nothing that rounds to zero or beyond a double.
   CHECK(*ParseNumber("-0.5") == -0.5);
   CHECK_FALSE(ParseNumber("+0.5").ok());
   CHECK_FALSE(ParseNumber(" 0.5").ok());

@@ -56,7 +56,7 @@
 
 #include "absl/time/time.h"
 #include "hotkey/cluster/slot_counts.h"
-#include "hotkey/config/options.h"
+#include "hotkey/config/tap_options.h"
 #include "hotkey/parsers/request.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/client_hosts.h"

@@ -45,7 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hotkey/clock/clock.h"
-#include "hotkey/config/options.h"
+#include "hotkey/config/tap_options.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/publishing_source.h"
 #include "hotkey/source/report.h"

@@ -111,6 +111,7 @@ struct HeavyHittersOptions {
   uint64_t seed = kDefaultSeed;
 
   absl::Status Validate() const;
+  friend bool operator==(const HeavyHittersOptions&, const HeavyHittersOptions&) = default;
 };
 
 // One tracked key, as reported by TopK() and ForEach(). Weights are decayed to the time of the last
