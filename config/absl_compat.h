@@ -3,7 +3,7 @@
 // Debian 12's Abseil is built with ABSL_OPTION_USE_STD_STRING_VIEW 0, so absl::string_view
 // is its own class: absl::StrCat, absl::SimpleAtoi and friends do not take a
 // std::string_view, and Status::message() is not one. Our APIs use std::string_view;
-// these two conversions sit at the boundary. Internal to hotkey_config.
+// these two conversions sit at the boundary. Internal to config/.
 
 #ifndef HOTKEY_CONFIG_ABSL_COMPAT_H_
 #define HOTKEY_CONFIG_ABSL_COMPAT_H_

@@ -171,8 +171,8 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddDuration("shard.interval", "How often the shard is asked (1s to 1h).", &o.shard.interval).Advanced();
 
   p.Section("Keys");
-  p.AddSize("key.max-bytes", "Key bytes kept per tracked key (16 to 65536). A longer key is tracked, not rejected: as its first max-bytes bytes plus a hash of the whole key, so long keys with one prefix stay apart.", &o.track.stored_key_bytes)
-      .Shown(absl::StrCat(o.track.stored_key_bytes));
+  p.AddSize("key.max-bytes", "Key bytes kept per tracked key (16 to 65536). A longer key is tracked, not rejected: as its first max-bytes bytes plus a hash of the whole key, so long keys with one prefix stay apart.", &o.track.max_key_bytes)
+      .Shown(absl::StrCat(o.track.max_key_bytes));
   p.AddString("key.hash-secret-file", "File whose contents key the hash in hash and prefix labels (export.key_label in the rules file), so that labels cannot be guessed from candidate keys.", &o.key_hash_secret_file);
 
   p.Section("Tracking");

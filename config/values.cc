@@ -149,39 +149,11 @@ absl::StatusOr<bool> ParseBool(std::string_view text) {
       absl::StrCat("\"", Av(text), "\" is not a boolean (use true or false)"));
 }
 
-std::string_view KeyLabelModeName(KeyLabelMode mode) {
-  switch (mode) {
-    case KeyLabelMode::kRaw:
-      return "raw";
-    case KeyLabelMode::kHash:
-      return "hash";
-    case KeyLabelMode::kPrefix:
-      return "prefix";
-  }
-  return "unknown";
-}
-
 namespace internal {
 std::string QuoteForError(std::string_view text) {
   return absl::StrCat("\"", absl::CHexEscape(Av(text.substr(0, 64))), "\"");
 }
 }  // namespace internal
-
-absl::StatusOr<KeyLabelMode> ParseKeyLabelMode(std::string_view text) {
-  static constexpr KeyLabelMode kAll[] = {KeyLabelMode::kRaw, KeyLabelMode::kHash,
-                                          KeyLabelMode::kPrefix};
-  return ParseEnum(text, kAll, &KeyLabelModeName, "key label mode");
-}
-
-absl::StatusOr<TapProtocol> ParseTapProtocol(std::string_view text) {
-  static constexpr TapProtocol kAll[] = {TapProtocol::kRedis, TapProtocol::kMemcached};
-  return ParseEnum(text, kAll, &TapProtocolName, "tap protocol");
-}
-
-absl::StatusOr<TapWeight> ParseTapWeight(std::string_view text) {
-  static constexpr TapWeight kAll[] = {TapWeight::kOps, TapWeight::kBytes};
-  return ParseEnum(text, kAll, &TapWeightName, "tap weight");
-}
 
 std::vector<std::string> SplitList(std::string_view text) {
   std::vector<std::string> out;

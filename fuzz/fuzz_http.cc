@@ -46,16 +46,12 @@ constexpr size_t kMaxResponseBytes = size_t{4} << 20;
 // two ticks so one key is in a hot episode (hot_since, peak_share and advice are written).
 std::shared_ptr<const aggregate::Snapshot> MakeSnapshot() {
   const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
-  sketch::HeavyHittersOptions o;
-  o.candidates = 16;
-  o.sketch_bytes = 4096;
-  o.max_key_bytes = 32;
-  o.half_life = absl::Milliseconds(500);
   config::TrackOptions track;
-  track.half_life = o.half_life;
-  track.candidates = o.candidates;
-  track.sketch_bytes = o.sketch_bytes;
-  track.stored_key_bytes = o.max_key_bytes;
+  track.candidates = 16;
+  track.sketch_bytes = 4096;
+  track.max_key_bytes = 32;
+  track.half_life = absl::Milliseconds(500);
+  const sketch::HeavyHittersOptions& o = track;  // the tracker's options, embedded
   config::ReloadableOptions reloadable;
   reloadable.alert.min_dwell = absl::ZeroDuration();
   reloadable.alert.rules.push_back(

@@ -55,7 +55,7 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.track.rate_window == absl::Seconds(10));
   CHECK(o.track.candidates == 200);
   CHECK(o.track.sketch_bytes == 32u << 10);
-  CHECK(o.track.stored_key_bytes == 128);
+  CHECK(o.track.max_key_bytes == 128);
   CHECK(o.exporter.top_k == 10);
   CHECK(o.exporter.min_share == 0.01);
   CHECK(o.exporter.hysteresis == 0.2);
@@ -100,7 +100,7 @@ TEST_CASE("Flags: every kind of value is parsed", "[config][flags]") {
   });
   CHECK(o.udp.read_buffer_bytes == 65536);
   CHECK(o.track.sketch_bytes == 1000000);
-  CHECK(o.track.stored_key_bytes == 1024);
+  CHECK(o.track.max_key_bytes == 1024);
   CHECK(o.track.half_life == absl::Seconds(90));
   CHECK(o.storage.interval == absl::Hours(1));
   CHECK(o.udp.allowed_sources == std::vector<std::string>{"10.0.0.0/8", "::1/128", "192.168.1.7"});
@@ -153,8 +153,8 @@ TEST_CASE("Flags: out-of-range options are rejected with the allowed range", "[c
   CHECK_THAT(ParseError({"--key.max-bytes=15"}),
              Contains("key max bytes (--key.max-bytes) must be in [16, 65536]"));
   CHECK_THAT(ParseError({"--key.max-bytes=65537"}), Contains("key max bytes"));
-  CHECK(ParseOk({"--key.max-bytes=16"}).track.stored_key_bytes == 16);
-  CHECK(ParseOk({"--key.max-bytes=64KiB"}).track.stored_key_bytes == 65536);
+  CHECK(ParseOk({"--key.max-bytes=16"}).track.max_key_bytes == 16);
+  CHECK(ParseOk({"--key.max-bytes=64KiB"}).track.max_key_bytes == 65536);
   CHECK_THAT(ParseError({"--track.half-life=0s"}), Contains("track half-life"));
   CHECK_THAT(ParseError({"--track.publish-interval=1ms"}), Contains("track publish interval"));
   CHECK_THAT(ParseError({"--track.rate-window=100ms"}), Contains("track rate window"));

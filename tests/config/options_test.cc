@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hotkey/config/values.h"
+#include "hotkey/sketch/heavy_hitters.h"
 #include "test_util.h"
 
 namespace hotkey::config {
@@ -33,10 +34,49 @@ TEST_CASE("Options: every default validates", "[config][options]") {
   CHECK(ReloadableOptions{}.Validate().ok());
 }
 
+TEST_CASE("Options: the tracker's options are TrackOptions' own, not a copy", "[config][options]") {
+  TrackOptions t;
+  // The defaults are the tracker's.
+  CHECK(static_cast<const sketch::HeavyHittersOptions&>(t) == sketch::HeavyHittersOptions{});
+  t.candidates = 64;
+  t.max_key_bytes = 32;
+  t.half_life = absl::Seconds(2);
+  const sketch::HeavyHittersOptions& tracker = t;
+  CHECK(&tracker.candidates == &t.candidates);
+  CHECK(tracker.max_key_bytes == 32);
+  CHECK(tracker.half_life == absl::Seconds(2));
+  REQUIRE(t.Validate().ok());
+  absl::StatusOr<sketch::HeavyHitters> hh = sketch::HeavyHitters::Create(t, absl::UnixEpoch());
+  REQUIRE(hh.ok());
+  CHECK(hh->options() == tracker);
+}
+
+TEST_CASE("Options: a tracker the ranges allow but the tracker refuses does not validate",
+          "[config][options]") {
+  TrackOptions t;
+  // Each at its maximum, the keys' table would be 64 GiB: refused, naming both flags.
+  t.candidates = 1u << 20;
+  t.max_key_bytes = 65536;
+  absl::Status s = t.Validate();
+  CHECK_THAT(Message(s), Contains("track table too large") && Contains("--track.candidates") &&
+                             Contains("--key.max-bytes"));
+  // At the tracker's maximum exactly (4096 x 64 KiB = 256 MiB), it passes.
+  t.candidates = 4096;
+  CHECK(uint64_t{t.candidates} * t.max_key_bytes == sketch::HeavyHitters::kMaxTableBytes);
+  CHECK(t.Validate().ok());
+  // What no flag sets is still the tracker's to check, and said to be the tracker's.
+  t = TrackOptions{};
+  t.sketch_depth = 0;
+  s = t.Validate();
+  CHECK_FALSE(s.ok());
+  CHECK(Message(s).starts_with("track: "));
+  CHECK_FALSE(sketch::HeavyHitters::Create(t, absl::UnixEpoch()).ok());
+}
+
 TEST_CASE("Options: the rate history's size is validated against its maximum",
           "[config][options]") {
   DaemonOptions o;
-  CHECK(o.track.MaxRatePoints() == 84);    // 2 x (5 s / 250 ms) + 4
+  CHECK(o.track.MaxRatePoints() == 84);    // 2 x (10 s / 250 ms) + 4
   CHECK(o.RateHistoryKeys() == 84 * 200);  // points x the default 200 candidates
   // The largest window at the shortest interval with the most candidates: refused, naming
   // the flags.

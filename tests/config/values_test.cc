@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "hotkey/config/export_options.h"
+#include "hotkey/config/tap_options.h"
 #include "test_util.h"
 
 namespace hotkey::config {

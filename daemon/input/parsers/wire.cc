@@ -4,9 +4,6 @@
 
 namespace hotkey::parsers {
 
-static_assert(kMaxCost / kMinRate <= sketch::HeavyHitters::kMaxWeight,
-              "the heaviest event the protocol accepts must count in full");
-
 std::string_view RejectName(Reject r) {
   switch (r) {
     case Reject::kEmptyLine:

@@ -103,13 +103,13 @@ ReportBuffer::~ReportBuffer() {
   }
 }
 
-void ReportBuffer::EnableSlots(const cluster::SlotCounts& prototype) {
+void ReportBuffer::EnableSlots(const source::SlotCounts& prototype) {
   std::lock_guard<std::mutex> l(pool_->mu);
   for (std::unique_ptr<SourceReport>& r : pool_->free) r->slots.emplace(prototype);
 }
 
 bool ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
-                           const cluster::SlotCounts* slots, const SourceCounters& counters) {
+                           const source::SlotCounts* slots, const SourceCounters& counters) {
   std::unique_ptr<SourceReport> slot;
   {
     std::lock_guard<std::mutex> l(pool_->mu);

@@ -20,6 +20,10 @@ namespace hotkey::source {
 namespace asio = boost::asio;
 using asio::ip::udp;
 
+// Every event the wire protocol accepts (cost / rate, parsers/wire.h) reaches the tracker whole.
+static_assert(parsers::kMaxCost / parsers::kMinRate <= sketch::HeavyHitters::kMaxWeight,
+              "the heaviest event the protocol accepts must count in full");
+
 namespace {
 
 // Receive buffer per datagram: the largest UDP payload (65,507 bytes over IPv4) fits, so

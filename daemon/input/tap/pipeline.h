@@ -55,8 +55,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "hotkey/cluster/slot_counts.h"
-#include "hotkey/config/options.h"
+#include "hotkey/source/slot_counts.h"
+#include "hotkey/config/tap_options.h"
 #include "hotkey/parsers/request.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/client_hosts.h"
@@ -100,7 +100,7 @@ class TapPipeline final : private tcp::StreamHandler,
   // Keys counted in the tracker so far.
   uint64_t events() const { return events_; }
   // Also counts every key into `slots` (null: not), beside the tracker.
-  void SetSlotCounts(cluster::SlotCounts* slots) { slots_ = slots; }
+  void SetSlotCounts(source::SlotCounts* slots) { slots_ = slots; }
   // The decode, reassembly, parser and reply-matching counts, and memory_bytes(), written
   // into `out` (the capture's own fields, packets and drops, are the caller's).
   void Fill(TapCounters& out) const;
@@ -136,7 +136,7 @@ class TapPipeline final : private tcp::StreamHandler,
   const bool bytes_;
   const std::vector<uint16_t> ports_;
   sketch::HeavyHitters& tracker_;
-  cluster::SlotCounts* slots_ = nullptr;
+  source::SlotCounts* slots_ = nullptr;
   parsers::ParserLimits limits_;
   tcp::Reassembler reassembler_;
   std::vector<Session> sessions_;  // by FlowId

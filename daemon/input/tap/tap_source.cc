@@ -278,7 +278,7 @@ bool TapSource::Step(absl::Duration wait) {
   return !file_done_;
 }
 
-void TapSource::EnableSlots(const cluster::SlotCounts& prototype) {
+void TapSource::EnableSlots(const source::SlotCounts& prototype) {
   PublishingSource::EnableSlots(prototype);
   pipeline_.SetSlotCounts(slot_counts());
 }

@@ -45,7 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hotkey/clock/clock.h"
-#include "hotkey/config/options.h"
+#include "hotkey/config/tap_options.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/publishing_source.h"
 #include "hotkey/source/report.h"
@@ -73,7 +73,7 @@ class TapSource final : public source::PublishingSource {
   ~TapSource() override;
 
   std::string_view kind() const override { return "tap"; }
-  void EnableSlots(const cluster::SlotCounts& prototype) override;
+  void EnableSlots(const source::SlotCounts& prototype) override;
   std::vector<std::pair<std::string, std::string>> Describe() const override {
     return description_;
   }

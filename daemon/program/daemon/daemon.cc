@@ -21,7 +21,7 @@
 #include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/aggregate/storage.h"
 #include "hotkey/clock/ticker.h"
-#include "hotkey/cluster/slot_counts.h"
+#include "hotkey/source/slot_counts.h"
 #include "hotkey/http/server.h"
 #include "hotkey/http/tls.h"
 #include "hotkey/log/log.h"
@@ -264,8 +264,8 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   }
   if (options_.TracksSlots()) {
     // Tags are tracked as keys are: a tag tracker of the key tracker's size per source.
-    absl::StatusOr<cluster::SlotCounts> prototype =
-        cluster::SlotCounts::Create(source::TrackerOptions(options_.track), origin_);
+    absl::StatusOr<source::SlotCounts> prototype =
+        source::SlotCounts::Create(source::TrackerOptions(options_.track), origin_);
     if (!prototype.ok()) return prototype.status();
     for (const auto& s : sources_) s->EnableSlots(*prototype);
   }

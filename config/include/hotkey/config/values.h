@@ -19,7 +19,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "hotkey/config/options.h"
 
 namespace hotkey::config {
 
@@ -48,9 +47,6 @@ absl::StatusOr<bool> ParseBool(std::string_view text);
 template <class E, size_t N>
 absl::StatusOr<E> ParseEnum(std::string_view text, const E (&values)[N],
                             std::string_view (*name)(E), std::string_view what);
-absl::StatusOr<KeyLabelMode> ParseKeyLabelMode(std::string_view text);  // raw, hash, prefix
-absl::StatusOr<TapProtocol> ParseTapProtocol(std::string_view text);    // redis, memcached
-absl::StatusOr<TapWeight> ParseTapWeight(std::string_view text);        // ops, bytes
 // Comma-separated, spaces around items ignored, empty items dropped: "a, b,,c" -> a b c.
 std::vector<std::string> SplitList(std::string_view text);
 

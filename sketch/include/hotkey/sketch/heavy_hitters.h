@@ -92,11 +92,9 @@
 #include "absl/time/time.h"
 #include "hotkey/sketch/count_min.h"
 #include "hotkey/sketch/hash.h"
+#include "hotkey/sketch/op.h"
 
 namespace hotkey::sketch {
-
-enum class Op : uint8_t { kRead = 0, kWrite = 1 };
-inline constexpr int kNumOps = 2;
 
 struct HeavyHittersOptions {
   // The defaults are the daemon's (config::TrackOptions reads them from here).
@@ -113,6 +111,7 @@ struct HeavyHittersOptions {
   uint64_t seed = kDefaultSeed;
 
   absl::Status Validate() const;
+  friend bool operator==(const HeavyHittersOptions&, const HeavyHittersOptions&) = default;
 };
 
 // One tracked key, as reported by TopK() and ForEach(). Weights are decayed to the time of the last

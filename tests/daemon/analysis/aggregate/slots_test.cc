@@ -1,4 +1,4 @@
-// Slots and tags through the aggregator: sources that count them (cluster/slot_counts.h), the
+// Slots and tags through the aggregator: sources that count them (source/slot_counts.h), the
 // aggregator's SlotTracker (slots.h), on a fake clock. A hot tag of many lukewarm keys is a hot
 // slot advised `move` while no key is hot; one hot key makes its slot's advice `key`; the
 // move is planned against the cluster the daemon hands in; exports stay bounded with every
@@ -36,7 +36,7 @@ class Source {
  public:
   Source()
       : tracker_(*sketch::HeavyHitters::Create(TrackerOptions(), kT0)),
-        slots_(*cluster::SlotCounts::Create(TrackerOptions(), kT0)) {}
+        slots_(*source::SlotCounts::Create(TrackerOptions(), kT0)) {}
 
   void Feed(std::string_view key, Op op = Op::kRead) {
     tracker_.Update(key, op);
@@ -53,11 +53,11 @@ class Source {
     return std::make_shared<const source::SourceReport>(
         source::SourceReport{now, tracker_, counters_, slots_});
   }
-  const cluster::SlotCounts& slots() const { return slots_; }
+  const source::SlotCounts& slots() const { return slots_; }
 
  private:
   sketch::HeavyHitters tracker_;
-  cluster::SlotCounts slots_;
+  source::SlotCounts slots_;
   source::SourceCounters counters_;
 };
 

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "hotkey/sketch/heavy_hitters.h"
+
 namespace hotkey::parsers {
 namespace {
 

@@ -81,8 +81,8 @@ TEST_CASE("ReportBuffer: a held report does not change while later ones are publ
 TEST_CASE("ReportBuffer: slot counts ride in the reports, and once warm cost no allocation",
           "[daemon][report_buffer]") {
   sketch::HeavyHitters t = Tracker();
-  absl::StatusOr<cluster::SlotCounts> slots =
-      cluster::SlotCounts::Create(sketch::HeavyHittersOptions{}, kT0);
+  absl::StatusOr<source::SlotCounts> slots =
+      source::SlotCounts::Create(sketch::HeavyHittersOptions{}, kT0);
   REQUIRE(slots.ok());
   ReportBuffer b(t);
   b.EnableSlots(*slots);

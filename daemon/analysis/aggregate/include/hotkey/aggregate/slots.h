@@ -1,5 +1,5 @@
 // SlotTracker: the aggregator's view of the shard's traffic by Redis Cluster slot and by hash
-// tag, once per tick, from the sources' slot counts (cluster/slot_counts.h).
+// tag, once per tick, from the sources' slot counts (source/slot_counts.h).
 //
 // Slots. The sources' counts (undecayed sums) are added up; their difference since the last
 // tick feeds, for every slot:

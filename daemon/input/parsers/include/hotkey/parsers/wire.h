@@ -28,7 +28,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/sketch/op.h"
 
 namespace hotkey::parsers {
 
@@ -48,7 +48,8 @@ inline constexpr size_t kNumRejects = 6;
 inline constexpr double kMaxCost = 1e6;
 // The smallest `@rate`: sampling below one in a billion would scale one event to a billion
 // ops. An event counts cost / rate, so at most kMaxCost / kMinRate, which the tracker counts
-// in full (at most sketch::HeavyHitters::kMaxWeight; wire.cc checks it).
+// in full (at most sketch::HeavyHitters::kMaxWeight; the UDP receiver, which hands events to
+// the tracker, checks it: source/udp_receiver.cc).
 inline constexpr double kMinRate = 1e-9;
 // Label values for hotkey_events_rejected_total{reason}.
 std::string_view RejectName(Reject r);

@@ -36,7 +36,7 @@
 #include "absl/status/status.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/cluster/topology.h"
-#include "hotkey/config/options.h"
+#include "hotkey/config/shard_options.h"
 #include "hotkey/shard/prober.h"
 #include "hotkey/shard/reading.h"
 

@@ -46,7 +46,7 @@
 #include "hotkey/clock/clock.h"
 #include "hotkey/clock/ticker.h"
 #include "hotkey/cluster/topology.h"
-#include "hotkey/config/options.h"
+#include "hotkey/config/shard_options.h"
 #include "hotkey/shard/cpu_quota.h"
 #include "hotkey/shard/reading.h"
 

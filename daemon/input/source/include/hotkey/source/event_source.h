@@ -29,11 +29,9 @@
 #include <utility>
 #include <vector>
 
-namespace hotkey::cluster {
-class SlotCounts;
-}  // namespace hotkey::cluster
-
 namespace hotkey::source {
+
+class SlotCounts;
 
 struct SourceReport;
 
@@ -50,9 +48,9 @@ class EventSource {
   virtual std::vector<std::pair<std::string, std::string>> Describe() const { return {}; }
 
   // Called before Start(), at most once: the source also counts its traffic by Redis
-  // Cluster slot and hash tag (cluster/slot_counts.h), into counts shaped like `prototype`,
+  // Cluster slot and hash tag (source/slot_counts.h), into counts shaped like `prototype`,
   // and publishes them in its reports.
-  virtual void EnableSlots(const cluster::SlotCounts& prototype) = 0;
+  virtual void EnableSlots(const source::SlotCounts& prototype) = 0;
 
   // Called before Start(), at most once: the daemon asks to be told of every publish.
   virtual void SetPublishCallback(PublishCallback on_publish) = 0;

@@ -23,7 +23,7 @@
 #include <utility>
 
 #include "absl/time/time.h"
-#include "hotkey/cluster/slot_counts.h"
+#include "hotkey/source/slot_counts.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/event_source.h"
 #include "hotkey/source/report.h"
@@ -35,7 +35,7 @@ class PublishingSource : public EventSource {
  public:
   void SetPublishCallback(PublishCallback on_publish) final { on_publish_ = std::move(on_publish); }
   std::shared_ptr<const SourceReport> Latest() const final { return reports_.Latest(); }
-  void EnableSlots(const cluster::SlotCounts& prototype) override {
+  void EnableSlots(const source::SlotCounts& prototype) override {
     slots_.emplace(prototype);
     reports_.EnableSlots(prototype);
   }
@@ -86,7 +86,7 @@ class PublishingSource : public EventSource {
   }
   // The slot counts (null unless EnableSlots() was called): for a part of the source that
   // counts on its behalf (the tap's pipeline).
-  cluster::SlotCounts* slot_counts() { return slots_ ? &*slots_ : nullptr; }
+  source::SlotCounts* slot_counts() { return slots_ ? &*slots_ : nullptr; }
   // Publishes if RequestPublish() was called since the last time.
   void PublishIfAsked() {
     if (publish_asked_.exchange(false)) Publish();
@@ -103,7 +103,7 @@ class PublishingSource : public EventSource {
 
  private:
   PublishCallback on_publish_;                // set before Start()
-  std::optional<cluster::SlotCounts> slots_;  // set before Start()
+  std::optional<source::SlotCounts> slots_;  // set before Start()
   ReportBuffer reports_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};

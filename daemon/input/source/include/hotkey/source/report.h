@@ -15,7 +15,7 @@
 #include <optional>
 
 #include "absl/time/time.h"
-#include "hotkey/cluster/slot_counts.h"
+#include "hotkey/source/slot_counts.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/source_metrics.h"
 
@@ -64,7 +64,7 @@ struct SourceReport {
   sketch::HeavyHitters tracker;
   SourceCounters counters;
   // The traffic by slot and by tag, when the source counts them (EventSource::EnableSlots).
-  std::optional<cluster::SlotCounts> slots;
+  std::optional<source::SlotCounts> slots;
 };
 
 // The names from when the UDP receiver was the only source.

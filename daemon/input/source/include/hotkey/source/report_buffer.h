@@ -45,12 +45,12 @@ class ReportBuffer {
 
   // From now on reports also carry slot counts shaped like `prototype` (preallocated in the
   // free reports). Before the first Publish().
-  void EnableSlots(const cluster::SlotCounts& prototype);
+  void EnableSlots(const source::SlotCounts& prototype);
 
   // Returns false (and counts it in skipped()) when readers hold kMaxReports reports.
   // `slots` is null unless EnableSlots() was called.
   bool Publish(absl::Time time, const sketch::HeavyHitters& tracker,
-               const cluster::SlotCounts* slots, const SourceCounters& counters);
+               const source::SlotCounts* slots, const SourceCounters& counters);
 
   // The last published report; null before the first Publish().
   std::shared_ptr<const SourceReport> Latest() const;

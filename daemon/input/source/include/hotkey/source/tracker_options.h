@@ -1,20 +1,16 @@
-// The tracker every source builds from --track.* flags.
+// The tracker every source builds from --track.* flags: the tracker's own options, which
+// config::TrackOptions embeds (track_options.h), so nothing is copied field by field.
 
 #ifndef HOTKEY_SOURCE_TRACKER_OPTIONS_H_
 #define HOTKEY_SOURCE_TRACKER_OPTIONS_H_
 
-#include "hotkey/config/options.h"
+#include "hotkey/config/track_options.h"
 #include "hotkey/sketch/heavy_hitters.h"
 
 namespace hotkey::source {
 
-inline sketch::HeavyHittersOptions TrackerOptions(const config::TrackOptions& t) {
-  sketch::HeavyHittersOptions o;
-  o.candidates = t.candidates;
-  o.sketch_bytes = t.sketch_bytes;
-  o.max_key_bytes = t.stored_key_bytes;
-  o.half_life = t.half_life;
-  return o;
+inline const sketch::HeavyHittersOptions& TrackerOptions(const config::TrackOptions& t) {
+  return t;
 }
 
 }  // namespace hotkey::source

@@ -35,7 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "hotkey/clock/clock.h"
-#include "hotkey/config/options.h"
+#include "hotkey/config/udp_options.h"
 #include "hotkey/config/values.h"
 #include "hotkey/parsers/wire.h"
 #include "hotkey/sketch/heavy_hitters.h"

@@ -9,7 +9,7 @@
 #include <array>
 #include <cstdint>
 
-#include "hotkey/config/options.h"
+#include "hotkey/config/tap_options.h"
 #include "hotkey/source/source_metrics.h"
 
 namespace hotkey::tap {

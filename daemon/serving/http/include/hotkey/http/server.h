@@ -38,8 +38,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "hotkey/config/options.h"
 #include "hotkey/config/web_config.h"
+#include "hotkey/config/web_options.h"
 #include "hotkey/http/event_stream.h"
 
 namespace hotkey::http {

@@ -1,8 +1,8 @@
-// SlotCounts: each key's weight lands in the slot Redis gives it (KeySlot, itself checked
+// SlotCounts: each key's weight lands in the slot Redis gives it (cluster::KeySlot, itself checked
 // against CLUSTER KEYSLOT in slot_test.cc), tagged keys add up under their tag, and neither
 // an update nor a copy into a report of the same shape allocates.
 
-#include "hotkey/cluster/slot_counts.h"
+#include "hotkey/source/slot_counts.h"
 
 #include <string>
 
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "alloc_count.h"
 
-namespace hotkey::cluster {
+namespace hotkey::source {
 namespace {
 
 SlotCounts Make() {
@@ -30,16 +30,16 @@ TEST_CASE("SlotCounts: a key's weight goes to its slot, a tagged key's also to i
     c.Update(absl::StrCat("plain:", i), sketch::Op::kWrite, 2.5);
     total += 3.5;
   }
-  CHECK(c.count(KeySlot("42")) >= 1000);
+  CHECK(c.count(cluster::KeySlot("42")) >= 1000);
   double sum = 0;
   for (double v : c.counts()) sum += v;
   CHECK(sum == Approx(total));
   // Every plain key's weight sits in its own slot.
   double plain_in_42 = 0;
   for (int i = 0; i < 1000; ++i) {
-    if (KeySlot(absl::StrCat("plain:", i)) == KeySlot("42")) plain_in_42 += 2.5;
+    if (cluster::KeySlot(absl::StrCat("plain:", i)) == cluster::KeySlot("42")) plain_in_42 += 2.5;
   }
-  CHECK(c.count(KeySlot("42")) == Approx(1000 + plain_in_42));
+  CHECK(c.count(cluster::KeySlot("42")) == Approx(1000 + plain_in_42));
   // One tag, a thousand keys: the tag is the tags' top with all their weight; untagged keys
   // add no tag.
   std::vector<sketch::HeavyHitter> top = c.tags().TopK(3);
@@ -54,8 +54,8 @@ TEST_CASE("SlotCounts: binary keys and empty tags", "[cluster]") {
   const std::string binary("\0{\xff\0}x", 6);
   c.Update(binary, sketch::Op::kRead);
   c.Update("{}x", sketch::Op::kRead);  // empty tag: the whole key is hashed, no tag
-  CHECK(c.count(KeySlot(std::string_view("\xff\0", 2))) == 1);
-  CHECK(c.count(KeySlot("{}x")) == 1);
+  CHECK(c.count(cluster::KeySlot(std::string_view("\xff\0", 2))) == 1);
+  CHECK(c.count(cluster::KeySlot("{}x")) == 1);
   std::vector<sketch::HeavyHitter> top = c.tags().TopK(3);
   REQUIRE(top.size() == 1);
   CHECK(top[0].key == std::string_view("\xff\0", 2));
@@ -78,4 +78,4 @@ TEST_CASE("SlotCounts: updates and copies of the same shape do not allocate", "[
 }
 
 }  // namespace
-}  // namespace hotkey::cluster
+}  // namespace hotkey::source

@@ -1,10 +1,10 @@
-#include "hotkey/cluster/slot_counts.h"
+#include "hotkey/source/slot_counts.h"
 
 #include <utility>
 
-namespace hotkey::cluster {
+namespace hotkey::source {
 
-SlotCounts::SlotCounts(sketch::HeavyHitters tags) : counts_(kSlots, 0.0), tags_(std::move(tags)) {}
+SlotCounts::SlotCounts(sketch::HeavyHitters tags) : counts_(cluster::kSlots, 0.0), tags_(std::move(tags)) {}
 
 absl::StatusOr<SlotCounts> SlotCounts::Create(const sketch::HeavyHittersOptions& tag_options,
                                               absl::Time now) {
@@ -16,7 +16,7 @@ absl::StatusOr<SlotCounts> SlotCounts::Create(const sketch::HeavyHittersOptions&
 size_t SlotCounts::MemoryBytesFor(const sketch::HeavyHittersOptions& tag_options) {
   absl::StatusOr<sketch::HeavyHitters> tags =
       sketch::HeavyHitters::Create(tag_options, absl::UnixEpoch());
-  return kSlots * sizeof(double) + (tags.ok() ? tags->MemoryBytes() : 0);
+  return cluster::kSlots * sizeof(double) + (tags.ok() ? tags->MemoryBytes() : 0);
 }
 
-}  // namespace hotkey::cluster
+}  // namespace hotkey::source

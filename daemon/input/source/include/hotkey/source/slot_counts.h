@@ -10,12 +10,12 @@
 // Memory is fixed at creation: kSlots doubles plus the tag tracker (MemoryBytes()); copies
 // of the same shape copy-assign into each other with no allocation (report_buffer.h).
 // Update() allocates nothing and costs O(key length) plus, for a tagged key, one tracker
-// update (tests/daemon/input/cluster/slot_counts_test.cc counts its allocations).
+// update (tests/daemon/input/source/slot_counts_test.cc counts its allocations).
 //
 // Thread-compatible.
 
-#ifndef HOTKEY_CLUSTER_SLOT_COUNTS_H_
-#define HOTKEY_CLUSTER_SLOT_COUNTS_H_
+#ifndef HOTKEY_SOURCE_SLOT_COUNTS_H_
+#define HOTKEY_SOURCE_SLOT_COUNTS_H_
 
 #include <cstdint>
 #include <string_view>
@@ -26,7 +26,7 @@
 #include "hotkey/cluster/slot.h"
 #include "hotkey/sketch/heavy_hitters.h"
 
-namespace hotkey::cluster {
+namespace hotkey::source {
 
 class SlotCounts {
  public:
@@ -35,8 +35,8 @@ class SlotCounts {
                                            absl::Time now);
 
   void Update(std::string_view key, sketch::Op op, double weight = 1.0) {
-    const std::optional<std::string_view> tag = HashTag(key);
-    counts_[Crc16(tag ? *tag : key) & (kSlots - 1)] += weight;
+    const std::optional<std::string_view> tag = cluster::HashTag(key);
+    counts_[cluster::Crc16(tag ? *tag : key) & (cluster::kSlots - 1)] += weight;
     if (tag) tags_.Update(*tag, op, weight);
   }
   // Brings the tags' decay to `now` (as HeavyHitters::Advance).
@@ -54,10 +54,10 @@ class SlotCounts {
  private:
   explicit SlotCounts(sketch::HeavyHitters tags);
 
-  std::vector<double> counts_;  // kSlots
+  std::vector<double> counts_;  // cluster::kSlots
   sketch::HeavyHitters tags_;
 };
 
-}  // namespace hotkey::cluster
+}  // namespace hotkey::source
 
-#endif  // HOTKEY_CLUSTER_SLOT_COUNTS_H_
+#endif  // HOTKEY_SOURCE_SLOT_COUNTS_H_
