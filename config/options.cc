@@ -57,14 +57,6 @@ absl::Status UdpOptions::Validate() const {
   return absl::OkStatus();
 }
 
-std::string_view TapProtocolName(TapProtocol protocol) {
-  return protocol == TapProtocol::kMemcached ? "memcached" : "redis";
-}
-
-std::string_view TapWeightName(TapWeight weight) {
-  return weight == TapWeight::kBytes ? "bytes" : "ops";
-}
-
 uint64_t TapOptions::MemoryBoundBytes() const {
   if (!enabled()) return 0;
   const uint64_t per_flow = uint64_t{flow_buffer_bytes} * BuffersPerFlow() + kFlowStateBytes;

@@ -9,12 +9,12 @@
 #include <limits>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl_compat.h"
+#include "hotkey/text/escape.h"
 #include "hotkey/text/number.h"
 
 namespace hotkey::config {
@@ -149,38 +149,20 @@ absl::StatusOr<bool> ParseBool(std::string_view text) {
       absl::StrCat("\"", Av(text), "\" is not a boolean (use true or false)"));
 }
 
-std::string_view KeyLabelModeName(KeyLabelMode mode) {
-  switch (mode) {
-    case KeyLabelMode::kRaw:
-      return "raw";
-    case KeyLabelMode::kHash:
-      return "hash";
-    case KeyLabelMode::kPrefix:
-      return "prefix";
-  }
-  return "unknown";
-}
-
 namespace internal {
-std::string QuoteForError(std::string_view text) {
-  return absl::StrCat("\"", absl::CHexEscape(Av(text.substr(0, 64))), "\"");
-}
+std::string QuoteForError(std::string_view text) { return text::Quote(text); }
 }  // namespace internal
 
 absl::StatusOr<KeyLabelMode> ParseKeyLabelMode(std::string_view text) {
-  static constexpr KeyLabelMode kAll[] = {KeyLabelMode::kRaw, KeyLabelMode::kHash,
-                                          KeyLabelMode::kPrefix};
-  return ParseEnum(text, kAll, &KeyLabelModeName, "key label mode");
+  return text::ParseName(kKeyLabelModeNames, text, "key label mode");
 }
 
 absl::StatusOr<TapProtocol> ParseTapProtocol(std::string_view text) {
-  static constexpr TapProtocol kAll[] = {TapProtocol::kRedis, TapProtocol::kMemcached};
-  return ParseEnum(text, kAll, &TapProtocolName, "tap protocol");
+  return text::ParseName(kTapProtocolNames, text, "tap protocol");
 }
 
 absl::StatusOr<TapWeight> ParseTapWeight(std::string_view text) {
-  static constexpr TapWeight kAll[] = {TapWeight::kOps, TapWeight::kBytes};
-  return ParseEnum(text, kAll, &TapWeightName, "tap weight");
+  return text::ParseName(kTapWeightNames, text, "tap weight");
 }
 
 std::vector<std::string> SplitList(std::string_view text) {

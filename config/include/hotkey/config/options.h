@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "hotkey/model/shard_model.h"
 #include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::config {
 
@@ -61,8 +62,17 @@ enum class TapProtocol { kRedis, kMemcached };
 // ops: each key a request touches weighs 1. bytes: a request weighs its request bytes
 // plus its reply's bytes, split evenly over its keys.
 enum class TapWeight { kOps, kBytes };
-std::string_view TapProtocolName(TapProtocol protocol);  // "redis", "memcached"
-std::string_view TapWeightName(TapWeight weight);        // "ops", "bytes"
+// The names of --tap.protocol, --shard.protocol and --tap.weight, and of their labels.
+inline constexpr text::EnumName<TapProtocol> kTapProtocolNames[] = {
+    {TapProtocol::kRedis, "redis"}, {TapProtocol::kMemcached, "memcached"}};
+inline constexpr text::EnumName<TapWeight> kTapWeightNames[] = {{TapWeight::kOps, "ops"},
+                                                                {TapWeight::kBytes, "bytes"}};
+constexpr std::string_view TapProtocolName(TapProtocol protocol) {
+  return text::NameOf(kTapProtocolNames, protocol);
+}
+constexpr std::string_view TapWeightName(TapWeight weight) {
+  return text::NameOf(kTapWeightNames, weight);
+}
 
 struct TapOptions {
   // The interface to capture on (lo, eth0, any); empty: no live capture.
@@ -189,8 +199,12 @@ enum class KeyLabelMode {
   kPrefix,  // the key up to its last ':' (or its first label_max_bytes bytes) plus a hash
 };
 
-// "raw", "hash", "prefix": the values of the rules file's export.key_label.
-std::string_view KeyLabelModeName(KeyLabelMode mode);
+// The values of the rules file's export.key_label.
+inline constexpr text::EnumName<KeyLabelMode> kKeyLabelModeNames[] = {
+    {KeyLabelMode::kRaw, "raw"}, {KeyLabelMode::kHash, "hash"}, {KeyLabelMode::kPrefix, "prefix"}};
+constexpr std::string_view KeyLabelModeName(KeyLabelMode mode) {
+  return text::NameOf(kKeyLabelModeNames, mode);
+}
 
 // Which keys reach /metrics, and how they are labelled.
 struct ExportOptions {
