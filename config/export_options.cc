@@ -13,22 +13,8 @@ using internal::IsHysteresis;
 using internal::IsShare;
 using internal::OutOfRange;
 
-std::string_view KeyLabelModeName(KeyLabelMode mode) {
-  switch (mode) {
-    case KeyLabelMode::kRaw:
-      return "raw";
-    case KeyLabelMode::kHash:
-      return "hash";
-    case KeyLabelMode::kPrefix:
-      return "prefix";
-  }
-  return "unknown";
-}
-
 absl::StatusOr<KeyLabelMode> ParseKeyLabelMode(std::string_view text) {
-  static constexpr KeyLabelMode kAll[] = {KeyLabelMode::kRaw, KeyLabelMode::kHash,
-                                          KeyLabelMode::kPrefix};
-  return ParseEnum(text, kAll, &KeyLabelModeName, "key label mode");
+  return text::ParseName(kKeyLabelModeNames, text, "key label mode");
 }
 
 absl::Status ExportOptions::Validate() const {

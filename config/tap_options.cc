@@ -11,14 +11,6 @@ namespace hotkey::config {
 using internal::InRange;
 using internal::OutOfRange;
 
-std::string_view TapProtocolName(TapProtocol protocol) {
-  return protocol == TapProtocol::kMemcached ? "memcached" : "redis";
-}
-
-std::string_view TapWeightName(TapWeight weight) {
-  return weight == TapWeight::kBytes ? "bytes" : "ops";
-}
-
 uint64_t TapOptions::MemoryBoundBytes() const {
   if (!enabled()) return 0;
   const uint64_t per_flow = uint64_t{flow_buffer_bytes} * BuffersPerFlow() + kFlowStateBytes;
@@ -78,13 +70,11 @@ absl::Status TapOptions::Validate() const {
 }
 
 absl::StatusOr<TapProtocol> ParseTapProtocol(std::string_view text) {
-  static constexpr TapProtocol kAll[] = {TapProtocol::kRedis, TapProtocol::kMemcached};
-  return ParseEnum(text, kAll, &TapProtocolName, "tap protocol");
+  return text::ParseName(kTapProtocolNames, text, "tap protocol");
 }
 
 absl::StatusOr<TapWeight> ParseTapWeight(std::string_view text) {
-  static constexpr TapWeight kAll[] = {TapWeight::kOps, TapWeight::kBytes};
-  return ParseEnum(text, kAll, &TapWeightName, "tap weight");
+  return text::ParseName(kTapWeightNames, text, "tap weight");
 }
 
 }  // namespace hotkey::config

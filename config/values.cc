@@ -9,12 +9,12 @@
 #include <limits>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl_compat.h"
+#include "hotkey/text/escape.h"
 #include "hotkey/text/number.h"
 
 namespace hotkey::config {
@@ -150,9 +150,7 @@ absl::StatusOr<bool> ParseBool(std::string_view text) {
 }
 
 namespace internal {
-std::string QuoteForError(std::string_view text) {
-  return absl::StrCat("\"", absl::CHexEscape(Av(text.substr(0, 64))), "\"");
-}
+std::string QuoteForError(std::string_view text) { return text::Quote(text); }
 }  // namespace internal
 
 std::vector<std::string> SplitList(std::string_view text) {

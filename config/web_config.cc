@@ -61,11 +61,6 @@ constexpr TlsName kCiphers[] = {
 constexpr TlsName kCurves[] = {
     {"CurveP256", "P-256"}, {"CurveP384", "P-384"}, {"CurveP521", "P-521"}, {"X25519", "X25519"}};
 
-constexpr std::pair<const char*, TlsVersion> kVersions[] = {{"TLS10", TlsVersion::kTls10},
-                                                            {"TLS11", TlsVersion::kTls11},
-                                                            {"TLS12", TlsVersion::kTls12},
-                                                            {"TLS13", TlsVersion::kTls13}};
-
 // The toolkit's configurable headers; an empty list means any value.
 struct AllowedHeader {
   const char* name;
@@ -159,15 +154,11 @@ absl::Status ReadTls(const YAML::Node& section, std::string_view base_dir, WebCo
         if (key == "min_version" || key == "max_version") {
           std::string text;
           if (absl::Status r = ReadString(v, name, &text); !r.ok()) return r;
-          for (const auto& [vname, version] : kVersions) {
-            if (text == vname) {
-              (key == "min_version" ? t.min_version : t.max_version) = version;
-              return absl::OkStatus();
-            }
-          }
-          return YamlError(v, name,
-                           absl::StrCat("unknown TLS version \"", text,
-                                        "\" (expected TLS10, TLS11, TLS12 or TLS13)"));
+          absl::StatusOr<TlsVersion> version =
+              text::ParseName(kTlsVersionNames, text, "TLS version");
+          if (!version.ok()) return YamlError(v, name, std::string(version.status().message()));
+          (key == "min_version" ? t.min_version : t.max_version) = *version;
+          return absl::OkStatus();
         }
         if (key == "cipher_suites") {
           if (absl::Status r = ReadList(v, name, &t.cipher_suites); !r.ok()) return r;
@@ -225,22 +216,16 @@ absl::Status ReadTls(const YAML::Node& section, std::string_view base_dir, WebCo
     return YamlError(section, p, "missing one of key_file or key");
 
   const YAML::Node ca_line = client_auth_node ? *client_auth_node : section;
-  if (client_auth.empty() || client_auth == "NoClientCert") {
+  if (client_auth.empty()) {
     t.client_auth_type = ClientAuthType::kNoClientCert;
-  } else if (client_auth == "RequestClientCert") {
-    t.client_auth_type = ClientAuthType::kRequestClientCert;
-  } else if (client_auth == "RequireAnyClientCert" || client_auth == "RequireClientCert") {
-    t.client_auth_type = ClientAuthType::kRequireAnyClientCert;  // the second: toolkit's old name
-  } else if (client_auth == "VerifyClientCertIfGiven") {
-    t.client_auth_type = ClientAuthType::kVerifyClientCertIfGiven;
-  } else if (client_auth == "RequireAndVerifyClientCert") {
-    t.client_auth_type = ClientAuthType::kRequireAndVerifyClientCert;
   } else {
-    return YamlError(
-        ca_line, "tls_server_config.client_auth_type",
-        absl::StrCat("unknown value \"", client_auth,
-                     "\" (expected NoClientCert, RequestClientCert, RequireAnyClientCert, "
-                     "VerifyClientCertIfGiven or RequireAndVerifyClientCert)"));
+    absl::StatusOr<ClientAuthType> type =
+        text::ParseName(kClientAuthTypeNames, client_auth, "client auth type");
+    if (!type.ok()) {
+      return YamlError(ca_line, "tls_server_config.client_auth_type",
+                       std::string(type.status().message()));
+    }
+    t.client_auth_type = *type;
   }
   const bool has_ca = !t.client_ca.empty() || !t.client_ca_file.empty();
   if (has_ca && t.client_auth_type == ClientAuthType::kNoClientCert) {

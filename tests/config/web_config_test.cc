@@ -165,16 +165,17 @@ TEST_CASE("WebConfig: bad values are refused with a clear message", "[web_config
   const std::string tls = "tls_server_config:\n  cert_file: a\n  key_file: b\n";
   const Case cases[] = {
       {"  min_version: TLS14\n",
-       "line 4: tls_server_config.min_version: unknown TLS version \"TLS14\""},
-      {"  max_version: tls12\n",
-       "unknown TLS version \"tls12\" (expected TLS10, TLS11, TLS12 or TLS13)"},
+       "line 4: tls_server_config.min_version: \"TLS14\" is not a TLS version"},
+      {"  max_version: tls12\n", "\"tls12\" is not a TLS version (TLS10, TLS11, TLS12, TLS13)"},
       {"  min_version: TLS13\n  max_version: TLS12\n", "min_version is above max_version"},
       {"  cipher_suites: [TLS_RSA_WITH_RC4_128_SHA]\n",
        "unknown or insecure cipher suite \"TLS_RSA_WITH_RC4_128_SHA\""},
       {"  cipher_suites: TLS_AES_128_GCM_SHA256\n", "cipher_suites: must be a list"},
       {"  curve_preferences: [P-256]\n", "unknown curve \"P-256\""},
       {"  client_auth_type: RequireClientCerts\n",
-       "client_auth_type: unknown value \"RequireClientCerts\""},
+       "client_auth_type: \"RequireClientCerts\" is not a client auth type (NoClientCert, "
+       "RequestClientCert, RequireAnyClientCert, RequireClientCert, VerifyClientCertIfGiven, "
+       "RequireAndVerifyClientCert)"},
       {"  client_ca_file: ca\n", "a client CA is set but client_auth_type is NoClientCert"},
       {"  client_auth_type: RequireAndVerifyClientCert\n", "needs client_ca_file"},
       {"  client_auth_type: VerifyClientCertIfGiven\n", "needs client_ca_file"},

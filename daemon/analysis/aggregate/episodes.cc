@@ -34,18 +34,6 @@ constexpr size_t kMaxLabelBytes = 256;
 
 }  // namespace
 
-std::string_view EpisodeLog::KindName(Kind k) {
-  switch (k) {
-    case Kind::kKey:
-      return "key";
-    case Kind::kSlot:
-      return "slot";
-    case Kind::kTag:
-      return "tag";
-  }
-  return "key";
-}
-
 EpisodeLog::EpisodeLog(size_t capacity, size_t label_bytes)
     : capacity_(std::max<size_t>(capacity, 1)),
       label_bytes_(std::min(label_bytes, kMaxLabelBytes)),

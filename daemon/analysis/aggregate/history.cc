@@ -239,7 +239,7 @@ std::string History::Json(const Query& q) const {
   std::lock_guard<std::mutex> l(mu_);
   const Ring& r = q.resolution == Resolution::kCoarse ? coarse_ : fine_;
   json::object out;
-  out["resolution"] = q.resolution == Resolution::kCoarse ? "coarse" : "fine";
+  out["resolution"] = text::NameOf(kResolutionNames, q.resolution);
   out["step_seconds"] = absl::ToDoubleSeconds(r.step);
   out["capacity"] = r.capacity;
   out["held"] = r.count;

@@ -11,18 +11,6 @@ namespace hotkey::aggregate {
 
 using cluster::kSlots;
 
-std::string_view SlotAdviceName(SlotAdvice advice) {
-  switch (advice) {
-    case SlotAdvice::kKey:
-      return "key";
-    case SlotAdvice::kMove:
-      return "move";
-    case SlotAdvice::kNone:
-      break;
-  }
-  return "";
-}
-
 const ClusterNode* ClusterInputs::Myself() const {
   for (const ClusterNode& n : nodes) {
     if (n.myself) return &n;

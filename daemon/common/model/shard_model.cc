@@ -14,13 +14,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 namespace hotkey::model {
 namespace {
-
-constexpr std::array<std::string_view, 6> kNames = {"none",  "cache",       "replicate",
-                                                    "split", "split_cache", "isolate"};
 
 // A strategy fits when its busiest shard is at most target * C. The comparison allows a
 // relative 1e-12 so that a load computed to be exactly the target (say 8000 of 10000 at
@@ -66,10 +62,10 @@ absl::Status ValidateShape(const Cluster& c) {
   if (c.order.empty()) {
     return absl::InvalidArgumentError("order must name at least one strategy");
   }
-  std::array<bool, kNames.size()> seen{};
+  std::array<bool, std::size(kStrategyNames)> seen{};
   for (Strategy s : c.order) {
     const auto i = static_cast<size_t>(s);
-    if (i >= kNames.size()) {
+    if (i >= seen.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("order holds an unknown strategy value ", static_cast<int>(s)));
     }
@@ -79,7 +75,7 @@ absl::Status ValidateShape(const Cluster& c) {
     }
     if (seen[i]) {
       return absl::InvalidArgumentError(
-          absl::StrCat("order names strategy '", Sv(kNames[i]), "' more than once"));
+          absl::StrCat("order names strategy '", Sv(StrategyName(s)), "' more than once"));
     }
     seen[i] = true;
   }
@@ -152,20 +148,8 @@ Projection Compute(const Cluster& c, double b, double h, double w, bool per_shar
 
 }  // namespace
 
-std::string_view StrategyName(Strategy s) {
-  const auto i = static_cast<size_t>(s);
-  return i < kNames.size() ? kNames[i] : std::string_view("unknown");
-}
-
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
-  for (size_t i = 0; i < kNames.size(); ++i) {
-    if (name == kNames[i]) return static_cast<Strategy>(i);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown strategy '", Sv(name), "'; expected one of ",
-                   absl::StrJoin(kNames, ", ", [](std::string* out, std::string_view n) {
-                     out->append(n.data(), n.size());
-                   })));
+  return text::ParseName(kStrategyNames, name, "strategy");
 }
 
 absl::Status Cluster::Validate() const {

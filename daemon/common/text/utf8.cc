@@ -30,6 +30,20 @@ size_t Utf8SequenceLength(std::string_view s) {
   return n;
 }
 
+uint32_t Utf8CodePoint(std::string_view s, size_t n) {
+  const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i])); };
+  switch (n) {
+    case 1:
+      return b(0);
+    case 2:
+      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3:
+      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    default:
+      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+  }
+}
+
 bool IsValidUtf8(std::string_view s) {
   while (!s.empty()) {
     const size_t n = Utf8SequenceLength(s);

@@ -4,24 +4,6 @@
 
 namespace hotkey::parsers {
 
-std::string_view RejectName(Reject r) {
-  switch (r) {
-    case Reject::kEmptyLine:
-      return "empty_line";
-    case Reject::kUnknownOp:
-      return "unknown_op";
-    case Reject::kMissingKey:
-      return "missing_key";
-    case Reject::kKeyTooLong:
-      return "key_too_long";
-    case Reject::kBadNumber:
-      return "bad_number";
-    case Reject::kBadHeader:
-      return "bad_header";
-  }
-  return "unknown";
-}
-
 namespace internal {
 
 bool ParseModifiers(std::string_view mods, double* rate, double* weight) {

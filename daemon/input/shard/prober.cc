@@ -34,20 +34,6 @@ using asio::awaitable;
 using asio::ip::tcp;
 using boost::system::error_code;
 
-std::string_view CpusSourceName(CpusSource source) {
-  switch (source) {
-    case CpusSource::kOneCore:
-      return "one_core";
-    case CpusSource::kThreads:
-      return "threads";
-    case CpusSource::kCgroupQuota:
-      return "cgroup_quota";
-    case CpusSource::kFlag:
-      return "flag";
-  }
-  return "unknown";
-}
-
 namespace {
 
 constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);

@@ -1,7 +1,11 @@
 #include "hotkey/tap/tap_counters.h"
 
+#include <array>
 #include <cstddef>
 #include <iterator>
+
+#include "hotkey/parsers/request.h"
+#include "hotkey/tcp/packet.h"
 
 namespace hotkey::tap {
 
@@ -37,117 +41,176 @@ constexpr std::string_view kUnansweredHelp =
     "not resynced), closed (the flow ended first).";
 
 constexpr std::string_view kSkipped = "hotkey_tap_frames_skipped_total";
+constexpr std::string_view kCommands = "hotkey_tap_commands_total";
 constexpr std::string_view kKeys = "hotkey_tap_keys_total";
 
-// In the order Fill() writes. The JSON fields are the per-source ones of /api/v1/snapshot.
-constexpr MetricSample kSamples[] = {
-    {"hotkey_tap_packets_total", "Frames the tap read from the capture.", true, {}, "packets"},
-    {"hotkey_tap_captured_bytes_total",
-     "Bytes of the frames the tap read, as captured (at most --tap.snaplen each).",
-     true,
-     {},
-     ""},
-    {"hotkey_tap_capture_errors_total",
-     "Reads of the capture that failed (pcap_dispatch); a live capture tries again.",
-     true,
-     {},
-     "capture_errors"},
-    {"hotkey_tap_capture_drops_total", kDropsHelp, true, {{{"where", "kernel"}}}, "kernel_drops"},
-    {"hotkey_tap_capture_drops_total",
-     kDropsHelp,
-     true,
-     {{{"where", "interface"}}},
-     "interface_drops"},
-    {kSkipped, kSkippedHelp, true, {{{"reason", "not_tcp"}}}, ""},
-    {kSkipped, kSkippedHelp, true, {{{"reason", "other_port"}}}, ""},
-    {kSkipped, kSkippedHelp, true, {{{"reason", "fragment"}}}, ""},
-    {kSkipped, kSkippedHelp, true, {{{"reason", "truncated"}}}, ""},
-    {kSkipped, kSkippedHelp, true, {{{"reason", "malformed"}}}, ""},
-    {kSkipped, kSkippedHelp, true, {{{"reason", "unsupported_link"}}}, ""},
-    {"hotkey_tap_flows", "TCP connections the tap tracks now.", false, {}, "flows"},
-    {"hotkey_tap_flows_opened_total", "TCP connections the tap started tracking.", true, {}, ""},
-    {"hotkey_tap_flows_ended_total", kEndedHelp, true, {{{"reason", "closed"}}}, ""},
-    {"hotkey_tap_flows_ended_total", kEndedHelp, true, {{{"reason", "expired"}}}, ""},
-    {"hotkey_tap_flows_ended_total", kEndedHelp, true, {{{"reason", "evicted"}}}, ""},
-    {"hotkey_tap_flows_joined_midstream_total",
-     "TCP connections first seen without their SYN (open before the tap started): each resyncs "
-     "at its next request.",
-     true,
-     {},
-     ""},
-    {"hotkey_tap_gaps_total",
-     "Stream bytes lost (a dropped or reordered segment): the parser resyncs after each.",
-     true,
-     {},
-     "gaps"},
-    {"hotkey_tap_retransmitted_bytes_total",
-     "Payload bytes seen twice (TCP retransmissions), trimmed.",
-     true,
-     {},
-     ""},
-    {"hotkey_tap_resyncs_total", kResyncsHelp, true, {{{"direction", "request"}}}, "resyncs"},
-    {"hotkey_tap_resyncs_total", kResyncsHelp, true, {{{"direction", "reply"}}}, ""},
-    {"hotkey_tap_protocol_errors_total", kErrorsHelp, true, {{{"direction", "request"}}}, ""},
-    {"hotkey_tap_protocol_errors_total", kErrorsHelp, true, {{{"direction", "reply"}}}, ""},
-    {"hotkey_tap_commands_total", kCommandsHelp, true, {{{"protocol", "redis"}}}, "commands"},
-    {"hotkey_tap_commands_total", kCommandsHelp, true, {{{"protocol", "memcached"}}}, "commands"},
-    {kKeys, kKeysHelp, true, {{{"protocol", "redis"}, {"access", "read"}}}, "read_keys"},
-    {kKeys, kKeysHelp, true, {{{"protocol", "redis"}, {"access", "write"}}}, "write_keys"},
-    {kKeys, kKeysHelp, true, {{{"protocol", "memcached"}, {"access", "read"}}}, "read_keys"},
-    {kKeys, kKeysHelp, true, {{{"protocol", "memcached"}, {"access", "write"}}}, "write_keys"},
-    {"hotkey_tap_unknown_commands_total",
-     "Well-framed requests whose command is not in the command table: counted, their keys not.",
-     true,
-     {},
-     ""},
-    {"hotkey_tap_excluded_requests_total",
-     "Requests left out by design: replication links (PSYNC, REPLCONF), memcached's binary "
-     "protocol.",
-     true,
-     {},
-     ""},
-    {"hotkey_tap_keys_dropped_total",
-     "Keys longer than --tap.flow-buffer-bytes allows: not counted.",
-     true,
-     {},
-     ""},
-    {"hotkey_tap_replies_total",
-     "Replies matched to their requests (--tap.weight=bytes).",
-     true,
-     {},
-     ""},
-    {"hotkey_tap_replies_unmatched_total",
-     "Replies with no request waiting (--tap.weight=bytes): pushes, a stream joined or resynced "
-     "mid-way.",
-     true,
-     {},
-     ""},
-    {"hotkey_tap_requests_unanswered_total",
-     kUnansweredHelp,
-     true,
-     {{{"reason", "queue_full"}}},
-     ""},
-    {"hotkey_tap_requests_unanswered_total", kUnansweredHelp, true, {{{"reason", "gap"}}}, ""},
-    {"hotkey_tap_requests_unanswered_total", kUnansweredHelp, true, {{{"reason", "closed"}}}, ""},
-    {"hotkey_tap_memory_bytes",
-     "Memory the tap holds now besides its tracker: flow table, parsers, reply queues, client "
-     "hosts.",
-     false,
-     {},
-     ""},
-    {"hotkey_tap_memory_bound_bytes",
-     "The most memory the tap can hold besides its tracker: --tap.max-flows x "
-     "(--tap.flow-buffer-bytes x 1, or 3 with bytes weight, + 1 KiB) + 112 KiB (client hosts) + "
-     "2 x --tap.buffer-bytes (the capture ring).",
-     false,
-     {},
-     ""},
-    {"hotkey_tap_capture_file_done",
-     "1 once --tap.file was read to its end (its counts stay).",
-     false,
-     {},
-     ""},
+// One sample: how it reads its value from TapCounters, and how it shows (MetricSample).
+struct TapSample {
+  uint64_t (*value)(const TapCounters&);
+  MetricSample sample;
 };
+
+template <uint64_t TapCounters::*kField>
+uint64_t Field(const TapCounters& c) {
+  return c.*kField;
+}
+
+// A count of the one protocol the tap parses: the other protocol's sample reads 0.
+template <uint64_t TapCounters::*kField, config::TapProtocol kProtocol>
+uint64_t OfProtocol(const TapCounters& c) {
+  return c.protocol == kProtocol ? c.*kField : 0;
+}
+
+template <tcp::DecodeStatus kStatus>
+uint64_t SkippedFrames(const TapCounters& c) {
+  return c.frames_skipped[static_cast<size_t>(kStatus)];
+}
+
+// A plain count, with no label.
+template <uint64_t TapCounters::*kField>
+constexpr TapSample Count(std::string_view family, std::string_view help,
+                          std::string_view json = "", bool counter = true) {
+  return {&Field<kField>, {family, help, counter, {}, json}};
+}
+
+// A count labelled `label`=`value`.
+template <uint64_t TapCounters::*kField>
+constexpr TapSample Labelled(std::string_view family, std::string_view help, std::string_view label,
+                             std::string_view value, std::string_view json = "") {
+  return {&Field<kField>, {family, help, true, {{{label, value}}}, json}};
+}
+
+// Frames skipped for `kStatus`, labelled by its name (tcp::kDecodeStatusNames).
+template <tcp::DecodeStatus kStatus>
+constexpr TapSample Skipped() {
+  return {&SkippedFrames<kStatus>,
+          {kSkipped, kSkippedHelp, true, {{{"reason", tcp::DecodeStatusName(kStatus)}}}, ""}};
+}
+
+template <config::TapProtocol kProtocol>
+constexpr TapSample Commands() {
+  return {&OfProtocol<&TapCounters::commands, kProtocol>,
+          {kCommands,
+           kCommandsHelp,
+           true,
+           {{{"protocol", config::TapProtocolName(kProtocol)}}},
+           "commands"}};
+}
+
+template <config::TapProtocol kProtocol, parsers::Access kAccess>
+constexpr TapSample Keys() {
+  constexpr auto kField =
+      kAccess == parsers::Access::kRead ? &TapCounters::read_keys : &TapCounters::write_keys;
+  return {&OfProtocol<kField, kProtocol>,
+          {kKeys,
+           kKeysHelp,
+           true,
+           {{{"protocol", config::TapProtocolName(kProtocol)},
+             {"access", text::NameOf(parsers::kAccessNames, kAccess)}}},
+           kAccess == parsers::Access::kRead ? "read_keys" : "write_keys"}};
+}
+
+using config::TapProtocol;
+using parsers::Access;
+using tcp::DecodeStatus;
+using C = TapCounters;
+
+// Every sample of the tap, in the order of its schema (a family's samples adjacent). The
+// JSON fields are the per-source ones of /api/v1/snapshot.
+constexpr TapSample kTable[] = {
+    Count<&C::packets>("hotkey_tap_packets_total", "Frames the tap read from the capture.",
+                       "packets"),
+    Count<&C::captured_bytes>(
+        "hotkey_tap_captured_bytes_total",
+        "Bytes of the frames the tap read, as captured (at most --tap.snaplen each)."),
+    Count<&C::capture_errors>(
+        "hotkey_tap_capture_errors_total",
+        "Reads of the capture that failed (pcap_dispatch); a live capture tries again.",
+        "capture_errors"),
+    Labelled<&C::kernel_drops>("hotkey_tap_capture_drops_total", kDropsHelp, "where", "kernel",
+                               "kernel_drops"),
+    Labelled<&C::interface_drops>("hotkey_tap_capture_drops_total", kDropsHelp, "where",
+                                  "interface", "interface_drops"),
+    Skipped<DecodeStatus::kNotTcp>(),
+    Skipped<DecodeStatus::kOtherPort>(),
+    Skipped<DecodeStatus::kFragment>(),
+    Skipped<DecodeStatus::kTruncated>(),
+    Skipped<DecodeStatus::kMalformed>(),
+    Skipped<DecodeStatus::kUnsupportedLink>(),
+    Count<&C::flows>("hotkey_tap_flows", "TCP connections the tap tracks now.", "flows",
+                     /*counter=*/false),
+    Count<&C::flows_opened>("hotkey_tap_flows_opened_total",
+                            "TCP connections the tap started tracking."),
+    Labelled<&C::flows_closed>("hotkey_tap_flows_ended_total", kEndedHelp, "reason", "closed"),
+    Labelled<&C::flows_expired>("hotkey_tap_flows_ended_total", kEndedHelp, "reason", "expired"),
+    Labelled<&C::flows_evicted>("hotkey_tap_flows_ended_total", kEndedHelp, "reason", "evicted"),
+    Count<&C::joined_midstream>(
+        "hotkey_tap_flows_joined_midstream_total",
+        "TCP connections first seen without their SYN (open before the tap started): each "
+        "resyncs at its next request."),
+    Count<&C::gaps>(
+        "hotkey_tap_gaps_total",
+        "Stream bytes lost (a dropped or reordered segment): the parser resyncs after each.",
+        "gaps"),
+    Count<&C::retransmitted_bytes>("hotkey_tap_retransmitted_bytes_total",
+                                   "Payload bytes seen twice (TCP retransmissions), trimmed."),
+    Labelled<&C::resyncs>("hotkey_tap_resyncs_total", kResyncsHelp, "direction", "request",
+                          "resyncs"),
+    Labelled<&C::reply_resyncs>("hotkey_tap_resyncs_total", kResyncsHelp, "direction", "reply"),
+    Labelled<&C::protocol_errors>("hotkey_tap_protocol_errors_total", kErrorsHelp, "direction",
+                                  "request"),
+    Labelled<&C::reply_protocol_errors>("hotkey_tap_protocol_errors_total", kErrorsHelp,
+                                        "direction", "reply"),
+    Commands<TapProtocol::kRedis>(),
+    Commands<TapProtocol::kMemcached>(),
+    Keys<TapProtocol::kRedis, Access::kRead>(),
+    Keys<TapProtocol::kRedis, Access::kWrite>(),
+    Keys<TapProtocol::kMemcached, Access::kRead>(),
+    Keys<TapProtocol::kMemcached, Access::kWrite>(),
+    Count<&C::unknown_commands>(
+        "hotkey_tap_unknown_commands_total",
+        "Well-framed requests whose command is not in the command table: counted, their keys "
+        "not."),
+    Count<&C::excluded_requests>(
+        "hotkey_tap_excluded_requests_total",
+        "Requests left out by design: replication links (PSYNC, REPLCONF), memcached's binary "
+        "protocol."),
+    Count<&C::keys_dropped>("hotkey_tap_keys_dropped_total",
+                            "Keys longer than --tap.flow-buffer-bytes allows: not counted."),
+    Count<&C::replies>("hotkey_tap_replies_total",
+                       "Replies matched to their requests (--tap.weight=bytes)."),
+    Count<&C::replies_unmatched>(
+        "hotkey_tap_replies_unmatched_total",
+        "Replies with no request waiting (--tap.weight=bytes): pushes, a stream joined or "
+        "resynced mid-way."),
+    Labelled<&C::unanswered_queue_full>("hotkey_tap_requests_unanswered_total", kUnansweredHelp,
+                                        "reason", "queue_full"),
+    Labelled<&C::unanswered_gap>("hotkey_tap_requests_unanswered_total", kUnansweredHelp, "reason",
+                                 "gap"),
+    Labelled<&C::unanswered_closed>("hotkey_tap_requests_unanswered_total", kUnansweredHelp,
+                                    "reason", "closed"),
+    Count<&C::memory_bytes>("hotkey_tap_memory_bytes",
+                            "Memory the tap holds now besides its tracker: flow table, parsers, "
+                            "reply queues, client hosts.",
+                            "", /*counter=*/false),
+    Count<&C::memory_bound_bytes>(
+        "hotkey_tap_memory_bound_bytes",
+        "The most memory the tap can hold besides its tracker: --tap.max-flows x "
+        "(--tap.flow-buffer-bytes x 1, or 3 with bytes weight, + 1 KiB) + 112 KiB (client "
+        "hosts) + 2 x --tap.buffer-bytes (the capture ring).",
+        "", /*counter=*/false),
+    Count<&C::file_done>("hotkey_tap_capture_file_done",
+                         "1 once --tap.file was read to its end (its counts stay).", "",
+                         /*counter=*/false),
+};
+static_assert(std::size(kTable) <= source::kMaxSourceSamples);
+
+// The schema's samples: the table's, in its order.
+constexpr std::array<MetricSample, std::size(kTable)> kSamples = [] {
+  std::array<MetricSample, std::size(kTable)> out{};
+  for (size_t i = 0; i < out.size(); ++i) out[i] = kTable[i].sample;
+  return out;
+}();
 
 const source::MetricSchema kSchema = {"tap", kSamples};
 
@@ -155,53 +218,7 @@ const source::MetricSchema kSchema = {"tap", kSamples};
 
 void TapCounters::Fill(source::SourceMetrics& out) const {
   out.schema = &kSchema;
-  const bool redis = protocol == config::TapProtocol::kRedis;
-  auto of = [&](bool mine, uint64_t v) { return mine ? v : uint64_t{0}; };
-  const uint64_t values[] = {
-      packets,
-      captured_bytes,
-      capture_errors,
-      kernel_drops,
-      interface_drops,
-      frames_skipped[1],
-      frames_skipped[2],
-      frames_skipped[3],
-      frames_skipped[4],
-      frames_skipped[5],
-      frames_skipped[6],
-      flows,
-      flows_opened,
-      flows_closed,
-      flows_expired,
-      flows_evicted,
-      joined_midstream,
-      gaps,
-      retransmitted_bytes,
-      resyncs,
-      reply_resyncs,
-      protocol_errors,
-      reply_protocol_errors,
-      of(redis, commands),
-      of(!redis, commands),
-      of(redis, read_keys),
-      of(redis, write_keys),
-      of(!redis, read_keys),
-      of(!redis, write_keys),
-      unknown_commands,
-      excluded_requests,
-      keys_dropped,
-      replies,
-      replies_unmatched,
-      unanswered_queue_full,
-      unanswered_gap,
-      unanswered_closed,
-      memory_bytes,
-      memory_bound_bytes,
-      file_done,
-  };
-  static_assert(std::size(values) == std::size(kSamples));
-  static_assert(std::size(kSamples) <= source::kMaxSourceSamples);
-  for (size_t i = 0; i < std::size(values); ++i) out.values[i] = values[i];
+  for (size_t i = 0; i < std::size(kTable); ++i) out.values[i] = kTable[i].value(*this);
 }
 
 const source::MetricSchema& TapMetricSchema() { return kSchema; }

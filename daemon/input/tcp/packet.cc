@@ -236,26 +236,6 @@ bool IsServerPort(std::span<const uint16_t> ports, uint16_t port) {
 
 }  // namespace
 
-std::string_view DecodeStatusName(DecodeStatus status) {
-  switch (status) {
-    case DecodeStatus::kOk:
-      return "ok";
-    case DecodeStatus::kNotTcp:
-      return "not_tcp";
-    case DecodeStatus::kOtherPort:
-      return "other_port";
-    case DecodeStatus::kFragment:
-      return "fragment";
-    case DecodeStatus::kTruncated:
-      return "truncated";
-    case DecodeStatus::kMalformed:
-      return "malformed";
-    case DecodeStatus::kUnsupportedLink:
-      return "unsupported_link";
-  }
-  return "unknown";
-}
-
 DecodeStatus DecodeFrame(int link_type, std::string_view frame,
                          std::span<const uint16_t> server_ports, Segment& out) {
   Network net;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "hotkey/text/escape.h"
 #include "hotkey/text/utf8.h"
 
 namespace hotkey::top {
@@ -34,31 +35,6 @@ constexpr size_t kRateColumns = 9;   // "999.9kB/s"
 constexpr size_t kWriteColumns = 5;  // "100%"
 constexpr size_t kHotColumns = 6;    // "59m59s"
 constexpr size_t kFixColumns = 11;   // "split_cache", the longest strategy name
-
-// The code point of the valid UTF-8 sequence of `n` bytes at the start of `s`.
-uint32_t Decode(std::string_view s, size_t n) {
-  const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i])); };
-  switch (n) {
-    case 1:
-      return b(0);
-    case 2:
-      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
-    case 3:
-      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
-    default:
-      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
-  }
-}
-
-// Code points a terminal acts on rather than draws, or that change how the text around them
-// reads: C0 controls (ESC starts a control sequence), DEL, C1 controls (U+009B is a
-// one-character CSI on some terminals), Unicode's Bidi_Control characters (U+202E makes a
-// key read backwards, so one key passes for another) and the line and paragraph separators.
-bool Unsafe(uint32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
-         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
-         cp == 0x2029;
-}
 
 // Terminal columns of a printable code point: an approximation of wcwidth(3) that needs no
 // locale. Two for the East Asian wide and fullwidth ranges of Markus Kuhn's wcwidth.c (the
@@ -183,30 +159,16 @@ std::string FormatDuration(double seconds) {
 }
 
 std::string TerminalSafe(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  while (!bytes.empty()) {
-    const size_t n = text::Utf8SequenceLength(bytes);
-    if (n > 0 && !Unsafe(Decode(bytes, n))) {
-      out.append(bytes.substr(0, n));
-      bytes.remove_prefix(n);
-      continue;
-    }
-    // An unsafe character: each of its bytes; not valid UTF-8: the one byte.
-    const size_t escaped = n > 0 ? n : 1;
-    for (size_t i = 0; i < escaped; ++i) {
-      absl::StrAppendFormat(&out, "\\x%02x", static_cast<unsigned char>(bytes[i]));
-    }
-    bytes.remove_prefix(escaped);
-  }
-  return out;
+  // The server's labels are already escaped: their backslashes are kept, so they show as
+  // they are.
+  return text::Escape(bytes, {.escape_backslash = false});
 }
 
 size_t DisplayWidth(std::string_view safe_text) {
   size_t columns = 0;
   while (!safe_text.empty()) {
     const size_t n = CharLength(safe_text);
-    columns += Columns(Decode(safe_text, n));
+    columns += Columns(text::Utf8CodePoint(safe_text, n));
     safe_text.remove_prefix(n);
   }
   return columns;
@@ -219,7 +181,7 @@ std::string FitWidth(std::string_view safe_text, size_t width) {
   size_t columns = 0;
   while (!safe_text.empty()) {
     const size_t n = CharLength(safe_text);
-    const size_t c = Columns(Decode(safe_text, n));
+    const size_t c = Columns(text::Utf8CodePoint(safe_text, n));
     if (columns + c > width - 1) break;  // one column for the marker
     out.append(safe_text.substr(0, n));
     columns += c;
@@ -228,7 +190,7 @@ std::string FitWidth(std::string_view safe_text, size_t width) {
   // Zero-width characters that follow the last one kept belong to it (combining marks).
   while (!safe_text.empty()) {
     const size_t n = CharLength(safe_text);
-    if (Columns(Decode(safe_text, n)) != 0) break;
+    if (Columns(text::Utf8CodePoint(safe_text, n)) != 0) break;
     out.append(safe_text.substr(0, n));
     safe_text.remove_prefix(n);
   }

@@ -63,18 +63,6 @@ bool FeedEntry::SameFix(const FeedEntry& other) const {
          split_factor == other.split_factor && pinned == other.pinned && prefix == other.prefix;
 }
 
-std::string_view FeedEventTypeName(FeedEvent::Type type) {
-  switch (type) {
-    case FeedEvent::Type::kAdd:
-      return "add";
-    case FeedEvent::Type::kChange:
-      return "change";
-    case FeedEvent::Type::kRemove:
-      return "remove";
-  }
-  return "?";
-}
-
 namespace {
 
 // What a fix does for the key's reads and for its writes.

@@ -70,9 +70,10 @@ absl::StatusOr<History::Query> ParseHistoryQuery(const History& history, std::st
                                      : options.fine_step * options.fine_windows;
   const absl::Time to = q.to == absl::InfiniteFuture() ? now : q.to;
   if (q.from != absl::InfinitePast() && to - q.from > held) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the range is wider than the ", coarse ? "coarse" : "fine", " ring holds (",
-                     absl::FormatDuration(held), "); narrow it or ask a larger step"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the range is wider than the ",
+        std::string(text::NameOf(History::kResolutionNames, q.resolution)), " ring holds (",
+        absl::FormatDuration(held), "); narrow it or ask a larger step"));
   }
   return q;
 }

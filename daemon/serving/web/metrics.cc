@@ -4,6 +4,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "hotkey/aggregate/history.h"
 #include "hotkey/version/build_info.h"
 #include "hotkey/web/proc_stats.h"
 
@@ -373,8 +374,10 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
                                         "Closed windows the history holds, per resolution "
                                         "(fine: 10 s for an hour; coarse: 1 min for a day).",
                                         kGauge);
-    Add(f, static_cast<double>(snap->history_windows[0]), {{"resolution", "fine"}});
-    Add(f, static_cast<double>(snap->history_windows[1]), {{"resolution", "coarse"}});
+    for (const auto& [resolution, name] : aggregate::History::kResolutionNames) {
+      Add(f, static_cast<double>(snap->history_windows[static_cast<size_t>(resolution)]),
+          {{"resolution", std::string(name)}});
+    }
     out.push_back(std::move(f));
   }
   AddSingle(out, "hotkey_history_episodes",

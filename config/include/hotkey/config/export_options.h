@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::config {
 
@@ -22,8 +23,12 @@ enum class KeyLabelMode {
   kPrefix,  // the key up to its last ':' (or its first label_max_bytes bytes) plus a hash
 };
 
-// "raw", "hash", "prefix": the values of the rules file's export.key_label.
-std::string_view KeyLabelModeName(KeyLabelMode mode);
+// The values of the rules file's export.key_label.
+inline constexpr text::EnumName<KeyLabelMode> kKeyLabelModeNames[] = {
+    {KeyLabelMode::kRaw, "raw"}, {KeyLabelMode::kHash, "hash"}, {KeyLabelMode::kPrefix, "prefix"}};
+constexpr std::string_view KeyLabelModeName(KeyLabelMode mode) {
+  return text::NameOf(kKeyLabelModeNames, mode);
+}
 absl::StatusOr<KeyLabelMode> ParseKeyLabelMode(std::string_view text);  // raw, hash, prefix
 
 // Which keys reach /metrics, and how they are labelled.

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::config {
 
@@ -25,8 +26,17 @@ enum class TapProtocol { kRedis, kMemcached };
 // ops: each key a request touches weighs 1. bytes: a request weighs its request bytes
 // plus its reply's bytes, split evenly over its keys.
 enum class TapWeight { kOps, kBytes };
-std::string_view TapProtocolName(TapProtocol protocol);               // "redis", "memcached"
-std::string_view TapWeightName(TapWeight weight);                     // "ops", "bytes"
+// The names of --tap.protocol, --shard.protocol and --tap.weight, and of their labels.
+inline constexpr text::EnumName<TapProtocol> kTapProtocolNames[] = {
+    {TapProtocol::kRedis, "redis"}, {TapProtocol::kMemcached, "memcached"}};
+inline constexpr text::EnumName<TapWeight> kTapWeightNames[] = {{TapWeight::kOps, "ops"},
+                                                                {TapWeight::kBytes, "bytes"}};
+constexpr std::string_view TapProtocolName(TapProtocol protocol) {
+  return text::NameOf(kTapProtocolNames, protocol);
+}
+constexpr std::string_view TapWeightName(TapWeight weight) {
+  return text::NameOf(kTapWeightNames, weight);
+}
 absl::StatusOr<TapProtocol> ParseTapProtocol(std::string_view text);  // redis, memcached
 absl::StatusOr<TapWeight> ParseTapWeight(std::string_view text);      // ops, bytes
 

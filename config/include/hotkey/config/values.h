@@ -41,32 +41,13 @@ absl::StatusOr<int64_t> ParseInteger(std::string_view text);
 absl::StatusOr<double> ParseNumber(std::string_view text);
 // true/false, 1/0, yes/no, on/off (case-insensitive).
 absl::StatusOr<bool> ParseBool(std::string_view text);
-// One parser for every enum of the options: the value among `values` whose name is
-// `text`, else InvalidArgument naming them all ("\"x\" is not a tap protocol (redis,
-// memcached)"). `what` names the setting.
-template <class E, size_t N>
-absl::StatusOr<E> ParseEnum(std::string_view text, const E (&values)[N],
-                            std::string_view (*name)(E), std::string_view what);
 // Comma-separated, spaces around items ignored, empty items dropped: "a, b,,c" -> a b c.
 std::vector<std::string> SplitList(std::string_view text);
 
 namespace internal {
-// `text` (any bytes) quoted for an error message, made printable.
+// `text` (any bytes) quoted for an error message, made printable: text::Quote.
 std::string QuoteForError(std::string_view text);
 }  // namespace internal
-
-template <class E, size_t N>
-absl::StatusOr<E> ParseEnum(std::string_view text, const E (&values)[N],
-                            std::string_view (*name)(E), std::string_view what) {
-  std::string names;
-  for (const E v : values) {
-    if (text == name(v)) return v;
-    names += names.empty() ? "" : ", ";
-    names += name(v);
-  }
-  return absl::InvalidArgumentError(internal::QuoteForError(text) + " is not a " +
-                                    std::string(what) + " (" + names + ")");
-}
 
 // A listen address split for the socket API.
 struct HostPort {

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::config {
 
@@ -56,6 +57,14 @@ enum class ClientAuthType {
   kVerifyClientCertIfGiven,     // not required; verified against the client CA if sent
   kRequireAndVerifyClientCert,  // required and verified: the only one that authenticates
 };
+// The toolkit's names; RequireClientCert is its old name for RequireAnyClientCert.
+inline constexpr text::EnumName<ClientAuthType> kClientAuthTypeNames[] = {
+    {ClientAuthType::kNoClientCert, "NoClientCert"},
+    {ClientAuthType::kRequestClientCert, "RequestClientCert"},
+    {ClientAuthType::kRequireAnyClientCert, "RequireAnyClientCert"},
+    {ClientAuthType::kRequireAnyClientCert, "RequireClientCert"},
+    {ClientAuthType::kVerifyClientCertIfGiven, "VerifyClientCertIfGiven"},
+    {ClientAuthType::kRequireAndVerifyClientCert, "RequireAndVerifyClientCert"}};
 
 // Protocol versions; the values are the wire versions (and OpenSSL's TLS1_x_VERSION).
 enum class TlsVersion : uint16_t {
@@ -64,6 +73,11 @@ enum class TlsVersion : uint16_t {
   kTls12 = 0x0303,
   kTls13 = 0x0304
 };
+// The toolkit's names (min_version, max_version).
+inline constexpr text::EnumName<TlsVersion> kTlsVersionNames[] = {{TlsVersion::kTls10, "TLS10"},
+                                                                  {TlsVersion::kTls11, "TLS11"},
+                                                                  {TlsVersion::kTls12, "TLS12"},
+                                                                  {TlsVersion::kTls13, "TLS13"}};
 
 struct TlsServerConfig {
   // Exactly one of each pair is set when TLS is on. Paths are absolute or relative to the

@@ -88,17 +88,20 @@ TEST_CASE(
     CHECK(label.size() == 2 + 4 * std::strlen(bidi));  // "a", "b" and 4 bytes per byte
   }
   // Their neighbours are ordinary characters and pass as they are.
-  for (const char* plain : {"\xd8\x9b", "\xe2\x80\x8d", "\xe2\x80\x90", "\xe2\x80\xa9",
+  for (const char* plain : {"\xd8\x9b", "\xe2\x80\x8d", "\xe2\x80\x90", "\xe2\x80\xa7",
                             "\xe2\x80\xaf", "\xe2\x81\xa5", "\xe2\x81\xaa"}) {
     CHECK(Raw(plain) == plain);
   }
   // Prefix mode escapes the family the same way.
-  bool cut;
-  CHECK(KeyLabeler::Escape("\xe2\x81\xa6x", 64, &cut) == "\\xe2\\x81\\xa6x");
-  CHECK_FALSE(cut);
-  // An escape is never split: 12 bytes do not fit in 11.
-  CHECK(KeyLabeler::Escape("\xe2\x80\xae", 11, &cut).empty());
-  CHECK(cut);
+  const KeyLabeler prefix(KeyLabelMode::kPrefix, 128, kSecret);
+  CHECK(prefix.Label("\xe2\x81\xa6x:1", false, 0).starts_with("\\xe2\\x81\\xa6x:#"));
+}
+
+TEST_CASE("KeyLabel: raw mode writes C1 controls and line separators as \\xHH",
+          "[daemon][key_label]") {
+  // NEL (U+0085) and CSI (U+009B) are control characters; U+2028 breaks the line it is in.
+  CHECK(Raw("a\u0085b\u009bc") == "a\\xc2\\x85b\\xc2\\x9bc");
+  CHECK(Raw("a\u2028b") == "a\\xe2\\x80\\xa8b");
 }
 
 TEST_CASE("KeyLabel: every label of random bytes is valid UTF-8 and within the byte limit",
@@ -119,19 +122,6 @@ TEST_CASE("KeyLabel: every label of random bytes is valid UTF-8 and within the b
       }
     }
   }
-}
-
-TEST_CASE("KeyLabel: Escape never exceeds its limit and says when it cut", "[daemon][key_label]") {
-  bool cut = true;
-  CHECK(KeyLabeler::Escape("abc", 3, &cut) == "abc");
-  CHECK_FALSE(cut);
-  CHECK(KeyLabeler::Escape("abcd", 3, &cut) == "abc");
-  CHECK(cut);
-  // A character or an escape is never split: "é" needs 2 bytes, "\xff" needs 4.
-  CHECK(KeyLabeler::Escape("a\xc3\xa9", 2, &cut) == "a");
-  CHECK(cut);
-  CHECK(KeyLabeler::Escape("a\xff", 4, &cut) == "a");
-  CHECK(cut);
 }
 
 TEST_CASE("KeyLabel: distinct keys get distinct raw labels, long and truncated ones included",

@@ -3,6 +3,7 @@
 
 #include "hotkey/tap/tap_counters.h"
 
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -101,6 +102,71 @@ TEST_CASE("TapCounters: every count is its own sample; families are adjacent", "
   CHECK(Sample(m, "hotkey_tap_commands_total", {"redis"}) == 14);
   CHECK(Sample(m, "hotkey_tap_commands_total", {"memcached"}) == 0);
   CHECK(Sample(m, "hotkey_tap_keys_total", {"redis", "write"}) == 16);
+}
+
+TEST_CASE("TapCounters: each count shows in exactly one sample, and each sample shows one count",
+          "[tap]") {
+  // Every count a distinct power of two: a sample's value says which count it reads.
+  TapCounters c;
+  uint64_t* const counts[] = {&c.packets,
+                              &c.captured_bytes,
+                              &c.capture_errors,
+                              &c.kernel_drops,
+                              &c.interface_drops,
+                              &c.frames_skipped[1],
+                              &c.frames_skipped[2],
+                              &c.frames_skipped[3],
+                              &c.frames_skipped[4],
+                              &c.frames_skipped[5],
+                              &c.frames_skipped[6],
+                              &c.flows,
+                              &c.flows_opened,
+                              &c.flows_closed,
+                              &c.flows_expired,
+                              &c.flows_evicted,
+                              &c.joined_midstream,
+                              &c.gaps,
+                              &c.retransmitted_bytes,
+                              &c.commands,
+                              &c.read_keys,
+                              &c.write_keys,
+                              &c.unknown_commands,
+                              &c.protocol_errors,
+                              &c.resyncs,
+                              &c.keys_dropped,
+                              &c.excluded_requests,
+                              &c.reply_protocol_errors,
+                              &c.reply_resyncs,
+                              &c.replies,
+                              &c.replies_unmatched,
+                              &c.unanswered_queue_full,
+                              &c.unanswered_gap,
+                              &c.unanswered_closed,
+                              &c.memory_bytes,
+                              &c.memory_bound_bytes,
+                              &c.file_done};
+  for (size_t i = 0; i < std::size(counts); ++i) *counts[i] = uint64_t{1} << i;
+  for (const config::TapProtocol protocol :
+       {config::TapProtocol::kRedis, config::TapProtocol::kMemcached}) {
+    c.protocol = protocol;
+    SourceMetrics m;
+    c.Fill(m);
+    uint64_t seen = 0;
+    size_t zero = 0;
+    for (size_t i = 0; i < m.schema->samples.size(); ++i) {
+      INFO(m.schema->samples[i].family << " " << m.schema->samples[i].labels[0].value);
+      const uint64_t v = m.values[i];
+      if (v == 0) {
+        ++zero;  // the other protocol's commands and keys
+        continue;
+      }
+      CHECK((v & (v - 1)) == 0);  // one count
+      CHECK((seen & v) == 0);     // not shown twice
+      seen |= v;
+    }
+    CHECK(seen == (uint64_t{1} << std::size(counts)) - 1);
+    CHECK(zero == 3);
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "enum_table_check.h"
 #include "hotkey/tcp/packet.h"
 #include "test_util.h"
 
@@ -435,6 +436,20 @@ TEST_CASE("DecodeStatusName: a stable label for each status", "[tcp][packet]") {
   CHECK(DecodeStatusName(DecodeStatus::kTruncated) == "truncated");
   CHECK(DecodeStatusName(DecodeStatus::kMalformed) == "malformed");
   CHECK(DecodeStatusName(DecodeStatus::kUnsupportedLink) == "unsupported_link");
+  ::hotkey::testing::CheckEnumTable(
+      kDecodeStatusNames, +[](DecodeStatus d) {
+        switch (d) {
+          case DecodeStatus::kOk:
+          case DecodeStatus::kNotTcp:
+          case DecodeStatus::kOtherPort:
+          case DecodeStatus::kFragment:
+          case DecodeStatus::kTruncated:
+          case DecodeStatus::kMalformed:
+          case DecodeStatus::kUnsupportedLink:
+            return true;
+        }
+        return false;
+      });
 }
 
 }  // namespace

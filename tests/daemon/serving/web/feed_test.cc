@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/escaping.h"
+#include "enum_table_check.h"
 #include "fake_clock.h"
 
 namespace hotkey::web {
@@ -556,6 +557,19 @@ TEST_CASE("EventStream: unsent bytes never pass the bound; the one that would cl
   CHECK(s.unsent_bytes() == 0);
   CHECK(wakes == 3);  // two sends and the close
   CHECK_FALSE(s.Send("1"));
+}
+
+TEST_CASE("Feed: every event type has one name that parses back", "[web][feed]") {
+  ::hotkey::testing::CheckEnumTable(
+      kFeedEventTypeNames, +[](Type t) {
+        switch (t) {
+          case Type::kAdd:
+          case Type::kChange:
+          case Type::kRemove:
+            return true;
+        }
+        return false;
+      });
 }
 
 }  // namespace

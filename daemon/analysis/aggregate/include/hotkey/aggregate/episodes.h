@@ -31,6 +31,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::aggregate {
 
@@ -41,8 +42,9 @@ class EpisodeLog {
   static constexpr size_t kStrategyBytes = 15;
 
   enum class Kind : uint8_t { kKey, kSlot, kTag };
-  // "key", "slot", "tag".
-  static std::string_view KindName(Kind k);
+  static constexpr text::EnumName<Kind> kKindNames[] = {
+      {Kind::kKey, "key"}, {Kind::kSlot, "slot"}, {Kind::kTag, "tag"}};
+  static constexpr std::string_view KindName(Kind k) { return text::NameOf(kKindNames, k); }
 
   struct Change {
     int64_t time_ns = 0;  // wall

@@ -40,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hotkey/aggregate/snapshot.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::aggregate {
 
@@ -71,6 +72,9 @@ class History {
 
   // Which ring a query reads.
   enum class Resolution { kFine, kCoarse };
+  // The API's "resolution" and the hotkey_history_windows label.
+  static constexpr text::EnumName<Resolution> kResolutionNames[] = {
+      {Resolution::kFine, "fine"}, {Resolution::kCoarse, "coarse"}};
   struct Query {
     absl::Time from = absl::InfinitePast();
     absl::Time to = absl::InfiniteFuture();

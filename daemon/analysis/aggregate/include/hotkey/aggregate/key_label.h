@@ -2,11 +2,12 @@
 // API, the landing page and logs).
 //
 // Keys are arbitrary bytes; label values must be valid UTF-8 and should be short. Modes:
-//   raw     the key itself. Valid UTF-8 passes through, except control characters,
-//           bidirectional controls (U+202E...) and backslash; every other byte becomes
-//           \xHH, so distinct keys stay distinct, the label is readable and reads in the
-//           key's byte order. Cut at label_max_bytes on a character boundary, with a hash
-//           suffix when cut, so two long keys never share a label.
+//   raw     the key itself, escaped by text::Escape (hotkey/text/escape.h): valid UTF-8
+//           passes through, except control characters, bidirectional controls (U+202E...),
+//           line separators and backslash, which become \xHH, so distinct keys stay
+//           distinct, the label is readable and reads in the key's byte order. Cut at
+//           label_max_bytes on a character boundary, with a hash suffix when cut, so two
+//           long keys never share a label.
 //   hash    "h:" + 16 hex digits of a keyed hash: no key bytes leave the process.
 //   prefix  the key up to and including its last ':' (sanitised as in raw), then the hash:
 //           "user:#9f2c41d07a1be3e0" keeps the key's family and hides the id.
@@ -35,11 +36,6 @@ class KeyLabeler {
   // `truncated` says the tracker kept only a prefix of a longer key; `hash` is then the
   // whole key's hash, used to keep such labels distinct.
   std::string Label(std::string_view key, bool truncated, uint64_t hash) const;
-
-  // The readable, escaped form of arbitrary bytes: valid UTF-8 (minus control characters,
-  // bidirectional controls and backslash) is kept, anything else is written \xHH, byte by
-  // byte. Never longer than max_bytes.
-  static std::string Escape(std::string_view bytes, size_t max_bytes, bool* cut);
 
   config::KeyLabelMode mode() const { return mode_; }
 

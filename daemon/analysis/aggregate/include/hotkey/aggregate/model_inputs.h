@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "hotkey/model/shard_model.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::aggregate {
 
@@ -30,8 +31,12 @@ inline constexpr size_t kCapacitySamples = 12;
 // Answers a shard that answers gives before its keys are advised (15 s at the default 5 s).
 inline constexpr size_t kMinCapacitySamples = 3;
 
-// "configured" or "measured": the `origin` label value and JSON field.
-std::string_view InputOriginName(InputOrigin origin);
+// The `origin` label value and JSON field.
+inline constexpr text::EnumName<InputOrigin> kInputOriginNames[] = {
+    {InputOrigin::kConfigured, "configured"}, {InputOrigin::kMeasured, "measured"}};
+constexpr std::string_view InputOriginName(InputOrigin origin) {
+  return text::NameOf(kInputOriginNames, origin);
+}
 
 struct ModelInputs {
   // What the advice uses. `ops` is not: the advice takes the shard's ops/s over the rate

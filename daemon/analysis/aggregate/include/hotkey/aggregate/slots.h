@@ -54,12 +54,18 @@
 #include "hotkey/config/options.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/report.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::aggregate {
 
 enum class SlotAdvice { kNone, kKey, kMove };
-// "", "key", "move".
-std::string_view SlotAdviceName(SlotAdvice advice);
+// No advice has the empty name: the API shows null and /metrics no sample for it, and an
+// episode records no strategy.
+inline constexpr text::EnumName<SlotAdvice> kSlotAdviceNames[] = {
+    {SlotAdvice::kNone, ""}, {SlotAdvice::kKey, "key"}, {SlotAdvice::kMove, "move"}};
+constexpr std::string_view SlotAdviceName(SlotAdvice advice) {
+  return text::NameOf(kSlotAdviceNames, advice);
+}
 
 struct SlotSnapshot {
   uint16_t slot = 0;

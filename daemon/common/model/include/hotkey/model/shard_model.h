@@ -32,14 +32,22 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::model {
 
 enum class Strategy { kNone, kCache, kReplicate, kSplit, kSplitCache, kIsolate };
 
-// "none", "cache", "replicate", "split", "split_cache", "isolate": the label values used in
-// metrics, JSON and config files.
-std::string_view StrategyName(Strategy s);
+// The label values used in metrics, JSON and config files.
+inline constexpr text::EnumName<Strategy> kStrategyNames[] = {
+    {Strategy::kNone, "none"},
+    {Strategy::kCache, "cache"},
+    {Strategy::kReplicate, "replicate"},
+    {Strategy::kSplit, "split"},
+    {Strategy::kSplitCache, "split_cache"},
+    {Strategy::kIsolate, "isolate"}};
+constexpr std::string_view StrategyName(Strategy s) { return text::NameOf(kStrategyNames, s); }
+// InvalidArgument naming every strategy unless `name` is one.
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name);
 
 // The cluster around the shard, and the strategies' parameters.

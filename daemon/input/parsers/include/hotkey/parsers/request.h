@@ -18,6 +18,8 @@
 #include <span>
 #include <string_view>
 
+#include "hotkey/text/enum_names.h"
+
 namespace hotkey::parsers {
 
 enum class Protocol : uint8_t { kRedis, kMemcached };
@@ -25,6 +27,9 @@ enum class Protocol : uint8_t { kRedis, kMemcached };
 // How a request touches a key: Redis key-spec flags RO (read) and RW, OW, RM (write);
 // memcached retrievals (read) and storage, arithmetic, delete and touch (write).
 enum class Access : uint8_t { kRead = 0, kWrite = 1 };
+// The `access` label of the tap's key counts.
+inline constexpr text::EnumName<Access> kAccessNames[] = {{Access::kRead, "read"},
+                                                          {Access::kWrite, "write"}};
 
 struct KeyRef {
   std::string_view key;

@@ -26,9 +26,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 
 #include "hotkey/sketch/op.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::parsers {
 
@@ -52,7 +54,12 @@ inline constexpr double kMaxCost = 1e6;
 // the tracker, checks it: source/udp_receiver.cc).
 inline constexpr double kMinRate = 1e-9;
 // Label values for hotkey_events_rejected_total{reason}.
-std::string_view RejectName(Reject r);
+inline constexpr text::EnumName<Reject> kRejectNames[] = {
+    {Reject::kEmptyLine, "empty_line"},   {Reject::kUnknownOp, "unknown_op"},
+    {Reject::kMissingKey, "missing_key"}, {Reject::kKeyTooLong, "key_too_long"},
+    {Reject::kBadNumber, "bad_number"},   {Reject::kBadHeader, "bad_header"}};
+static_assert(std::size(kRejectNames) == kNumRejects);
+constexpr std::string_view RejectName(Reject r) { return text::NameOf(kRejectNames, r); }
 
 struct Event {
   sketch::Op op;

@@ -49,6 +49,7 @@
 #include "hotkey/config/shard_options.h"
 #include "hotkey/shard/cpu_quota.h"
 #include "hotkey/shard/reading.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::shard {
 
@@ -59,8 +60,14 @@ enum class CpusSource {
   kCgroupQuota,  // the shard process's cgroup CPU quota, where less than the above
   kFlag,         // --shard.cpus
 };
-// "one_core", "threads", "cgroup_quota", "flag".
-std::string_view CpusSourceName(CpusSource source);
+inline constexpr text::EnumName<CpusSource> kCpusSourceNames[] = {
+    {CpusSource::kOneCore, "one_core"},
+    {CpusSource::kThreads, "threads"},
+    {CpusSource::kCgroupQuota, "cgroup_quota"},
+    {CpusSource::kFlag, "flag"}};
+constexpr std::string_view CpusSourceName(CpusSource source) {
+  return text::NameOf(kCpusSourceNames, source);
+}
 
 // The cluster around the shard, as the shard sees it.
 struct ClusterSummary {

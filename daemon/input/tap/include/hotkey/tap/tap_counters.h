@@ -1,5 +1,7 @@
 // TapCounters: what the tap (tap.h) counts besides events, and how it shows in /metrics
-// and /api/v1/snapshot (its MetricSchema, hotkey/source/source_metrics.h).
+// and /api/v1/snapshot (its MetricSchema, hotkey/source/source_metrics.h). Each count is
+// named in one row of tap_counters.cc's table, which holds where its value is read, its
+// family, help, labels and JSON field; the schema and Fill() both iterate that table.
 //
 // Thread-compatible: plain values.
 

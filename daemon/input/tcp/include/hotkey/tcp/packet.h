@@ -20,8 +20,11 @@
 
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <string_view>
+
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::tcp {
 
@@ -76,9 +79,19 @@ enum class DecodeStatus : uint8_t {
 };
 inline constexpr int kDecodeStatusCount = 7;
 
-// "ok", "not_tcp", "other_port", "fragment", "truncated", "malformed", "unsupported_link":
-// a stable name for a metric label.
-std::string_view DecodeStatusName(DecodeStatus status);
+// A stable name for a metric label.
+inline constexpr text::EnumName<DecodeStatus> kDecodeStatusNames[] = {
+    {DecodeStatus::kOk, "ok"},
+    {DecodeStatus::kNotTcp, "not_tcp"},
+    {DecodeStatus::kOtherPort, "other_port"},
+    {DecodeStatus::kFragment, "fragment"},
+    {DecodeStatus::kTruncated, "truncated"},
+    {DecodeStatus::kMalformed, "malformed"},
+    {DecodeStatus::kUnsupportedLink, "unsupported_link"}};
+static_assert(std::size(kDecodeStatusNames) == kDecodeStatusCount);
+constexpr std::string_view DecodeStatusName(DecodeStatus status) {
+  return text::NameOf(kDecodeStatusNames, status);
+}
 
 // `link_type` is libpcap's DLT_ value (pcap_datalink). `server_ports` are the tapped ports
 // (none: every TCP segment is kOtherPort); when both ports are server ports, the

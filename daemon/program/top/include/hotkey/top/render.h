@@ -8,7 +8,8 @@
 // answer's own "time" and "hot_since", not from this machine's clock.
 //
 // Keys are arbitrary bytes. hotkeyd escapes them already (aggregate/key_label.h), but the
-// screen does not rely on the server for its safety: every byte a terminal would act on (C0
+// screen does not rely on the server for its safety: every text shown goes through the same
+// escaper again (text::Escape, backslash kept), so every byte a terminal would act on (C0
 // and C1 controls, DEL, bidirectional controls, line and paragraph separators, invalid
 // UTF-8) is written \xHH, and no line is wider than the width given, counted in terminal
 // columns (East Asian wide characters take two, combining marks none; DisplayWidth()).
@@ -60,8 +61,8 @@ std::string FormatPercent(double ratio, int decimals);
 // Negative counts as 0.
 std::string FormatDuration(double seconds);
 
-// `bytes` with everything a terminal would act on or draw misleadingly written \xHH (see
-// the file comment); valid printable UTF-8, including backslash, is kept as is.
+// `bytes` with everything a terminal would act on or draw misleadingly written \xHH:
+// text::Escape with the backslash kept (see the file comment).
 std::string TerminalSafe(std::string_view bytes);
 
 // Columns that TerminalSafe() text takes on a terminal.

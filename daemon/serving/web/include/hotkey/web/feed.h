@@ -54,6 +54,7 @@
 #include "hotkey/aggregate/snapshot.h"
 #include "hotkey/config/options.h"
 #include "hotkey/http/event_stream.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::web {
 
@@ -80,8 +81,14 @@ struct FeedEvent {
   FeedEntry entry;  // kRemove: the entry as it was
 };
 
-// "add", "change", "remove".
-std::string_view FeedEventTypeName(FeedEvent::Type type);
+// The SSE event names and the `type` label.
+inline constexpr text::EnumName<FeedEvent::Type> kFeedEventTypeNames[] = {
+    {FeedEvent::Type::kAdd, "add"},
+    {FeedEvent::Type::kChange, "change"},
+    {FeedEvent::Type::kRemove, "remove"}};
+constexpr std::string_view FeedEventTypeName(FeedEvent::Type type) {
+  return text::NameOf(kFeedEventTypeNames, type);
+}
 
 class FeedState {
  public:
