@@ -108,7 +108,7 @@ void ReportBuffer::EnableSlots(const source::SlotCounts& prototype) {
   for (std::unique_ptr<SourceReport>& r : pool_->free) r->slots.emplace(prototype);
 }
 
-bool ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
+std::shared_ptr<const SourceReport> ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
                            const source::SlotCounts* slots, const SourceCounters& counters) {
   std::unique_ptr<SourceReport> slot;
   {
@@ -121,7 +121,7 @@ bool ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
       pool_->Reserve();
     } else {
       ++pool_->skipped;  // every report allowed is held: the memory stays bounded
-      return false;
+      return nullptr;
     }
   }
   if (slot) {
@@ -135,12 +135,13 @@ bool ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
   }
   std::shared_ptr<const SourceReport> report(slot.release(), Recycle{pool_},
                                              BlockAllocator<SourceReport>(pool_));
+  std::shared_ptr<const SourceReport> previous;
   {
     std::lock_guard<std::mutex> l(pool_->mu);
-    std::swap(report, pool_->latest);
+    previous = std::exchange(pool_->latest, report);
   }
-  // `report` now holds the previous latest; it is released here, outside the lock.
-  return true;
+  // The previous latest is released here, outside the lock.
+  return report;
 }
 
 std::shared_ptr<const SourceReport> ReportBuffer::Latest() const {

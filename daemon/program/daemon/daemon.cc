@@ -123,7 +123,10 @@ class Daemon::Impl {
   void SaveState();
   // writer_'s outcome of each write, on its thread.
   void Saved(const absl::Status& s);
-  void RequestBuild();
+  // Called on source `index`'s thread with the report it just published: the report goes
+  // to the io thread, which builds a snapshot from every source's latest (one build for
+  // reports that arrive together).
+  source::EventSource::PublishCallback OnPublish(size_t index);
   // Re-reads the web config (Inputs::poll_web_config) and swaps a changed one in.
   void PollWebConfig();
   // Polls the measured-loads file (Inputs::poll_measured_loads) into comparison_.
@@ -157,7 +160,10 @@ class Daemon::Impl {
   std::unique_ptr<web::FeedHub> feed_;  // io thread; outlives routes_ and http_
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<http::HttpServer> http_;
-  std::atomic<bool> build_pending_{false};
+  // The last report each source handed over (sources_'s order), and whether a build is
+  // posted; io thread.
+  std::vector<std::shared_ptr<const source::SourceReport>> reports_;
+  bool build_pending_ = false;
   std::unique_ptr<StateStore> state_;          // null without --storage.path
   std::unique_ptr<StateWriter> writer_;        // with state_: its writes, off the io thread
   WebConfigPoller poll_web_config_;            // null: not re-read
@@ -205,8 +211,15 @@ std::vector<asio::ip::tcp::endpoint> Daemon::web_endpoints() const {
 }
 asio::ip::udp::endpoint Daemon::udp_endpoint() const { return impl_->udp_endpoint(); }
 
-void Daemon::Impl::RequestBuild() {
-  if (!build_pending_.exchange(true)) asio::post(io_, [this] { Build(); });
+source::EventSource::PublishCallback Daemon::Impl::OnPublish(size_t index) {
+  return [this, index](std::shared_ptr<const source::SourceReport> report) {
+    asio::post(io_, [this, index, report = std::move(report)]() mutable {
+      reports_[index] = std::move(report);
+      if (build_pending_) return;
+      build_pending_ = true;
+      asio::post(io_, [this] { Build(); });
+    });
+  };
 }
 
 absl::Status Daemon::Impl::Init(Inputs inputs,
@@ -243,7 +256,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   config::UdpOptions udp = options_.udp;
   for (int i = 0; options_.udp.enabled() && i < options_.udp.receivers; ++i) {
     absl::StatusOr<std::unique_ptr<source::UdpReceiver>> r = source::UdpReceiver::Create(
-        udp, source::TrackerOptions(options_.track), mono_, [this] { RequestBuild(); });
+        udp, source::TrackerOptions(options_.track), mono_, OnPublish(sources_.size()));
     if (!r.ok()) return r.status();
     if (i == 0) {
       absl::StatusOr<config::HostPort> hp = config::ParseListenAddress(udp.listen_address);
@@ -259,9 +272,10 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   }
   for (std::unique_ptr<source::EventSource>& s : extra) {
     if (!s) continue;
-    s->SetPublishCallback([this] { RequestBuild(); });
+    s->SetPublishCallback(OnPublish(sources_.size()));
     sources_.push_back(std::move(s));
   }
+  reports_.resize(sources_.size());
   if (options_.TracksSlots()) {
     // Tags are tracked as keys are: a tag tracker of the key tracker's size per source.
     absl::StatusOr<source::SlotCounts> prototype =
@@ -480,8 +494,12 @@ void Daemon::Impl::DoShutdown() {
   if (prober_) prober_->Stop();
   if (peers_) peers_->Stop();
   for (auto& s : sources_) s->Stop();
-  // The last reports, so a final scrape would see everything counted. A daemon whose
+  // The last reports, so a final scrape would see everything counted: read from each
+  // source, since the handovers their last publishes posted will not run. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.
+  for (size_t i = 0; i < sources_.size() && i < reports_.size(); ++i) {
+    reports_[i] = sources_[i]->Latest();
+  }
   if (aggregator_) Build();
   if (state_) {
     SaveState();        // after the receivers' last reports: nothing counted is lost
@@ -492,10 +510,7 @@ void Daemon::Impl::DoShutdown() {
 
 void Daemon::Impl::Build() {
   build_pending_ = false;
-  std::vector<std::shared_ptr<const source::SourceReport>> reports;
-  reports.reserve(sources_.size());
-  for (const auto& s : sources_) reports.push_back(s->Latest());
-  auto snap = aggregator_->Build(reports, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
+  auto snap = aggregator_->Build(reports_, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
   feed_->Update(*snap, mono_.Now());
   store_->Publish(std::move(snap));
 }

@@ -40,7 +40,7 @@ TEST_CASE("DemoSource: makes floor(t * rate) events by time t and publishes when
   std::unique_ptr<DemoSource> s = Make(clock, 1000);
   CHECK(s->kind() == "demo");
   int published = 0;
-  s->SetPublishCallback([&] { ++published; });
+  s->SetPublishCallback([&](auto) { ++published; });
   CHECK(s->Step() == absl::Milliseconds(1));  // the first event is due 1 ms after the start
   CHECK(s->Latest() == nullptr);
   clock.Advance(absl::Milliseconds(99));
@@ -143,7 +143,7 @@ TEST_CASE(
   FakeClock clock;  // the thread waits on it (WaitUntil): time moves only when told
   std::unique_ptr<DemoSource> s = Make(clock, 1000);
   std::atomic<int> published{0};
-  s->SetPublishCallback([&] { ++published; });
+  s->SetPublishCallback([&](auto) { ++published; });
   s->Start();
   REQUIRE(testing::WaitFor([&] { return clock.waiters() == 1; }));  // started, waiting
   clock.Advance(absl::Milliseconds(250));

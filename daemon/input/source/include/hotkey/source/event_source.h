@@ -37,8 +37,9 @@ struct SourceReport;
 
 class EventSource {
  public:
-  // Called on the source's thread after each publish; must be cheap (post and return).
-  using PublishCallback = std::function<void()>;
+  // Called on the source's thread after each publish, with the report just published, so
+  // that the daemon needs no second trip to read it; must be cheap (post and return).
+  using PublishCallback = std::function<void(std::shared_ptr<const SourceReport> report)>;
 
   virtual ~EventSource() = default;
 

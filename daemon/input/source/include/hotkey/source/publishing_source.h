@@ -92,13 +92,14 @@ class PublishingSource : public EventSource {
     if (publish_asked_.exchange(false)) Publish();
   }
   // Brings `tracker` to `now`, copies it and `counters` into a report stamped `now` (no
-  // allocation once warm), and tells the daemon.
+  // allocation once warm), and hands it to the daemon (none when the publish was skipped).
   void PublishReport(absl::Time now, sketch::HeavyHitters& tracker,
                      const SourceCounters& counters) {
     tracker.Advance(now);
     if (slots_) slots_->Advance(now);
-    reports_.Publish(now, tracker, slots_ ? &*slots_ : nullptr, counters);
-    if (on_publish_) on_publish_();
+    std::shared_ptr<const SourceReport> report =
+        reports_.Publish(now, tracker, slots_ ? &*slots_ : nullptr, counters);
+    if (report && on_publish_) on_publish_(std::move(report));
   }
 
  private:

@@ -47,9 +47,9 @@ class ReportBuffer {
   // free reports). Before the first Publish().
   void EnableSlots(const source::SlotCounts& prototype);
 
-  // Returns false (and counts it in skipped()) when readers hold kMaxReports reports.
-  // `slots` is null unless EnableSlots() was called.
-  bool Publish(absl::Time time, const sketch::HeavyHitters& tracker,
+  // The report published, now the latest; null (counted in skipped()) when readers hold
+  // kMaxReports reports. `slots` is null unless EnableSlots() was called.
+  std::shared_ptr<const SourceReport> Publish(absl::Time time, const sketch::HeavyHitters& tracker,
                const source::SlotCounts* slots, const SourceCounters& counters);
 
   // The last published report; null before the first Publish().
