@@ -22,6 +22,7 @@ packages=(
   tmux                   # `hotkeyd top`'s test: a real terminal, read with capture-pane
   lintian                # the Debian package's checks (tests/deploy/package_test.sh)
   ccache                 # keeps what a later build compiles again (tools/test.sh, tools/ci-hardening.sh)
+  ninja-build            # the test and CI trees' generator: one build graph, no make recursion
 )
 
 tools/install-deps.sh "${packages[@]}"

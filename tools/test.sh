@@ -13,19 +13,27 @@
 #                               a failure fails this script. The `long` tests (the cluster
 #                               lab, which measures CPU-bound shards) run after it, alone.
 # ccache, when installed (tools/install-test-deps.sh installs it), keeps what a later run
-# compiles again.
+# compiles again. Each stage prints its duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+took() { echo "test.sh: $1 took $(($(date +%s) - start)) s"; start=$(date +%s); }
 tools/install-test-deps.sh
+took "install"
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-2}
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DHOTKEY_WERROR=ON "${launcher[@]}" \
-  ${CMAKE_ARGS:-} >/dev/null
+# Ninja for a new tree; an existing one keeps the generator it was made with.
+generator=()
+[[ -f $build/CMakeCache.txt ]] || generator=(-G Ninja)
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DHOTKEY_WERROR=ON \
+  "${launcher[@]}" ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j"$jobs"
+took "build"
 if [[ -z ${WHILE_TESTING:-} ]]; then
   ctest --test-dir "$build" --output-on-failure -j"$jobs"
+  took "tests"
   exit 0
 fi
 log=$build/WHILE_TESTING.log
@@ -33,12 +41,15 @@ nice -n 19 bash -c "$WHILE_TESTING" >"$log" 2>&1 &
 background=$!
 rc=0
 ctest --test-dir "$build" --output-on-failure -j"$jobs" -LE long || rc=$?
+took "tests (not long)"
 background_rc=0
 wait "$background" || background_rc=$?
+took "the rest of WHILE_TESTING"
 cat "$log"
 if [[ $background_rc -ne 0 ]]; then
   echo "WHILE_TESTING failed (exit $background_rc): $WHILE_TESTING" >&2
   exit "$background_rc"
 fi
 ctest --test-dir "$build" --output-on-failure -j"$jobs" -L long || rc=$?
+took "tests (long)"
 exit "$rc"
