@@ -358,8 +358,9 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   AddSingle(out, "hotkey_memory_budget_bytes",
             "Most memory the tracking state can take with these options: trackers, their "
             "published copies, the merged tracker and the rate history; plus the tap's "
-            "bound (hotkey_tap_memory_bound_bytes) when a tap runs.",
-            kGauge, static_cast<double>(snap->memory_budget_bytes));
+            "bound (hotkey_tap_memory_bound_bytes) when a tap runs, and the hot-key feed "
+            "streams' bound (hotkey_feed_memory_bound_bytes).",
+            kGauge, static_cast<double>(snap->memory_budget_bytes + serving_bound_bytes_));
   AddSingle(out, "hotkey_hot_keys", "Keys currently in a hot episode.", kGauge,
             static_cast<double>(snap->hot_keys));
   AddSingle(out, "hotkey_history_memory_bytes",
