@@ -25,20 +25,23 @@ AuthQueue::Admission AuthQueue::Enqueue(std::string_view address) {
   Admission a;
   const std::string key(address);
   const auto own = addresses_.find(key);
-  const size_t own_waiting = own == addresses_.end() ? 0 : own->second.size();
+  const size_t own_weight = own == addresses_.end() ? 0 : own->second.Weight();
   if (queued_ >= max_queued_) {
-    // Pushing out a ticket of an address with at least two more than the newcomer's keeps
-    // it at or above the newcomer's afterwards, so two addresses never push each other out
-    // in turn.
-    const std::optional<Ticket> victim = Victim(own_waiting + 2);
-    if (!victim.has_value()) return a;
+    // Pushing out a ticket of an address weighing at least two more than the newcomer's
+    // keeps it at or above the newcomer's afterwards, so two addresses never push each
+    // other out in turn.
+    const std::optional<Ticket> victim = Victim(own_weight + 2);
+    if (!victim.has_value()) {
+      if (own != addresses_.end()) ++own->second.refused;
+      return a;
+    }
     a.displaced = victim;
     Cancel(*victim);
   }
   const Ticket t = next_ticket_++;
   auto [it, inserted] = addresses_.try_emplace(key);
-  if (it->second.empty()) turn_.push_back(key);
-  it->second.push_back(t);
+  if (it->second.fifo.empty()) turn_.push_back(key);
+  it->second.fifo.push_back(t);
   owner_.emplace(t, key);
   ++queued_;
   a.queued = true;
@@ -51,12 +54,12 @@ std::optional<AuthQueue::Ticket> AuthQueue::Next() {
   std::string key = std::move(turn_.front());
   turn_.pop_front();
   auto it = addresses_.find(key);
-  assert(it != addresses_.end() && !it->second.empty());
-  const Ticket t = it->second.front();
-  it->second.pop_front();
+  assert(it != addresses_.end() && !it->second.fifo.empty());
+  const Ticket t = it->second.fifo.front();
+  it->second.fifo.pop_front();
   owner_.erase(t);
   --queued_;
-  if (it->second.empty()) {
+  if (it->second.fifo.empty()) {
     addresses_.erase(it);
   } else {
     turn_.push_back(std::move(key));  // its next ticket waits for the others' turns
@@ -77,7 +80,7 @@ bool AuthQueue::Cancel(Ticket ticket) {
 void AuthQueue::Remove(const std::string& address, Ticket ticket) {
   const auto it = addresses_.find(address);
   assert(it != addresses_.end());
-  std::deque<Ticket>& fifo = it->second;
+  std::deque<Ticket>& fifo = it->second.fifo;
   fifo.erase(std::find(fifo.begin(), fifo.end(), ticket));
   if (fifo.empty()) {
     addresses_.erase(it);
@@ -85,17 +88,17 @@ void AuthQueue::Remove(const std::string& address, Ticket ticket) {
   }
 }
 
-std::optional<AuthQueue::Ticket> AuthQueue::Victim(size_t min_waiting) const {
-  const std::deque<Ticket>* best = nullptr;
-  for (const auto& [key, fifo] : addresses_) {
-    if (fifo.size() < std::max<size_t>(min_waiting, 1)) continue;
-    if (best == nullptr || fifo.size() > best->size() ||
-        (fifo.size() == best->size() && fifo.back() > best->back())) {
-      best = &fifo;
+std::optional<AuthQueue::Ticket> AuthQueue::Victim(size_t min_weight) const {
+  const Address* best = nullptr;
+  for (const auto& [key, a] : addresses_) {
+    if (a.Weight() < std::max<size_t>(min_weight, 1)) continue;
+    if (best == nullptr || a.Weight() > best->Weight() ||
+        (a.Weight() == best->Weight() && a.fifo.back() > best->fifo.back())) {
+      best = &a;
     }
   }
   if (best == nullptr) return std::nullopt;
-  return best->back();
+  return best->fifo.back();
 }
 
 }  // namespace hotkey::http

@@ -8,12 +8,14 @@
 //   - tickets wait in one FIFO per address (an IPv4 address, or the /64 of an IPv6 one: one
 //     host can own a whole /64), and Next() takes the addresses in turn (round robin), the
 //     oldest ticket of each;
-//   - at most `max_queued` tickets wait, all addresses together. When that many wait, a new
-//     ticket takes the place of the newest ticket of the address with the most waiting, if
-//     that address has at least two more than the newcomer's; otherwise the newcomer is
-//     refused. An address's only ticket is therefore never pushed out, and a newcomer from
-//     an address with none waiting is refused only when `max_queued` addresses wait with
-//     one ticket each;
+//   - at most `max_queued` tickets wait, all addresses together. An address weighs its
+//     tickets waiting plus the requests refused to it since it has had one waiting (how
+//     much more it asks than it is given). When max_queued wait, a new ticket takes the
+//     place of the newest ticket of the heaviest address, if that one weighs at least two
+//     more than the newcomer's; otherwise the newcomer is refused. So an address weighing
+//     one (one ticket, nothing refused: a scraper's first login) is never pushed out, and a
+//     newcomer from an address with none waiting is refused only when every address
+//     waiting weighs one: at most max_queued clients that each wait their turn;
 //   - a refused or pushed-out request is answered 429 with Retry-After, never 401: its
 //     credentials were not checked.
 // Bound: a ticket that is its address's only one is taken by Next() after at most one
@@ -76,9 +78,9 @@ class AuthQueue {
   bool Cancel(Ticket ticket);
 
   // The ticket to close when a connection must make room: the newest ticket of the
-  // address with the most waiting (of those, the address whose newest ticket is newest),
-  // if that address has at least `min_waiting`; nullopt otherwise.
-  std::optional<Ticket> Victim(size_t min_waiting) const;
+  // heaviest address (of those, the address whose newest ticket is newest), if it weighs
+  // at least `min_weight`; nullopt otherwise.
+  std::optional<Ticket> Victim(size_t min_weight) const;
 
   // Tickets waiting, all addresses together; addresses with at least one waiting.
   size_t queued() const { return queued_; }
@@ -91,8 +93,13 @@ class AuthQueue {
   const size_t max_queued_;
   Ticket next_ticket_ = 1;
   size_t queued_ = 0;
-  // By address: its tickets, oldest first (tickets are numbered in order of arrival).
-  absl::flat_hash_map<std::string, std::deque<Ticket>> addresses_;
+  struct Address {
+    std::deque<Ticket> fifo;  // oldest first (tickets are numbered in order of arrival)
+    size_t refused = 0;       // requests refused since it has had a ticket waiting
+    size_t Weight() const { return fifo.size() + refused; }
+  };
+  // The addresses with a ticket waiting.
+  absl::flat_hash_map<std::string, Address> addresses_;
   // The addresses with a ticket waiting, in the order Next() takes them.
   std::deque<std::string> turn_;
   absl::flat_hash_map<Ticket, std::string> owner_;  // a waiting ticket's address

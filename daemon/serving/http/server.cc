@@ -206,11 +206,11 @@ bool HttpServer::Shared::EvictOne(EvictReason reason) {
     }
     return nullptr;
   };
-  // The request queued for its check that the queue gives up first, if its address has at
-  // least `min_waiting` queued.
-  const auto queued = [this](size_t min_waiting) -> std::shared_ptr<PendingCheck> {
+  // The request queued for its check that the queue gives up first, if its address weighs
+  // at least `min_weight` (auth_queue.h).
+  const auto queued = [this](size_t min_weight) -> std::shared_ptr<PendingCheck> {
     for (;;) {
-      const std::optional<AuthQueue::Ticket> t = auth_queue.Victim(min_waiting);
+      const std::optional<AuthQueue::Ticket> t = auth_queue.Victim(min_weight);
       if (!t.has_value()) return nullptr;
       const auto it = pending_checks.find(*t);
       std::shared_ptr<PendingCheck> p = it == pending_checks.end() ? nullptr : it->second.lock();
