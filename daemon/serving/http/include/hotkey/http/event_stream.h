@@ -45,11 +45,11 @@ class EventStream {
 
   // The SO_SNDBUF set on a streamed connection (Linux doubles it for its bookkeeping).
   static constexpr int kSendBufferBytes = 64 * 1024;
-  // What a streaming session holds in the process beside its unsent bytes: the session
+  // What a streaming session may hold in the process beside its unsent bytes: the session
   // object with its socket and timer (its request buffers are released once the stream
-  // starts) and, over TLS, OpenSSL's connection with its record buffers (about 34 KiB for a
-  // 16 KiB record each way). An allowance, measured by tests/daemon/serving/http/feed_e2e.py
-  // (bounds).
+  // starts) and, over TLS, OpenSSL's connection with its record buffers. An allowance:
+  // tests/daemon/serving/http/feed_e2e.py (memory) checks that a plain-HTTP stream adds
+  // less to the process's resident memory.
   static constexpr size_t kSessionBytes = 48 * 1024;
 
   explicit EventStream(size_t max_unsent_bytes) : max_unsent_bytes_(max_unsent_bytes) {}
