@@ -280,7 +280,8 @@ def case_auth(work):
     s.close()
     d.stop()
 
-    plain = write(work, "web-plain.yml", "headers:\n  X-Frame-Options: deny\n")
+    plain = write(work, "web-plain.yml",
+                  "http_server_config:\n  headers:\n    X-Frame-Options: deny\n")
     for extra in ([], [f"--web.config.file={plain}"]):
         r = subprocess.run([BINARY, "--demo", "--feed.require-auth", "--check-config", *extra],
                            capture_output=True, text=True, timeout=30)
@@ -291,7 +292,8 @@ def case_auth(work):
                            capture_output=True, text=True, timeout=30)
         check(r.returncode != 0 and "--feed.require-auth" in r.stderr + r.stdout,
               f"a start refuses --feed.require-auth without users: {r.stderr[-300:]}")
-    d = hotkeyd(work, f"--web.config.file={web}", "--feed.require-auth", f"--config.file={rules}")
+    d = hotkeyd(work, f"--web.config.file={web}", "--web.health-without-auth",
+                "--feed.require-auth", f"--config.file={rules}")
     s = Stream(d.web, auth=f"u:{PASSWORD}")
     check(s.status == 200, "--feed.require-auth with basic auth: the stream with credentials")
     s.close()
