@@ -2,8 +2,8 @@
 // addresses, so that a client sending wrong passwords delays another's first login by a
 // bounded number of checks and never gets it refused unchecked.
 //
-// Credentials the cache of BasicAuth cannot answer cost one bcrypt (tens of milliseconds of
-// CPU, on purpose), run by a bounded pool of workers. Each request that needs one takes a
+// Credentials the cache of BasicAuth cannot answer cost one bcrypt (costly on purpose), run
+// by a bounded pool of workers. Each request that needs one takes a
 // ticket and waits:
 //   - tickets wait in one FIFO per address (an IPv4 address, or the /64 of an IPv6 one: one
 //     host can own a whole /64), and Next() takes the addresses in turn (round robin), the
@@ -28,8 +28,8 @@
 // login that shares its address with such a client waits behind it, or is refused 429 while
 // the queue holds max_queued of that address's tickets.
 //
-// Cost: Enqueue, Next and Victim are O(addresses waiting), at most max_queued; Cancel is
-// O(tickets of its address + addresses waiting).
+// Cost: Next is O(1); Victim, and Enqueue when max_queued wait, are O(addresses waiting),
+// at most max_queued; Cancel is O(tickets of its address + addresses waiting).
 //
 // Thread-compatible: the server calls it from its io_context's thread only.
 
