@@ -82,7 +82,7 @@ std::string MovedMessage(const MovedFlag& m) {
 // clang-format off
 void Register(FlagParser& p, DaemonOptions& o) {
   p.Section("Web");
-  p.AddCustom("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port, [ipv6]:port or :port; repeat the flag to listen on several. Limits (docs/web-limits.md): 64 open connections, past which a new one closes a waiting one (a silent TLS connection, then a TLS handshake, then a request queued for its password check, then an idle connection); 10 s per request, its password check included; 5 s per TLS handshake; out of descriptors, accept() closes a waiting connection or pauses 100 ms.",
+  p.AddCustom("web.listen-address", "Address of the HTTP server (/metrics, /api/v1, /-/reload, UI): host:port, [ipv6]:port or :port; repeat the flag to listen on several. Limits (docs/web-limits.md): 64 open connections (plus --feed.max-subscribers), past which a new one closes a waiting one (a silent TLS connection, then a TLS handshake, then a request queued for its password check behind others of its address, then an idle connection, then any queued request, then a feed stream); 10 s per request, its password check included; 5 s per TLS handshake; out of descriptors, accept() closes a waiting connection or pauses 100 ms.",
       absl::StrJoin(o.web.listen_addresses, ","),
       [&o, given = std::make_shared<bool>(false)](std::string_view v) {
        if (!*given) o.web.listen_addresses.clear();  // the first one given replaces the default
@@ -92,11 +92,12 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddBool("web.systemd-socket", "Serve on the listening sockets systemd passes (socket activation, deploy/systemd/hotkeyd.socket) instead of --web.listen-address.", &o.web.systemd_socket);
   p.AddBool("web.enable-lifecycle", "Enable POST /-/reload (without it the endpoint answers 403); SIGHUP reloads either way.", &o.web.enable_lifecycle);
   p.AddString("web.telemetry-path", "Path under which to expose metrics.", &o.web.telemetry_path);
-  p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start, then re-read on SIGHUP and when it, or a file it names, changes (checked every 2 s); a broken new file keeps the old one. With basic auth, an address (IPv4, or IPv6 /64) has one password check queued at a time, 8 at most in all, and after failures waits 1 s, doubling to 30 s; a 401 closes its connection.", &o.web.config_file);
+  p.AddString("web.config.file", "Web configuration file (Prometheus exporter-toolkit format): TLS, basic auth, headers. Read at start, then re-read on SIGHUP and when it, or a file it names, changes (checked every 2 s); a broken new file keeps the old one. With basic auth, credentials not verified before wait for one bcrypt worker in a queue of 16 fair between addresses (IPv4, or IPv6 /64): addresses take turns, and a request that finds no place, is pushed out or passes its deadline gets 429 with Retry-After, never 401 unchecked; a 401 or 429 closes its connection.", &o.web.config_file);
   p.AddBool("web.health-without-auth", "Answer /-/healthy and /-/ready without credentials when basic auth is on.", &o.web.health_without_auth);
 
   p.Section("Hot-key feed (GET /api/v1/hotkeys, for client kits; policy in the rules file)");
-  p.AddInteger("feed.max-subscribers", "Hot-key feed streams (GET /api/v1/hotkeys/stream) served at once, 1 to 10000; the next is answered 503. The HTTP connection cap grows by as many, so streams never lock a scraper out.", &o.feed_max_subscribers);
+  p.AddInteger("feed.max-subscribers", "Hot-key feed streams (GET /api/v1/hotkeys/stream) served at once, 1 to 10000; the next is answered 503. The HTTP connection cap grows by as many, and a stream is closed to make room for another connection before a scrape is refused (docs/web-limits.md).", &o.feed_max_subscribers);
+  p.AddBool("feed.require-auth", "Serve the hot-key feed (GET /api/v1/hotkeys and its stream) only to requests that passed basic auth. hotkeyd then refuses to start, and keeps the previous web config on a re-read, when --web.config.file has no basic_auth_users.", &o.feed_require_auth);
 
   p.Section("Rules file (alert and export policy)");
   p.AddString("config.file", "YAML rules file: when a key is hot (alert, thresholds per key pattern) and which keys are exported and how they are labelled (export); config/example-rules.yml has every key. Re-read on SIGHUP and POST /-/reload (--web.enable-lifecycle). Empty: the defaults.", &o.config_file);

@@ -21,12 +21,12 @@
 #include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/aggregate/storage.h"
 #include "hotkey/clock/ticker.h"
-#include "hotkey/source/slot_counts.h"
 #include "hotkey/http/server.h"
 #include "hotkey/http/tls.h"
 #include "hotkey/log/log.h"
 #include "hotkey/shard/peers.h"
 #include "hotkey/shard/prober.h"
+#include "hotkey/source/slot_counts.h"
 #include "hotkey/source/tracker_options.h"
 #include "hotkey/source/udp_receiver.h"
 #include "hotkey/web/metrics.h"
@@ -230,8 +230,9 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     poll_measured_loads_ = std::move(inputs.poll_measured_loads);
     comparison_ = std::make_unique<LoadComparison>(options_.measured_loads);
   }
+  if (absl::Status s = CheckFeedAuth(options_, inputs.web_config); !s.ok()) return s;
   feed_ = std::make_unique<web::FeedHub>(options_.feed_max_subscribers, inputs.label_secret,
-                                         *reloadable, origin_);
+                                         *reloadable, origin_, options_.feed_require_auth);
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
                                              std::move(inputs.label_secret), origin_, log_);
   aggregator_->SetCountsBytes(options_.CountsBytes());
@@ -291,6 +292,7 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     RestoreState();
   }
   collector_ = std::make_unique<SnapshotCollector>(*store_);
+  collector_->SetServingBoundBytes(feed_->MemoryBoundBytes());
   all_metrics_ = std::make_unique<Collectables>(
       std::vector<const prometheus::Collectable*>{collector_.get(), feed_.get()});
   WebRoutes::ReloadAction reload;
@@ -298,15 +300,16 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   if (options_.web.enable_lifecycle) reload = [this] { return Reload(); };
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, *store_, wall_, *all_metrics_,
                                         feed_.get(), std::move(reload));
-  // Feed streams count toward the connection cap but are never closed to make room: the
-  // cap grows by as many as may stream, so they never lock a scraper out.
+  // Feed streams count toward the connection cap, which grows by as many as may stream; at
+  // the cap or out of descriptors a stream is closed to make room before a scrape is
+  // refused (http/server.h).
   http::HttpLimits limits;
   limits.max_connections += options_.feed_max_subscribers;
   absl::StatusOr<std::unique_ptr<http::HttpServer>> http = http::HttpServer::Create(
       io_, options_.web, inputs.web_config, limits,
       [routes = routes_.get()](const http::HttpRequest& r) { return routes->Handle(r); },
       std::move(inputs.web_listen_fds),
-      // The password backoff runs on the daemon's monotonic clock, as every duration does.
+      // Password checks are timed on the daemon's monotonic clock, as every duration is.
       [&mono = mono_] { return mono.Now(); });
   if (!http.ok()) return http.status();
   http_ = *std::move(http);
@@ -561,6 +564,7 @@ void Daemon::Impl::PollWebConfig() {
   absl::StatusOr<std::optional<config::WebConfig>> polled = poll_web_config_();
   if (polled.ok() && !polled->has_value()) return;  // unchanged
   absl::Status s = polled.status();
+  if (s.ok()) s = CheckFeedAuth(options_, **polled);
   if (s.ok()) s = http_->SetWebConfig(**polled, options_.web.config_file);
   store_->NoteWebConfig(s, wall_.Now());
   if (s.ok()) {
@@ -648,6 +652,15 @@ absl::Status Daemon::Impl::Reload() {
             .Quoted("err", std::string(status.message())));
   }
   return status;
+}
+
+absl::Status CheckFeedAuth(const config::DaemonOptions& options,
+                           const config::WebConfig& web_config) {
+  if (!options.feed_require_auth || !web_config.basic_auth_users.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--feed.require-auth: the web config (--web.config.file \"", options.web.config_file,
+      "\") has no basic_auth_users, so no request could be served the feed; add users or drop "
+      "the flag"));
 }
 
 absl::Status CheckWebConfig(const config::WebOptions& web, const config::WebConfig& web_config) {

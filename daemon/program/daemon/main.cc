@@ -50,7 +50,9 @@ int CheckConfig(const hotkey::config::FlagsResult& flags) {
     std::printf("rules file \"%s\": ok (%zu threshold rules)\n", options.config_file.c_str(),
                 rules->alert.rules.size());
   }
-  if (options.web.config_file.empty()) {
+  if (options.web.config_file.empty() && options.feed_require_auth) {
+    fail(hotkey::daemon::CheckFeedAuth(options, hotkey::config::WebConfig{}));
+  } else if (options.web.config_file.empty()) {
     std::printf("web config file: none (plain HTTP, no authentication)\n");
   } else if (absl::StatusOr<hotkey::config::WebConfig> web =
                  hotkey::config::LoadWebConfigFile(options.web.config_file);
@@ -58,6 +60,8 @@ int CheckConfig(const hotkey::config::FlagsResult& flags) {
     fail(web.status());
   } else if (absl::Status s = hotkey::daemon::CheckWebConfig(options.web, *web); !s.ok()) {
     fail(s);
+  } else if (absl::Status f = hotkey::daemon::CheckFeedAuth(options, *web); !f.ok()) {
+    fail(f);
   } else {
     std::printf("web config file \"%s\": ok (%s, basic auth users: %zu)\n",
                 options.web.config_file.c_str(), web->tls_enabled ? "TLS" : "plain HTTP",

@@ -5,8 +5,10 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
@@ -96,7 +98,8 @@ absl::Status HttpServer::SetWebConfig(const config::WebConfig& web_config,
 
 void HttpServer::EnsureAuthPool() {
   if (shared_->security->auth == nullptr || auth_pool_ != nullptr || shared_->stopped) return;
-  auth_pool_ = std::make_unique<asio::thread_pool>(1);
+  auth_pool_ =
+      std::make_unique<asio::thread_pool>(std::max<size_t>(1, shared_->limits.auth_workers));
   shared_->auth_pool = auth_pool_.get();
 }
 
@@ -178,40 +181,140 @@ void HttpServer::Stop() {
   boost::system::error_code ec;
   for (const auto& a : acceptors_) a->close(ec);
   for (const auto& t : accept_backoff_) t->cancel();
-  // Connections waiting (idle keep-alive ones among them) close now; one in the middle of
-  // a request finishes it and then closes, as `stopped` says.
+  // Connections waiting (idle keep-alive ones, queued checks and streams among them) close
+  // now; one in the middle of a request finishes it and then closes, as `stopped` says.
   for (auto& list : shared_->waiting) {
-    while (!list.empty()) {
-      std::shared_ptr<Waiting> w = list.front().lock();
-      list.pop_front();
-      if (w) w->Evict();
+    std::list<std::weak_ptr<Waiting>> all = std::move(list);
+    list.clear();
+    for (const auto& weak : all) {
+      if (std::shared_ptr<Waiting> w = weak.lock()) w->Shutdown();
     }
   }
-  std::list<std::weak_ptr<Waiting>> streaming = std::move(shared_->streaming);
-  shared_->streaming.clear();
-  for (const auto& weak : streaming) {
-    if (std::shared_ptr<Waiting> w = weak.lock()) w->Evict();
-  }
+  shared_->pending_checks.clear();
   for (auto& n : shared_->waiting_now) {
     n.store(0, std::memory_order_relaxed);
   }
 }
 
 bool HttpServer::Shared::EvictOne(EvictReason reason) {
-  for (int state = 0; state < kNumConnectionStates; ++state) {
-    auto& list = waiting[state];
+  // The oldest connection of `state` still open.
+  const auto oldest = [this](ConnectionState state) -> std::shared_ptr<Waiting> {
+    auto& list = waiting[static_cast<int>(state)];
     while (!list.empty()) {
-      std::shared_ptr<Waiting> oldest = list.front().lock();
+      if (std::shared_ptr<Waiting> w = list.front().lock()) return w;
       list.pop_front();
-      waiting_now[state].store(list.size(), std::memory_order_relaxed);
-      if (oldest) {
-        Count(evictions[static_cast<int>(reason)][state]);
-        oldest->Evict();
-        return true;
+    }
+    return nullptr;
+  };
+  // The request queued for its check that the queue gives up first, if its address weighs
+  // at least `min_weight` (auth_queue.h).
+  const auto queued = [this](size_t min_weight) -> std::shared_ptr<PendingCheck> {
+    for (;;) {
+      const std::optional<AuthQueue::Ticket> t = auth_queue.Victim(min_weight);
+      if (!t.has_value()) return nullptr;
+      const auto it = pending_checks.find(*t);
+      std::shared_ptr<PendingCheck> p = it == pending_checks.end() ? nullptr : it->second.lock();
+      if (p) return p;
+      auth_queue.Cancel(*t);  // its session is gone
+      if (it != pending_checks.end()) pending_checks.erase(it);
+    }
+  };
+  // The stream with the most unsent bytes (a reader that fell behind), of those the newest.
+  const auto stream = [this]() -> std::shared_ptr<Waiting> {
+    std::shared_ptr<Waiting> best;
+    size_t best_backlog = 0;
+    for (const auto& weak : waiting[static_cast<int>(ConnectionState::kStream)]) {
+      std::shared_ptr<Waiting> w = weak.lock();
+      if (!w) continue;
+      const size_t backlog = w->Backlog();
+      if (!best || backlog >= best_backlog) {
+        best = std::move(w);
+        best_backlog = backlog;
+      }
+    }
+    return best;
+  };
+  const auto count = [&](ConnectionState state) {
+    Count(evictions[static_cast<int>(reason)][static_cast<int>(state)]);
+  };
+  for (ConnectionState state : {ConnectionState::kSilent, ConnectionState::kHandshake}) {
+    if (std::shared_ptr<Waiting> w = oldest(state)) {
+      count(state);
+      w->Evict();
+      return true;
+    }
+  }
+  if (std::shared_ptr<PendingCheck> p = queued(2)) {
+    count(ConnectionState::kAuth);
+    p->Displaced();
+    return true;
+  }
+  if (std::shared_ptr<Waiting> w = oldest(ConnectionState::kIdle)) {
+    count(ConnectionState::kIdle);
+    w->Evict();
+    return true;
+  }
+  if (std::shared_ptr<PendingCheck> p = queued(1)) {
+    count(ConnectionState::kAuth);
+    p->Displaced();
+    return true;
+  }
+  if (std::shared_ptr<Waiting> w = stream()) {
+    count(ConnectionState::kStream);
+    w->Evict();
+    return true;
+  }
+  return false;
+}
+
+bool HttpServer::Shared::QueueCheck(std::string_view address, std::weak_ptr<PendingCheck> waiter,
+                                    AuthQueue::Ticket* ticket) {
+  const AuthQueue::Admission a = auth_queue.Enqueue(address);
+  if (a.displaced.has_value()) {
+    const auto it = pending_checks.find(*a.displaced);
+    if (it != pending_checks.end()) {
+      std::shared_ptr<PendingCheck> p = it->second.lock();
+      pending_checks.erase(it);
+      if (p) {
+        Count(auth_failures[static_cast<int>(AuthFailure::kBusy)]);
+        p->Displaced();
       }
     }
   }
-  return false;
+  if (!a.queued) return false;
+  pending_checks.emplace(a.ticket, std::move(waiter));
+  *ticket = a.ticket;
+  return true;
+}
+
+void HttpServer::Shared::DispatchChecks() {
+  while (!stopped && auth_pool != nullptr &&
+         checks_running < std::max<size_t>(1, limits.auth_workers)) {
+    const std::optional<AuthQueue::Ticket> t = auth_queue.Next();
+    if (!t.has_value()) return;
+    const auto it = pending_checks.find(*t);
+    if (it == pending_checks.end()) continue;
+    std::shared_ptr<PendingCheck> p = it->second.lock();
+    pending_checks.erase(it);
+    if (!p) continue;
+    ++checks_running;
+    p->RunCheck();
+  }
+}
+
+void HttpServer::Shared::CheckDone(absl::Duration took) {
+  if (checks_running > 0) --checks_running;
+  // Weight 1/8: a few checks settle it, one odd one moves it little.
+  took = std::max(took, absl::ZeroDuration());
+  mean_check = mean_check == absl::ZeroDuration() ? took : mean_check + (took - mean_check) / 8;
+  DispatchChecks();
+}
+
+int64_t HttpServer::Shared::RetryAfterSeconds() const {
+  const double workers = static_cast<double>(std::max<size_t>(1, limits.auth_workers));
+  const double seconds = static_cast<double>(auth_queue.queued() + checks_running) / workers *
+                         absl::ToDoubleSeconds(mean_check);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(seconds)));
 }
 
 HttpServerStats HttpServer::stats() const {

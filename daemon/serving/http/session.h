@@ -42,7 +42,9 @@ inline constexpr char kWwwAuthenticate[] = "Basic realm=\"hotkeyd\"";
 // One connection: (TLS handshake,) then requests in turn, each under the deadline.
 // `Stream` is beast::tcp_stream or beast::ssl_stream<beast::tcp_stream>.
 template <class Stream>
-class Session : public Waiting, public std::enable_shared_from_this<Session<Stream>> {
+class Session : public Waiting,
+                public PendingCheck,
+                public std::enable_shared_from_this<Session<Stream>> {
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, boost::beast::tcp_stream>;
 
@@ -57,17 +59,63 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
   }
   ~Session() override {
     Busy();
+    OPENSSL_cleanse(authorization_.data(), authorization_.size());
     --shared_->open;
     shared_->open_now.store(shared_->open, std::memory_order_relaxed);
   }
 
-  // Called by the server, which has already taken this session off its waiting list (or,
-  // at Stop(), its streaming list). A request queued for its password check is abandoned:
-  // the worker skips it. A streamed response ends as kServer.
+  // To make room (Shared::EvictOne): a request queued for its password check is answered
+  // 429, a streamed response ends as kEvicted, any other connection closes.
   void Evict() override {
+    if (ticket_.has_value()) {
+      Displaced();
+      return;
+    }
+    Busy();
+    if (events_) events_->Finish(EventStream::CloseReason::kEvicted);
+    Abandon();
+  }
+  // At Stop(), which has already taken this session off its waiting list: a streamed
+  // response ends as kServer.
+  void Shutdown() override {
     waiting_.reset();
+    ticket_.reset();
     if (events_) events_->Close();
     Abandon();
+  }
+  size_t Backlog() const override { return events_ ? events_->unsent_bytes() : 0; }
+
+  // Its turn in the AuthQueue: bcrypt on a worker; the answer comes back to this
+  // connection's executor. The session reference moves into the reply so it is released on
+  // the io thread.
+  void RunCheck() override {
+    ticket_.reset();
+    Busy();  // being answered from here: never closed to make room
+    timer_.cancel();
+    check_started_ = shared_->now();
+    boost::asio::post(
+        *shared_->auth_pool, [self = this->shared_from_this(), ex = stream_.get_executor(),
+                              authorization = std::move(authorization_)]() mutable {
+          const bool ok = self->security_->auth->Check(authorization);
+          OPENSSL_cleanse(authorization.data(), authorization.size());
+          boost::asio::post(ex, [self = std::move(self), ok] { self->OnChecked(ok); });
+        });
+    authorization_.clear();
+  }
+
+  // Pushed out of the AuthQueue for another address, or closed to make room: its
+  // credentials were not checked, so 429, not 401.
+  void Displaced() override {
+    if (ticket_.has_value()) {
+      shared_->auth_queue.Cancel(*ticket_);
+      shared_->pending_checks.erase(*ticket_);
+      ticket_.reset();
+    }
+    Busy();
+    timer_.cancel();
+    OPENSSL_cleanse(authorization_.data(), authorization_.size());
+    authorization_.clear();
+    TooManyChecks();
   }
 
   void Start() {
@@ -125,11 +173,11 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     }
   }
 
-  // The peer's AuthLimiter key; "" when the socket has no peer any more (it is closing).
+  // The peer's AuthQueue key; "" when the socket has no peer any more (it is closing).
   static std::string PeerKey(const tcp::socket& socket) {
     boost::system::error_code ec;
     const tcp::endpoint ep = socket.remote_endpoint(ec);
-    return ec ? std::string() : AuthLimiter::AddressKey(ep.address());
+    return ec ? std::string() : AuthQueue::AddressKey(ep.address());
   }
 
   boost::beast::tcp_stream& Lowest() { return boost::beast::get_lowest_layer(stream_); }
@@ -230,50 +278,36 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
       }
       return;
     }
-    switch (shared_->auth_limiter.Admit(peer_, shared_->now())) {
-      case AuthLimiter::Verdict::kCheck:
-        break;
-      case AuthLimiter::Verdict::kThrottled:
-        OPENSSL_cleanse(authorization.data(), authorization.size());
-        Reject(AuthFailure::kThrottled);
-        return;
-      case AuthLimiter::Verdict::kBusy:
-        OPENSSL_cleanse(authorization.data(), authorization.size());
-        Reject(AuthFailure::kBusy);
-        return;
+    AuthQueue::Ticket ticket = 0;
+    if (!shared_->QueueCheck(peer_, std::weak_ptr<PendingCheck>(this->shared_from_this()),
+                             &ticket)) {
+      OPENSSL_cleanse(authorization.data(), authorization.size());
+      Refuse(AuthFailure::kBusy);
+      return;
     }
-    // Queued for the worker: the request's deadline keeps running, and the connection may
-    // be closed to make room (then the worker skips the check).
+    // Queued: the request's deadline keeps running, and the connection may be closed to
+    // make room (then it is answered 429).
+    ticket_ = ticket;
+    authorization_ = std::move(authorization);
     Wait(ConnectionState::kAuth);
     timer_.expires_at(deadline_);
     timer_.async_wait([self = this->shared_from_this()](boost::beast::error_code ec) {
-      if (ec || self->abandoned_.load(std::memory_order_relaxed)) return;
-      Count(self->shared_->auth_failures[static_cast<int>(AuthFailure::kDeadline)]);
+      if (ec || !self->ticket_.has_value()) return;  // its check started, or it was answered
+      self->shared_->auth_queue.Cancel(*self->ticket_);
+      self->shared_->pending_checks.erase(*self->ticket_);
+      self->ticket_.reset();
       self->Busy();
-      self->Abandon();
+      OPENSSL_cleanse(self->authorization_.data(), self->authorization_.size());
+      self->authorization_.clear();
+      self->Refuse(AuthFailure::kDeadline);
     });
-    // bcrypt on the worker; the answer comes back to this connection's executor. The
-    // session reference moves into the reply so it is released on the io thread.
-    boost::asio::post(
-        *shared_->auth_pool, [self = this->shared_from_this(), ex = stream_.get_executor(),
-                              authorization = std::move(authorization)]() mutable {
-          const bool ran = !self->abandoned_.load(std::memory_order_relaxed);
-          const bool ok = ran && self->security_->auth->Check(authorization);
-          OPENSSL_cleanse(authorization.data(), authorization.size());
-          boost::asio::post(ex, [self = std::move(self), ran, ok] { self->OnChecked(ran, ok); });
-        });
+    shared_->DispatchChecks();
   }
 
   // The worker's answer, on the io thread.
-  void OnChecked(bool ran, bool ok) {
-    shared_->auth_limiter.Done(peer_,
-                               !ran ? AuthLimiter::Outcome::kAbandoned
-                               : ok ? AuthLimiter::Outcome::kSucceeded
-                                    : AuthLimiter::Outcome::kFailed,
-                               shared_->now());
-    if (abandoned_.load(std::memory_order_relaxed)) return;  // evicted or past its deadline
-    Busy();
-    timer_.cancel();
+  void OnChecked(bool ok) {
+    shared_->CheckDone(shared_->now() - check_started_);
+    if (abandoned_.load(std::memory_order_relaxed)) return;
     if (shared_->stopped) {
       Close();
       return;
@@ -283,6 +317,23 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
     } else {
       Reject(AuthFailure::kInvalid);
     }
+  }
+
+  // 429 with Retry-After, counted as `why`, then close.
+  void Refuse(AuthFailure why) {
+    Count(shared_->auth_failures[static_cast<int>(why)]);
+    TooManyChecks();
+  }
+  void TooManyChecks() {
+    if (shared_->stopped) {
+      Close();
+      return;
+    }
+    HttpResponse r{429,
+                   "text/plain; charset=utf-8",
+                   "too many password checks waiting; retry later\n",
+                   {{"Retry-After", std::to_string(shared_->RetryAfterSeconds())}}};
+    Write(r, /*keep_alive=*/false);
   }
 
   // 401, then close: a client guessing passwords cannot pipeline the next guess.
@@ -327,9 +378,12 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
   void StartStream(const HttpResponse& r) {
     namespace http = boost::beast::http;
     events_ = r.stream;
-    auto& streaming = shared_->streaming;
-    std::erase_if(streaming, [](const std::weak_ptr<Waiting>& w) { return w.expired(); });
-    streaming.push_back(this->weak_from_this());
+    // A stream holds no request from here: its buffers go, so what it holds is its
+    // EventStream's bound and the session itself (EventStream::kSessionBytes).
+    parser_.reset();
+    buffer_ = boost::beast::flat_buffer();
+    request_ = HttpRequest{};
+    Wait(ConnectionState::kStream);
     boost::system::error_code ignored;
     // A fixed send buffer bounds what the kernel holds for a subscriber (no autotuning).
     Lowest().socket().set_option(
@@ -431,6 +485,7 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
   // peer's would hold the slot until the deadline, and every response is length-delimited,
   // so a client cannot mistake a cut for a complete body.
   void Close() {
+    Busy();
     boost::beast::error_code ec;
     Lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     Lowest().socket().close(ec);
@@ -438,15 +493,20 @@ class Session : public Waiting, public std::enable_shared_from_this<Session<Stre
 
   // Declared before stream_, which holds a reference to its TLS context.
   const std::shared_ptr<const WebSecurity> security_;
-  const std::string peer_;  // AuthLimiter::AddressKey of the client
+  const std::string peer_;  // AuthQueue::AddressKey of the client
   Stream stream_;
   // The handshake deadline while a TLS connection is silent, and the request's while it
   // waits for its password check: no stream operation is pending then, so the stream's own
   // timer does not run.
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point deadline_;
-  // Set on the io thread, read by the bcrypt worker: the connection is closed, skip the check.
+  // The connection was closed (a deadline, or to make room): a check's answer is dropped.
   std::atomic<bool> abandoned_{false};
+  // While the request waits in the AuthQueue: its ticket, and its Authorization header
+  // (cleansed once handed to the check or dropped).
+  std::optional<AuthQueue::Ticket> ticket_;
+  std::string authorization_;
+  absl::Time check_started_;                        // on shared_->now
   ConnectionState state_ = ConnectionState::kIdle;  // the list waiting_ is on
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

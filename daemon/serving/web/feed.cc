@@ -229,8 +229,9 @@ std::string SseEvent(std::string_view type, uint64_t version, std::string_view d
 }
 
 FeedHub::FeedHub(size_t max_subscribers, std::string label_secret,
-                 const config::ReloadableOptions& options, absl::Time now)
+                 const config::ReloadableOptions& options, absl::Time now, bool require_auth)
     : max_subscribers_(max_subscribers),
+      require_auth_(require_auth),
       options_(options),
       state_(std::move(label_secret)),
       last_heartbeat_(now) {}
@@ -297,6 +298,8 @@ void FeedHub::Sweep() {
     if (!s.stream->closed()) return false;
     if (s.stream->reason() == http::EventStream::CloseReason::kSlow) {
       dropped_slow_.fetch_add(1, std::memory_order_relaxed);
+    } else if (s.stream->reason() == http::EventStream::CloseReason::kEvicted) {
+      dropped_evicted_.fetch_add(1, std::memory_order_relaxed);
     }
     return true;
   });
@@ -312,6 +315,7 @@ FeedStats FeedHub::stats() const {
   s.heartbeats = heartbeats_.load(std::memory_order_relaxed);
   s.dropped_slow = dropped_slow_.load(std::memory_order_relaxed);
   s.dropped_limit = dropped_limit_.load(std::memory_order_relaxed);
+  s.dropped_evicted = dropped_evicted_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -340,6 +344,11 @@ std::vector<prometheus::MetricFamily> FeedHub::Collect() const {
   out.push_back(gauge("hotkey_feed_version",
                       "The hot-key feed's version: +1 per add, change or remove event.",
                       static_cast<double>(s.version)));
+  out.push_back(gauge("hotkey_feed_memory_bound_bytes",
+                      "Most memory the hot-key feed streams can hold: --feed.max-subscribers "
+                      "times a subscriber's unsent bytes and its session. Part of "
+                      "hotkey_memory_budget_bytes.",
+                      static_cast<double>(MemoryBoundBytes())));
   out.push_back(gauge("hotkey_feed_entries",
                       "Keys and prefixes in the hot-key feed now (advised and pinned, minus "
                       "blocked).",
@@ -357,12 +366,14 @@ std::vector<prometheus::MetricFamily> FeedHub::Collect() const {
   out.push_back(std::move(events));
   MetricFamily dropped{"hotkey_feed_subscribers_dropped_total",
                        "Hot-key feed streams dropped: slow (unsent output over 64 KiB, or a "
-                       "write not taken within the request timeout) or refused at "
-                       "--feed.max-subscribers (limit).",
+                       "write not taken within the request timeout), refused at "
+                       "--feed.max-subscribers (limit), or closed by the HTTP server to make "
+                       "room for another connection (evicted).",
                        MetricType::Counter,
                        {}};
   counter(dropped, "reason", "slow", static_cast<double>(s.dropped_slow));
   counter(dropped, "reason", "limit", static_cast<double>(s.dropped_limit));
+  counter(dropped, "reason", "evicted", static_cast<double>(s.dropped_evicted));
   out.push_back(std::move(dropped));
   return out;
 }

@@ -200,7 +200,8 @@ void AddHttpFamilies(const http::HttpServerStats& st, std::vector<MetricFamily>&
                                 "Open HTTP connections that may be closed to make room, by state "
                                 "(silent: TLS connection that has sent nothing yet; handshake: TLS "
                                 "handshake in progress; auth: request queued for "
-                                "its password check; idle: waiting for a request).",
+                                "its password check; idle: waiting for a request; stream: a "
+                                "feed stream).",
                                 MetricType::Gauge);
   for (int c = 0; c < http::kNumConnectionStates; ++c) {
     Add(waiting, static_cast<double>(st.waiting[c]), {{"state", http::kConnectionStateNames[c]}});
@@ -209,8 +210,8 @@ void AddHttpFamilies(const http::HttpServerStats& st, std::vector<MetricFamily>&
   MetricFamily ev = Family("hotkey_http_evictions_total",
                            "HTTP connections closed to make room, by reason (connection_cap: "
                            "the cap of open connections reached; descriptors: accept() found none "
-                           "left) and by what the connection was doing (silent, handshake, auth, "
-                           "idle).",
+                           "left) and by what the connection was doing (silent, handshake, auth: "
+                           "answered 429, idle, stream).",
                            MetricType::Counter);
   for (int r = 0; r < http::kNumEvictReasons; ++r) {
     for (int c = 0; c < http::kNumConnectionStates; ++c) {
@@ -220,11 +221,11 @@ void AddHttpFamilies(const http::HttpServerStats& st, std::vector<MetricFamily>&
   }
   out.push_back(std::move(ev));
   MetricFamily auth = Family("hotkey_http_auth_failures_total",
-                             "HTTP requests refused for basic auth, by reason (invalid: wrong, "
-                             "missing or malformed credentials; throttled: the address has a "
-                             "check queued or is backing off after failures; busy: the password "
-                             "check queue or address table was full; deadline: closed while "
-                             "waiting for the check).",
+                             "HTTP requests refused for basic auth, by reason (invalid: 401, "
+                             "wrong, missing or malformed credentials, checked; busy: 429, "
+                             "unchecked, no place in the password check queue or pushed out of "
+                             "it for another address; deadline: 429, the request deadline "
+                             "passed while it waited for its check).",
                              MetricType::Counter);
   for (int i = 0; i < http::kNumAuthFailures; ++i) {
     Add(auth, static_cast<double>(st.auth_failures[i]), {{"reason", http::kAuthFailureNames[i]}});
@@ -358,8 +359,9 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   AddSingle(out, "hotkey_memory_budget_bytes",
             "Most memory the tracking state can take with these options: trackers, their "
             "published copies, the merged tracker and the rate history; plus the tap's "
-            "bound (hotkey_tap_memory_bound_bytes) when a tap runs.",
-            kGauge, static_cast<double>(snap->memory_budget_bytes));
+            "bound (hotkey_tap_memory_bound_bytes) when a tap runs, and the hot-key feed "
+            "streams' bound (hotkey_feed_memory_bound_bytes).",
+            kGauge, static_cast<double>(snap->memory_budget_bytes + serving_bound_bytes_));
   AddSingle(out, "hotkey_hot_keys", "Keys currently in a hot episode.", kGauge,
             static_cast<double>(snap->hot_keys));
   AddSingle(out, "hotkey_history_memory_bytes",

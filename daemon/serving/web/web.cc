@@ -345,6 +345,11 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
 
 http::HttpResponse WebRoutes::Feed(const http::HttpRequest& req) const {
   if (feed_ == nullptr) return Json(404, JsonError("no hot-key feed"));
+  // With basic auth every request reaching here passed it; this refuses the feed should a
+  // request come through without (a web config without users).
+  if (feed_->require_auth() && !req.authenticated) {
+    return Json(403, JsonError("the feed requires credentials (--feed.require-auth)"));
+  }
   const bool raw_keys = RawKeysFor(feed_->label_mode(), req.authenticated);
   if (req.path == "/api/v1/hotkeys") return Json(200, feed_->SetJson(raw_keys));
   std::shared_ptr<http::EventStream> stream = feed_->Subscribe(raw_keys);

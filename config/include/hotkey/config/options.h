@@ -61,6 +61,10 @@ struct DaemonOptions {
   // (--feed.max-subscribers, in [1, 10000]): the next is answered 503.
   FeedOptions feed;
   uint32_t feed_max_subscribers = 64;
+  // --feed.require-auth: the feed (GET /api/v1/hotkeys and its stream) answers only requests
+  // that passed basic auth, and hotkeyd refuses to start, or to take a re-read web config,
+  // without basic_auth_users.
+  bool feed_require_auth = false;
   // A file holding the secret that keys the hash of export.key_label hash|prefix labels, so
   // nobody can hash candidate keys to find which one a label stands for. Empty: a fixed,
   // public key (labels stay stable but are guessable).

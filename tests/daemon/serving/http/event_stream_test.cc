@@ -32,20 +32,22 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using Reason = EventStream::CloseReason;
 
-// An HttpServer whose every request gets a stream; the test reaches the stream on the
-// server's thread through Run().
+// An HttpServer whose requests for /s get a stream (the others a short 200); the test
+// reaches the newest stream on the server's thread through Run().
 class StreamServer {
  public:
   explicit StreamServer(HttpLimits limits = {}) {
     config::WebOptions web;
     web.listen_addresses = {"127.0.0.1:0"};
-    auto s = HttpServer::Create(io_, web, config::WebConfig{}, limits, [this](const HttpRequest&) {
-      stream_ = std::make_shared<EventStream>(64 * 1024);
-      stream_->Send("event: hello\n\n");
-      HttpResponse r{200, "text/event-stream", "", {}};
-      r.stream = stream_;
-      return r;
-    });
+    auto s =
+        HttpServer::Create(io_, web, config::WebConfig{}, limits, [this](const HttpRequest& q) {
+          if (q.path != "/s") return HttpResponse{200, "text/plain", "ok\n", {}};
+          stream_ = std::make_shared<EventStream>(64 * 1024);
+          stream_->Send("event: hello\n\n");
+          HttpResponse r{200, "text/event-stream", "", {}};
+          r.stream = stream_;
+          return r;
+        });
     REQUIRE(s.ok());
     server_ = *std::move(s);
     server_->Start();
@@ -84,6 +86,7 @@ class StreamServer {
     return Reason::kOpen;
   }
   std::shared_ptr<EventStream>& stream() { return stream_; }
+  HttpServerStats stats() const { return server_->stats(); }
   asio::io_context& io() { return io_; }
 
  private:
@@ -167,6 +170,31 @@ TEST_CASE("EventStream: a client that stops reading is closed as slow within the
   }
   CHECK(reason == Reason::kSlow);
   CHECK(max_unsent <= 64 * 1024);
+}
+
+TEST_CASE("EventStream: at the connection cap a stream is closed to make room for a scrape",
+          "[http][feed]") {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  StreamServer server(limits);
+  asio::io_context io;
+  std::string buffer;
+  tcp::socket first = Subscribe(io, server.port());
+  asio::read_until(first, asio::dynamic_buffer(buffer), "hello\n\n");
+  buffer.clear();
+  tcp::socket second = Subscribe(io, server.port());
+  asio::read_until(second, asio::dynamic_buffer(buffer), "hello\n\n");
+  // Both streams open: the cap is reached. A scrape closes one of them, not itself.
+  tcp::socket scrape(io);
+  scrape.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.port()));
+  asio::write(scrape, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")));
+  std::string answer;
+  asio::read_until(scrape, asio::dynamic_buffer(answer), "ok\n");
+  CHECK(answer.starts_with("HTTP/1.1 200 OK\r\n"));
+  // Neither has unsent bytes: the newer one goes.
+  CHECK(server.WaitClosed() == Reason::kEvicted);
+  CHECK(server.stats().evictions[static_cast<int>(EvictReason::kConnectionCap)]
+                                [static_cast<int>(ConnectionState::kStream)] == 1);
 }
 
 TEST_CASE("EventStream: Stop() closes streams as the server's", "[http][feed]") {

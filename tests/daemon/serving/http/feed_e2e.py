@@ -13,9 +13,13 @@ Cases, each asserted:
            counted in hotkey_feed_subscribers_dropped_total{reason="slow"}; another
            subscriber keeps receiving every event, without a version gap. With three
            streams open, the fourth is answered 503 and counted as reason="limit".
+  memory   --feed.max-subscribers=300: 300 streams opened and their heads read; what they
+           add to hotkeyd's resident memory, a stream, is under the session allowance
+           hotkey_memory_budget_bytes counts (http::EventStream::kSessionBytes, 48 KiB).
   auth     basic auth on and key_label hash: no credentials, 401 on both paths; with
            them, entries carry key_b64. Without basic auth and key_label hash: entries
-           carry only the label (no key_b64, no key).
+           carry only the label (no key_b64, no key). --feed.require-auth without
+           basic_auth_users: --check-config and a start both refuse, naming the flag.
 
 Loopback only; every wait is bounded; every process started is stopped.
 
@@ -218,6 +222,44 @@ def case_bounds(work):
     d.stop()
 
 
+SESSION_ALLOWANCE = 48 * 1024
+
+
+def case_memory(work):
+    n = 300
+    d = hotkeyd(work, f"--feed.max-subscribers={n}")
+    # A first stream opened and closed, so the one-time costs (buffers, the snapshot's
+    # JSON) are paid before the baseline.
+    socks = []
+
+    def open_streams(k):
+        for _ in range(k):
+            s = socket.create_connection(("127.0.0.1", d.web), timeout=5)
+            s.sendall(b"GET /api/v1/hotkeys/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += s.recv(4096)
+            socks.append(s)
+
+    open_streams(1)
+    socks.pop().close()
+    time.sleep(0.5)
+    rss0 = d.rss()
+    open_streams(n)
+    wait_until(lambda: d.metric("hotkey_feed_subscribers") == n, 10, f"{n} subscribers")
+    time.sleep(1)  # a few ticks and a heartbeat
+    per_stream = (d.rss() - rss0) / n
+    budget = d.metric("hotkey_feed_memory_bound_bytes")
+    print(json.dumps({"case": "memory", "streams": n, "rss_per_stream_bytes": round(per_stream),
+                      "feed_memory_bound_bytes": budget}), flush=True)
+    for s in socks:
+        s.close()
+    check(per_stream <= SESSION_ALLOWANCE,
+          f"a stream adds {per_stream:.0f} bytes, under the allowance {SESSION_ALLOWANCE}")
+    check(budget == n * (64 * 1024 + SESSION_ALLOWANCE), "the feed's bound is exported")
+    d.stop()
+
+
 def case_auth(work):
     pw_hash = subprocess.run(["htpasswd", "-nbBC", "10", "u", PASSWORD], check=True,
                              capture_output=True, text=True).stdout.strip().split(":", 1)[1]
@@ -235,6 +277,25 @@ def case_auth(work):
     for kind, _, data, _ in s.snapshot():
         if kind == "add":
             check(data["entry"]["label"].startswith("h:"), "labels are hashes")
+    s.close()
+    d.stop()
+
+    plain = write(work, "web-plain.yml",
+                  "http_server_config:\n  headers:\n    X-Frame-Options: deny\n")
+    for extra in ([], [f"--web.config.file={plain}"]):
+        r = subprocess.run([BINARY, "--demo", "--feed.require-auth", "--check-config", *extra],
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 1 and "--feed.require-auth" in r.stdout,
+              f"--check-config refuses --feed.require-auth without users: {r.stdout[-300:]}")
+        r = subprocess.run([BINARY, "--demo", "--udp.listen-address=", "--web.listen-address=:0",
+                            "--feed.require-auth", *extra],
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode != 0 and "--feed.require-auth" in r.stderr + r.stdout,
+              f"a start refuses --feed.require-auth without users: {r.stderr[-300:]}")
+    d = hotkeyd(work, f"--web.config.file={web}", "--web.health-without-auth",
+                "--feed.require-auth", f"--config.file={rules}")
+    s = Stream(d.web, auth=f"u:{PASSWORD}")
+    check(s.status == 200, "--feed.require-auth with basic auth: the stream with credentials")
     s.close()
     d.stop()
 
@@ -256,5 +317,6 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     BINARY = sys.argv[1]
-    run_cases("feed", [("stream", case_stream), ("bounds", case_bounds), ("auth", case_auth)],
+    run_cases("feed", [("stream", case_stream), ("bounds", case_bounds), ("memory", case_memory),
+                       ("auth", case_auth)],
               sys.argv[2:])

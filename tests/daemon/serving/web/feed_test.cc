@@ -531,6 +531,33 @@ TEST_CASE("Feed hub: a subscriber that does not read is dropped as slow; another
   CHECK_FALSE(reader->closed());
 }
 
+TEST_CASE("Feed hub: a stream the server closed to make room is counted as evicted",
+          "[web][feed]") {
+  testing::FakeClock clock;
+  FeedHub hub(4, "secret", Options(), clock.Now());
+  auto a = hub.Subscribe(false);
+  auto b = hub.Subscribe(false);
+  a->Finish(http::EventStream::CloseReason::kEvicted);
+  clock.Advance(absl::Milliseconds(250));
+  hub.Update(With({}), clock.Now());
+  const FeedStats st = hub.stats();
+  CHECK(st.dropped_evicted == 1);
+  CHECK(st.dropped_slow == 0);
+  CHECK(st.subscribers == 1);
+}
+
+TEST_CASE(
+    "Feed hub: its memory bound is max_subscribers times a subscriber's unsent bytes "
+    "and session",
+    "[web][feed]") {
+  testing::FakeClock clock;
+  const FeedHub hub(10, "secret", Options(), clock.Now());
+  CHECK(hub.MemoryBoundBytes() == 10 * (64 * 1024 + 48 * 1024));
+  CHECK_FALSE(hub.require_auth());
+  const FeedHub strict(10, "secret", Options(), clock.Now(), /*require_auth=*/true);
+  CHECK(strict.require_auth());
+}
+
 TEST_CASE("Feed hub: CloseAll ends every stream as the server's", "[web][feed]") {
   testing::FakeClock clock;
   FeedHub hub(4, "secret", Options(), clock.Now());

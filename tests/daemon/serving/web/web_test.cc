@@ -798,3 +798,31 @@ TEST_CASE("Web: a source's own metrics are served from its schema, per source an
 
 }  // namespace
 }  // namespace hotkey::web
+
+namespace hotkey::web {
+namespace {
+
+TEST_CASE("Web: with require_auth the feed answers only requests that passed basic auth",
+          "[web][feed]") {
+  hotkey::testing::FakeClock wall;
+  aggregate::SnapshotStore store{model::Cluster{}, nullptr, nullptr, nullptr};
+  SnapshotCollector collector{store};
+  FeedHub open(4, "secret", config::ReloadableOptions{}, wall.Now());
+  FeedHub strict(4, "secret", config::ReloadableOptions{}, wall.Now(), /*require_auth=*/true);
+  const WebRoutes open_routes("/metrics", store, wall, collector, &open);
+  const WebRoutes strict_routes("/metrics", store, wall, collector, &strict);
+  for (const char* path : {"/api/v1/hotkeys", "/api/v1/hotkeys/stream"}) {
+    http::HttpRequest r;
+    r.method = "GET";
+    r.path = path;
+    INFO(path);
+    CHECK(open_routes.Handle(r).status == 200);
+    CHECK(strict_routes.Handle(r).status == 403);
+    r.authenticated = true;
+    CHECK(strict_routes.Handle(r).status == 200);
+  }
+  CHECK(strict.stats().subscribers == 1);  // the authenticated stream only
+}
+
+}  // namespace
+}  // namespace hotkey::web

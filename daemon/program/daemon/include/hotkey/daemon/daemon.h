@@ -135,6 +135,12 @@ class Daemon {
 // cannot use. For --check-config. Thread-safe.
 absl::Status CheckWebConfig(const config::WebOptions& web, const config::WebConfig& web_config);
 
+// FailedPrecondition when --feed.require-auth is given and `web_config` has no basic auth
+// users (no request could pass it). The daemon refuses to start, or keeps its web config,
+// on it; --check-config reports it. Thread-safe.
+absl::Status CheckFeedAuth(const config::DaemonOptions& options,
+                           const config::WebConfig& web_config);
+
 }  // namespace hotkey::daemon
 
 #endif  // HOTKEY_DAEMON_DAEMON_H_

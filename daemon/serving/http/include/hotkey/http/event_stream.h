@@ -11,11 +11,13 @@
 // written included) never exceed `max_unsent_bytes`: a Send() that would pass it is refused,
 // and the stream closes as kSlow. A write the socket has not taken within the server's
 // request timeout closes it as kSlow too, so a reader that stopped reading goes whatever the
-// event rate. The kernel's send buffer is fixed (kSendBufferBytes) for streamed connections,
-// so the memory a subscriber can hold is bounded by the two.
+// event rate. The kernel's send buffer is fixed (kSendBufferBytes) for streamed connections.
+// So a subscriber holds at most max_unsent_bytes in the process, plus its session
+// (kSessionBytes), plus the kernel's send buffer.
 //
-// A stream's connection is never closed to make room at the connection cap (it is being
-// answered), but counts toward the cap; the producer bounds how many it hands out.
+// A stream's connection counts toward the connection cap and is the last kind closed to
+// make room (server.h, HttpLimits::max_connections): then it ends as kEvicted. The producer
+// bounds how many it hands out.
 //
 // Thread-compatible: every call on the server's io_context thread.
 
@@ -34,14 +36,21 @@ class EventStream {
  public:
   // Why a stream closed.
   enum class CloseReason {
-    kOpen,    // not closed
-    kServer,  // Close(): the producer ended it (shutdown)
-    kClient,  // the client left, or the connection failed
-    kSlow,    // the client read too slowly: the bound was passed, or a write timed out
+    kOpen,     // not closed
+    kServer,   // Close(): the producer ended it (shutdown)
+    kClient,   // the client left, or the connection failed
+    kSlow,     // the client read too slowly: the bound was passed, or a write timed out
+    kEvicted,  // closed to make room for another connection (descriptors or the cap)
   };
 
   // The SO_SNDBUF set on a streamed connection (Linux doubles it for its bookkeeping).
   static constexpr int kSendBufferBytes = 64 * 1024;
+  // What a streaming session may hold in the process beside its unsent bytes: the session
+  // object with its socket and timer (its request buffers are released once the stream
+  // starts) and, over TLS, OpenSSL's connection with its record buffers. An allowance:
+  // tests/daemon/serving/http/feed_e2e.py (memory) checks that a plain-HTTP stream adds
+  // less to the process's resident memory.
+  static constexpr size_t kSessionBytes = 48 * 1024;
 
   explicit EventStream(size_t max_unsent_bytes) : max_unsent_bytes_(max_unsent_bytes) {}
   ~EventStream() { Close(); }

@@ -12,13 +12,15 @@
 // Access control comes from the --web.config.file (hotkey/config/web_config.h, Prometheus
 // exporter-toolkit format), parsed by the caller: TLS through Asio's OpenSSL support (tls.h),
 // client certificates, basic auth (basic_auth.h), extra response headers; SetWebConfig swaps in
-// a re-read file's. With basic_auth_users
-// every path answers 401 without valid credentials, except /-/healthy and /-/ready when
-// WebOptions::health_without_auth. bcrypt checks that the cache cannot answer run on one worker
-// thread, never on the io_context, so a client sending wrong passwords delays only other first-time
-// logins, never a scrape; and an address gets one check at a time and backs off after failures
-// (auth_limiter.h), so it cannot fill the worker's queue. A 401 closes its connection, so a
-// client cannot pipeline guesses on one.
+// a re-read file's. With basic_auth_users every path answers 401 without valid credentials,
+// except /-/healthy and /-/ready when WebOptions::health_without_auth. Credentials verified
+// before are answered from a cache; the others wait for a bcrypt check on a bounded pool of
+// worker threads, never on the io_context, in a queue fair between addresses
+// (auth_queue.h): a client sending wrong passwords delays another address's first login by a
+// bounded number of checks and never a scrape with cached credentials. A request is answered
+// 401 only once its credentials were checked (or are missing or malformed); one that cannot
+// wait its turn (no place in the queue, pushed out, its deadline passed) is answered 429 with
+// Retry-After. A 401 or 429 closes its connection, so a client cannot pipeline guesses on one.
 //
 // Thread-compatible: create, start and stop it from the io_context's thread.
 
@@ -66,8 +68,9 @@ struct HttpResponse {
 };
 
 struct HttpLimits {
-  // To read a request head and body, and then to have its credentials checked (time queued
-  // for the bcrypt worker counts): a request that passes it is closed unanswered.
+  // To read a request head and body (a request that passes it is closed unanswered), and
+  // then to have its credentials checked (one still waiting for its check then is answered
+  // 429).
   absl::Duration request_timeout = absl::Seconds(10);
   // For a TLS handshake, from the connection's accept: a client that has not completed one
   // by then is closed.
@@ -77,28 +80,31 @@ struct HttpLimits {
   // Open connections. At the cap a new connection closes one that waits, in this order:
   // a TLS connection that has sent nothing yet (a TLS client speaks first, so a real one
   // leaves this state at once), then a TLS handshake in progress, then a request queued for
-  // its password check, then a connection waiting for a request; of the first kind found,
-  // the one that has waited longest. A connection whose request is being answered is never closed
-  // to make room, so idle, slow or handshaking clients cannot lock scrapers out.
+  // its password check whose address has others queued (AuthQueue::Victim), then a
+  // connection waiting for a request, then any request queued for its check, then a
+  // streamed response (event_stream.h; the one with the most unsent bytes, of those the
+  // newest); of the other kinds, the one that has waited longest. A request queued for its
+  // check is answered 429 as it goes, a stream ends as EventStream::CloseReason::kEvicted.
+  // A connection whose request is being answered (not a stream) is never closed to make
+  // room, so idle, slow, handshaking or streaming clients cannot lock scrapers out.
   size_t max_connections = 64;
   // When accept() finds no descriptor left (EMFILE, ENFILE), the server closes a waiting
   // connection as at the cap and accepts again at once; with none to close it waits this
   // long before the next accept() instead of retrying in a loop, as after any other error
   // but ECONNABORTED.
   absl::Duration accept_backoff = absl::Milliseconds(100);
-  // Password checks (bcrypt) that may be queued or running at once, and the per-address
-  // backoff after failures (auth_limiter.h).
-  size_t max_queued_auth_checks = 8;
-  size_t max_auth_addresses = 4096;
-  absl::Duration auth_failure_backoff = absl::Seconds(1);
-  absl::Duration max_auth_failure_backoff = absl::Seconds(30);
+  // Requests waiting for a password check (bcrypt), all addresses together (auth_queue.h),
+  // and the worker threads that run the checks.
+  size_t max_queued_auth_checks = 16;
+  size_t auth_workers = 1;
 };
 
-// What a connection is doing when it is closed to make room.
-// In HttpLimits::max_connections' order of eviction.
-enum class ConnectionState { kSilent, kHandshake, kAuth, kIdle };
-inline constexpr int kNumConnectionStates = 4;
-inline constexpr const char* kConnectionStateNames[] = {"silent", "handshake", "auth", "idle"};
+// What a connection is doing when it is closed to make room (HttpLimits::max_connections
+// gives the order of eviction).
+enum class ConnectionState { kSilent, kHandshake, kAuth, kIdle, kStream };
+inline constexpr int kNumConnectionStates = 5;
+inline constexpr const char* kConnectionStateNames[] = {"silent", "handshake", "auth", "idle",
+                                                        "stream"};
 
 // Why a connection was closed to make room: the connection cap, or accept() found no
 // descriptor left.
@@ -106,13 +112,14 @@ enum class EvictReason { kConnectionCap, kDescriptors };
 inline constexpr int kNumEvictReasons = 2;
 inline constexpr const char* kEvictReasonNames[] = {"connection_cap", "descriptors"};
 
-// Why a request was answered 401: wrong, missing or malformed credentials; refused
-// unchecked because its address has a check queued or is backing off after failures, or
-// because the bcrypt queue or the address table is full; or its deadline passed while it
-// waited for the check (then it is closed unanswered).
-enum class AuthFailure { kInvalid, kThrottled, kBusy, kDeadline };
-inline constexpr int kNumAuthFailures = 4;
-inline constexpr const char* kAuthFailureNames[] = {"invalid", "throttled", "busy", "deadline"};
+// Why a request was refused for basic auth: 401 for wrong, missing or malformed credentials
+// (checked); 429 with Retry-After, unchecked, when the check queue had no place for it or
+// pushed it out for another address (busy), or when its deadline passed while it waited
+// (deadline). A request queued for its check and closed to make room is answered 429 too,
+// and counted in the evictions.
+enum class AuthFailure { kInvalid, kBusy, kDeadline };
+inline constexpr int kNumAuthFailures = 3;
+inline constexpr const char* kAuthFailureNames[] = {"invalid", "busy", "deadline"};
 
 // accept() failures: out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM), or another.
 inline constexpr int kNumAcceptErrors = 2;
@@ -140,10 +147,9 @@ class HttpServer {
   // WebConfig is plain HTTP without authentication). A certificate or key OpenSSL refuses
   // is an error here, so the daemon does not start; its message names web.config_file.
   // Reads no file but the PEM files that `web_config` names. `now` is the clock the
-  // per-address password backoff (auth_limiter.h) is measured on: a monotonic one, since a
-  // wall-clock step would lengthen or cut every backoff running; tests pass a fake clock's.
-  // The deadlines of requests and handshakes and the accept backoff are Asio timers on
-  // `io`, which run on std::chrono::steady_clock.
+  // duration of password checks is measured on, for the Retry-After of a 429: a monotonic
+  // one; tests pass a fake clock's. The deadlines of requests and handshakes and the accept
+  // backoff are Asio timers on `io`, which run on std::chrono::steady_clock.
   using NowFunction = std::function<absl::Time()>;
   static absl::StatusOr<std::unique_ptr<HttpServer>> Create(
       boost::asio::io_context& io, const config::WebOptions& web,
@@ -161,9 +167,9 @@ class HttpServer {
   absl::Status SetWebConfig(const config::WebConfig& web_config, std::string_view config_file);
 
   void Start();
-  // Stops accepting and closes the connections waiting for a request and the streamed
-  // responses (EventStream, closed as kServer); one in the middle of a request is answered,
-  // then closed.
+  // Stops accepting and closes the connections waiting for a request or a password check
+  // and the streamed responses (EventStream, closed as kServer); one in the middle of a
+  // request is answered, then closed.
   void Stop();
 
   // The first listening socket's address (in the order of web.listen_addresses), and all.
@@ -182,7 +188,7 @@ class HttpServer {
   absl::Status Adopt(int fd);
   void Accept(boost::asio::ip::tcp::acceptor& acceptor);
   void OnAcceptError(boost::asio::ip::tcp::acceptor& acceptor, const boost::system::error_code& ec);
-  // Starts the bcrypt worker once a config has basic auth.
+  // Starts the bcrypt workers once a config has basic auth.
   void EnsureAuthPool();
 
   boost::asio::io_context& io_;
@@ -191,8 +197,8 @@ class HttpServer {
   std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
   // One per acceptor: paces accept() after it found no descriptor and no connection to close.
   std::vector<std::unique_ptr<boost::asio::steady_timer>> accept_backoff_;
-  // bcrypt checks; one thread, so they never run in parallel (each costs ~70 ms of CPU at
-  // cost 10). Null until a config has basic auth. Joined by the destructor.
+  // bcrypt checks, HttpLimits::auth_workers threads (each check costs ~70 ms of CPU at cost
+  // 10). Null until a config has basic auth. Joined by the destructor.
   std::unique_ptr<boost::asio::thread_pool> auth_pool_;
 };
 

@@ -30,10 +30,14 @@
 // FeedHub serves the set: GET's JSON, and the streams. Each stream is an http::EventStream
 // bounded at kMaxUnsentBytes unsent (a slower reader is dropped and counted, never waited
 // for); at most max_subscribers at once (the next is refused and counted); a heartbeat every
-// FeedOptions::heartbeat() renews the client's leases.
+// FeedOptions::heartbeat() renews the client's leases. The HTTP server may close a stream to
+// make room for another connection (counted as evicted). What the streams hold is bounded
+// by MemoryBoundBytes().
 //
 // Key exposure: the raw key bytes (key_b64, key) go out when keys are labelled raw, or to a
 // request that passed basic auth; otherwise an entry carries only its label (RawKeysFor()).
+// With require_auth (--feed.require-auth) the feed answers only requests that passed basic
+// auth.
 //
 // Thread-compatible: the daemon calls both from its io_context thread; stats() (the
 // metrics) may be read from any thread.
@@ -154,8 +158,9 @@ struct FeedStats {
   uint64_t entries = 0;
   uint64_t events[3] = {};  // by FeedEvent::Type
   uint64_t heartbeats = 0;
-  uint64_t dropped_slow = 0;   // unsent output passed kMaxUnsentBytes, or a write timed out
-  uint64_t dropped_limit = 0;  // refused: max_subscribers were streaming
+  uint64_t dropped_slow = 0;     // unsent output passed kMaxUnsentBytes, or a write timed out
+  uint64_t dropped_limit = 0;    // refused: max_subscribers were streaming
+  uint64_t dropped_evicted = 0;  // closed by the HTTP server to make room for a connection
 };
 
 class FeedHub : public prometheus::Collectable {
@@ -165,9 +170,9 @@ class FeedHub : public prometheus::Collectable {
   // over it drop every subscriber (docs/feed.md, "Bounds").
   static constexpr size_t kMaxUnsentBytes = 64 * 1024;
 
-  // `now` (monotonic) starts the heartbeat period.
+  // `now` (monotonic) starts the heartbeat period. `require_auth`: see above.
   FeedHub(size_t max_subscribers, std::string label_secret,
-          const config::ReloadableOptions& options, absl::Time now);
+          const config::ReloadableOptions& options, absl::Time now, bool require_auth = false);
   ~FeedHub() override;
 
   // Takes effect at the next Update().
@@ -186,6 +191,13 @@ class FeedHub : public prometheus::Collectable {
   void CloseAll();
 
   config::KeyLabelMode label_mode() const { return options_.exporter.label; }
+  bool require_auth() const { return require_auth_; }
+  // The most the streams can hold in the process: max_subscribers times a subscriber's
+  // unsent bytes (kMaxUnsentBytes) and its session (http::EventStream::kSessionBytes). Part
+  // of hotkey_memory_budget_bytes.
+  size_t MemoryBoundBytes() const {
+    return max_subscribers_ * (kMaxUnsentBytes + http::EventStream::kSessionBytes);
+  }
   const FeedState& state() const { return state_; }
   FeedStats stats() const;
   // hotkey_feed_* (docs/metrics.md).
@@ -203,6 +215,7 @@ class FeedHub : public prometheus::Collectable {
   void Sweep();
 
   const size_t max_subscribers_;
+  const bool require_auth_;
   config::ReloadableOptions options_;
   FeedState state_;
   absl::Time last_heartbeat_;
@@ -215,6 +228,7 @@ class FeedHub : public prometheus::Collectable {
   std::atomic<uint64_t> heartbeats_{0};
   std::atomic<uint64_t> dropped_slow_{0};
   std::atomic<uint64_t> dropped_limit_{0};
+  std::atomic<uint64_t> dropped_evicted_{0};
 };
 
 }  // namespace hotkey::web

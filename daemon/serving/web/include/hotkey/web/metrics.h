@@ -33,12 +33,16 @@ class SnapshotCollector : public prometheus::Collectable {
   // The HTTP server's own figures (hotkey_http_*), exported when set. Call before the
   // first Collect; `http` must outlive the collector.
   void SetHttpServer(const http::HttpServer* http) { http_ = http; }
+  // The most the serving side can hold (the feed streams' bound, FeedHub::MemoryBoundBytes),
+  // added to hotkey_memory_budget_bytes. Call before the first Collect.
+  void SetServingBoundBytes(size_t bytes) { serving_bound_bytes_ = bytes; }
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   const aggregate::SnapshotStore& store_;
   const http::HttpServer* http_ = nullptr;
+  size_t serving_bound_bytes_ = 0;
 };
 
 // The Prometheus text exposition format (version 0.0.4) of `collectable`.
