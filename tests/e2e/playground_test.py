@@ -471,8 +471,13 @@ def click_key(cdp, base, key):
             return None
         k = {x["key"]: x for x in snap["keys"]}[key]
         q = dict(urllib.parse.parse_qsl(shown["query"] or ""))
-        want = {"shard_ops": snap["ops_per_second"]["read"] + snap["ops_per_second"]["write"],
-                "hot_share": k["share"], "write_share": k["write_ratio"]}
+        # The figures the key's advice was computed from (its episode's span), else the
+        # window's.
+        a = k.get("advised_on")
+        want = ({"shard_ops": a["shard_ops"], "hot_share": a["share"],
+                 "write_share": a["write_ratio"]} if a else
+                {"shard_ops": snap["ops_per_second"]["read"] + snap["ops_per_second"]["write"],
+                 "hot_share": k["share"], "write_share": k["write_ratio"]})
         got = {n: float(q[n]) if n in q else None for n in want}
         if got != want or "ops" in q:
             last["why"] = f"model request {shown['query']!r}, want {want}"

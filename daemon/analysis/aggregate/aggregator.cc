@@ -18,10 +18,11 @@ namespace {
 using sketch::kNumOps;
 
 // The shortest span a key's advice is read over against a configured capacity (or the
-// rate window, if shorter): eight ticks at the default publish interval, so that one late
-// or early tick moves the share by an eighth at most. Against a measured load the span is
-// one answer of the shard at least (5 s by default).
-constexpr absl::Duration kMinAdviceSpan = absl::Seconds(2);
+// rate window, if shorter): one answer of a shard at the default --shard.interval, the
+// span a measured load gives, so both give a first advice at the same pace. Shorter spans
+// let a start-up's lagging rate (a source still catching up) decide a fix that the
+// hysteresis then keeps.
+constexpr absl::Duration kMinAdviceSpan = absl::Seconds(5);
 
 // Undecayed weight over (then, now] per second; 0 before any time has passed.
 double Rate(double delta, absl::Duration span) {
@@ -204,6 +205,11 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
   if (!p.ok()) return;  // the inputs are validated where they are set; nothing to advise
   for (const model::StrategyLoad& l : p->loads)
     k->projected_load.emplace_back(l.strategy, l.busiest);
+  k->advised_on = {shard_ops, share, writes,
+                   !measured        ? resolved_.cluster.capacity
+                   : busy->busy > 0 ? shard_ops / busy->busy
+                                    : std::numeric_limits<double>::infinity(),
+                   absl::ToDoubleSeconds(now - since)};
   const AdviceHold::Decision d = advice_hold_.Observe(k->hash, *p, resolved_.cluster.target);
   k->advice = d.fix;
   if (!d.changed || !log_) return;

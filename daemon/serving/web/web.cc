@@ -294,6 +294,16 @@ std::string SnapshotJson(const Snapshot& s) {
       projected[model::StrategyName(strategy)] = load;
     }
     key["projected_load"] = std::move(projected);
+    // What the advice was computed from (snapshot.h), for the playground to redo it.
+    if (!k.projected_load.empty()) {
+      const KeySnapshot::AdviceFigures& a = k.advised_on;
+      key["advised_on"] = json::object{
+          {"shard_ops", a.shard_ops},
+          {"share", a.share},
+          {"write_ratio", a.write_ratio},
+          {"capacity", std::isfinite(a.capacity) ? json::value(a.capacity) : json::value(nullptr)},
+          {"seconds", a.seconds}};
+    }
     keys.emplace_back(std::move(key));
   }
   o["keys"] = std::move(keys);

@@ -254,15 +254,18 @@ function setMeasured(m) {
   runModel();
 }
 document.getElementById("measured-off").addEventListener("click", () => setMeasured(null));
-// The figures the daemon's advice for the key used: its share and write ratio, and the
+// The figures the daemon's advice for the key used ("advised_on": the episode's own span,
+// and the capacity then); for a key with no advice, its share and write ratio and the
 // shard's ops/s over the rate window (read + write, summed as the daemon sums them).
 function useKey(k, s) {
+  const a = k.advised_on;
+  if (a && a.capacity !== null) setSlider("capacity", a.capacity);
   setMeasured({
     key: k.key,
     time: s.time,
-    hot_share: k.share,
-    write_share: k.write_ratio,
-    shard_ops: s.ops_per_second.read + s.ops_per_second.write,
+    hot_share: a ? a.share : k.share,
+    write_share: a ? a.write_ratio : k.write_ratio,
+    shard_ops: a ? a.shard_ops : s.ops_per_second.read + s.ops_per_second.write,
   });
 }
 async function refresh() {

@@ -1083,7 +1083,7 @@ TEST_CASE("Aggregator: a load steady over the rate window gets one fix, however 
   for (double share : shares) CHECK(share == Approx(0.3).margin(0.005));
 }
 
-TEST_CASE("Aggregator: a hot key gets advice once its episode spans two seconds",
+TEST_CASE("Aggregator: a hot key gets advice once its episode spans the rate window (2 s here)",
           "[daemon][aggregator]") {
   config::ReloadableOptions r = Reloadable();
   Aggregator agg(Track(), r, "secret", kT0, nullptr);  // rate window 2 s
@@ -1101,7 +1101,7 @@ TEST_CASE("Aggregator: a hot key gets advice once its episode spans two seconds"
     REQUIRE(k);
     INFO("step " << step);
     // Hot within detection's speed (its decayed share), advised once its episode (from
-    // about 1.1 s) spans 2 s, the shortest advice span and the window here.
+    // about 1.1 s) spans the 2 s window (shorter than the shortest advice span, 5 s).
     if (step >= 5) CHECK(k->hot);
     if (step <= 20) {
       CHECK(k->projected_load.empty());
@@ -1331,7 +1331,7 @@ TEST_CASE(
       advised = model::StrategyName(snap->keys[0].advice);
     }
   };
-  for (int i = 0; i < 50; ++i) tick(300);  // 5 s: hot, and advised once its episode spans 2 s
+  for (int i = 0; i < 50; ++i) tick(300);  // 5 s: hot, advised once its episode spans 2 s
   REQUIRE(snap->hot_keys == 1);
   REQUIRE(snap->keys[0].hot);
   CHECK(advised == "cache");

@@ -56,6 +56,17 @@ struct KeySnapshot {
   // the shard's measured busy fraction over the same time (or, configured, its ops/s over
   // the configured capacity). Empty for a key that is not hot.
   std::vector<std::pair<model::Strategy, double>> projected_load;
+  // The figures projected_load was computed from (with it): the shard's ops/s, the key's
+  // share and write ratio over the episode's span (`seconds` long, within the rate window),
+  // and the capacity (configured, or the shard's ops/s over its busy fraction then: +inf
+  // for an idle shard). model::ProjectShare on them gives projected_load back.
+  struct AdviceFigures {
+    double shard_ops = 0;
+    double share = 0;
+    double write_ratio = 0;
+    double capacity = 0;
+    double seconds = 0;
+  } advised_on;
 };
 
 struct Snapshot {
