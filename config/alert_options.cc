@@ -52,8 +52,8 @@ absl::Status AlertOptions::Validate() const {
     return OutOfRange("alert min dwell", "[0s, 1h]", absl::FormatDuration(min_dwell));
   }
   if (!IsHysteresis(hysteresis)) return OutOfRange("alert hysteresis", "[0, 1)", hysteresis);
-  if (!InRange(advice_dwell, absl::ZeroDuration(), absl::Hours(1))) {
-    return OutOfRange("alert advice dwell", "[0s, 1h]", absl::FormatDuration(advice_dwell));
+  if (!(advice_margin >= 0 && advice_margin < 1)) {
+    return OutOfRange("alert advice margin", "[0, 1)", advice_margin);
   }
   if (!(min_ops_per_second >= 0) || min_ops_per_second > 1e12) {
     return OutOfRange("alert min ops", "[0, 1e12]", min_ops_per_second);

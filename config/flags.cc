@@ -196,7 +196,11 @@ void Register(FlagParser& p, DaemonOptions& o) {
 
   p.Section("Cluster (the advice model)");
   p.AddInteger("cluster.shards", "Shards in the cluster (N), for the advice model.", &o.cluster.shards);
-  p.AddNumber("cluster.capacity", "Ops/s one shard can serve (C).", &o.cluster.capacity);
+  p.AddNumber("cluster.capacity",
+              "Ops/s one shard can serve (C). Given, it replaces the shard's measured "
+              "load; not given and no shard asked, the headroom is unknown and no key is "
+              "advised (--demo's shard serves this).",
+              &o.cluster.capacity);
   p.AddInteger("cluster.app-servers", "App servers that would cache a hot key (A).", &o.cluster.app_servers);
   p.AddCustom("cluster.refresh", "Refresh interval of a cached hot key.",
       Dur(absl::Seconds(o.cluster.refresh_seconds)),

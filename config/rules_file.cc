@@ -112,15 +112,21 @@ absl::Status ForEachKey(const YAML::Node& node, std::string_view path,
 
 absl::Status ReadAlert(const YAML::Node& node, AlertOptions* alert) {
   AlertOptions& a = *alert;
+  // A key of older hotkeyds, named so that such a file says what replaced it.
+  if (node.IsMap()) {
+    if (const YAML::Node old = node["advice_dwell"]; old) {
+      return YamlError(old, "alert.advice_dwell",
+                       "gone: the advised fix now changes when its projected load passes the "
+                       "target by alert.advice_margin (no fixed wait)");
+    }
+  }
   absl::Status s = ForEachKey(
-      node, "alert", {"share_threshold", "min_dwell", "hysteresis", "min_ops", "advice_dwell"},
+      node, "alert", {"share_threshold", "min_dwell", "hysteresis", "min_ops", "advice_margin"},
       [&](const std::string& key, const YAML::Node& v, const std::string& path) {
         if (key == "share_threshold") return Read(v, path, ParseNumber, &a.default_threshold);
         if (key == "min_dwell") return Read(v, path, ParseDurationText, &a.min_dwell);
         if (key == "hysteresis") return Read(v, path, ParseNumber, &a.hysteresis);
-        if (key == "advice_dwell") {
-          return Read(v, path, ParseDurationText, &a.advice_dwell);
-        }
+        if (key == "advice_margin") return Read(v, path, ParseNumber, &a.advice_margin);
         return Read(v, path, ParseNumber, &a.min_ops_per_second);
       });
   if (!s.ok()) return s;

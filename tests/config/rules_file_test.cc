@@ -93,14 +93,14 @@ TEST_CASE("Rules file: given keys override the base and the rest is kept", "[con
       "alert:\n"
       "  share_threshold: 0.2\n"
       "  min_dwell: 1s\n"
-      "  advice_dwell: 2m\n"
+      "  advice_margin: 0.1\n"
       "export:\n"
       "  key_label: hash\n"
       "  label_max_bytes: 1KiB\n"
       "  min_key_ops: 0.5\n");
   CHECK(r.alert.default_threshold == 0.2);
   CHECK(r.alert.min_dwell == absl::Seconds(1));
-  CHECK(r.alert.advice_dwell == absl::Minutes(2));
+  CHECK(r.alert.advice_margin == 0.1);
   CHECK(r.alert.hysteresis == Base().alert.hysteresis);
   CHECK(r.alert.rules == Base().alert.rules);  // no thresholds section: base rules kept
   CHECK(r.exporter.label == KeyLabelMode::kHash);
@@ -211,7 +211,8 @@ TEST_CASE("Rules file: out-of-range settings name their section's line", "[confi
   CHECK_THAT(ApplyError("alert:\n  hysteresis: -0.1\n"), Contains("alert hysteresis"));
   CHECK_THAT(ApplyError("alert:\n  min_ops: -1\n"), Contains("alert min ops"));
   CHECK_THAT(ApplyError("alert:\n  min_dwell: -1s\n"), Contains("negative"));
-  CHECK_THAT(ApplyError("alert:\n  advice_dwell: 2h\n"), Contains("advice dwell"));
+  CHECK_THAT(ApplyError("alert:\n  advice_margin: 1\n"), Contains("advice margin"));
+  CHECK_THAT(ApplyError("alert:\n  advice_dwell: 30s\n"), Contains("alert.advice_margin"));
 }
 
 TEST_CASE("Rules file: a cluster section is refused with the flags that replace it",

@@ -98,7 +98,8 @@ check() { python3 "$here/advice_check.py" "$@"; }
 # allows, the advice must be right at once and stay right.
 wait_for 15 "/api/v1/top: all three keys hot" check hot "$hk" "${want[@]}"
 wait_for 15 "measured shard rate settled near 10000 ops/s" check settled "$hk" 10000
-# The advice is given once the rate window is whole, and then held (alert.advice_dwell).
+# A hot key is advised once its episode spans 5 s (--cluster.capacity given: a configured
+# headroom), and then held by hysteresis on the projected loads (alert.advice_margin).
 wait_for 20 "/api/v1/top: the three keys advised" check advised "$hk" "${want[@]}"
 for i in 1 2 3 4; do
   check top "$hk" "${want[@]}" > "$tmp/last-check.out" 2>&1 ||

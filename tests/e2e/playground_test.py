@@ -340,9 +340,12 @@ TABLE_JS = r"""(() => ({
 def expected_warning(model):
     """The warning the page must show for /api/v1/top's "model", or None."""
     shard = model.get("shard", {})
+    if model.get("capacity", {}).get("origin") == "unknown":
+        return (f"no key is advised: the shard's headroom is unknown "
+                f"({model['capacity'].get('reason', 'no reason given')})")
     if shard.get("asked") and not shard.get("up"):
         return (f"advice uses configured figures: the shard could not be asked "
-                f"({shard.get('error', 'no error given')}); set --cluster.* flags")
+                f"({shard.get('error', 'no error given')})")
     if not shard.get("asked") and all(model[i]["origin"] == "configured"
                                       for i in ("capacity", "shards", "app_servers")):
         return "advice uses configured cluster figures (--cluster.* flags)"
@@ -426,7 +429,7 @@ def check_table(cdp, base):
         raise Failure(f"{e}: {last['why']}") from None
     hot = [k for k in snap["keys"] if k["hot"]]
     rows = {r["key"]: r for r in shown["rows"]}
-    # The advice is held (alert.advice_dwell), so a fresh answer advises the same.
+    # The advice is held (alert.advice_margin), so a fresh answer advises the same.
     fresh = {k["key"]: k["advice"] for k in json.loads(http_get(f"{base}/api/v1/top"))["keys"]}
     for k in hot:
         if fresh.get(k["key"]) != k["advice"]:
@@ -468,8 +471,13 @@ def click_key(cdp, base, key):
             return None
         k = {x["key"]: x for x in snap["keys"]}[key]
         q = dict(urllib.parse.parse_qsl(shown["query"] or ""))
-        want = {"shard_ops": snap["ops_per_second"]["read"] + snap["ops_per_second"]["write"],
-                "hot_share": k["share"], "write_share": k["write_ratio"]}
+        # The figures the key's advice was computed from (its episode's span), else the
+        # window's.
+        a = k.get("advised_on")
+        want = ({"shard_ops": a["shard_ops"], "hot_share": a["share"],
+                 "write_share": a["write_ratio"]} if a else
+                {"shard_ops": snap["ops_per_second"]["read"] + snap["ops_per_second"]["write"],
+                 "hot_share": k["share"], "write_share": k["write_ratio"]})
         got = {n: float(q[n]) if n in q else None for n in want}
         if got != want or "ops" in q:
             last["why"] = f"model request {shown['query']!r}, want {want}"
@@ -521,8 +529,12 @@ def check_page_functions(cdp):
     down = dict(model, shard={"asked": True, "up": False, "error": "connection refused"})
     up = dict(model, shard={"asked": True, "up": True})
     configured = dict(model, shards={"value": 16, "origin": "configured"})
+    unknown = dict(down, capacity={"value": None, "origin": "unknown",
+                                   "reason": "the shard at x does not answer: refused"})
     for m, text in [(down, "advice uses configured figures: the shard could not be asked "
-                           "(connection refused); set --cluster.* flags"),
+                           "(connection refused)"),
+                    (unknown, "no key is advised: the shard's headroom is unknown (the shard at "
+                              "x does not answer: refused)"),
                     (up, ""), (model, ""),
                     (configured, "advice uses configured cluster figures (--cluster.* flags)")]:
         got = cdp.eval("modelWarning(%s)" % json.dumps(m))

@@ -2,6 +2,8 @@
 
 #include "checkers.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -221,17 +223,25 @@ bool TakeName(std::string_view* s, bool colon, std::string* out) {
   return true;
 }
 
-// A float as Prometheus (Go's strconv.ParseFloat) reads it in the text format.
+// A float as Prometheus (Go's strconv.ParseFloat) reads it in the text format: the special
+// values in any case (prometheus-cpp writes NaN as "Nan").
 bool ParseFloatText(std::string_view t, double* out) {
-  if (t == "+Inf" || t == "Inf") {
+  const auto is = [t](std::string_view word) {
+    return t.size() == word.size() &&
+           std::equal(t.begin(), t.end(), word.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) ==
+                    std::tolower(static_cast<unsigned char>(b));
+           });
+  };
+  if (is("+Inf") || is("Inf")) {
     *out = INFINITY;
     return true;
   }
-  if (t == "-Inf") {
+  if (is("-Inf")) {
     *out = -INFINITY;
     return true;
   }
-  if (t == "NaN") {
+  if (is("NaN")) {
     *out = NAN;
     return true;
   }

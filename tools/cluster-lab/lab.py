@@ -15,8 +15,8 @@ One command starts, on loopback only:
     tap sees (one on loopback, though the lab runs several app workers: the model's
     refresh load is then A = 1 refresh per TTL, not one per worker, a difference of a few
     ops/s). Only the fixes' parameters are flags (--cluster.refresh, replicas, split,
-    target). The rules file (--config.file) sets alert.min_dwell 0s and
-    alert.advice_dwell 2s: the default 30 s hold of the advice is longer than a phase;
+    target). The rules file (--config.file) sets alert.min_dwell 0s; the advice keeps the
+    defaults (its fix changes when the projections pass the target by alert.advice_margin);
   * a real Prometheus scraping all hotkeyds with the shipped recording rules and alerts
     (deploy/prometheus/hotkeyd.rules.yml, targets labelled cluster/shard as in
     deploy/prometheus/scrape.yml); the lab's time scale is seconds, so `for:` and
@@ -604,12 +604,12 @@ class Lab:
         self.make_cluster()
         self.make_pools()
         self.calibrate()
-        # The daemons' policy: a key is hot as soon as it crosses its threshold, and the
-        # advice is held 2 s before it changes (the lab's time scale is seconds).
+        # The daemons' policy: a key is hot as soon as it crosses its threshold (the lab's
+        # time scale is seconds).
         rules_path = os.path.join(self.tmp, "hotkeyd-rules.yml")
         with open(rules_path, "w") as f:
             # A fix the feed published is withdrawn 2 s after its key stops being hot.
-            f.write("alert:\n  min_dwell: 0s\n  advice_dwell: 2s\nfeed:\n  hold: 2s\n")
+            f.write("alert:\n  min_dwell: 0s\nfeed:\n  hold: 2s\n")
         for i, port in enumerate(self.ports):
             wp = free_port()
             self.web_ports.append(wp)
@@ -1080,9 +1080,9 @@ scrape_configs:
                     # The driver's rate from a rate window (2 s) before the first reading
                     # to the last: what the daemon's projections were made from.
                     time.sleep(3)
-                    # The daemon holds a key's fix until another wins for alert.advice_dwell
-                    # (2 s here), and its capacity sums the shard's last 12 answers: after a
-                    # mix change the advice settles on the new one within seconds. Wait
+                    # The daemon's fix follows the projections past alert.advice_margin, and
+                    # its load is the shard's answers over the rate window: after a mix
+                    # change the advice settles on the new one within seconds. Wait
                     # (bounded) for it to read the same three times running.
                     last = []
                     deadline = time.monotonic() + 20
@@ -1157,8 +1157,8 @@ scrape_configs:
                         f"±{a.tolerance:.0%} of the model's with its measured inputs")
                     # A saturated shard serves between what it can and what is asked: the
                     # daemon's advice is the model's at the rate it serves, or, while that
-                    # rate reaches for the demand, the model's at the demand (held for
-                    # alert.advice_dwell either way).
+                    # rate reaches for the demand, the model's at the demand (held by
+                    # alert.advice_margin either way).
                     # Near the target the served rate's wander decides between two fixes,
                     # and the daemon holds the one it gave while the answer flickers back
                     # to it: any fix the model puts within the lab's tolerance of the target

@@ -2,25 +2,28 @@
 
 namespace hotkey::aggregate {
 
-void AdviceHold::Begin(absl::Time now) {
-  now_ = now;
-  ++tick_;
-}
-
-model::Strategy AdviceHold::Observe(uint64_t id, model::Strategy answer) {
-  auto [it, fresh] = keys_.try_emplace(id, Entry{answer, absl::InfiniteFuture(), tick_});
+AdviceHold::Decision AdviceHold::Observe(uint64_t id, const model::Projection& p, double target) {
+  auto [it, fresh] = keys_.try_emplace(id, Entry{p.advice, tick_});
   Entry& e = it->second;
   e.seen_tick = tick_;
-  if (fresh || answer == e.held) {
-    e.losing_since = absl::InfiniteFuture();
-    return e.held;
+  if (fresh) return Decision{p.advice, std::nullopt, true};
+  const model::Strategy held = e.held;
+  // The held fix's row, and the first cheaper strategy that fits with room.
+  const model::StrategyLoad* own = nullptr;
+  const model::StrategyLoad* cheaper = nullptr;
+  for (const model::StrategyLoad& l : p.loads) {
+    if (l.strategy == held) {
+      own = &l;
+      break;
+    }
+    if (!cheaper && l.busiest <= target - margin_) cheaper = &l;
   }
-  if (e.losing_since == absl::InfiniteFuture()) e.losing_since = now_;
-  if (now_ - e.losing_since >= dwell_) {
-    e.held = answer;
-    e.losing_since = absl::InfiniteFuture();
+  if (held != model::Strategy::kIsolate && (!own || own->busiest > target + margin_)) {
+    e.held = p.advice;
+  } else if (cheaper) {
+    e.held = cheaper->strategy;
   }
-  return e.held;
+  return Decision{e.held, held, e.held != held};
 }
 
 void AdviceHold::Finish() {

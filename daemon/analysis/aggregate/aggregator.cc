@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "hotkey/log/log.h"
 #include "hotkey/source/report_buffer.h"
 
 namespace hotkey::aggregate {
@@ -14,6 +16,13 @@ namespace hotkey::aggregate {
 namespace {
 
 using sketch::kNumOps;
+
+// The shortest span a key's advice is read over against a configured capacity (or the
+// rate window, if shorter): one answer of a shard at the default --shard.interval, the
+// span a measured load gives, so both give a first advice at the same pace. Shorter spans
+// let a start-up's lagging rate (a source still catching up) decide a fix that the
+// hysteresis then keeps.
+constexpr absl::Duration kMinAdviceSpan = absl::Seconds(5);
 
 // Undecayed weight over (then, now] per second; 0 before any time has passed.
 double Rate(double delta, absl::Duration span) {
@@ -124,58 +133,135 @@ bool Aggregator::KeyWindowRates(const HistoryPoint& point, const std::vector<Bas
   return whole;
 }
 
-void Aggregator::Advise(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
-                        double shard_ops, KeySnapshot* k) {
-  const bool whole = KeyWindowRates(point, bases, now, k);
+const std::vector<Aggregator::Base>& Aggregator::BasesSince(const HistoryPoint& point,
+                                                            absl::Time since) {
+  since_bases_.assign(point.sources.size(), Base{});
+  for (size_t i = 0; i < point.sources.size(); ++i) {
+    const SourcePoint& now_i = point.sources[i];
+    if (!now_i.present) continue;
+    Base& b = since_bases_[i];
+    for (const HistoryPoint& h : history_) {
+      if (h.time < since || !h.sources[i].present) continue;
+      const SourcePoint& then = h.sources[i];
+      // Counts that went backwards (a replaced tracker) make no base.
+      if (now_i.raw_total[0] >= then.raw_total[0] && now_i.raw_total[1] >= then.raw_total[1]) {
+        b = Base{true, &then, h.time};
+      }
+      break;
+    }
+    if (!b.valid && history_.empty() && now_i.fresh && since <= start_) {
+      b = Base{true, nullptr, start_};
+    }
+  }
+  return since_bases_;
+}
+
+void Aggregator::WindowFigures(const HistoryPoint& point, const std::vector<Base>& bases,
+                               absl::Time now, double shard_ops, KeySnapshot* k) const {
+  KeyWindowRates(point, bases, now, k);
   const double key_ops = k->ops_per_second[0] + k->ops_per_second[1];
   k->share = shard_ops > 0 ? std::min(1.0, key_ops / shard_ops) : 0;
   if (key_ops > 0) k->write_ratio = k->ops_per_second[1] / key_ops;
+}
+
+void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time onset,
+                        const std::string& label, KeySnapshot* k) {
   k->projected_load.clear();
-  // No advice until the window is whole (a whole rate window since start, and all of the
-  // key's ops in it): a shorter window follows bursts, and a key tracked for part of it has
-  // a share still climbing; a first answer from either would be held.
-  if (counts_bytes_ || shard_ops <= 0 || !whole || now - start_ < track_.rate_window) return;
-  // Nor while a shard that answers has not yet answered kMinCapacitySamples times: its
-  // capacity is still the configured one, or a guess from one or two answers.
-  if (inputs_.measure_capacity && inputs_.shard_up &&
-      capacity_samples_.size() < kMinCapacitySamples) {
-    return;
+  if (counts_bytes_ || resolved_.capacity == InputOrigin::kUnknown) return;
+  const bool measured = resolved_.capacity == InputOrigin::kMeasured;
+  // The episode's own time: from its onset, and, on a measured shard, from the start of the
+  // oldest answer the load is read from (all begun since the onset), within the window.
+  absl::Time since = onset;
+  std::optional<BusyWindow::Sample> busy;
+  if (measured) {
+    busy = busy_.Over(now, onset);
+    if (!busy) return;  // no answer of the shard covers the episode's own time yet
+    since = std::max(since, busy->start);
   }
+  since = std::max(since, now - track_.rate_window);
+  // A span of a few ticks at least: a share over one or two ticks follows their jitter. (A
+  // measured load spans one answer of the shard already.)
+  if (!measured && now - since < std::min(kMinAdviceSpan, track_.rate_window)) return;
+  const std::vector<Base>& bases = BasesSince(point, since);
+  KeySnapshot own;
+  own.hash = k->hash;
+  // All of the key's ops in the span, or its share is still climbing.
+  if (!KeyWindowRates(point, bases, now, &own)) return;
+  double shard_ops = 0;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    if (!bases[i].valid) continue;
+    for (int o = 0; o < kNumOps; ++o) {
+      const double then = bases[i].point ? bases[i].point->raw_total[o] : 0;
+      shard_ops += Rate(point.sources[i].raw_total[o] - then, now - bases[i].time);
+    }
+  }
+  const double key_ops = own.ops_per_second[0] + own.ops_per_second[1];
+  if (shard_ops <= 0 || key_ops <= 0) return;
+  const double share = std::min(1.0, key_ops / shard_ops);
+  const double writes = own.ops_per_second[1] / key_ops;
   absl::StatusOr<model::Projection> p =
-      model::ProjectShare(resolved_.cluster, shard_ops, k->share, k->write_ratio);
+      measured ? model::ProjectBusy(resolved_.cluster, busy->busy, shard_ops, share, writes)
+               : model::ProjectShare(resolved_.cluster, shard_ops, share, writes);
   if (!p.ok()) return;  // the inputs are validated where they are set; nothing to advise
   for (const model::StrategyLoad& l : p->loads)
     k->projected_load.emplace_back(l.strategy, l.busiest);
-  k->advice = advice_hold_.Observe(k->hash, p->advice);
+  k->advised_on = {shard_ops, share, writes,
+                   !measured        ? resolved_.cluster.capacity
+                   : busy->busy > 0 ? shard_ops / busy->busy
+                                    : std::numeric_limits<double>::infinity(),
+                   absl::ToDoubleSeconds(now - since)};
+  const AdviceHold::Decision d = advice_hold_.Observe(k->hash, *p, resolved_.cluster.target);
+  k->advice = d.fix;
+  if (!d.changed || !log_) return;
+  log::LogLine line(wall_, "info", "advised fix changed");
+  line.Quoted("key", label)
+      .Value("from", d.from ? model::StrategyName(*d.from) : "pending")
+      .Value("to", model::StrategyName(d.fix));
+  for (const model::StrategyLoad& l : p->loads) {
+    line.Value(std::string("load_").append(model::StrategyName(l.strategy)),
+               absl::StrFormat("%.3f", l.busiest));
+  }
+  line.Value("target", absl::StrFormat("%g", resolved_.cluster.target))
+      .Value("share", absl::StrFormat("%.4f", share))
+      .Value("write_ratio", absl::StrFormat("%.3f", writes))
+      .Value("ops_per_second", absl::StrFormat("%.0f", shard_ops))
+      .Value("span", absl::FormatDuration(absl::Trunc(now - since, absl::Milliseconds(1))));
+  if (busy) {
+    line.Value("busy", absl::StrFormat("%.3f", busy->busy));
+  } else {
+    line.Value("capacity", absl::StrFormat("%g", resolved_.cluster.capacity))
+        .Value("capacity_origin", InputOriginName(resolved_.capacity));
+  }
+  log_(line.text());
 }
 
 void Aggregator::SetModelInputs(ModelInputs inputs) { inputs_ = std::move(inputs); }
 
-const ModelInputs& Aggregator::ResolveInputs(double window_ops, uint64_t client_hosts) {
+const ModelInputs& Aggregator::ResolveInputs(double window_ops, uint64_t client_hosts,
+                                             absl::Time now) {
   resolved_ = inputs_;
   if (inputs_.measure_capacity) {
-    const double busy = inputs_.shard_busy;
-    if (inputs_.shard_answers != sampled_answers_ && inputs_.shard_up && busy >= 0 &&
-        window_ops > 0) {
+    if (inputs_.shard_answers != sampled_answers_) {
       sampled_answers_ = inputs_.shard_answers;
-      if (capacity_samples_.size() == kCapacitySamples) capacity_samples_.pop_front();
-      capacity_samples_.push_back({window_ops, busy});
-      double ops = 0, busy_sum = 0;
-      for (const CapacitySample& c : capacity_samples_) {
-        ops += c.ops;
-        busy_sum += c.busy;
-      }
-      if (busy_sum >= kMinBusy * capacity_samples_.size()) last_capacity_ = ops / busy_sum;
+      busy_.Add({inputs_.shard_load_start, inputs_.shard_load_end, inputs_.shard_busy});
     }
-    if (last_capacity_) {
-      resolved_.cluster.capacity = *last_capacity_;
+    // Once the shard's answers are older than the window (it stopped answering, or asks
+    // less often than the window is long), the headroom is unknown again: no stale load
+    // drives the advice.
+    if (std::optional<BusyWindow::Sample> b = busy_.Over(now); b && window_ops > 0) {
       resolved_.capacity = InputOrigin::kMeasured;
+      resolved_.capacity_reason.clear();
+      resolved_.cluster.capacity =
+          b->busy > 0 ? window_ops / b->busy : std::numeric_limits<double>::infinity();
+    } else if (inputs_.shard_up && inputs_.shard_answers > 0) {
+      resolved_.capacity_reason = "the shard's last load is older than the rate window";
     }
   }
   if (inputs_.measure_app_servers && client_hosts > 0) {
     resolved_.cluster.app_servers =
         static_cast<int>(std::min<uint64_t>(client_hosts, std::numeric_limits<int>::max()));
     resolved_.app_servers = InputOrigin::kMeasured;
+    resolved_.app_servers_reason.clear();
   }
   return resolved_;
 }
@@ -189,7 +275,8 @@ Aggregator::Aggregator(const config::TrackOptions& track,
       start_(start),
       log_(log),
       alerter_(reloadable.alert, std::move(log)),
-      advice_hold_(reloadable.alert.advice_dwell),
+      advice_hold_(reloadable.alert.advice_margin),
+      busy_(track.rate_window),
       windows_(HistoryOptions::ForExport(reloadable.exporter.top_k,
                                          reloadable.exporter.label_max_bytes)),
       episodes_(EpisodeLog::kDefaultCapacity, windows_.options().label_bytes) {
@@ -205,7 +292,7 @@ void Aggregator::SetReloadable(const config::ReloadableOptions& reloadable) {
   matcher_.emplace(reloadable.alert);
   thresholds_.clear();
   alerter_.SetOptions(reloadable.alert);
-  advice_hold_.SetDwell(reloadable.alert.advice_dwell);
+  advice_hold_.SetMargin(reloadable.alert.advice_margin);
   if (slots_) slots_->SetReloadable(reloadable);
 }
 
@@ -243,7 +330,8 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // halves every half-life and never reaches 0, and shares (decayed weight over decayed
   // total) stay where they were, so only the window says that the traffic stopped.
   const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
-  snap->model = ResolveInputs(window_ops, snap->counters.client_hosts);
+  wall_ = wall;
+  snap->model = ResolveInputs(window_ops, snap->counters.client_hosts, now);
   std::vector<KeySnapshot> keys = ObserveKeys(point, bases, now, wall, window_ops);
   snap->hot_keys = alerter_.hot_count();
   // A shard with no traffic over a whole rate window exports no key shares: they are the
@@ -339,14 +427,13 @@ std::vector<KeySnapshot> Aggregator::ObserveKeys(const HistoryPoint& point,
                                                  const std::vector<Base>& bases, absl::Time now,
                                                  absl::Time wall, double window_ops) {
   const sketch::HeavyHitters& tracker = *tracker_;
-  const config::AlertOptions& alert = reloadable_.alert;
   const config::ExportOptions& exp = reloadable_.exporter;
   const KeyLabeler& labeler = *labeler_;
   const double window = tracker.DecayedWindowSeconds();
   const double total = tracker.Total();
   std::vector<KeySnapshot> keys;
   alerter_.Begin(now, window_ops, wall);
-  advice_hold_.Begin(now);
+  advice_hold_.Begin();
   if (history_enabled_) episodes_.Begin(wall);
   // A key at or under every threshold and under min_share * (1 - hysteresis), and unknown
   // to the alerter, can be neither hot, nor pending, nor exported: it is passed over with
@@ -375,16 +462,16 @@ std::vector<KeySnapshot> Aggregator::ObserveKeys(const HistoryPoint& point,
     }
     cached->second.tick = tick_;
     k.threshold = cached->second.threshold;
-    // Advice is worked out for keys that may be hot (it goes into the episode's log line);
-    // exported keys get theirs in SelectExported().
-    const bool may_be_hot = share > k.threshold * (1 - alert.hysteresis);
-    if (may_be_hot) Advise(point, bases, now, window_ops, &k);
+    // Advice is worked out for hot keys only, on their episode's own figures; the alerter
+    // keeps the fix in force for the episode's log lines and history.
     k.hot = alerter_.Observe(
-        h.hash, share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); },
-        k.projected_load.empty() ? "" : model::StrategyName(k.advice));
+        h.hash, share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); }, "");
     if (const Alerter::KeyState* s = alerter_.Find(h.hash); s && s->hot) {
       k.hot_since = Stamp(s->hot_since, now, wall);
       k.peak_share = s->peak_share;
+      WindowFigures(point, bases, now, window_ops, &k);
+      Advise(point, now, s->over_since, s->label, &k);
+      if (!k.projected_load.empty()) alerter_.NoteFix(h.hash, model::StrategyName(k.advice));
       if (history_enabled_) {
         episodes_.Hot(EpisodeLog::Kind::kKey, h.hash, s->label, share,
                       k.ops_per_second[0] + k.ops_per_second[1], k.threshold, s->strategy);
@@ -393,6 +480,7 @@ std::vector<KeySnapshot> Aggregator::ObserveKeys(const HistoryPoint& point,
     keys.push_back(std::move(k));
   });
   alerter_.Finish();
+  advice_hold_.Finish();
   for (auto it = thresholds_.begin(); it != thresholds_.end();) {
     auto cur = it++;
     if (cur->second.tick != tick_) thresholds_.erase(cur);
@@ -452,9 +540,8 @@ void Aggregator::SelectExported(const HistoryPoint& point, const std::vector<Bas
   for (KeySnapshot& k : *keys) {
     exported_.insert(k.hash);
     k.label = labeler.Label(k.key, k.truncated, k.hash);
-    Advise(point, bases, now, window_ops, &k);  // again for a key advised above: the same answer
+    WindowFigures(point, bases, now, window_ops, &k);
   }
-  advice_hold_.Finish();
 }
 
 void Aggregator::KeepPoint(HistoryPoint point, absl::Time now) {
@@ -476,7 +563,8 @@ size_t Aggregator::BuildSlots(
   for (const auto& r : reports) {
     if (r && r->slots) with_slots = r.get();
   }
-  if (!with_slots) return 0;
+  // A shard that said it is not in a cluster has no slots to report.
+  if (!with_slots || inputs_.shard_standalone) return 0;
   if (!slots_) {
     slots_.emplace(track_, reloadable_, log_);
     slots_->SetClusterInputs(cluster_inputs_);

@@ -72,6 +72,11 @@ void Alerter::Finish() {
   }
 }
 
+void Alerter::NoteFix(uint64_t id, std::string_view strategy) {
+  if (auto it = keys_.find(id); it != keys_.end())
+    it->second.state.strategy = std::string(strategy);
+}
+
 const Alerter::KeyState* Alerter::Find(uint64_t id) const {
   auto it = keys_.find(id);
   return it == keys_.end() ? nullptr : &it->second.state;

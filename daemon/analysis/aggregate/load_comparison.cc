@@ -1,6 +1,7 @@
 #include "hotkey/aggregate/load_comparison.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <boost/json/array.hpp>
@@ -41,9 +42,11 @@ void AddMeasured(json::object& o, const config::MeasuredLoads& m, double capacit
   o["time"] = Rfc3339(m.time);
   o["age_seconds"] = absl::ToDoubleSeconds(now - m.time);
   o["stale"] = now - m.time > max_age;
-  o["busiest"] = e.busiest;
+  // null while the capacity is unknown (NaN) or an idle shard's (+inf): no fraction of it.
+  const bool known = std::isfinite(capacity);
+  o["busiest"] = known ? json::value(e.busiest) : json::value(nullptr);
   o["busiest_shard"] = e.busiest_shard;
-  o["least_busy"] = e.least_busy;
+  o["least_busy"] = known ? json::value(e.least_busy) : json::value(nullptr);
 }
 
 MetricFamily Single(std::string name, std::string help, MetricType type, double value) {
@@ -71,7 +74,8 @@ void LoadComparison::Observe(const Snapshot& snap, const model::Cluster& cluster
       break;
     }
   }
-  if (key == nullptr) return;
+  // No capacity to project on: unknown (no shard, no flag) or an idle shard's.
+  if (key == nullptr || !std::isfinite(cluster.capacity)) return;
   // The aggregator's own call and figures for the key's advice (aggregator.cc).
   const double shard_ops = snap.ops_per_second[0] + snap.ops_per_second[1];
   absl::StatusOr<model::Projection> p =
@@ -162,7 +166,13 @@ std::string LoadComparison::Json(const model::Cluster& given, absl::Time now) co
     m["ops_per_second"] =
         json::array(latest_->ops_per_second.begin(), latest_->ops_per_second.end());
     json::array loads;
-    for (double ops : latest_->ops_per_second) loads.emplace_back(ops / cluster.capacity);
+    for (double ops : latest_->ops_per_second) {
+      if (std::isfinite(cluster.capacity)) {
+        loads.emplace_back(ops / cluster.capacity);
+      } else {
+        loads.emplace_back(nullptr);
+      }
+    }
     m["loads"] = std::move(loads);
     o["measurement"] = std::move(m);
   } else {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -90,7 +91,10 @@ absl::Status ValidateShare(std::string_view what, double x) {
 }
 
 // The model proper, on validated inputs: B = background ops/s per shard, H = key ops/s.
-Projection Compute(const Cluster& c, double b, double h, double w, bool per_shard) {
+// `capacity` is C (Cluster::capacity, or a measured one, possibly +infinity for an idle
+// shard: every load is then 0).
+Projection Compute(const Cluster& c, double capacity, double b, double h, double w,
+                   bool per_shard) {
   const double hr = h * (1.0 - w);
   const double hw = h * w;
   const double refresh_load = c.app_servers / c.refresh_seconds;
@@ -128,8 +132,8 @@ Projection Compute(const Cluster& c, double b, double h, double w, bool per_shar
     // extra >= 0 (h, w >= 0 and refresh_load > 0), so the touched shards are the busiest;
     // the least busy is an untouched one, if any. The same expressions as the per-shard
     // values, so both paths give identical doubles.
-    const double touched_load = (b + extra) / c.capacity;
-    const double other_load = b / c.capacity;
+    const double touched_load = (b + extra) / capacity;
+    const double other_load = b / capacity;
     load.busiest = touched_load;
     load.least_busy = touched < c.shards ? other_load : touched_load;
     if (per_shard) {
@@ -166,7 +170,7 @@ absl::StatusOr<Projection> Project(const Cluster& cluster, const HotKey& key) {
   if (absl::Status s = ValidateShare("write_share", key.write_share); !s.ok()) return s;
   const double b = cluster.ops * (1.0 - key.share) / cluster.shards;
   const double h = cluster.ops * key.share;
-  return Compute(cluster, b, h, key.write_share, /*per_shard=*/true);
+  return Compute(cluster, cluster.capacity, b, h, key.write_share, /*per_shard=*/true);
 }
 
 absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double background_ops,
@@ -180,7 +184,8 @@ absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double backgr
     return absl::InvalidArgumentError(absl::StrCat("key_ops must be >= 0, got ", key_ops));
   }
   if (absl::Status s = ValidateShare("write_share", write_share); !s.ok()) return s;
-  return Compute(cluster, background_ops, key_ops, write_share, /*per_shard=*/false);
+  return Compute(cluster, cluster.capacity, background_ops, key_ops, write_share,
+                 /*per_shard=*/false);
 }
 
 absl::StatusOr<Projection> ProjectShare(const Cluster& cluster, double shard_ops, double share,
@@ -190,6 +195,30 @@ absl::StatusOr<Projection> ProjectShare(const Cluster& cluster, double shard_ops
   }
   const double key_ops = share * shard_ops;
   return ProjectMeasured(cluster, std::max(0.0, shard_ops - key_ops), key_ops, write_share);
+}
+
+absl::StatusOr<Projection> ProjectBusy(const Cluster& cluster, double busy, double shard_ops,
+                                       double share, double write_share) {
+  // Capacity is not validated: it is the measured one below.
+  Cluster shape = cluster;
+  shape.capacity = 1;
+  if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
+  if (!Finite(busy) || busy < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("busy must be >= 0, got ", busy));
+  }
+  if (!Finite(shard_ops) || shard_ops <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard_ops must be a positive number of ops/s, got ", shard_ops));
+  }
+  if (!(share >= 0 && share <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("hot_share must be in [0, 1], got ", share));
+  }
+  if (absl::Status s = ValidateShare("write_share", write_share); !s.ok()) return s;
+  // busy / shard_ops per op: with no fix the shard's own (b + h) ops give `busy` back.
+  const double capacity = busy > 0 ? shard_ops / busy : std::numeric_limits<double>::infinity();
+  const double key_ops = share * shard_ops;
+  return Compute(cluster, capacity, std::max(0.0, shard_ops - key_ops), key_ops, write_share,
+                 /*per_shard=*/false);
 }
 
 }  // namespace hotkey::model

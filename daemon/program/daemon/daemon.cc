@@ -6,6 +6,8 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -178,6 +180,10 @@ class Daemon::Impl {
   std::unique_ptr<shard::PeerProbers> peers_;
   std::optional<shard::Measurement> measured_;  // io thread: the last answer
   uint64_t shard_answers_ = 0;                  // io thread: answers with a load
+  // io thread: when the shard's last reading was taken (the start of the next load's
+  // interval), and the CPUs the last answer with a reading said it may use.
+  absl::Time last_reading_ = absl::InfinitePast();
+  std::optional<std::pair<double, shard::CpusSource>> cpus_;
   // io thread: the last news of the measured-loads file was an error (or there was none).
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
@@ -372,8 +378,25 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
   const bool first = !measured_;
   measured_ = m;
   if (m.load) ++shard_answers_;
-  aggregator_->SetModelInputs(
-      AdviceInputs(options_, store_->cluster(), shard_address_, &*measured_, shard_answers_));
+  aggregator_->SetModelInputs(AdviceInputs(options_, store_->cluster(), shard_address_, &*measured_,
+                                           shard_answers_, last_reading_));
+  if (m.reading) last_reading_ = m.time;
+  // A CPU quota found, changed or lifted moves the shard's busy fraction at once: say so,
+  // since the advice follows it.
+  if (m.status.ok()) {
+    const std::pair<double, shard::CpusSource> cpus{m.cpus, m.cpus_source};
+    if (cpus_ && *cpus_ != cpus) {
+      log::LogLine line = Line("info", "the shard's CPUs changed");
+      line.Value("shard", shard_address_)
+          .Value("cpus_before", absl::StrFormat("%g", cpus_->first))
+          .Value("cpus_source_before", shard::CpusSourceName(cpus_->second))
+          .Value("cpus", absl::StrFormat("%g", m.cpus))
+          .Value("cpus_source", shard::CpusSourceName(m.cpus_source));
+      if (!m.cpus_detail.empty()) line.Quoted("detail", m.cpus_detail);
+      Log(line);
+    }
+    cpus_ = cpus;
+  }
   if (m.topology && options_.TracksSlots()) {
     if (!peers_) {
       peers_ =
@@ -398,12 +421,15 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
     if (m.reading) line.Quoted("server", m.reading->server);
     line.Value("cpus", absl::StrFormat("%g", m.cpus))
         .Value("cpus_source", shard::CpusSourceName(m.cpus_source));
+    if (!m.cpus_detail.empty()) line.Quoted("cpus_detail", m.cpus_detail);
     if (m.cluster.cluster_mode) line.Value("cluster_shards", absl::StrCat(m.cluster.shards));
     Log(line);
   } else if (!m.status.ok() && (first || was_up)) {
     Log(Line("warn",
-             "cannot ask the shard; the advice uses the configured --cluster.* figures until it "
-             "answers")
+             options_.cluster_given.capacity
+                 ? "cannot ask the shard; the advice uses --cluster.capacity until it answers"
+                 : "cannot ask the shard; its headroom is unknown once its last load leaves the "
+                   "rate window, and no key is advised until it answers")
             .Value("shard", shard_address_)
             .Quoted("err", std::string(m.status.message())));
   }
@@ -452,8 +478,20 @@ void Daemon::Impl::Run(bool handle_signals) {
         .Value("udp_read_buffer", absl::StrCat(receivers_[0]->receive_buffer_bytes()));
   }
   Log(started);
-  Log(Line(shard_address_.empty() ? "warn" : "info", "advice inputs")
-          .Quoted("detail", DescribeAdviceInputs(options_, shard_address_)));
+  {
+    const std::vector<std::pair<std::string, std::string>> inputs =
+        DescribeAdviceInputs(options_, shard_address_);
+    const bool unknown = std::any_of(inputs.begin(), inputs.end(), [](const auto& kv) {
+      return kv.second == aggregate::InputOriginName(aggregate::InputOrigin::kUnknown);
+    });
+    log::LogLine line = Line(unknown ? "warn" : "info",
+                             unknown ? "advice inputs: the shard's headroom is unknown, no key "
+                                       "will be advised (set --cluster.capacity or ask the "
+                                       "shard with --shard.address)"
+                                     : "advice inputs");
+    for (const auto& [key, value] : inputs) line.Quoted(key, value);
+    Log(line);
+  }
   for (size_t i = receivers_.size(); i < sources_.size(); ++i) {
     log::LogLine line = Line("info", "event source started").Value("kind", sources_[i]->kind());
     for (const auto& [key, value] : sources_[i]->Describe()) line.Value(key, value);

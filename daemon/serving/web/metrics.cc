@@ -75,8 +75,8 @@ void AddSourceFamilies(const source::SourceMetrics& m, std::vector<MetricFamily>
 // was asked.
 void AddModelInputs(const ModelInputs& in, std::vector<MetricFamily>& out) {
   MetricFamily f = Family("hotkey_model_input",
-                          "The inputs of the advice's shard load model, each measured or "
-                          "configured (--cluster.* flags).",
+                          "The inputs of the advice's shard load model, each measured, "
+                          "configured (--cluster.* flags) or unknown (NaN: no key is advised).",
                           MetricType::Gauge);
   const struct {
     const char* input;
@@ -414,13 +414,15 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
                    "sampling.",
                    kGauge);
   MetricFamily hot = Family("hotkey_key_hot", "1 while the key is in a hot episode.", kGauge);
-  MetricFamily advice = Family("hotkey_key_advice_info",
-                               "1 for the fix advised for the key (strategy), held steady; absent "
-                               "until the rate window holds all of the key's ops.",
-                               kGauge);
+  MetricFamily advice =
+      Family("hotkey_key_advice_info",
+             "1 for the fix advised for a hot key (strategy), held by hysteresis; "
+             "absent for a key that is not hot, until the shard's load since "
+             "the episode's onset is known, and while the headroom is unknown.",
+             kGauge);
   MetricFamily load = Family("hotkey_key_projected_load_ratio",
                              "The busiest shard's load over its capacity under each strategy, "
-                             "by the shard load model.",
+                             "by the shard load model; for hot keys with advice only.",
                              kGauge);
   for (const KeySnapshot& k : snap->keys) {
     Add(share, k.share, {{"key", k.label}});

@@ -103,13 +103,18 @@ json::value Measured(double v) { return std::isnan(v) ? json::value(nullptr) : j
 // The advice's inputs (model_inputs.h): each with its value and origin, and the shard's
 // own figures.
 json::object ModelJson(const ModelInputs& m) {
-  auto input = [](double value, InputOrigin origin) {
-    return json::object{{"value", value}, {"origin", InputOriginName(origin)}};
+  // The value (null when unknown, or infinite: an idle shard's capacity), its origin, and
+  // why it is configured or unknown.
+  auto input = [](double value, InputOrigin origin, const std::string& reason) {
+    json::object i{{"value", std::isfinite(value) ? json::value(value) : json::value(nullptr)},
+                   {"origin", InputOriginName(origin)}};
+    if (!reason.empty()) i["reason"] = reason;
+    return i;
   };
   json::object o;
-  o["capacity"] = input(m.cluster.capacity, m.capacity);
-  o["shards"] = input(m.cluster.shards, m.shards);
-  o["app_servers"] = input(m.cluster.app_servers, m.app_servers);
+  o["capacity"] = input(m.cluster.capacity, m.capacity, m.capacity_reason);
+  o["shards"] = input(m.cluster.shards, m.shards, m.shards_reason);
+  o["app_servers"] = input(m.cluster.app_servers, m.app_servers, m.app_servers_reason);
   o["refresh"] = m.cluster.refresh_seconds;
   o["replicas"] = m.cluster.replicas;
   o["split"] = m.cluster.split;
@@ -278,7 +283,7 @@ std::string SnapshotJson(const Snapshot& s) {
       key["hot_since"] = Rfc3339(k.hot_since);
       key["peak_share"] = k.peak_share;
     }
-    // null until the rate window holds all of the key's ops (snapshot.h)
+    // null for a key that is not hot, and until its episode's figures are known (snapshot.h)
     if (k.projected_load.empty()) {
       key["advice"] = nullptr;
     } else {
@@ -289,6 +294,16 @@ std::string SnapshotJson(const Snapshot& s) {
       projected[model::StrategyName(strategy)] = load;
     }
     key["projected_load"] = std::move(projected);
+    // What the advice was computed from (snapshot.h), for the playground to redo it.
+    if (!k.projected_load.empty()) {
+      const KeySnapshot::AdviceFigures& a = k.advised_on;
+      key["advised_on"] = json::object{
+          {"shard_ops", a.shard_ops},
+          {"share", a.share},
+          {"write_ratio", a.write_ratio},
+          {"capacity", std::isfinite(a.capacity) ? json::value(a.capacity) : json::value(nullptr)},
+          {"seconds", a.seconds}};
+    }
     keys.emplace_back(std::move(key));
   }
   o["keys"] = std::move(keys);
@@ -390,6 +405,9 @@ http::HttpResponse WebRoutes::Model(const std::string& query) const {
   // where it could be), so the playground starts from the daemon's own answer.
   const std::shared_ptr<const Snapshot> snap = store_.snapshot();
   model::Cluster c = snap ? snap->model.cluster : store_.cluster();
+  // An unknown headroom (NaN) or an idle shard's (+inf) is no capacity to play with: the
+  // configured one stands in, and the answer's inputs say which was used.
+  if (!std::isfinite(c.capacity)) c.capacity = store_.cluster().capacity;
   model::HotKey key{0.2, 0.1};
   // Set by shard_ops: the measured mode, the model on this shard's figures as the daemon's
   // advice uses them.

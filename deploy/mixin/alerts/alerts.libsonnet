@@ -29,7 +29,10 @@
 // annotation looks the fix up in hotkey_key_advice_info with a query at notification time,
 // saying "not advised yet" when the daemon has no advice. The share and the projected
 // loads the alerts read are over the daemon's rate window, as its page and API show them,
-// and the daemon holds a key's advice steady (alert.advice_dwell).
+// and the daemon holds a key's advice steady (hysteresis on its projected loads,
+// alert.advice_margin). A key is advised, and has projected loads, only while it is hot and
+// the shard's headroom is measured or configured: with an unknown headroom no series exists
+// for HotkeydHotKeyCritical to read, so it never pages on a default.
 local text = import '../lib/text.libsonnet';
 
 {

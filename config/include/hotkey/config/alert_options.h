@@ -44,9 +44,12 @@ struct AlertOptions {
   absl::Duration min_dwell = absl::Milliseconds(250);
   // A hot key cools when its share < threshold * (1 - hysteresis); in [0, 1).
   double hysteresis = 0.2;
-  // A key's advised fix changes only once another fix has been the model's answer for this
-  // long, so a load that is steady over the rate window gives one fix; in [0, 1h].
-  absl::Duration advice_dwell = absl::Seconds(30);
+  // Hysteresis of a key's advised fix (aggregate/advice_hold.h), as a fraction of the
+  // shard's capacity: the held fix gives way when its projected load passes the model's
+  // target by more than this, or a cheaper fix projects under the target by more than this.
+  // 0.05: a steady shard's busy fraction, measured over 5 s answers, moves by a few
+  // hundredths; a real change (a CPU quota, a new mix) moves it by more. In [0, 1).
+  double advice_margin = 0.05;
   // Idle guard: no key is hot while the shard's ops/s over the rate window
   // (TrackOptions::rate_window, sampling-scaled like hotkey_shard_ops_per_second) are
   // under this, nor while they are 0, whatever this says; hot keys end when the shard

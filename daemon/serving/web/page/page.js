@@ -56,8 +56,11 @@ function fixLine(k, m) {
 // The warning over advice that rests on configured figures, or "" when there is none.
 function modelWarning(m) {
   const sh = m.shard || {};
+  if (m.capacity && m.capacity.origin === "unknown") {
+    return `no key is advised: the shard's headroom is unknown (${m.capacity.reason || "no reason given"})`;
+  }
   if (sh.asked && !sh.up) {
-    return `advice uses configured figures: the shard could not be asked (${sh.error || "no error given"}); set --cluster.* flags`;
+    return `advice uses configured figures: the shard could not be asked (${sh.error || "no error given"})`;
   }
   const measured = ["capacity", "shards", "app_servers"].some(
     (id) => m[id] && m[id].origin === "measured",
@@ -71,11 +74,13 @@ function showModel(m) {
     warn = document.getElementById("model-warning");
   warn.textContent = w;
   warn.hidden = !w;
-  const span = (id, text, origin) => {
+  // A configured or unknown input says why (the daemon's "reason").
+  const span = (id, text, origin, reason) => {
     const e = document.createElement("span");
     e.dataset.input = id;
     if (origin) e.dataset.origin = origin;
-    e.textContent = origin ? `${text} (${origin})` : text;
+    const why = origin && reason ? `${origin}: ${reason}` : origin;
+    e.textContent = why ? `${text} (${why})` : text;
     return e;
   };
   const parts = [document.createTextNode("Advice inputs: ")];
@@ -84,7 +89,10 @@ function showModel(m) {
     ["shards", "shards", ""],
     ["app_servers", "app servers", ""],
   ]) {
-    if (m[id]) parts.push(span(id, `${label} ${count(m[id].value)}${unit}`, m[id].origin));
+    if (m[id]) {
+      const v = m[id].value === null ? m[id].origin : `${count(m[id].value)}${unit}`;
+      parts.push(span(id, `${label} ${v}`, m[id].origin, m[id].reason));
+    }
   }
   parts.push(
     span(
@@ -246,15 +254,18 @@ function setMeasured(m) {
   runModel();
 }
 document.getElementById("measured-off").addEventListener("click", () => setMeasured(null));
-// The figures the daemon's advice for the key used: its share and write ratio, and the
+// The figures the daemon's advice for the key used ("advised_on": the episode's own span,
+// and the capacity then); for a key with no advice, its share and write ratio and the
 // shard's ops/s over the rate window (read + write, summed as the daemon sums them).
 function useKey(k, s) {
+  const a = k.advised_on;
+  if (a && a.capacity !== null) setSlider("capacity", a.capacity);
   setMeasured({
     key: k.key,
     time: s.time,
-    hot_share: k.share,
-    write_share: k.write_ratio,
-    shard_ops: s.ops_per_second.read + s.ops_per_second.write,
+    hot_share: a ? a.share : k.share,
+    write_share: a ? a.write_ratio : k.write_ratio,
+    shard_ops: a ? a.shard_ops : s.ops_per_second.read + s.ops_per_second.write,
   });
 }
 async function refresh() {

@@ -1,4 +1,9 @@
-// Tests of AdviceHold (aggregate/advice_hold.h) on a fake time line.
+// Tests of AdviceHold (aggregate/advice_hold.h): hysteresis on the model's projected loads.
+//
+// The projections come from model::ProjectBusy on one shard serving 20,000 ops/s, a key at
+// 30% with 5% writes, default cluster (A = 50, refresh 1 s, target 0.8). With no fix the
+// load is the busy fraction b; with cache (B + Hw + A/interval = 14000 + 300 + 50 = 14350
+// ops) it is b * 14350 / 20000 = 0.7175 b.
 
 #include "hotkey/aggregate/advice_hold.h"
 
@@ -9,79 +14,112 @@ namespace {
 
 using model::Strategy;
 
-const absl::Time kT0 = absl::FromUnixSeconds(1'700'000'000);
+constexpr double kTarget = 0.8;
+constexpr double kMargin = 0.05;
 
-// One tick at kT0 + `seconds` observing key 1 with `answer`; returns the held fix.
-Strategy Tick(AdviceHold& hold, double seconds, Strategy answer) {
-  hold.Begin(kT0 + absl::Seconds(seconds));
-  const Strategy held = hold.Observe(1, answer);
+model::Projection At(double busy, const model::Cluster& c = model::Cluster()) {
+  absl::StatusOr<model::Projection> p = model::ProjectBusy(c, busy, 20000, 0.3, 0.05);
+  REQUIRE(p.ok());
+  return *p;
+}
+
+// One tick observing key 1 at `busy`; returns the decision.
+AdviceHold::Decision Tick(AdviceHold& hold, double busy,
+                          const model::Cluster& c = model::Cluster()) {
+  hold.Begin();
+  const AdviceHold::Decision d = hold.Observe(1, At(busy, c), kTarget);
   hold.Finish();
-  return held;
+  return d;
 }
 
-TEST_CASE("AdviceHold: the first answer is taken at once", "[aggregate][advice]") {
-  AdviceHold hold(absl::Seconds(30));
-  CHECK(Tick(hold, 0, Strategy::kSplit) == Strategy::kSplit);
-}
-
-TEST_CASE("AdviceHold: a new fix replaces the held one after winning for the dwell",
+TEST_CASE("AdviceHold: the first answer is taken at once, and says there was none",
           "[aggregate][advice]") {
-  AdviceHold hold(absl::Seconds(30));
-  CHECK(Tick(hold, 0, Strategy::kCache) == Strategy::kCache);
-  for (int t = 1; t < 31; ++t) {
-    INFO("t=" << t);
-    CHECK(Tick(hold, t, Strategy::kSplit) == Strategy::kCache);  // since 1 s: 30 s at 31 s
-  }
-  CHECK(Tick(hold, 31, Strategy::kSplit) == Strategy::kSplit);
-  CHECK(Tick(hold, 32, Strategy::kSplit) == Strategy::kSplit);
+  AdviceHold hold(kMargin);
+  const AdviceHold::Decision d = Tick(hold, 0.95);
+  CHECK(d.fix == Strategy::kCache);
+  CHECK(d.changed);
+  CHECK_FALSE(d.from.has_value());
+  const AdviceHold::Decision again = Tick(hold, 0.95);
+  CHECK(again.fix == Strategy::kCache);
+  CHECK_FALSE(again.changed);
+  CHECK(again.from == Strategy::kCache);
 }
 
-TEST_CASE("AdviceHold: an answer that flickers back to the held fix never replaces it",
+TEST_CASE("AdviceHold: a load that wanders around the target within the margin keeps one fix",
           "[aggregate][advice]") {
-  AdviceHold hold(absl::Seconds(10));
-  CHECK(Tick(hold, 0, Strategy::kCache) == Strategy::kCache);
-  // Other answers for 9 s at a time, taking turns, then the held one again: it stays.
-  const Strategy others[] = {Strategy::kNone, Strategy::kIsolate, Strategy::kSplit};
-  double t = 0;
-  for (int round = 0; round < 20; ++round) {
-    for (int i = 0; i < 9; ++i) CHECK(Tick(hold, ++t, others[(round + i) % 3]) == Strategy::kCache);
-    CHECK(Tick(hold, ++t, Strategy::kCache) == Strategy::kCache);
+  AdviceHold hold(kMargin);
+  // 0.78 is under the target: none. Then 0.82, 0.79, 0.84, 0.76, ...: each within 0.05 of it.
+  CHECK(Tick(hold, 0.78).fix == Strategy::kNone);
+  for (double b : {0.82, 0.79, 0.84, 0.76, 0.83, 0.80, 0.849}) {
+    INFO("busy " << b);
+    const AdviceHold::Decision d = Tick(hold, b);
+    CHECK(d.fix == Strategy::kNone);
+    CHECK_FALSE(d.changed);
+  }
+  // The same from cache: a cheaper fix must fit within target - margin to replace it.
+  AdviceHold from_cache(kMargin);
+  CHECK(Tick(from_cache, 0.82).fix == Strategy::kCache);
+  for (double b : {0.78, 0.76, 0.751, 0.84}) {
+    INFO("busy " << b);
+    CHECK(Tick(from_cache, b).fix == Strategy::kCache);
   }
 }
 
-TEST_CASE("AdviceHold: a held fix that keeps losing goes, even while the others take turns",
+TEST_CASE("AdviceHold: a change past the margin takes effect at the tick that shows it",
           "[aggregate][advice]") {
-  AdviceHold hold(absl::Seconds(10));
-  CHECK(Tick(hold, 0, Strategy::kNone) == Strategy::kNone);
-  // The load grew: split and split_cache take turns, none is never the answer again.
-  for (int t = 1; t < 11; ++t) {
-    INFO("t=" << t);
-    CHECK(Tick(hold, t, t % 2 ? Strategy::kSplit : Strategy::kSplitCache) == Strategy::kNone);
-  }
-  CHECK(Tick(hold, 11, Strategy::kSplit) == Strategy::kSplit);  // losing since 1 s: 10 s
-  CHECK(Tick(hold, 12, Strategy::kSplitCache) == Strategy::kSplit);
+  AdviceHold hold(kMargin);
+  CHECK(Tick(hold, 0.3).fix == Strategy::kNone);
+  // A CPU quota: the shard at 0.97. none projects 0.97 > 0.85: cache, at once.
+  AdviceHold::Decision d = Tick(hold, 0.97);
+  CHECK(d.fix == Strategy::kCache);
+  CHECK(d.changed);
+  CHECK(d.from == Strategy::kNone);
+  // The quota lifted: none projects 0.3 <= 0.75, at once.
+  d = Tick(hold, 0.3);
+  CHECK(d.fix == Strategy::kNone);
+  CHECK(d.changed);
+  CHECK(d.from == Strategy::kCache);
+}
+
+TEST_CASE("AdviceHold: a fix that no longer fits gives way to the model's answer",
+          "[aggregate][advice]") {
+  AdviceHold hold(kMargin);
+  CHECK(Tick(hold, 0.95).fix == Strategy::kCache);
+  // cache projects 0.7175 b: over 0.85 from b = 1.185 on. At 1.5 it projects 1.076, and
+  // the background alone (14000 ops) projects 1.05: the model answers isolate.
+  const AdviceHold::Decision d = Tick(hold, 1.5);
+  CHECK(d.fix == Strategy::kIsolate);
+  CHECK(d.changed);
+}
+
+TEST_CASE("AdviceHold: isolate stays until a strategy fits within the margin",
+          "[aggregate][advice]") {
+  model::Cluster only_none;
+  only_none.order = {Strategy::kNone};
+  AdviceHold hold(kMargin);
+  CHECK(Tick(hold, 0.9, only_none).fix == Strategy::kIsolate);
+  CHECK(Tick(hold, 0.78, only_none).fix == Strategy::kIsolate);  // fits, without the room
+  CHECK(Tick(hold, 0.74, only_none).fix == Strategy::kNone);
+}
+
+TEST_CASE("AdviceHold: a held fix dropped from the order gives way at once",
+          "[aggregate][advice]") {
+  AdviceHold hold(kMargin);
+  CHECK(Tick(hold, 0.95).fix == Strategy::kCache);
+  model::Cluster no_cache;
+  no_cache.order = {Strategy::kNone, Strategy::kReplicate, Strategy::kSplit};
+  CHECK(Tick(hold, 0.95, no_cache).fix == At(0.95, no_cache).advice);
 }
 
 TEST_CASE("AdviceHold: a key not observed at a tick is forgotten", "[aggregate][advice]") {
-  AdviceHold hold(absl::Seconds(30));
-  hold.Begin(kT0);
-  CHECK(hold.Observe(1, Strategy::kCache) == Strategy::kCache);
-  CHECK(hold.Observe(2, Strategy::kSplit) == Strategy::kSplit);
-  hold.Finish();
-  CHECK(hold.size() == 2);
-  hold.Begin(kT0 + absl::Seconds(1));
-  CHECK(hold.Observe(2, Strategy::kNone) == Strategy::kSplit);
-  hold.Finish();
-  CHECK(hold.size() == 1);
-  // Key 1 comes back: a first answer again.
-  CHECK(Tick(hold, 2, Strategy::kIsolate) == Strategy::kIsolate);
-}
-
-TEST_CASE("AdviceHold: a dwell of 0 follows every answer", "[aggregate][advice]") {
-  AdviceHold hold(absl::ZeroDuration());
-  CHECK(Tick(hold, 0, Strategy::kCache) == Strategy::kCache);
-  CHECK(Tick(hold, 1, Strategy::kSplit) == Strategy::kSplit);
-  CHECK(Tick(hold, 2, Strategy::kNone) == Strategy::kNone);
+  AdviceHold hold(kMargin);
+  CHECK(Tick(hold, 0.82).fix == Strategy::kCache);
+  hold.Begin();
+  hold.Finish();  // key 1 not observed
+  CHECK(hold.size() == 0);
+  const AdviceHold::Decision d = Tick(hold, 0.78);
+  CHECK(d.fix == Strategy::kNone);  // a first answer again, at the target
+  CHECK_FALSE(d.from.has_value());
 }
 
 }  // namespace

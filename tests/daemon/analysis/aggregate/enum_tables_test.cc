@@ -42,6 +42,7 @@ bool IsInputOrigin(InputOrigin o) {
   switch (o) {
     case InputOrigin::kConfigured:
     case InputOrigin::kMeasured:
+    case InputOrigin::kUnknown:
       return true;
   }
   return false;

@@ -193,6 +193,30 @@ TEST_CASE("Slots: a slot made hot by one key is advised the key's fix", "[aggreg
   CHECK(snap->slots.tags.empty());  // no key has a tag
 }
 
+TEST_CASE("Slots: a shard that says it is not in a cluster gets no slots and no slot episodes",
+          "[aggregate][slots]") {
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), "", kT0, [&](std::string_view l) { logs.emplace_back(l); });
+  ModelInputs standalone;
+  standalone.cluster = Reloadable().cluster;
+  standalone.shard_asked = true;
+  standalone.shard_up = true;
+  standalone.shard_standalone = true;  // Redis said cluster_enabled:0
+  agg.SetModelInputs(standalone);
+  Source src;
+  absl::Time now = kT0;
+  const std::shared_ptr<const Snapshot> snap =
+      Run(agg, src, now, 4, 300, [](int i) -> std::pair<std::string, Op> {
+        if (i % 10 < 3) return {"item:flash:stock", Op::kWrite};
+        return {absl::StrCat("bg:", i % 3000), Op::kRead};
+      });
+  CHECK(snap->hot_keys == 1);
+  CHECK_FALSE(snap->slots.enabled);
+  CHECK(snap->slots.slots.empty());
+  for (const std::string& l : logs) CHECK(l.find("hot slot") == std::string::npos);
+  CHECK(agg.episodes().Json(10).find("\"slot\"") == std::string::npos);
+}
+
 TEST_CASE("Slots: the move goes to the least loaded node of the cluster handed in",
           "[aggregate][slots]") {
   Aggregator agg(Track(), Reloadable(), "", kT0, nullptr);

@@ -272,6 +272,47 @@ TEST_CASE("Model: ProjectShare is ProjectMeasured on share * shard ops and the r
   }
 }
 
+// The issue's Redis with headroom: 20,000 ops/s at 3% busy, a key at 30% with 5% writes.
+// Its capacity is 20000 / 0.03 = 666,667 ops/s, so with no fix the shard stays at 0.03
+// (where the configured 10,000 ops/s projected 2.0 and advised isolate).
+TEST_CASE("Model: ProjectBusy takes the shard's busy fraction as the load with no fix", "[model]") {
+  Cluster c;
+  c.target = 0.8;
+  absl::StatusOr<Projection> p = ProjectBusy(c, 0.03, 20000, 0.3, 0.05);
+  REQUIRE(p.ok());
+  CHECK(p->advice == Strategy::kNone);
+  CHECK(Row(*p, Strategy::kNone).busiest == Approx(0.03));
+  // The same shard at 90% busy: capacity 20000 / 0.9 = 22,222. cache: B + Hw + A/interval =
+  // 14000 + 300 + 50 = 14350 -> 0.6458.
+  p = ProjectBusy(c, 0.9, 20000, 0.3, 0.05);
+  REQUIRE(p.ok());
+  CHECK(Row(*p, Strategy::kNone).busiest == Approx(0.9));
+  CHECK(Row(*p, Strategy::kCache).busiest == Approx(14350.0 * 0.9 / 20000));
+  CHECK(p->advice == Strategy::kCache);
+  // Agrees with ProjectShare at the measured capacity.
+  Cluster measured = c;
+  measured.capacity = 20000 / 0.9;
+  absl::StatusOr<Projection> q = ProjectShare(measured, 20000, 0.3, 0.05);
+  REQUIRE(q.ok());
+  for (size_t i = 0; i < p->loads.size(); ++i) {
+    CHECK(p->loads[i].busiest == Approx(q->loads[i].busiest));
+  }
+  // An idle shard: every load 0, no fix.
+  p = ProjectBusy(c, 0, 20000, 0.3, 0.05);
+  REQUIRE(p.ok());
+  CHECK(p->advice == Strategy::kNone);
+  for (const StrategyLoad& l : p->loads) CHECK(l.busiest == 0);
+  // The configured capacity plays no part, even an invalid one.
+  c.capacity = -1;
+  CHECK(ProjectBusy(c, 0.5, 1000, 0.3, 0.5).ok());
+  CHECK_THAT(std::string(ProjectBusy(c, -0.1, 1000, 0.3, 0.5).status().message()),
+             Contains("busy must be >= 0"));
+  CHECK_THAT(std::string(ProjectBusy(c, 0.5, 0, 0.3, 0.5).status().message()),
+             Contains("shard_ops must be a positive"));
+  CHECK_THAT(std::string(ProjectBusy(c, 0.5, 1000, 1.3, 0.5).status().message()),
+             Contains("hot_share must be in [0, 1]"));
+}
+
 TEST_CASE("Model: strategy names round-trip and unknown names are rejected", "[model]") {
   for (Strategy s : {Strategy::kNone, Strategy::kCache, Strategy::kReplicate, Strategy::kSplit,
                      Strategy::kSplitCache, Strategy::kIsolate}) {

@@ -281,6 +281,7 @@ TEST_CASE(
   config::DaemonOptions o = Options();
   o.measured_loads.file = path;
   o.cluster.capacity = 1000;
+  o.cluster_given.capacity = true;  // as --cluster.capacity=1000: no shard is asked
   {
     TestDaemon d(o);
     auto measured = [&] {

@@ -389,7 +389,9 @@ TEST_CASE("Web: /api/v1/model with no parameters answers for the configured clus
 }
 
 // A snapshot the real aggregator builds: on 8 shards of 10,000 ops/s, a key with 90% of a
-// 20,000 ops/s shard, `write_share` of its ops writes (as in aggregator_test.cc).
+// 20,000 ops/s shard, `write_share` of its ops writes (as in aggregator_test.cc). Ticks every
+// 100 ms for 3 s with a 1 s rate window: the key is hot from the first ticks, so its advice
+// is read over the whole window, the figures /api/v1/top shows.
 std::shared_ptr<const Snapshot> AggregatedSnapshot(const model::Cluster& cluster,
                                                    double write_share) {
   sketch::HeavyHittersOptions o;
@@ -401,17 +403,10 @@ std::shared_ptr<const Snapshot> AggregatedSnapshot(const model::Cluster& cluster
   absl::StatusOr<sketch::HeavyHitters> h = sketch::HeavyHitters::Create(o, t0);
   REQUIRE(h.ok());
   source::ReceiverCounters counters;
-  const int writes = static_cast<int>(std::lround(18000 * write_share));
-  for (int i = 0; i < 18000; ++i) {
-    const bool w =
-        (static_cast<long>(i) * writes) / 18000 != (static_cast<long>(i + 1) * writes) / 18000;
-    h->Update("celebrity", w ? sketch::Op::kWrite : sketch::Op::kRead, 1);
-    if (i % 9 == 0) h->Update(absl::StrCat("bg:", i % 200), sketch::Op::kRead, 1);
-  }
-  const absl::Time now = t0 + absl::Seconds(1);
-  h->Advance(now);
+  const int writes = static_cast<int>(std::lround(1800 * write_share));
   config::TrackOptions track;
-  track.rate_window = absl::Seconds(1);  // whole at `now`: the advice is given
+  track.publish_interval = absl::Milliseconds(100);
+  track.rate_window = absl::Seconds(1);
   track.half_life = absl::Seconds(1);
   config::ReloadableOptions r;
   r.exporter.top_k = 10;
@@ -419,10 +414,22 @@ std::shared_ptr<const Snapshot> AggregatedSnapshot(const model::Cluster& cluster
   r.alert.default_threshold = 0.1;
   r.cluster = cluster;
   Aggregator agg(track, r, "secret", t0, nullptr);
-  std::vector<std::shared_ptr<const source::ReceiverReport>> reports = {
-      std::make_shared<const source::ReceiverReport>(
-          source::ReceiverReport{now, *std::move(h), counters, {}})};
-  return agg.Build(reports, now, 0);
+  std::shared_ptr<const Snapshot> snap;
+  for (int tick = 1; tick <= 30; ++tick) {
+    for (int i = 0; i < 1800; ++i) {
+      const bool w =
+          (static_cast<long>(i) * writes) / 1800 != (static_cast<long>(i + 1) * writes) / 1800;
+      h->Update("celebrity", w ? sketch::Op::kWrite : sketch::Op::kRead, 1);
+      if (i % 9 == 0) h->Update(absl::StrCat("bg:", i % 200), sketch::Op::kRead, 1);
+    }
+    const absl::Time now = t0 + absl::Milliseconds(100 * tick);
+    h->Advance(now);
+    std::vector<std::shared_ptr<const source::ReceiverReport>> reports = {
+        std::make_shared<const source::ReceiverReport>(
+            source::ReceiverReport{now, *h, counters, {}})};
+    snap = agg.Build(reports, now, 0);
+  }
+  return snap;
 }
 
 TEST_CASE(

@@ -9,8 +9,12 @@
 // every tracked key (alerter.h), with each key's threshold worked out once while it stays
 // tracked over the lowest threshold or the export floor (keys under both, and unknown to
 // the alerter, are passed over uncopied); and the shard model's projection and advice for
-// every exported key (hotkey::model). Labels (key_label.h, an HMAC in the hash modes) are made for
-// the exported keys and for the few keys the alerter holds, not for every tracked key.
+// every hot key (hotkey::model), on its episode's own figures: the key's share and the
+// shard's load (busy_window.h) over the time since its onset, once an answer of the shard
+// covers it, and held by hysteresis on the projected loads (advice_hold.h). A key that is
+// not hot gets no advice, and no key gets any while the shard's headroom is unknown. Labels
+// (key_label.h, an HMAC in the hash modes) are made for the exported keys and for the few keys the
+// alerter holds, not for every tracked key.
 //
 // Fixed-window rates are computed per source (receiver) before anything is merged, since
 // each source's "since admission" counts only make sense against that source's own past:
@@ -47,6 +51,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "hotkey/aggregate/advice_hold.h"
 #include "hotkey/aggregate/alerter.h"
+#include "hotkey/aggregate/busy_window.h"
 #include "hotkey/aggregate/episodes.h"
 #include "hotkey/aggregate/history.h"
 #include "hotkey/aggregate/key_label.h"
@@ -159,13 +164,21 @@ class Aggregator {
   // (every source holding it has held it since the source's base).
   bool KeyWindowRates(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
                       KeySnapshot* k) const;
-  // inputs_ with what is measured at this tick filled in (model_inputs.h): the shard's ops/s
-  // over the window and the client hosts the sources have seen.
-  const ModelInputs& ResolveInputs(double window_ops, uint64_t client_hosts);
-  // The key's rates, share and write ratio over the window, and the advice on them for a
-  // shard serving `shard_ops` ops/s over the window.
-  void Advise(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
-              double shard_ops, KeySnapshot* k);
+  // Each source's base for the span from `since`: its first point at or after it (zero
+  // counts at start_ for a fresh source with none); written into since_bases_.
+  const std::vector<Base>& BasesSince(const HistoryPoint& point, absl::Time since);
+  // inputs_ with what is measured at this tick filled in (model_inputs.h): the shard's
+  // busy fraction over the window, the capacity it implies at the window's ops/s, and the
+  // client hosts the sources have seen.
+  const ModelInputs& ResolveInputs(double window_ops, uint64_t client_hosts, absl::Time now);
+  // The key's rates, share and write ratio over the window, for a shard serving `shard_ops`
+  // ops/s over it.
+  void WindowFigures(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
+                     double shard_ops, KeySnapshot* k) const;
+  // The projection and the held fix of a hot key whose episode began at `onset`, on the
+  // figures since then (aggregator.h's opening); logs each change of fix.
+  void Advise(const HistoryPoint& point, absl::Time now, absl::Time onset, const std::string& label,
+              KeySnapshot* k);
 
   // The steps of Build(), in order.
   // The reports' trackers merged into tracker_ (or the only one read in place), and their
@@ -216,15 +229,11 @@ class Aggregator {
   // Slots and tags: made at the first report that carries slot counts.
   std::optional<SlotTracker> slots_;
   ClusterInputs cluster_inputs_;
-  ModelInputs inputs_;                   // as set
-  ModelInputs resolved_;                 // as used at this tick (ResolveInputs)
-  std::optional<double> last_capacity_;  // the last capacity measured
-  struct CapacitySample {
-    double ops;   // the shard's ops/s over the rate window at an answer of the shard
-    double busy;  // the busy fraction that answer gave
-  };
-  std::deque<CapacitySample> capacity_samples_;  // the last kCapacitySamples
-  uint64_t sampled_answers_ = 0;                 // ModelInputs::shard_answers last sampled
+  ModelInputs inputs_;            // as set
+  ModelInputs resolved_;          // as used at this tick (ResolveInputs)
+  BusyWindow busy_;               // the shard's answers over the rate window
+  uint64_t sampled_answers_ = 0;  // ModelInputs::shard_answers last added to busy_
+  absl::Time wall_;               // this tick's wall stamp, for the log lines of Advise()
   bool counts_bytes_ = false;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same
   // shape, so no allocation); and the report whose tracker is read when there is only one.
@@ -234,6 +243,7 @@ class Aggregator {
   std::deque<HistoryPoint> history_;
   std::vector<HistoryPoint> spare_;  // popped points, reused with their memory
   std::vector<Base> bases_;          // scratch of Build()
+  std::vector<Base> since_bases_;    // scratch of Advise()
   absl::flat_hash_set<uint64_t> exported_;
   History windows_;
   EpisodeLog episodes_;

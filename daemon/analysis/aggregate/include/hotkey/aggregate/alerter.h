@@ -67,6 +67,9 @@ class Alerter {
   // all (a hashed label costs an HMAC).
   bool Observe(uint64_t id, double share, double threshold, absl::FunctionRef<std::string()> label,
                std::string_view strategy);
+  // The fix in force for hot key `id` (a strategy name), for its episode's end line; a key
+  // neither hot nor pending is left alone.
+  void NoteFix(uint64_t id, std::string_view strategy);
   // Keys not observed this tick are treated as share 0: hot ones cool, pending ones reset.
   void Finish();
 

@@ -47,12 +47,26 @@ struct KeySnapshot {
   bool hot = false;
   absl::Time hot_since = absl::InfiniteFuture();  // wall stamp
   double peak_share = 0;                          // of decayed_share, over the episode
-  // The fix advised, held steady (advice_hold.h); meaningful when projected_load is not
-  // empty (no advice before the rate window has figures).
+  // The fix advised, held by hysteresis (advice_hold.h); meaningful when projected_load is
+  // not empty: a hot key whose episode's own figures are known, on a shard whose headroom
+  // is known (aggregator.h).
   model::Strategy advice = model::Strategy::kNone;
   // The busiest shard's load / capacity under each strategy of the cluster's order, from
-  // `share`, `write_ratio` and the shard's ops/s over the rate window.
+  // the key's share and write ratio since its episode's onset (within the rate window) and
+  // the shard's measured busy fraction over the same time (or, configured, its ops/s over
+  // the configured capacity). Empty for a key that is not hot.
   std::vector<std::pair<model::Strategy, double>> projected_load;
+  // The figures projected_load was computed from (with it): the shard's ops/s, the key's
+  // share and write ratio over the episode's span (`seconds` long, within the rate window),
+  // and the capacity (configured, or the shard's ops/s over its busy fraction then: +inf
+  // for an idle shard). model::ProjectShare on them gives projected_load back.
+  struct AdviceFigures {
+    double shard_ops = 0;
+    double share = 0;
+    double write_ratio = 0;
+    double capacity = 0;
+    double seconds = 0;
+  } advised_on;
 };
 
 struct Snapshot {

@@ -112,6 +112,16 @@ absl::StatusOr<Projection> ProjectMeasured(const Cluster& cluster, double backgr
 absl::StatusOr<Projection> ProjectShare(const Cluster& cluster, double shard_ops, double share,
                                         double write_share);
 
+// ProjectShare for a shard that measures its own load: `busy` is the fraction of its CPU
+// it used while serving `shard_ops` ops/s, so the load with no fix is `busy` itself and
+// each op costs busy / shard_ops of the shard; Cluster::capacity is ignored (the capacity
+// is shard_ops / busy, however small busy is). A shard at 3% busy projects 0.03 with no
+// fix, and is advised kNone at any target over that, whatever its ops/s. busy 0 (an idle
+// shard, or one whose CPU clock did not move) projects 0 everywhere. InvalidArgument for a
+// busy that is negative or not finite, shard_ops not positive, and as ProjectShare.
+absl::StatusOr<Projection> ProjectBusy(const Cluster& cluster, double busy, double shard_ops,
+                                       double share, double write_share);
+
 }  // namespace hotkey::model
 
 #endif  // HOTKEY_MODEL_SHARD_MODEL_H_

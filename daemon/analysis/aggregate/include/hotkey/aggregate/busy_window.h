@@ -1,0 +1,65 @@
+// BusyWindow: the shard's busy fraction over the rate window, from its answers.
+//
+// Each answer of the shard (shard/prober.h) gives the fraction of its CPU the shard used
+// between its previous reading and this one (5 s apart by default). The load the advice
+// starts from is their mean, weighted by the time each covers, over the answers that ended
+// within the rate window: with the defaults (10 s window, 5 s answers) the last two, so a
+// steady load reads the same from one answer to the next. A real change of load (a CPU
+// quota, a new mix, a key turning hot) should not wait for the window to forget the old
+// one: an answer that differs from the mean of those kept by more than kLoadStep starts the
+// window afresh, so the load after a change is read from the first answer that covers it.
+// Over(since) reads only the answers whose interval began at or after `since`: a hot key's
+// episode is advised on its own time, never on the quiet before its onset.
+//
+// At most kMaxSamples answers are kept (an interval shorter than window / kMaxSamples keeps
+// the newest only), so the memory is fixed.
+//
+// Times are readings of the daemon's monotonic clock; tests use a fake one.
+// Thread-compatible: the aggregator calls it from one thread.
+
+#ifndef HOTKEY_AGGREGATE_BUSY_WINDOW_H_
+#define HOTKEY_AGGREGATE_BUSY_WINDOW_H_
+
+#include <cstddef>
+#include <deque>
+#include <optional>
+
+#include "absl/time/time.h"
+
+namespace hotkey::aggregate {
+
+class BusyWindow {
+ public:
+  // A tenth of a CPU: a steady shard's 5 s answers differ by a few hundredths (the
+  // CPU clock's ticks and the load's own jitter), and a change the advice must follow moves
+  // the load by more (busy_window_test.cc).
+  static constexpr double kLoadStep = 0.1;
+  static constexpr size_t kMaxSamples = 64;
+
+  struct Sample {
+    absl::Time start;  // the interval the shard's answer covers
+    absl::Time end;
+    double busy = 0;
+  };
+
+  explicit BusyWindow(absl::Duration window) : window_(window) {}
+  void SetWindow(absl::Duration window) { window_ = window; }
+
+  // Keeps a new answer. One with end <= start, or a busy fraction that is negative or not
+  // finite, is ignored (the prober's figures are checked before they come here).
+  void Add(const Sample& s);
+  // The mean busy fraction over the answers that ended within the window before `now` and
+  // began at or after `since`, with the span they cover (start of the oldest, end of the
+  // newest); nullopt when there is none.
+  std::optional<Sample> Over(absl::Time now, absl::Time since = absl::InfinitePast()) const;
+  void Clear() { samples_.clear(); }
+  size_t size() const { return samples_.size(); }
+
+ private:
+  absl::Duration window_;
+  std::deque<Sample> samples_;  // oldest first
+};
+
+}  // namespace hotkey::aggregate
+
+#endif  // HOTKEY_AGGREGATE_BUSY_WINDOW_H_
