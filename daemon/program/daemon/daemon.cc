@@ -21,12 +21,12 @@
 #include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/aggregate/storage.h"
 #include "hotkey/clock/ticker.h"
-#include "hotkey/source/slot_counts.h"
 #include "hotkey/http/server.h"
 #include "hotkey/http/tls.h"
 #include "hotkey/log/log.h"
 #include "hotkey/shard/peers.h"
 #include "hotkey/shard/prober.h"
+#include "hotkey/source/slot_counts.h"
 #include "hotkey/source/tracker_options.h"
 #include "hotkey/source/udp_receiver.h"
 #include "hotkey/web/metrics.h"
@@ -160,6 +160,7 @@ class Daemon::Impl {
   std::atomic<bool> build_pending_{false};
   std::unique_ptr<StateStore> state_;          // null without --storage.path
   std::unique_ptr<StateWriter> writer_;        // with state_: its writes, off the io thread
+  bool state_read_ = false;                    // io thread: Run() has read the state file
   WebConfigPoller poll_web_config_;            // null: not re-read
   MeasuredLoadsPoller poll_measured_loads_;    // null: no measured loads
   std::unique_ptr<Collectables> all_metrics_;  // collector_, feed_
@@ -274,7 +275,6 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     state_ = std::make_unique<StateStore>(options_.storage.path);
     writer_ = std::make_unique<StateWriter>(*state_, [this](const absl::Status& s) { Saved(s); });
     store_->EnableStorage();
-    RestoreState();
   }
   collector_ = std::make_unique<SnapshotCollector>(*store_);
   all_metrics_ = std::make_unique<Collectables>(
@@ -419,6 +419,12 @@ void Daemon::Impl::Run(bool handle_signals) {
     signals_ = std::make_unique<asio::signal_set>(io_, SIGINT, SIGTERM, SIGHUP);
     WaitForSignal();
   }
+  // The state file is read here, not in Create: a daemon started as root switches users in
+  // between (main.cc), and that user can write the file, so root never parses it.
+  if (state_) {
+    RestoreState();
+    state_read_ = true;
+  }
   http_->Start();
   for (auto& s : sources_) s->Start();
   log::LogLine started = Line("info", "hotkeyd started");
@@ -483,7 +489,8 @@ void Daemon::Impl::DoShutdown() {
   // The last reports, so a final scrape would see everything counted. A daemon whose
   // Init() failed early (a bad rules file) has no aggregator to build with.
   if (aggregator_) Build();
-  if (state_) {
+  // A daemon that never ran never read the state file: saving would overwrite it.
+  if (state_ && state_read_) {
     SaveState();        // after the receivers' last reports: nothing counted is lost
     writer_->Finish();  // and written before the daemon goes
   }
