@@ -1,10 +1,12 @@
 #include "hotkey/web/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <prometheus/text_serializer.h>
 
 #include "hotkey/aggregate/history.h"
+#include "hotkey/text/escape.h"
 #include "hotkey/version/build_info.h"
 #include "hotkey/web/proc_stats.h"
 
@@ -445,7 +447,21 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
 }
 
 std::string RenderText(const prometheus::Collectable& collectable) {
-  return prometheus::TextSerializer().Serialize(collectable.Collect());
+  std::vector<MetricFamily> families = collectable.Collect();
+  for (MetricFamily& f : families) {
+    for (ClientMetric& m : f.metric) {
+      for (ClientMetric::Label& l : m.label) {
+        // Most values are plain ASCII, which Escape() would return unchanged: skip the copy.
+        if (std::any_of(l.value.begin(), l.value.end(), [](char c) {
+              const auto u = static_cast<unsigned char>(c);
+              return u < 0x20 || u >= 0x7f;
+            })) {
+          l.value = text::Escape(l.value, {.escape_backslash = false});
+        }
+      }
+    }
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace hotkey::web
