@@ -23,6 +23,7 @@ aggregate::ModelInputs AdviceInputs(const config::DaemonOptions& options,
   }
   in.shard_up = last->status.ok();
   if (!in.shard_up) in.shard_error = std::string(last->status.message());
+  if (last->rejected) in.shard_rejected_reason = std::string(shard::RejectionName(*last->rejected));
   if (last->reading) in.server = last->reading->server;
   in.shard_cpus = last->cpus;
   in.cpus_origin = std::string(shard::CpusSourceName(last->cpus_source));

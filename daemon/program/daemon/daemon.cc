@@ -1,6 +1,7 @@
 #include "hotkey/daemon/daemon.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cassert>
 #include <mutex>
@@ -173,6 +174,8 @@ class Daemon::Impl {
   std::unique_ptr<shard::PeerProbers> peers_;
   std::optional<shard::Measurement> measured_;  // io thread: the last answer
   uint64_t shard_answers_ = 0;                  // io thread: answers with a load
+  // io thread: answers refused as impossible, by shard::Rejection (ModelInputs).
+  std::array<uint64_t, shard::kRejections> shard_rejected_{};
   // io thread: the last news of the measured-loads file was an error (or there was none).
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
@@ -352,11 +355,21 @@ ClusterInputs ClusterFrom(const cluster::Topology& topology, const shard::Measur
 void Daemon::Impl::Measured(const shard::Measurement& m) {
   if (shut_down_) return;
   const bool was_up = measured_ && measured_->status.ok();
+  const bool was_rejected = measured_ && measured_->rejected.has_value();
   const bool first = !measured_;
   measured_ = m;
   if (m.load) ++shard_answers_;
-  aggregator_->SetModelInputs(
-      AdviceInputs(options_, store_->cluster(), shard_address_, &*measured_, shard_answers_));
+  if (m.rejected) ++shard_rejected_[static_cast<size_t>(*m.rejected)];
+  aggregate::ModelInputs inputs =
+      AdviceInputs(options_, store_->cluster(), shard_address_, &*measured_, shard_answers_);
+  inputs.shard_rejected = shard_rejected_;
+  aggregator_->SetModelInputs(std::move(inputs));
+  if (!m.status.ok() && peers_) {
+    // The cluster last seen is stale once the shard stops answering (or its answer is
+    // refused): no slot move is planned on it.
+    peers_->SetTopology(cluster::Topology{});
+    aggregator_->SetClusterInputs({});
+  }
   if (m.topology && options_.TracksSlots()) {
     if (!peers_) {
       peers_ =
@@ -383,7 +396,14 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
         .Value("cpus_source", shard::CpusSourceName(m.cpus_source));
     if (m.cluster.cluster_mode) line.Value("cluster_shards", absl::StrCat(m.cluster.shards));
     Log(line);
-  } else if (!m.status.ok() && (first || was_up)) {
+  } else if (m.rejected && (first || was_up || !was_rejected)) {
+    Log(Line("warn",
+             "the shard's answer is impossible, and refused; the advice uses the configured "
+             "--cluster.* figures until the shard answers with possible ones")
+            .Value("shard", shard_address_)
+            .Value("reason", shard::RejectionName(*m.rejected))
+            .Quoted("err", std::string(m.status.message())));
+  } else if (!m.status.ok() && !m.rejected && (first || was_up || was_rejected)) {
     Log(Line("warn",
              "cannot ask the shard; the advice uses the configured --cluster.* figures until it "
              "answers")

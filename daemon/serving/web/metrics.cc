@@ -95,8 +95,20 @@ void AddModelInputs(const ModelInputs& in, std::vector<MetricFamily>& out) {
   out.push_back(std::move(f));
   if (!in.shard_asked) return;
   AddSingle(out, "hotkey_shard_up",
-            "1 if the last attempt to read the shard's own figures (INFO, stats) worked.",
+            "1 if the last attempt to read the shard's own figures (INFO, stats) worked and "
+            "they were possible.",
             MetricType::Gauge, in.shard_up ? 1 : 0);
+  MetricFamily rejected =
+      Family("hotkey_shard_answers_rejected_total",
+             "The shard's answers refused because a figure cannot be (reason: busy, CPU time "
+             "faster than the CPUs allow; slot_range, a slot past 16383; slot_overlap, a slot "
+             "listed twice; node_count, too many nodes); each counts as no answer.",
+             MetricType::Counter);
+  for (const auto& [reason, name] : shard::kRejectionNames) {
+    Add(rejected, static_cast<double>(in.shard_rejected[static_cast<size_t>(reason)]),
+        {{"reason", std::string(name)}});
+  }
+  out.push_back(std::move(rejected));
   const struct {
     const char* name;
     const char* help;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <new>
@@ -1187,6 +1188,28 @@ TEST_CASE("Aggregator: the capacity is the window's ops over the shard's busy fr
   s.AdvanceTo(kT0 + absl::Seconds(6));
   snap = BuildOne(agg, s, kT0 + absl::Seconds(6));
   CHECK(snap->model.cluster.capacity == before);
+  // The shard stops answering (or its answer is refused): the capacity measured before is
+  // stale, so the configured one is used, as the log says.
+  in.shard_up = false;
+  in.shard_busy = std::numeric_limits<double>::quiet_NaN();
+  agg.SetModelInputs(in);
+  FeedKnownMix(s, 10);
+  s.AdvanceTo(kT0 + absl::Seconds(6) + absl::Milliseconds(500));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(6) + absl::Milliseconds(500));
+  CHECK(snap->model.capacity == InputOrigin::kConfigured);
+  CHECK(snap->model.cluster.capacity == 100000);
+  // Back, it is measured afresh, from its one new answer (busy 0.5), not the 12 before.
+  in.shard_up = true;
+  in.shard_busy = 0.5;
+  in.shard_answers = 6;
+  agg.SetModelInputs(in);
+  FeedKnownMix(s, 10);
+  s.AdvanceTo(kT0 + absl::Seconds(7) - absl::Milliseconds(250));
+  snap = BuildOne(agg, s, kT0 + absl::Seconds(7) - absl::Milliseconds(250));
+  CHECK(snap->model.capacity == InputOrigin::kMeasured);
+  CHECK(snap->model.cluster.capacity != Approx(before));
+  REQUIRE(FindKey(*snap, "A"));
+  CHECK(FindKey(*snap, "A")->projected_load.empty());  // one answer: advice waits for three
   // A flag given (measure_capacity off) wins.
   in.measure_capacity = false;
   in.shard_answers = 7;

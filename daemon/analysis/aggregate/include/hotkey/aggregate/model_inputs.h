@@ -12,11 +12,14 @@
 #ifndef HOTKEY_AGGREGATE_MODEL_INPUTS_H_
 #define HOTKEY_AGGREGATE_MODEL_INPUTS_H_
 
+#include <array>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
 
 #include "hotkey/model/shard_model.h"
+#include "hotkey/shard/reading.h"
 #include "hotkey/text/enum_names.h"
 
 namespace hotkey::aggregate {
@@ -53,7 +56,9 @@ struct ModelInputs {
   //   is the sum of the last kCapacitySamples ops/s over the sum of their busy fractions,
   //   so it follows the shard's cost per op, not its bursts. Under an average kMinBusy
   //   there is too little work to extrapolate from: the last capacity measured stands, or
-  //   the configured one until there is one;
+  //   the configured one until there is one. While the shard does not answer (or its answer
+  //   is refused) the configured capacity is used, and the samples are dropped: a capacity
+  //   measured before is stale, and is measured afresh once the shard answers again;
   // - the app servers, as the distinct client hosts the sources have seen.
   bool measure_capacity = false;
   bool measure_app_servers = false;
@@ -75,6 +80,11 @@ struct ModelInputs {
   std::string cpus_origin;
   // Commands per second the shard says it served over the same interval.
   double shard_ops = std::numeric_limits<double>::quiet_NaN();
+  // The shard's answers refused as impossible since start, by shard::Rejection, and the
+  // reason the last answer was refused ("" when it was not). A refused answer counts as no
+  // answer: shard_up is false, and its figures are unknown (NaN above).
+  std::array<uint64_t, shard::kRejections> shard_rejected{};
+  std::string shard_rejected_reason;
 };
 
 }  // namespace hotkey::aggregate
