@@ -160,16 +160,13 @@ std::string SlotsJson(const Snapshot& s) {
   if (const ClusterNode* me = v.cluster.Myself()) {
     json::object c{{"node_id", me->id}, {"address", me->address}, {"slots", me->slots}};
     json::array nodes;
-    // The answering node first, then the others while there is room.
-    std::vector<const ClusterNode*> order;
-    order.reserve(std::min(v.cluster.nodes.size(), kMaxListedNodes));
-    order.push_back(me);
+    // In the topology's order; the answering node always, the others while there is room.
+    size_t room = kMaxListedNodes - 1;
     for (const ClusterNode& n : v.cluster.nodes) {
-      if (order.size() == kMaxListedNodes) break;
-      if (&n != me) order.push_back(&n);
-    }
-    for (const ClusterNode* np : order) {
-      const ClusterNode& n = *np;
+      if (&n != me) {
+        if (room == 0) continue;
+        --room;
+      }
       nodes.push_back(json::object{{"id", n.id},
                                    {"address", n.address},
                                    {"myself", n.myself},

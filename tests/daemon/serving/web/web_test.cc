@@ -3,7 +3,6 @@
 // /metrics stay valid JSON and valid Prometheus text whatever the key labels hold.
 
 #include "hotkey/web/web.h"
-#include "hotkey/text/escape.h"
 
 #include "fake_clock.h"
 #include "hotkey/aggregate/snapshot_store.h"
@@ -22,10 +21,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "checkers.h"
 #include "hotkey/aggregate/aggregator.h"
 #include "hotkey/source/udp_counters.h"
+#include "hotkey/text/escape.h"
 #include "hotkey/text/json.h"
 #include "hotkey/web/metrics.h"
 
@@ -534,6 +535,43 @@ TEST_CASE("Web: /api/v1/model answers for at most 1024 shards, so one request st
     CHECK(over.status == 400);
     CHECK(MustParse(over.body)["error"].string == "parameter shards: at most 1024");
   }
+}
+
+TEST_CASE("Web: /api/v1/model and /api/v1/slots stay bounded whatever cluster was measured",
+          "[daemon][web]") {
+  Fixture f;
+  auto snap = std::make_shared<Snapshot>();
+  // The largest cluster the model takes, as a shard could claim it, and as many nodes as
+  // CLUSTER NODES may list, the answering one last.
+  snap->model.cluster.shards = model::Cluster::kMaxShards;
+  snap->slots.enabled = true;
+  for (int i = 0; i < 16384; ++i) {
+    aggregate::ClusterNode n;
+    n.id = absl::StrFormat("%040x", i);
+    n.address = absl::StrCat("10.0.", i / 256, ".", i % 256, ":6379");
+    n.myself = i == 16383;
+    n.slots = 1;
+    snap->slots.cluster.nodes.push_back(std::move(n));
+  }
+  f.snapshot = snap;
+  const http::HttpResponse model = f.Get("/api/v1/model");
+  REQUIRE(model.status == 200);
+  const Json m = MustParse(model.body);
+  CHECK(m["inputs"]["shards"].number == model::Cluster::kMaxShards);
+  CHECK(m["shard_loads_listed"].number == 1024);
+  CHECK(m["shard_loads_truncated"].boolean);
+  for (const Json& st : m["strategies"].array) CHECK(st["shard_loads"].array.size() == 1024);
+  CHECK(model.body.size() < 5 * 1024 * 24);  // as at the query's own cap
+  const http::HttpResponse slots = f.Get("/api/v1/slots");
+  REQUIRE(slots.status == 200);
+  const Json j = MustParse(slots.body);
+  const Json& cluster = j["cluster"];
+  CHECK(cluster["nodes_total"].number == 16384);
+  CHECK(cluster["nodes_truncated"].boolean);
+  REQUIRE(cluster["nodes"].array.size() == 1000);
+  CHECK(cluster["nodes"].array.back()["myself"].boolean);  // kept, though listed last
+  // About 200 bytes a node (an id of 40, an address, six more fields).
+  CHECK(slots.body.size() < 1000 * 256);
 }
 
 TEST_CASE("Web: a malformed /api/v1/model query is a 400 with a JSON error", "[daemon][web]") {
