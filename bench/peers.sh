@@ -95,8 +95,9 @@ if [[ " $SECTIONS " == *" 1 "* ]]; then
   hweb=$(port tcp)
   hudp=$(port udp)
   printf 'export:\n  top_k: %s\n  min_share: 0.0001\n  min_key_ops: 0\n' "$TOP" >"$tmp/rules.yml"
+  # As root, root is kept: the unprivileged user hotkeyd would switch to cannot read $tmp.
   "$bin" --web.listen-address="127.0.0.1:$hweb" --udp.listen-address="127.0.0.1:$hudp" \
-    --track.half-life=1h --config.file="$tmp/rules.yml" \
+    --track.half-life=1h --config.file="$tmp/rules.yml" --run-as=root \
     >"$tmp/hotkeyd.log" 2>&1 &
   hk=$!
   pids+=("$hk")

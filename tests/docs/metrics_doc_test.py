@@ -108,9 +108,9 @@ def main():
         e2e.wait_until(lambda: "cluster_state:ok" in subprocess.run(
             ["redis-cli", "-s", redis_sock, "CLUSTER", "INFO"], capture_output=True, text=True,
             timeout=10).stdout, 10, "the one-node cluster is ok")
-        # --run-as= keeps this process's user: started as root where a hotkeyd user exists,
-        # the default (auto) would switch to it, which cannot read this test's private files.
-        d = e2e.Hotkeyd(args.hotkeyd, "--run-as=", "--demo", f"--tap.file={args.pcap}",
+        # e2e.Hotkeyd keeps this process's user (KEEP_USER): started as root, the default
+        # (auto) would switch to an unprivileged user, who cannot read this test's files.
+        d = e2e.Hotkeyd(args.hotkeyd, "--demo", f"--tap.file={args.pcap}",
                         f"--tap.port={pcap_server_port(args.pcap)}",
                         f"--model.measured-loads-file={loads}",
                         f"--shard.address={redis_sock}", "--shard.interval=1s",
@@ -128,7 +128,7 @@ def main():
         text = e2e.wait_until(complete, 30, "a /metrics page with the capture read, a hot key "
                               "advised, the shard's load, the cluster node, the state saved and "
                               "the measured loads", interval=0.1)
-        b = e2e.Hotkeyd(args.hotkeyd, "--run-as=", f"--tap.file={args.pcap}", "--tap.weight=bytes",
+        b = e2e.Hotkeyd(args.hotkeyd, f"--tap.file={args.pcap}", "--tap.weight=bytes",
                         f"--tap.port={pcap_server_port(args.pcap)}", "--udp.listen-address=",
                         work=work, ready_timeout=30)
         text_bytes = e2e.wait_until(

@@ -198,15 +198,13 @@ def rewrite_ports(block, text, http_port, udp_port, need_udp):
 
 class Daemon(e2e.Hotkeyd):
     """A hotkeyd on free loopback ports, its log hotkeyd-<name>.log in work_dir; stop()
-    always ends it. Unless `as_written`, it keeps this process's user (--run-as=): started
-    as root where a hotkeyd user exists, the default would switch to that user, which may
-    not read the test's files."""
+    always ends it. Unless `as_written`, it keeps this process's user (e2e.KEEP_USER): started
+    as root, the default would switch to an unprivileged user, who may not read the test's
+    files."""
 
     def __init__(self, binary, work_dir, name, extra=(), as_written=False):
-        if not as_written:
-            extra = ("--run-as=", *extra)
         try:
-            super().__init__(binary, *extra, work=work_dir,
+            super().__init__(binary, *extra, work=work_dir, keep_user=not as_written,
                              log_path=os.path.join(work_dir, f"hotkeyd-{name}.log"),
                              ready_timeout=WAIT_SECONDS)
         except AssertionError as e:

@@ -20,6 +20,16 @@ with --tap.interface=lo on its port):
                   fails the start, naming it
   keep_root       --run-as=root keeps uid 0 and says so in the log
   unknown_user    --run-as=<no such user> fails the start, naming the user
+  default_no_user the issue's reproduction: `--tap.interface=lo --tap.port=<port>` and no
+                  --run-as, on a machine without a hotkeyd user (skipped where there is
+                  one): every thread runs as nobody with no capability, and the log says
+                  so and gives the command that creates the hotkeyd user
+  empty_run_as    --run-as= as root fails the start: only --run-as=root keeps root
+  writable_file   a rules file the user owns, or in a directory the user may write, fails
+                  the start before root reads it, naming the file and the user
+  state_as_user   the state file is read after the switch: a root-only state file in the
+                  user's directory cannot be read ("Permission denied" in the log, after
+                  "privileges dropped"), where root would have parsed it
 
 Exits 77 (skipped) when not run as root: only root can switch users.
 
@@ -213,8 +223,90 @@ def case_unknown_user(work):
           f"the start fails naming the user: rc {p.returncode}, {p.stderr[-300:]}")
 
 
+def case_default_no_user(work):
+    try:
+        pwd.getpwnam("hotkeyd")
+        log("  SKIP: this machine has a hotkeyd user")
+        return
+    except KeyError:
+        pass
+    nobody = pwd.getpwnam("nobody")
+    open_to_all(work)
+    # No server on the port: what is checked is who hotkeyd runs as, not what it counts.
+    d = Hotkeyd(HOTKEYD, work, free_port(), "redis", keep_user=False)
+    threads = check_unprivileged(d.proc.pid, nobody)
+    log(f"  threads: {describe(threads)}")
+    for tid, t in threads.items():
+        check(int(t["CapBnd"], 16) == 0 and t["NoNewPrivs"] == "1",
+              f"thread {tid}: empty bounding set and no_new_privs: {t['CapBnd']} {t['NoNewPrivs']}")
+    with open(d.log_path) as f:
+        text = f.read()
+    check("user=nobody" in text and "no hotkeyd user: running as nobody" in text
+          and "useradd --system" in text, f"the log says nobody, and how to add hotkeyd: {text[-800:]}")
+
+
+def case_empty_run_as(work):
+    p = subprocess.run([HOTKEYD, "--web.listen-address=127.0.0.1:0", "--udp.listen-address=",
+                        "--demo", "--run-as="], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 1 and "only --run-as=root keeps root" in p.stderr,
+          f"an empty --run-as fails the start: rc {p.returncode}, {p.stderr[-300:]}")
+
+
+def case_writable_file(work):
+    user = run_as_user()
+    open_to_all(work)
+    rules = work.file("users-rules.yml")
+    with open(rules, "w") as f:
+        f.write(FAST_RULES)
+    os.chown(rules, user.pw_uid, user.pw_gid)
+    argv = [HOTKEYD, f"--web.listen-address=127.0.0.1:{free_port()}", "--udp.listen-address=",
+            "--demo", f"--run-as={user.pw_name}"]
+    p = subprocess.run([*argv, f"--config.file={rules}"], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 1 and "--config.file" in p.stderr and rules in p.stderr
+          and f'user "{user.pw_name}"' in p.stderr,
+          f"a rules file of the user's fails the start: rc {p.returncode}, {p.stderr[-400:]}")
+    user_dir = work.file("users-dir")
+    os.mkdir(user_dir, 0o755)
+    os.chown(user_dir, user.pw_uid, user.pw_gid)
+    rules2 = os.path.join(user_dir, "root-rules.yml")
+    with open(rules2, "w") as f:
+        f.write(FAST_RULES)
+    p = subprocess.run([*argv, f"--config.file={rules2}"], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 1 and "its directory" in p.stderr and user_dir in p.stderr,
+          f"root's file in the user's directory fails the start: rc {p.returncode}, "
+          f"{p.stderr[-400:]}")
+
+
+def case_state_as_user(work):
+    user = run_as_user()
+    open_to_all(work)
+    state_dir = work.file("root-state")
+    os.mkdir(state_dir, 0o700)
+    os.chown(state_dir, user.pw_uid, user.pw_gid)
+    state = os.path.join(state_dir, "hotkeyd.state")
+    with open(state, "wb") as f:
+        f.write(b"root wrote this; the user cannot read it")
+    os.chmod(state, 0o600)
+    d = Hotkeyd(HOTKEYD, work, free_port(), "redis", f"--run-as={user.pw_name}",
+                f"--storage.path={state}")
+    check_unprivileged(d.proc.pid, user)
+    wait_until(lambda: "saved state unusable" in open(d.log_path).read(), 10,
+               "the state file's outcome in the log")
+    with open(d.log_path) as f:
+        lines = f.readlines()
+    dropped = next(i for i, ln in enumerate(lines) if "privileges dropped" in ln)
+    unusable = next(i for i, ln in enumerate(lines) if "saved state unusable" in ln)
+    check(dropped < unusable and "Permission denied" in lines[unusable],
+          f"the state file was opened by the user, after the switch: {lines[unusable]}")
+    Procs.stop(d.proc)
+
+
 CASES = [("dropped", case_dropped), ("unreadable", case_unreadable),
-         ("storage", case_storage), ("keep_root", case_keep_root), ("unknown_user", case_unknown_user)]
+         ("storage", case_storage), ("keep_root", case_keep_root), ("unknown_user", case_unknown_user),
+         ("default_no_user", case_default_no_user), ("empty_run_as", case_empty_run_as),
+         ("writable_file", case_writable_file), ("state_as_user", case_state_as_user)]
 
 if __name__ == "__main__":
     if os.geteuid() != 0:

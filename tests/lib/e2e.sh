@@ -14,6 +14,9 @@
 #   free_port tcp|udp      a loopback port that was free a moment ago
 #   wait_for SECONDS WHAT COMMAND...   retries COMMAND until it succeeds or time is up;
 #                  its output goes to $tmp/checks.log, the last one is shown on a timeout
+#   e2e_keep_user  flags that keep this process's user: --run-as=root when root, since
+#                  hotkeyd started as root otherwise switches to an unprivileged user, who
+#                  cannot read $tmp (tests/hardening/privilege_drop_e2e.py tests the switch)
 # fds 3 and 4 stay the real stdout and stderr, so messages from inside silenced commands
 # (and from the EXIT trap they may trigger) still reach the user.
 
@@ -21,6 +24,8 @@ e2e_init() {
   e2e_name=$1
   exec 3>&1 4>&2
   tmp=$(mktemp -d "/tmp/hotkeyd-$e2e_name.XXXXXX")
+  e2e_keep_user=()
+  if [ "$(id -u)" = 0 ]; then e2e_keep_user=(--run-as=root); fi
   pids=()
   trap e2e_cleanup EXIT
   trap 'exit 130' INT TERM
@@ -85,7 +90,7 @@ e2e_start_hotkeyd() {
   local bin=$1
   e2e_hotkeyd_url=$2
   shift 2
-  "$bin" "$@" >"$tmp/hotkeyd.log" 2>&1 &
+  "$bin" "${e2e_keep_user[@]}" "$@" >"$tmp/hotkeyd.log" 2>&1 &
   hotkeyd_pid=$!
   pids+=("$hotkeyd_pid")
   log "hotkeyd pid $hotkeyd_pid at $e2e_hotkeyd_url"

@@ -220,6 +220,12 @@ def metric_value(text, name, labels=None):
 
 # ------------------------------------------------------------------------------ hotkeyd
 
+# Flags that keep this process's user, put before a test's own (the last --run-as wins):
+# started as root, hotkeyd otherwise switches to an unprivileged user, who cannot read the
+# root-only workdir. tests/hardening/privilege_drop_e2e.py tests the switch itself.
+KEEP_USER = ["--run-as=root"] if os.geteuid() == 0 else []
+
+
 class Hotkeyd:
     """A real hotkeyd on free loopback web and UDP ports, given `flags` after those two,
     its stdout and stderr in `log_path` (default: hotkeyd-<web port>.log in `work`, a
@@ -227,14 +233,15 @@ class Hotkeyd:
     raises with the log's tail if the daemon exits first or is not ready in
     `ready_timeout` seconds."""
 
-    def __init__(self, binary, *flags, work, log_path=None, ready_timeout=15):
+    def __init__(self, binary, *flags, work, log_path=None, ready_timeout=15, keep_user=True):
         self.binary = binary
         self.web = free_port()
         self.udp = free_udp_port()
         work_path = work.path if isinstance(work, Workdir) else work
         self.log_path = log_path or os.path.join(work_path, f"hotkeyd-{self.web}.log")
         self.flags = [f"--web.listen-address=127.0.0.1:{self.web}",
-                      f"--udp.listen-address=127.0.0.1:{self.udp}", *flags]
+                      f"--udp.listen-address=127.0.0.1:{self.udp}",
+                      *(KEEP_USER if keep_user else []), *flags]
         self.proc = Procs.start([binary, *self.flags], self.log_path)
         wait_until(self._ready, ready_timeout, f"hotkeyd /-/ready on port {self.web}")
 

@@ -616,6 +616,9 @@ class Lab:
             self.spawn(f"hotkeyd{i}", [
                 a.hotkeyd, f"--web.listen-address=127.0.0.1:{wp}",
                 "--udp.listen-address=127.0.0.1:0",
+                # As root, keep root: the unprivileged user hotkeyd would switch to cannot
+                # read the lab's private directory.
+                *(["--run-as=root"] if os.geteuid() == 0 else []),
                 "--tap.interface=lo", f"--tap.port={port}", "--tap.protocol=redis",
                 "--tap.snaplen=4096", "--tap.buffer-bytes=4MiB", "--shard.interval=1s",
                 f"--cluster.refresh={a.ttl:g}s",

@@ -58,6 +58,7 @@ aggregate::ModelInputs AdviceInputs(const config::DaemonOptions& options,
     in.server = last->reading->server;
     in.shard_standalone = !last->reading->cluster_mode;
   }
+  if (last->rejected) in.shard_rejected_reason = std::string(shard::RejectionName(*last->rejected));
   in.shard_cpus = last->cpus;
   in.cpus_origin = std::string(shard::CpusSourceName(last->cpus_source));
   if (last->load) {

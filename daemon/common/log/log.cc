@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "hotkey/text/escape.h"
 #include "hotkey/text/json.h"
 #include "hotkey/text/utf8.h"
 
@@ -55,6 +56,11 @@ std::string LogfmtQuote(std::string_view value) {
       if (n == 0) {
         out += "\xef\xbf\xbd";  // U+FFFD
         value.remove_prefix(1);
+      } else if (const uint32_t cp = text::Utf8CodePoint(value, n); text::IsEscapedCodePoint(cp)) {
+        // C1 controls, U+2028, U+2029 and the invisible formatting characters: as \uXXXX,
+        // as the C0 controls below, so no reader takes them for a line break or a control.
+        absl::StrAppendFormat(&out, "\\u%04x", cp);
+        value.remove_prefix(n);
       } else {
         out.append(value.substr(0, n));
         value.remove_prefix(n);

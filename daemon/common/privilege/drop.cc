@@ -7,11 +7,13 @@
 #include <pwd.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -77,30 +79,40 @@ absl::StatusOr<User> LookUpUser(std::string_view name) {
 absl::StatusOr<Plan> MakePlan(std::string_view run_as, uid_t euid,
                               const std::function<absl::StatusOr<User>(std::string_view)>& lookup) {
   Plan plan;
-  if (run_as.empty() || run_as == "root") {
+  const auto not_root = [](std::string_view name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "user \"", Av(name), "\" has uid 0: that is root; pass --run-as=root to keep root"));
+  };
+  if (run_as == kRunAsRoot) {
     plan.keep_all = euid == 0;
     return plan;
   }
+  if (euid != 0 && (run_as.empty() || run_as == kRunAsAuto)) return plan;
+  if (run_as.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--run-as is empty: name the user to switch to (or ", Av(kRunAsAuto),
+                     "); only --run-as=root keeps root, which is dangerous"));
+  }
   if (run_as == kRunAsAuto) {
-    if (euid != 0) return plan;
-    absl::StatusOr<User> user = lookup(kPackageUser);
-    if (!user.ok()) {
-      if (!absl::IsNotFound(user.status())) return user.status();
-      plan.keep_all = true;
+    for (std::string_view name : {kPackageUser, kFallbackUser}) {
+      absl::StatusOr<User> user = lookup(name);
+      if (!user.ok()) {
+        if (!absl::IsNotFound(user.status())) return user.status();
+        continue;
+      }
+      if (user->uid == 0) return not_root(name);
+      plan.fell_back = name != kPackageUser;
+      plan.switch_to = *std::move(user);
       return plan;
     }
-    if (user->uid == 0)
-      plan.keep_all = true;
-    else
-      plan.switch_to = *std::move(user);
-    return plan;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "started as root, and neither a \"", Av(kPackageUser), "\" nor a \"", Av(kFallbackUser),
+        "\" user exists to switch to: create one with `", Av(kCreateUserCommand),
+        "`, or name another with --run-as=<user> (--run-as=root keeps root: dangerous)"));
   }
   absl::StatusOr<User> user = lookup(run_as);
   if (!user.ok()) return user.status();
-  if (user->uid == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "user \"", Av(run_as), "\" has uid 0: that is root; pass --run-as=root to keep root"));
-  }
+  if (user->uid == 0) return not_root(run_as);
   if (euid != 0) {
     if (user->uid != euid) {
       return absl::FailedPreconditionError(
@@ -248,6 +260,45 @@ absl::Status CheckAccess(const std::string& path, int mode) {
   if (access(path.c_str(), mode) == 0) return absl::OkStatus();
   const int err = errno;
   return absl::PermissionDeniedError(absl::StrCat("\"", path, "\": ", std::strerror(err)));
+}
+
+absl::Status CheckNotWritableBy(const std::string& path, const User& user) {
+  struct stat file;
+  if (stat(path.c_str(), &file) != 0) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat("\"", path, "\": no such file"));
+    return absl::PermissionDeniedError(absl::StrCat("\"", path, "\": ", std::strerror(err)));
+  }
+  // Whether `user` may write what `st` describes, as the kernel decides for a process with
+  // that uid and only that group (Drop() sets exactly these).
+  const auto writable = [&user](const struct stat& st) {
+    if (st.st_uid == user.uid) return true;  // an owner may chmod it writable
+    if (st.st_gid == user.gid && (st.st_mode & S_IWGRP) != 0) return true;
+    return (st.st_mode & S_IWOTH) != 0;
+  };
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  struct stat dir;
+  if (stat(parent.c_str(), &dir) != 0) {
+    const int err = errno;
+    return absl::PermissionDeniedError(
+        absl::StrCat("\"", parent.string(), "\": ", std::strerror(err)));
+  }
+  const bool sticky_protects =
+      (dir.st_mode & S_ISVTX) != 0 && dir.st_uid != user.uid && file.st_uid != user.uid;
+  std::string who;
+  if (writable(file)) {
+    who = "the file";
+  } else if (writable(dir) && !sticky_protects) {
+    who = absl::StrCat("its directory \"", parent.string(), "\"");
+  } else {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "\"", path, "\" is read as root, but user \"", user.name, "\" (uid ", user.uid,
+      ") can change it: ", who,
+      " is writable by that user; make it root's (chown root: and chmod go-w), or start "
+      "hotkeyd as that user"));
 }
 
 }  // namespace hotkey::privilege

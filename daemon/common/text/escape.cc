@@ -10,11 +10,8 @@ namespace hotkey::text {
 
 namespace {
 
-// The characters escape.h lists, by code point.
 bool Escaped(uint32_t cp, bool escape_backslash) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp == '\\' && escape_backslash) ||
-         cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
-         (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
+  return (cp == '\\' && escape_backslash) || IsEscapedCodePoint(cp);
 }
 
 void AppendHex(unsigned char c, std::string* out) {
@@ -25,6 +22,12 @@ void AppendHex(unsigned char c, std::string* out) {
 }
 
 }  // namespace
+
+bool IsEscapedCodePoint(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x00AD || cp == 0x061C ||
+         (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFEFF;
+}
 
 std::string Escape(std::string_view bytes, const EscapeOptions& options, bool* cut) {
   std::string out;

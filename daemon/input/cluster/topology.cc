@@ -21,20 +21,25 @@ std::vector<std::string_view> Split(std::string_view s, char sep, bool skip_empt
   }
 }
 
-// A slot number: decimal digits only, below kSlots.
-bool ParseSlot(std::string_view s, uint16_t* out) {
+// A slot number: decimal digits only, below kSlots. Sets *past_end when the digits are a
+// number at or past kSlots (any length): a slot no node can serve, not a malformed field.
+bool ParseSlot(std::string_view s, uint16_t* out, bool* past_end) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) return false;
   unsigned v = 0;
-  if (s.empty() || s.size() > 5) return false;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v >= static_cast<unsigned>(kSlots)) {
+  if (ec == std::errc::result_out_of_range ||
+      (ec == std::errc() && v >= static_cast<unsigned>(kSlots))) {
+    *past_end = true;
     return false;
   }
+  if (ec != std::errc() || end != s.data() + s.size()) return false;
   *out = static_cast<uint16_t>(v);
   return true;
 }
 
-// One slot field of a node's line into `node`; false when it is not one.
-bool ParseSlotField(std::string_view f, Node& node) {
+// One slot field of a node's line into `node`; false when it is not one (*past_end: because
+// it names a slot at or past kSlots).
+bool ParseSlotField(std::string_view f, Node& node, bool* past_end) {
   if (f.starts_with("[")) {
     if (!f.ends_with("]")) return false;
     f = f.substr(1, f.size() - 2);
@@ -43,7 +48,7 @@ bool ParseSlotField(std::string_view f, Node& node) {
       const size_t at = f.find(arrow);
       if (at == std::string_view::npos) continue;
       SlotMove m;
-      if (!ParseSlot(f.substr(0, at), &m.slot) || at + 3 >= f.size()) return false;
+      if (!ParseSlot(f.substr(0, at), &m.slot, past_end) || at + 3 >= f.size()) return false;
       m.node = std::string(f.substr(at + 3));
       list->push_back(std::move(m));
       return true;
@@ -52,11 +57,11 @@ bool ParseSlotField(std::string_view f, Node& node) {
   }
   SlotRange r;
   if (const size_t dash = f.find('-'); dash != std::string_view::npos) {
-    if (!ParseSlot(f.substr(0, dash), &r.first) || !ParseSlot(f.substr(dash + 1), &r.last) ||
-        r.last < r.first) {
+    if (!ParseSlot(f.substr(0, dash), &r.first, past_end) ||
+        !ParseSlot(f.substr(dash + 1), &r.last, past_end) || r.last < r.first) {
       return false;
     }
-  } else if (!ParseSlot(f, &r.first)) {
+  } else if (!ParseSlot(f, &r.first, past_end)) {
     return false;
   } else {
     r.last = r.first;
@@ -78,6 +83,14 @@ absl::StatusOr<Node> ParseLine(std::string_view line) {
     addr = addr.substr(0, comma);
   }
   n.address = std::string(addr.substr(0, addr.find('@')));
+  // Redis's node ids are kNodeIdBytes hex digits, and a host name is at most 255 bytes
+  // (RFC 1035): longer is no node's, and everything that shows a node stays bounded.
+  if (n.id.size() > kNodeIdBytes || (f[3] != "-" && f[3].size() > kNodeIdBytes)) {
+    return absl::InvalidArgumentError("a node id longer than a node id");
+  }
+  if (n.address.size() > kMaxHostBytes || n.hostname.size() > kMaxHostBytes) {
+    return absl::InvalidArgumentError("an address or host name longer than a host name");
+  }
   for (std::string_view flag : Split(f[2], ',', /*skip_empty=*/false)) {
     if (flag == "myself") n.myself = true;
     if (flag == "master") n.primary = true;
@@ -88,8 +101,14 @@ absl::StatusOr<Node> ParseLine(std::string_view line) {
     return absl::InvalidArgumentError(absl::StrCat("link state '", std::string(f[7]), "'"));
   }
   for (size_t i = 8; i < f.size(); ++i) {
-    if (!ParseSlotField(f[i], n)) {
-      return absl::InvalidArgumentError(absl::StrCat("slot field '", std::string(f[i]), "'"));
+    bool past_end = false;
+    if (!ParseSlotField(f[i], n, &past_end)) {
+      const std::string field(f[i].substr(0, 32));
+      if (past_end) {
+        return absl::OutOfRangeError(
+            absl::StrCat("slot field '", field, "' is past the last slot, ", kSlots - 1));
+      }
+      return absl::InvalidArgumentError(absl::StrCat("slot field '", field, "'"));
     }
   }
   return n;
@@ -133,17 +152,32 @@ absl::StatusOr<Topology> ParseClusterNodes(std::string_view text) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     if (t.nodes.size() == kMaxNodes) {
-      return absl::InvalidArgumentError(
+      return absl::ResourceExhaustedError(
           absl::StrCat("CLUSTER NODES: more than ", kMaxNodes, " nodes"));
     }
     absl::StatusOr<Node> n = ParseLine(line);
     if (!n.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("CLUSTER NODES line ", line_no, ": ", n.status().message()));
+      return absl::Status(n.status().code(),
+                          absl::StrCat("CLUSTER NODES line ", line_no, ": ", n.status().message()));
     }
     t.nodes.push_back(*std::move(n));
   }
   if (t.nodes.empty()) return absl::InvalidArgumentError("CLUSTER NODES: no node");
+  // Each slot has one owner, listed once: a second listing is impossible, and would count
+  // shards (and list nodes) that do not exist.
+  std::vector<int> owner(kSlots, -1);
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    for (const SlotRange& r : t.nodes[i].slots) {
+      for (int s = r.first; s <= r.last; ++s) {
+        if (owner[s] >= 0) {
+          return absl::AlreadyExistsError(absl::StrCat(
+              "CLUSTER NODES: slot ", s, " is listed twice, by nodes ",
+              t.nodes[owner[s]].id.substr(0, 40), " and ", t.nodes[i].id.substr(0, 40)));
+        }
+        owner[s] = static_cast<int>(i);
+      }
+    }
+  }
   return t;
 }
 

@@ -379,6 +379,7 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
       // try again on a new one.
       const bool reused = conn_ != nullptr;
       m = Measurement{};
+      rejected_.reset();
       s = co_await AskInto(m);
       if (s.ok()) break;
       Disarm();
@@ -392,6 +393,7 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
       m = Measurement{};
       m.time = clock_.Now();
       m.status = s;
+      m.rejected = rejected_;
     }
     co_return m;
   }
@@ -417,7 +419,22 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
         text = Text(r, "CLUSTER NODES");
         if (!text.ok()) co_return text.status();
         absl::StatusOr<cluster::Topology> t = cluster::ParseClusterNodes(*text);
-        if (!t.ok()) co_return t.status();
+        if (!t.ok()) {
+          switch (t.status().code()) {
+            case absl::StatusCode::kOutOfRange:
+              rejected_ = Rejection::kSlotRange;
+              break;
+            case absl::StatusCode::kAlreadyExists:
+              rejected_ = Rejection::kSlotOverlap;
+              break;
+            case absl::StatusCode::kResourceExhausted:
+              rejected_ = Rejection::kNodeCount;
+              break;
+            default:
+              break;
+          }
+          co_return t.status();
+        }
         m.cluster.cluster_mode = true;
         m.cluster.shards = t->Shards();
         if (const cluster::Node* me = t->Myself()) m.cluster.node_id = me->id;
@@ -435,8 +452,15 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
     Disarm();
     SetCpus(*reading, m);
     if (last_) m.load = LoadBetween(*last_, last_time_, *reading, m.time, m.cpus);
+    // The next pair is judged afresh from this reading, whatever this one's fate.
     last_ = *reading;
     last_time_ = m.time;
+    if (m.load) {
+      if (absl::Status s = CheckLoad(*m.load, m.cpus); !s.ok()) {
+        rejected_ = Rejection::kBusy;
+        co_return s;
+      }
+    }
     m.reading = *std::move(reading);
     co_return absl::OkStatus();
   }
@@ -498,6 +522,7 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
   size_t consumed_ = 0;
   std::optional<Reading> last_;
   absl::Time last_time_;
+  std::optional<Rejection> rejected_;  // why the round in progress was refused, if it was
 };
 
 Prober::Prober(asio::io_context& io, config::ShardOptions options, const clock::Clock& clock,

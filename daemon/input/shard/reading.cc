@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace hotkey::shard {
 
@@ -122,6 +123,13 @@ std::optional<Load> LoadBetween(const Reading& a, absl::Time ta, const Reading& 
   l.busy = (b.cpu_seconds - a.cpu_seconds) / seconds / cpus;
   if (l.busy >= kMinBusy) l.capacity_ops = l.ops_per_second / l.busy;
   return l;
+}
+
+absl::Status CheckLoad(const Load& load, double cpus) {
+  if (load.busy <= kMaxBusy) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "the shard's CPU time grew %g s a second on %g CPUs (busy %g, at most %g is possible)",
+      load.busy * cpus, cpus, load.busy, kMaxBusy));
 }
 
 }  // namespace hotkey::shard

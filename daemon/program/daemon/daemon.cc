@@ -1,6 +1,7 @@
 #include "hotkey/daemon/daemon.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cassert>
 #include <mutex>
@@ -168,6 +169,7 @@ class Daemon::Impl {
   bool build_pending_ = false;
   std::unique_ptr<StateStore> state_;          // null without --storage.path
   std::unique_ptr<StateWriter> writer_;        // with state_: its writes, off the io thread
+  bool state_read_ = false;                    // io thread: Run() has read the state file
   WebConfigPoller poll_web_config_;            // null: not re-read
   MeasuredLoadsPoller poll_measured_loads_;    // null: no measured loads
   std::unique_ptr<Collectables> all_metrics_;  // collector_, feed_
@@ -184,6 +186,8 @@ class Daemon::Impl {
   // interval), and the CPUs the last answer with a reading said it may use.
   absl::Time last_reading_ = absl::InfinitePast();
   std::optional<std::pair<double, shard::CpusSource>> cpus_;
+  // io thread: answers refused as impossible, by shard::Rejection (ModelInputs).
+  std::array<uint64_t, shard::kRejections> shard_rejected_{};
   // io thread: the last news of the measured-loads file was an error (or there was none).
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
@@ -295,7 +299,6 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     state_ = std::make_unique<StateStore>(options_.storage.path);
     writer_ = std::make_unique<StateWriter>(*state_, [this](const absl::Status& s) { Saved(s); });
     store_->EnableStorage();
-    RestoreState();
   }
   collector_ = std::make_unique<SnapshotCollector>(*store_);
   collector_->SetServingBoundBytes(feed_->MemoryBoundBytes());
@@ -375,12 +378,22 @@ ClusterInputs ClusterFrom(const cluster::Topology& topology, const shard::Measur
 void Daemon::Impl::Measured(const shard::Measurement& m) {
   if (shut_down_) return;
   const bool was_up = measured_ && measured_->status.ok();
+  const bool was_rejected = measured_ && measured_->rejected.has_value();
   const bool first = !measured_;
   measured_ = m;
   if (m.load) ++shard_answers_;
-  aggregator_->SetModelInputs(AdviceInputs(options_, store_->cluster(), shard_address_, &*measured_,
-                                           shard_answers_, last_reading_));
+  if (m.rejected) ++shard_rejected_[static_cast<size_t>(*m.rejected)];
+  aggregate::ModelInputs inputs = AdviceInputs(options_, store_->cluster(), shard_address_,
+                                               &*measured_, shard_answers_, last_reading_);
+  inputs.shard_rejected = shard_rejected_;
+  aggregator_->SetModelInputs(std::move(inputs));
   if (m.reading) last_reading_ = m.time;
+  if (!m.status.ok() && peers_) {
+    // The cluster last seen is stale once the shard stops answering (or its answer is
+    // refused): no slot move is planned on it.
+    peers_->SetTopology(cluster::Topology{});
+    aggregator_->SetClusterInputs({});
+  }
   // A CPU quota found, changed or lifted moves the shard's busy fraction at once: say so,
   // since the advice follows it.
   if (m.status.ok()) {
@@ -424,7 +437,14 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
     if (!m.cpus_detail.empty()) line.Quoted("cpus_detail", m.cpus_detail);
     if (m.cluster.cluster_mode) line.Value("cluster_shards", absl::StrCat(m.cluster.shards));
     Log(line);
-  } else if (!m.status.ok() && (first || was_up)) {
+  } else if (m.rejected && (first || was_up || !was_rejected)) {
+    Log(Line("warn",
+             "the shard's answer is impossible, and refused; the advice uses the configured "
+             "--cluster.* figures until the shard answers with possible ones")
+            .Value("shard", shard_address_)
+            .Value("reason", shard::RejectionName(*m.rejected))
+            .Quoted("err", std::string(m.status.message())));
+  } else if (!m.status.ok() && !m.rejected && (first || was_up || was_rejected)) {
     Log(Line("warn",
              options_.cluster_given.capacity
                  ? "cannot ask the shard; the advice uses --cluster.capacity until it answers"
@@ -461,6 +481,12 @@ void Daemon::Impl::Run(bool handle_signals) {
   if (handle_signals) {
     signals_ = std::make_unique<asio::signal_set>(io_, SIGINT, SIGTERM, SIGHUP);
     WaitForSignal();
+  }
+  // The state file is read here, not in Create: a daemon started as root switches users in
+  // between (main.cc), and that user can write the file, so root never parses it.
+  if (state_) {
+    RestoreState();
+    state_read_ = true;
   }
   http_->Start();
   for (auto& s : sources_) s->Start();
@@ -542,7 +568,8 @@ void Daemon::Impl::DoShutdown() {
     reports_[i] = sources_[i]->Latest();
   }
   if (aggregator_) Build();
-  if (state_) {
+  // A daemon that never ran never read the state file: saving would overwrite it.
+  if (state_ && state_read_) {
     SaveState();        // after the receivers' last reports: nothing counted is lost
     writer_->Finish();  // and written before the daemon goes
   }

@@ -142,6 +142,37 @@ absl::Status CheckFilesAfterSwitch(const hotkey::config::DaemonOptions& options,
   return absl::OkStatus();
 }
 
+// The files read as root, before the switch to `user`: refused (saying which and how to fix
+// it) when `user` could change them, since parsing what the unprivileged user wrote with
+// root's privileges would hand root to whoever holds that user. `web` is the web config,
+// once read (its certificates are read by the HTTP server, before the switch); null before.
+absl::Status CheckReadAsRoot(const hotkey::config::DaemonOptions& options,
+                             const hotkey::config::WebConfig* web,
+                             const hotkey::privilege::User& user) {
+  const hotkey::config::ShardOptions shard = options.shard.Resolved(options.tap);
+  std::vector<std::pair<const char*, std::string>> files;
+  if (web == nullptr) {
+    files = {{"--config.file", options.config_file},
+             {"--web.config.file", options.web.config_file},
+             {"--key.hash-secret-file", options.key_hash_secret_file},
+             {"--tap.file", options.tap.file},
+             {"--shard.tls-ca-file", shard.tls_ca_file},
+             {"--shard.tls-cert-file", shard.tls_cert_file},
+             {"--shard.tls-key-file", shard.tls_key_file}};
+  } else {
+    files = {{"the web config's cert_file", web->tls.cert_file},
+             {"the web config's key_file", web->tls.key_file},
+             {"the web config's client_ca_file", web->tls.client_ca_file}};
+  }
+  for (const auto& [what, path] : files) {
+    if (path.empty()) continue;
+    absl::Status s = hotkey::privilege::CheckNotWritableBy(path, user);
+    if (absl::IsNotFound(s)) continue;  // the loader says so, as without a switch
+    if (!s.ok()) return absl::PermissionDeniedError(absl::StrCat(what, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,6 +233,16 @@ int main(int argc, char** argv) {
       }
       bounding_set_emptied = *restricted;
     }
+    // Root reads the files below before the switch; the state file (--storage.path) and the
+    // measured-loads file are read only after it (daemon.h: Run).
+    const auto refuse_read_as_root = [&](const hotkey::config::WebConfig* web) {
+      if (!privileges->switch_to) return false;
+      absl::Status s = CheckReadAsRoot(flags->options, web, *privileges->switch_to);
+      if (s.ok()) return false;
+      std::fprintf(stderr, "hotkeyd: %s\n", std::string(s.message()).c_str());
+      return true;
+    };
+    if (refuse_read_as_root(nullptr)) return 1;
     hotkey::daemon::Daemon::Inputs inputs;
     absl::StatusOr<std::string> secret =
         hotkey::config::LoadKeyHashSecret(options.key_hash_secret_file);
@@ -219,6 +260,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       inputs.web_config = **std::move(web);
+      if (refuse_read_as_root(&inputs.web_config)) return 1;
       inputs.poll_web_config = [watcher] { return watcher->Poll(); };
     }
     inputs.load_rules = [options] { return hotkey::config::LoadReloadable(options); };
@@ -288,10 +330,9 @@ int main(int argc, char** argv) {
       }
     }
     if (privileges->keep_all) {
-      log(hotkey::log::LogLine(
-              wall.Now(), "warn",
-              "privileges kept: running as root with every capability; --run-as=<user> drops them")
-              .Quoted("run_as", options.run_as)
+      log(hotkey::log::LogLine(wall.Now(), "warn",
+                               "privileges kept, as --run-as=root asks: running as root with "
+                               "every capability; dangerous: --run-as=auto drops them")
               .text());
     } else {
       absl::StatusOr<std::vector<hotkey::privilege::ThreadCreds>> threads =
@@ -317,6 +358,13 @@ int main(int argc, char** argv) {
               .Value("no_new_privs", "1")
               .Value("threads", absl::StrCat(threads->size()))
               .text());
+      if (privileges->fell_back) {
+        log(hotkey::log::LogLine(wall.Now(), "warn",
+                                 "no hotkeyd user: running as nobody, which other daemons may "
+                                 "share; create the hotkeyd user to give hotkeyd its own")
+                .Quoted("command", hotkey::privilege::kCreateUserCommand)
+                .text());
+      }
     }
     (*d)->Run(/*handle_signals=*/true);
     return 0;

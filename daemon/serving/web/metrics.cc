@@ -1,10 +1,12 @@
 #include "hotkey/web/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <prometheus/text_serializer.h>
 
 #include "hotkey/aggregate/history.h"
+#include "hotkey/text/escape.h"
 #include "hotkey/version/build_info.h"
 #include "hotkey/web/proc_stats.h"
 
@@ -93,8 +95,20 @@ void AddModelInputs(const ModelInputs& in, std::vector<MetricFamily>& out) {
   out.push_back(std::move(f));
   if (!in.shard_asked) return;
   AddSingle(out, "hotkey_shard_up",
-            "1 if the last attempt to read the shard's own figures (INFO, stats) worked.",
+            "1 if the last attempt to read the shard's own figures (INFO, stats) worked and "
+            "they were possible.",
             MetricType::Gauge, in.shard_up ? 1 : 0);
+  MetricFamily rejected =
+      Family("hotkey_shard_answers_rejected_total",
+             "The shard's answers refused because a figure cannot be (reason: busy, CPU time "
+             "faster than the CPUs allow; slot_range, a slot past 16383; slot_overlap, a slot "
+             "listed twice; node_count, too many nodes); each counts as no answer.",
+             MetricType::Counter);
+  for (const auto& [reason, name] : shard::kRejectionNames) {
+    Add(rejected, static_cast<double>(in.shard_rejected[static_cast<size_t>(reason)]),
+        {{"reason", std::string(name)}});
+  }
+  out.push_back(std::move(rejected));
   const struct {
     const char* name;
     const char* help;
@@ -449,7 +463,21 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
 }
 
 std::string RenderText(const prometheus::Collectable& collectable) {
-  return prometheus::TextSerializer().Serialize(collectable.Collect());
+  std::vector<MetricFamily> families = collectable.Collect();
+  for (MetricFamily& f : families) {
+    for (ClientMetric& m : f.metric) {
+      for (ClientMetric::Label& l : m.label) {
+        // Most values are plain ASCII, which Escape() would return unchanged: skip the copy.
+        if (std::any_of(l.value.begin(), l.value.end(), [](char c) {
+              const auto u = static_cast<unsigned char>(c);
+              return u < 0x20 || u >= 0x7f;
+            })) {
+          l.value = text::Escape(l.value, {.escape_backslash = false});
+        }
+      }
+    }
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace hotkey::web

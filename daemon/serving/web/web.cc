@@ -45,6 +45,11 @@ constexpr const char* kOpNames[] = {"read", "write"};
 // shards; web_test.cc pins the size of an answer at this cap.
 constexpr int kMaxModelShards = 1024;
 static_assert(kMaxModelShards <= model::Cluster::kMaxShards);
+// The nodes /api/v1/slots lists, the answering node first: Redis's own suggested maximum
+// for a cluster. The shard decides how many nodes its CLUSTER NODES answer holds (up to
+// cluster::kMaxNodes, one slot each), and the answer's size must not be its to decide; the
+// answer says how many there were and whether some were left out.
+constexpr size_t kMaxListedNodes = 1000;
 
 http::HttpResponse Text(int status, std::string body) {
   return http::HttpResponse{status, "text/plain; charset=utf-8", std::move(body), {}};
@@ -126,6 +131,13 @@ json::object ModelJson(const ModelInputs& m) {
   if (m.shard_asked) {
     shard["up"] = m.shard_up;
     if (!m.shard_error.empty()) shard["error"] = m.shard_error;
+    // The last answer's figures were impossible: refused, and unknown below.
+    if (!m.shard_rejected_reason.empty()) shard["rejected"] = m.shard_rejected_reason;
+    json::object refused;
+    for (const auto& [reason, name] : shard::kRejectionNames) {
+      refused[name] = m.shard_rejected[static_cast<size_t>(reason)];
+    }
+    shard["answers_rejected"] = std::move(refused);
     if (!m.server.empty()) shard["server"] = m.server;
     shard["busy"] = Measured(m.shard_busy);
     shard["cpus"] = Measured(m.shard_cpus);
@@ -153,7 +165,13 @@ std::string SlotsJson(const Snapshot& s) {
   if (const ClusterNode* me = v.cluster.Myself()) {
     json::object c{{"node_id", me->id}, {"address", me->address}, {"slots", me->slots}};
     json::array nodes;
+    // In the topology's order; the answering node always, the others while there is room.
+    size_t room = kMaxListedNodes - 1;
     for (const ClusterNode& n : v.cluster.nodes) {
+      if (&n != me) {
+        if (room == 0) continue;
+        --room;
+      }
       nodes.push_back(json::object{{"id", n.id},
                                    {"address", n.address},
                                    {"myself", n.myself},
@@ -163,6 +181,8 @@ std::string SlotsJson(const Snapshot& s) {
                                    {"busy", optional(n.busy)},
                                    {"capacity_ops", optional(n.capacity_ops)}});
     }
+    c["nodes_total"] = v.cluster.nodes.size();
+    c["nodes_truncated"] = v.cluster.nodes.size() > nodes.size();
     c["nodes"] = std::move(nodes);
     o["cluster"] = std::move(c);
   } else {
@@ -519,8 +539,14 @@ http::HttpResponse WebRoutes::Model(const std::string& query) const {
   inputs["write_share"] = key.write_share;
   json::array strategies;
   strategies.reserve(p->loads.size());
+  // The shards' loads are listed for at most kMaxModelShards shards: a measured cluster may
+  // hold more (model::Cluster::kMaxShards), and the answer's size stays bounded whatever the
+  // shard says. busiest and least_busy are over every shard.
+  size_t listed = 0;
   for (const model::StrategyLoad& l : p->loads) {
-    json::array shard_loads(l.shard_loads.begin(), l.shard_loads.end());
+    const size_t n = std::min<size_t>(l.shard_loads.size(), kMaxModelShards);
+    listed = std::max(listed, n);
+    json::array shard_loads(l.shard_loads.begin(), l.shard_loads.begin() + n);
     strategies.emplace_back(json::object{{"strategy", model::StrategyName(l.strategy)},
                                          {"busiest", l.busiest},
                                          {"least_busy", l.least_busy},
@@ -528,6 +554,8 @@ http::HttpResponse WebRoutes::Model(const std::string& query) const {
   }
   json::object body;
   body["inputs"] = std::move(inputs);
+  body["shard_loads_listed"] = listed;
+  body["shard_loads_truncated"] = c.shards > static_cast<int>(listed);
   body["strategies"] = std::move(strategies);
   body["advice"] = model::StrategyName(p->advice);
   return Json(200, text::JsonText(std::move(body)));

@@ -78,8 +78,8 @@ struct DaemonOptions {
   double demo_rate = 9500;
   std::string log_level = "info";     // debug | info | warn | error
   std::string log_format = "logfmt";  // logfmt | json
-  // The user to run as once setup is done (privilege/drop.h): "auto" (the hotkeyd user
-  // when started as root and it exists), a user name, or "" / "root" to keep root.
+  // The user to run as once setup is done (privilege/drop.h): "auto" (as root, the hotkeyd
+  // user, else nobody, else the start fails), a user name, or "root" to keep root.
   std::string run_as = "auto";
   // --check-config: validate the flags and the files they name, report, exit; bind nothing.
   bool check_config = false;

@@ -111,6 +111,33 @@ TEST_CASE("Log: json output is one object with the line's fields as strings, in 
   CHECK(bad.find("unparsable log line") != std::string::npos);
 }
 
+TEST_CASE(
+    "Log: C1 controls, line separators and invisible characters are written \\uXXXX, in "
+    "logfmt and in json",
+    "[daemon][log]") {
+  // U+0085 (next line), U+2028 (line separator), U+200B (zero-width space), as the shard
+  // or a key could send them: a reader splitting lines as Unicode does would break here.
+  const std::string line = LogLine(kT, "warn", "m")
+                               .Quoted("err",
+                                       "a\xc2\x85"
+                                       "b\xe2\x80\xa8"
+                                       "c\xe2\x80\x8b"
+                                       "d")
+                               .text();
+  CHECK(line.find(R"(err="a\u0085b\u2028c\u200bd")") != std::string::npos);
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> fields = ParseLogfmt(line);
+  REQUIRE(fields.ok());
+  CHECK(fields->back().second ==
+        "a\xc2\x85"
+        "b\xe2\x80\xa8"
+        "c\xe2\x80\x8b"
+        "d");
+  const std::string json = LogfmtToJson(line);
+  CHECK(json.find(R"("err":"a\u0085b\u2028c\u200bd")") != std::string::npos);
+  // Other characters from U+0080 up stay as they are.
+  CHECK(LogLine(kT, "info", "caf\xc3\xa9").text().find("caf\xc3\xa9") != std::string::npos);
+}
+
 TEST_CASE("Log: the level filter reads the level field", "[daemon][log]") {
   const std::string warn = LogLine(kT, "warn", "m").text();
   CHECK(PassesLevel(warn, "info"));

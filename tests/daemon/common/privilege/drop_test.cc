@@ -1,11 +1,13 @@
 #include "hotkey/privilege/drop.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -58,11 +60,48 @@ TEST_CASE("MakePlan: auto as root switches to the package user when it exists", 
   CHECK(p->switch_to->gid == 997);
 }
 
-TEST_CASE("MakePlan: auto as root without the package user keeps root", "[privilege]") {
+// A machine with neither the package's user nor nobody (a minimal container image).
+absl::StatusOr<User> NoUnprivilegedUser(std::string_view name) {
+  if (name == "hotkeyd" || name == "nobody") return absl::NotFoundError("no such user");
+  return FakeLookup(name);
+}
+
+TEST_CASE("MakePlan: auto as root without the package user switches to nobody, and says so",
+          "[privilege]") {
   absl::StatusOr<Plan> p = MakePlan("auto", 0, NoPackageUser);
   REQUIRE(p.ok());
-  CHECK(p->keep_all);
-  CHECK_FALSE(p->switch_to);
+  CHECK_FALSE(p->keep_all);
+  REQUIRE(p->switch_to);
+  CHECK(p->switch_to->name == "nobody");
+  CHECK(p->switch_to->uid == 65534);
+  CHECK(p->fell_back);
+  absl::StatusOr<Plan> package = MakePlan("auto", 0, FakeLookup);
+  REQUIRE(package.ok());
+  CHECK_FALSE(package->fell_back);
+}
+
+TEST_CASE("MakePlan: auto as root with no unprivileged user refuses, naming the fix",
+          "[privilege]") {
+  absl::StatusOr<Plan> p = MakePlan("auto", 0, NoUnprivilegedUser);
+  REQUIRE(absl::IsFailedPrecondition(p.status()));
+  CHECK(std::string(p.status().message()).find(kCreateUserCommand) != std::string::npos);
+  CHECK(p.status().message().find("--run-as=root") != std::string_view::npos);
+}
+
+TEST_CASE("MakePlan: auto as root never keeps root when a user has uid 0", "[privilege]") {
+  const auto hotkeyd_is_root = [](std::string_view name) -> absl::StatusOr<User> {
+    if (name == "hotkeyd") return User{"hotkeyd", 0, 0};
+    return FakeLookup(name);
+  };
+  CHECK(absl::IsInvalidArgument(MakePlan("auto", 0, hotkeyd_is_root).status()));
+}
+
+TEST_CASE("MakePlan: a lookup that fails for another reason than absence is an error",
+          "[privilege]") {
+  const auto broken = [](std::string_view) -> absl::StatusOr<User> {
+    return absl::InternalError("nss down");
+  };
+  CHECK(absl::IsInternal(MakePlan("auto", 0, broken).status()));
 }
 
 TEST_CASE("MakePlan: not root, auto and empty drop capabilities only", "[privilege]") {
@@ -74,12 +113,13 @@ TEST_CASE("MakePlan: not root, auto and empty drop capabilities only", "[privile
   }
 }
 
-TEST_CASE("MakePlan: empty or root as root keeps everything", "[privilege]") {
-  for (std::string_view v : {"", "root"}) {
-    absl::StatusOr<Plan> p = MakePlan(v, 0, FakeLookup);
-    REQUIRE(p.ok());
-    CHECK(p->keep_all);
-  }
+TEST_CASE("MakePlan: only root, said outright, keeps everything as root", "[privilege]") {
+  absl::StatusOr<Plan> p = MakePlan("root", 0, FakeLookup);
+  REQUIRE(p.ok());
+  CHECK(p->keep_all);
+  // An empty value is a mistake, not a request for root.
+  CHECK(absl::IsInvalidArgument(MakePlan("", 0, FakeLookup).status()));
+  CHECK(absl::IsInvalidArgument(MakePlan("", 0, NoUnprivilegedUser).status()));
 }
 
 TEST_CASE("MakePlan: a named user as root is switched to", "[privilege]") {
@@ -168,6 +208,55 @@ TEST_CASE("CheckAccess: a missing file is refused with its name", "[privilege]")
   CHECK(absl::IsPermissionDenied(s));
   CHECK(s.message().find("/nonexistent/hotkeyd-test") != std::string_view::npos);
   CHECK(CheckAccess("/", R_OK | X_OK).ok());
+}
+
+// A directory of its own for the file tests, removed at the end.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/drop_test_XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string Write(const std::string& name, mode_t mode) const {
+    const std::string p = path + "/" + name;
+    std::ofstream(p) << "x";
+    chmod(p.c_str(), mode);
+    return p;
+  }
+};
+
+TEST_CASE("CheckNotWritableBy: a file only its owner writes, in a directory of its owner's, passes",
+          "[privilege]") {
+  TempDir dir;
+  chmod(dir.path.c_str(), 0755);
+  const User other{"other", geteuid() + 1000, getegid() + 1000};
+  CHECK(CheckNotWritableBy(dir.Write("rules.yml", 0644), other).ok());
+  CHECK(absl::IsNotFound(CheckNotWritableBy(dir.path + "/missing", other)));
+}
+
+TEST_CASE(
+    "CheckNotWritableBy: the user's own file, a world- or group-writable file, or a "
+    "directory the user may write in is refused",
+    "[privilege]") {
+  TempDir dir;
+  chmod(dir.path.c_str(), 0755);
+  const User owner{"owner", geteuid(), getegid()};
+  const User other{"other", geteuid() + 1000, getegid() + 1000};
+  const User group{"group", geteuid() + 1000, getegid()};
+  const std::string own = dir.Write("own", 0600);
+  absl::Status s = CheckNotWritableBy(own, owner);
+  CHECK(absl::IsPermissionDenied(s));
+  CHECK(s.message().find(own) != std::string_view::npos);
+  CHECK(absl::IsPermissionDenied(CheckNotWritableBy(dir.Write("world", 0646), other)));
+  CHECK(absl::IsPermissionDenied(CheckNotWritableBy(dir.Write("group", 0664), group)));
+  CHECK(CheckNotWritableBy(dir.Write("group_ro", 0644), group).ok());
+  // The directory: whoever may write in it may replace the file.
+  chmod(dir.path.c_str(), 0777);
+  CHECK(absl::IsPermissionDenied(CheckNotWritableBy(dir.Write("in_open_dir", 0644), other)));
+  // ... unless the sticky bit keeps others' files theirs, as in /tmp.
+  chmod(dir.path.c_str(), 01777);
+  CHECK(CheckNotWritableBy(dir.Write("in_sticky_dir", 0644), other).ok());
 }
 
 TEST_CASE("Restrict then Drop: no thread keeps a capability, and no_new_privs is set",

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "hotkey/text/json.h"
 #include "hotkey/text/utf8.h"
 
 namespace hotkey::text {
@@ -53,10 +54,38 @@ TEST_CASE("Escape: bidirectional controls and line separators become \\xHH", "[t
     CHECK(s.size() == 2 + 4 * std::strlen(c));  // "a", "b" and 4 bytes per byte
   }
   // Their neighbours are ordinary characters and pass as they are.
-  for (const char* plain : {"\xd8\x9b", "\xe2\x80\x8d", "\xe2\x80\x90", "\xe2\x80\xa7",
+  for (const char* plain : {"\xd8\x9b", "\xe2\x80\x8a", "\xe2\x80\x90", "\xe2\x80\xa7",
                             "\xe2\x80\xaf", "\xe2\x81\xa5", "\xe2\x81\xaa"}) {
     CHECK(Escape(plain) == plain);
   }
+}
+
+TEST_CASE("Escape: invisible formatting characters become \\xHH", "[text][escape]") {
+  // "user:1" and "user:<U+200B>1" show alike; escaped, they read as the two keys they are.
+  CHECK(Escape("user:\xe2\x80\x8b"
+               "1") == R"(user:\xe2\x80\x8b1)");
+  // U+00AD, U+200B-U+200F, U+2060-U+2064, U+FEFF.
+  for (const char* c :
+       {"\xc2\xad", "\xe2\x80\x8b", "\xe2\x80\x8c", "\xe2\x80\x8d", "\xe2\x81\xa0", "\xe2\x81\xa1",
+        "\xe2\x81\xa2", "\xe2\x81\xa3", "\xe2\x81\xa4", "\xef\xbb\xbf"}) {
+    const std::string s = Escape(std::string("a") + c + "b");
+    INFO(s);
+    CHECK(s.find(c) == std::string::npos);
+    CHECK(s.size() == 2 + 4 * std::strlen(c));
+  }
+  // Their neighbours are ordinary: U+00AC, U+00AE, U+205F (a visible space), U+FEFE.
+  for (const char* plain : {"\xc2\xac", "\xc2\xae", "\xe2\x81\x9f", "\xef\xbb\xbe"}) {
+    CHECK(Escape(plain) == plain);
+  }
+}
+
+TEST_CASE("IsEscapedCodePoint: exactly the 89 code points escape.h lists", "[text][escape]") {
+  // 32 C0, DEL and 32 C1, U+00AD, U+061C, 5 in U+200B-U+200F, 7 in U+2028-U+202E, 5 in
+  // U+2060-U+2064, 4 in U+2066-U+2069, U+FEFF: 32 + 33 + 1 + 1 + 5 + 7 + 5 + 4 + 1 = 89.
+  int n = 0;
+  for (uint32_t cp = 0; cp < 0x110000; ++cp) n += IsEscapedCodePoint(cp);
+  CHECK(n == 89);
+  CHECK_FALSE(IsEscapedCodePoint('\\'));  // the backslash is EscapeOptions' to decide
 }
 
 TEST_CASE("Escape: the backslash is escaped, so distinct bytes give distinct text",
@@ -112,6 +141,29 @@ TEST_CASE("Utf8CodePoint: the code point of each sequence length", "[text][utf8]
   CHECK(Utf8CodePoint("\xc3\xa9", 2) == 0xE9);
   CHECK(Utf8CodePoint("\xe2\x80\xae", 3) == 0x202E);
   CHECK(Utf8CodePoint("\xf0\x9f\x94\xa5", 4) == 0x1F525);
+}
+
+}  // namespace
+}  // namespace hotkey::text
+
+namespace hotkey::text {
+namespace {
+
+TEST_CASE("JsonText: every character Escape() escapes is written \\uXXXX, so no raw line break",
+          "[text][json]") {
+  // A string holding U+0085, U+2028, U+2029, U+200B and U+FEFF: JSON lets them be raw, but
+  // a reader splitting lines as Unicode does would break the answer there.
+  const std::string s =
+      "a\xc2\x85"
+      "b\xe2\x80\xa8"
+      "c\xe2\x80\xa9"
+      "d\xe2\x80\x8b"
+      "e\xef\xbb\xbf"
+      "f";
+  CHECK(JsonText(boost::json::value(s)) == R"("a\u0085b\u2028c\u2029d\u200be\ufefff")");
+  // Other text from U+0080 up is kept: a member name too.
+  CHECK(JsonText(boost::json::object{{"caf\xc3\xa9", "\xe2\x82\xac"}}) ==
+        "{\"caf\xc3\xa9\":\"\xe2\x82\xac\"}");
 }
 
 }  // namespace

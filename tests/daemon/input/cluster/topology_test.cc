@@ -93,6 +93,37 @@ TEST_CASE("Topology: a malformed answer is an error naming its line, never a cra
   CHECK(t.status().message() == "CLUSTER NODES line 2: fewer than 8 fields");
 }
 
+TEST_CASE("Topology: what no node can answer is refused, each by its own status code",
+          "[cluster]") {
+  const auto line = [](const std::string& id, const std::string& slots) {
+    return absl::StrCat(id, " 127.0.0.1:30001@31001 master - 0 0 1 connected ", slots, "\n");
+  };
+  // A slot past 16383, in a range or alone, and digits too many for any number.
+  for (const std::string slots : {"0-16384", "16384", "99999999999999999999", "[16384->-e7d1]"}) {
+    INFO(slots);
+    CHECK(ParseClusterNodes(line("e7d1", slots)).status().code() == absl::StatusCode::kOutOfRange);
+  }
+  // One slot given to two nodes, or twice to one: each slot has one owner in a node's view.
+  const absl::StatusOr<Topology> two =
+      ParseClusterNodes(line("e7d1", "0-16383") + line("a2b3", "16383"));
+  CHECK(two.status().code() == absl::StatusCode::kAlreadyExists);
+  CHECK_THAT(std::string(two.status().message()), Catch::Contains("slot 16383"));
+  CHECK(ParseClusterNodes(line("e7d1", "0-10 5")).status().code() ==
+        absl::StatusCode::kAlreadyExists);
+  CHECK(ParseClusterNodes(line("e7d1", "0-10") + line("a2b3", "11-20")).ok());
+  // More lines than kMaxNodes.
+  std::string many;
+  for (size_t i = 0; i <= kMaxNodes; ++i) many += line(absl::StrCat(i), "");
+  CHECK(ParseClusterNodes(many).status().code() == absl::StatusCode::kResourceExhausted);
+  // A node id longer than Redis's, or an address longer than a host name: no node's.
+  CHECK(ParseClusterNodes(line(std::string(kNodeIdBytes + 1, 'a'), "0")).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  CHECK(ParseClusterNodes(line(std::string(kNodeIdBytes, 'a'), "0")).ok());
+  const std::string long_host = absl::StrCat("e7d1 ", std::string(kMaxHostBytes + 1, 'h'),
+                                             ":1@2 master - 0 0 1 connected 0\n");
+  CHECK(ParseClusterNodes(long_host).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
 using hotkey::testing::CommandOutput;
 
 // Three redis-servers in cluster mode on loopback, joined by redis-cli --cluster create; each

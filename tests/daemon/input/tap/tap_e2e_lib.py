@@ -220,14 +220,15 @@ class Hotkeyd(_Hotkeyd):
     `protocol`, with FAST_FLAGS and FAST_RULES, on free web and UDP ports, its log in the
     workdir. Fails at once (with the log) if it exits during start."""
 
-    def __init__(self, binary, work, port, protocol, *flags, interface="lo"):
+    def __init__(self, binary, work, port, protocol, *flags, interface="lo", keep_user=True):
         self.rules_path = work.file(f"hotkeyd-rules-{free_port()}.yml")
         with open(self.rules_path, "w") as f:
             f.write(FAST_RULES)
         super().__init__(binary, f"--config.file={self.rules_path}",
                          f"--tap.interface={interface}",
                          f"--tap.port={int(port)}",
-                         f"--tap.protocol={protocol}", *FAST_FLAGS, *flags, work=work)
+                         f"--tap.protocol={protocol}", *FAST_FLAGS, *flags, work=work,
+                         keep_user=keep_user)
 
     def tap_source(self, top=None):
         top = top or self.top()

@@ -139,7 +139,7 @@ log "ok: /metrics on 127.0.0.1:$p1 and [::1]:$p2"
 # ---------------------------------------------------------------- E: socket activation
 sock=$(free_port tcp)
 udp=$(free_port udp)
-systemd-socket-activate -l "127.0.0.1:$sock" "$hotkeyd_bin" --web.systemd-socket \
+systemd-socket-activate -l "127.0.0.1:$sock" "$hotkeyd_bin" "${e2e_keep_user[@]}" --web.systemd-socket \
   --web.listen-address="127.0.0.1:$held" --udp.listen-address="127.0.0.1:$udp" \
   >"$tmp/activated.log" 2>&1 &
 pids+=($!)

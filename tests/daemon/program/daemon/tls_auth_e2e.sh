@@ -75,7 +75,7 @@ hotkeyd_pid=
 start_hotkeyd() {  # start_hotkeyd NAME WEB_CONFIG [FLAGS...]
   local name=$1 config=$2
   shift 2
-  "$hotkeyd_bin" --web.listen-address="127.0.0.1:$hport" --udp.listen-address="127.0.0.1:$uport" \
+  "$hotkeyd_bin" "${e2e_keep_user[@]}" --web.listen-address="127.0.0.1:$hport" --udp.listen-address="127.0.0.1:$uport" \
     --web.config.file="$config" "$@" > "$tmp/hotkeyd-$name.log" 2>&1 &
   hotkeyd_pid=$!
   pids+=("$hotkeyd_pid")
@@ -272,7 +272,7 @@ stop_hotkeyd
 # ---------------------------------------------------------------- a bad file fails start
 printf 'tls_server_config:\n  cert_file: missing.crt\n  key_file: server.key\n' > web-bad.yml
 set +e
-timeout 10 "$hotkeyd_bin" --web.listen-address="127.0.0.1:$hport" --udp.listen-address="127.0.0.1:$uport" \
+timeout 10 "$hotkeyd_bin" "${e2e_keep_user[@]}" --web.listen-address="127.0.0.1:$hport" --udp.listen-address="127.0.0.1:$uport" \
   --web.config.file="$tmp/web-bad.yml" > "$tmp/hotkeyd-bad.log" 2>&1
 rc=$?
 set -e

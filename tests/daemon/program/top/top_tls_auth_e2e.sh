@@ -46,9 +46,9 @@ also_ipv6=()
 if python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
   also_ipv6=(--web.listen-address="[::1]:$hport")
 fi
-# --run-as= keeps the user: as root, the switch to the hotkeyd user could not read $tmp.
-"$hotkeyd_bin" --demo --web.listen-address="127.0.0.1:$hport" --udp.listen-address="127.0.0.1:$uport" \
-  --web.config.file=web.yml --run-as= "${also_ipv6[@]}" > "$tmp/hotkeyd.log" 2>&1 &
+# e2e_keep_user keeps the user: as root, the switch to an unprivileged user could not read $tmp.
+"$hotkeyd_bin" "${e2e_keep_user[@]}" --demo --web.listen-address="127.0.0.1:$hport" \
+  --udp.listen-address="127.0.0.1:$uport" --web.config.file=web.yml "${also_ipv6[@]}" > "$tmp/hotkeyd.log" 2>&1 &
 pids+=($!)
 ready() { curl -sf --max-time 2 --cacert ca.crt -u "sre:$password" "$url/-/ready"; }
 wait_for 15 "hotkeyd answers over HTTPS with credentials" ready

@@ -21,10 +21,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "checkers.h"
 #include "hotkey/aggregate/aggregator.h"
 #include "hotkey/source/udp_counters.h"
+#include "hotkey/text/escape.h"
 #include "hotkey/text/json.h"
 #include "hotkey/web/metrics.h"
 
@@ -542,6 +544,43 @@ TEST_CASE("Web: /api/v1/model answers for at most 1024 shards, so one request st
   }
 }
 
+TEST_CASE("Web: /api/v1/model and /api/v1/slots stay bounded whatever cluster was measured",
+          "[daemon][web]") {
+  Fixture f;
+  auto snap = std::make_shared<Snapshot>();
+  // The largest cluster the model takes, as a shard could claim it, and as many nodes as
+  // CLUSTER NODES may list, the answering one last.
+  snap->model.cluster.shards = model::Cluster::kMaxShards;
+  snap->slots.enabled = true;
+  for (int i = 0; i < 16384; ++i) {
+    aggregate::ClusterNode n;
+    n.id = absl::StrFormat("%040x", i);
+    n.address = absl::StrCat("10.0.", i / 256, ".", i % 256, ":6379");
+    n.myself = i == 16383;
+    n.slots = 1;
+    snap->slots.cluster.nodes.push_back(std::move(n));
+  }
+  f.snapshot = snap;
+  const http::HttpResponse model = f.Get("/api/v1/model");
+  REQUIRE(model.status == 200);
+  const Json m = MustParse(model.body);
+  CHECK(m["inputs"]["shards"].number == model::Cluster::kMaxShards);
+  CHECK(m["shard_loads_listed"].number == 1024);
+  CHECK(m["shard_loads_truncated"].boolean);
+  for (const Json& st : m["strategies"].array) CHECK(st["shard_loads"].array.size() == 1024);
+  CHECK(model.body.size() < 5 * 1024 * 24);  // as at the query's own cap
+  const http::HttpResponse slots = f.Get("/api/v1/slots");
+  REQUIRE(slots.status == 200);
+  const Json j = MustParse(slots.body);
+  const Json& cluster = j["cluster"];
+  CHECK(cluster["nodes_total"].number == 16384);
+  CHECK(cluster["nodes_truncated"].boolean);
+  REQUIRE(cluster["nodes"].array.size() == 1000);
+  CHECK(cluster["nodes"].array.back()["myself"].boolean);  // kept, though listed last
+  // About 200 bytes a node (an id of 40, an address, six more fields).
+  CHECK(slots.body.size() < 1000 * 256);
+}
+
 TEST_CASE("Web: a malformed /api/v1/model query is a 400 with a JSON error", "[daemon][web]") {
   Fixture f;
   for (const char* q : {"ops=%zz", "ops=1%", "ops=1&split=\"3\""}) {
@@ -731,15 +770,18 @@ TEST_CASE("Web: /metrics before the first snapshot still serves self and process
 
 TEST_CASE(
     "Web: label values with quotes, backslashes and newlines are escaped per the text "
-    "format and decode back",
+    "format and decode back to the label text::Escape gives",
     "[daemon][web]") {
   Fixture f;
+  // A label the key labeler did not make: /metrics escapes it all the same (metrics.h).
   f.snapshot = MakeSnapshot(kTricky);
   const std::string text = f.Get("/metrics").body;
   const Exposition e = MustParseMetrics(text);
-  CHECK(e.Value("hotkey_key_share_ratio", {{"key", kTricky}}) == 0.3);
-  CHECK(e.Value("hotkey_key_hot", {{"key", kTricky}}) == 1);
-  CHECK(e.Value("hotkey_key_advice_info", {{"key", kTricky}, {"strategy", "cache"}}) == 1);
+  const std::string shown = text::Escape(kTricky, {.escape_backslash = false});
+  REQUIRE(shown != kTricky);
+  CHECK(e.Value("hotkey_key_share_ratio", {{"key", shown}}) == 0.3);
+  CHECK(e.Value("hotkey_key_hot", {{"key", shown}}) == 1);
+  CHECK(e.Value("hotkey_key_advice_info", {{"key", shown}, {"strategy", "cache"}}) == 1);
   // The raw newline never reaches the output inside a sample line.
   for (const testing::Sample& s : e.samples) {
     if (s.labels.count("key")) CHECK(s.labels.at("key").size() < 200);

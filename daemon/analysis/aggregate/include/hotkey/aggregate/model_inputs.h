@@ -13,12 +13,15 @@
 #ifndef HOTKEY_AGGREGATE_MODEL_INPUTS_H_
 #define HOTKEY_AGGREGATE_MODEL_INPUTS_H_
 
+#include <array>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
 
 #include "absl/time/time.h"
 #include "hotkey/model/shard_model.h"
+#include "hotkey/shard/reading.h"
 #include "hotkey/text/enum_names.h"
 
 namespace hotkey::aggregate {
@@ -53,7 +56,8 @@ struct ModelInputs {
   // - the shard's load: at each new answer of the shard (shard_answers) the aggregator
   //   keeps its busy fraction over the interval it covers (busy_window.h); the load with
   //   no fix is their mean over the rate window, and the capacity the window's ops over it.
-  //   Until then, and once the answers are older than the window, it is unknown;
+  //   An answer refused as impossible adds nothing. Until the first answer, and once the
+  //   answers are older than the window, it is unknown;
   // - the app servers, as the distinct client hosts the sources have seen.
   bool measure_capacity = false;
   bool measure_app_servers = false;
@@ -82,6 +86,11 @@ struct ModelInputs {
   std::string cpus_origin;
   // Commands per second the shard says it served over the same interval.
   double shard_ops = std::numeric_limits<double>::quiet_NaN();
+  // The shard's answers refused as impossible since start, by shard::Rejection, and the
+  // reason the last answer was refused ("" when it was not). A refused answer counts as no
+  // answer: shard_up is false, and its figures are unknown (NaN above).
+  std::array<uint64_t, shard::kRejections> shard_rejected{};
+  std::string shard_rejected_reason;
 };
 
 }  // namespace hotkey::aggregate

@@ -42,11 +42,22 @@
 
 namespace hotkey::privilege {
 
-// The --run-as value that means "the package's user when there is one": switch to
-// kPackageUser if the process is root and that user exists, else stay who it is.
+// The --run-as value that means "an unprivileged user, whichever exists": as root, switch
+// to kPackageUser, or to kFallbackUser where there is no kPackageUser; refuse to start when
+// neither exists. Not root: drop capabilities only.
 inline constexpr std::string_view kRunAsAuto = "auto";
+// The --run-as value that keeps root and every capability. Only this value does: a typo, an
+// empty value or a missing user never leaves the daemon root.
+inline constexpr std::string_view kRunAsRoot = "root";
 // The system user the Debian package creates.
 inline constexpr std::string_view kPackageUser = "hotkeyd";
+// The user kRunAsAuto falls back to: every Linux distribution has it. Other daemons may run
+// as it too, which is why kPackageUser comes first.
+inline constexpr std::string_view kFallbackUser = "nobody";
+// The command that creates kPackageUser, said when neither user exists.
+inline constexpr std::string_view kCreateUserCommand =
+    "useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "
+    "hotkeyd";
 
 // An account to switch to.
 struct User {
@@ -60,21 +71,28 @@ absl::StatusOr<User> LookUpUser(std::string_view name);
 
 // What Drop() does, decided from --run-as and the identity the process started with.
 struct Plan {
-  // --run-as= (empty) or root, as root: nothing changes. (Said in the log.)
+  // --run-as=root, as root: nothing changes. (Said in the log.)
   bool keep_all = false;
   // Set: setgroups({gid}), setgid, setuid to this user, on every thread.
   std::optional<User> switch_to;
+  // kRunAsAuto found no kPackageUser and chose kFallbackUser. (Said in the log.)
+  bool fell_back = false;
 };
 
 // The plan for `run_as` (the flag's value) in a process whose effective uid is `euid`.
-// `lookup` finds users (LookUpUser outside tests).
-//   - "" or "root": keep_all when euid is 0; when not root there is nothing to keep but
+// `lookup` finds users (LookUpUser outside tests). Never keeps root unless `run_as` is
+// kRunAsRoot.
+//   - kRunAsRoot: keep_all when euid is 0; when not root there is nothing to keep but
 //     capabilities, which are still dropped.
-//   - kRunAsAuto: as root, switch to kPackageUser if `lookup` finds it, else keep_all;
-//     not root: drop capabilities only.
-//   - any other name: as root, switch to it (NotFound if it does not exist; uid 0 is
-//     refused: that name is root by another name); not root, the name must be this
-//     process's own user (FailedPrecondition otherwise: only root can switch).
+//   - kRunAsAuto: as root, switch to kPackageUser if `lookup` finds it, else to
+//     kFallbackUser (fell_back), else FailedPrecondition naming kCreateUserCommand; not
+//     root: drop capabilities only.
+//   - "": as root, InvalidArgument (an empty value must not mean root); not root,
+//     capabilities only.
+//   - any other name: as root, switch to it (NotFound if it does not exist); not root, the
+//     name must be this process's own user (FailedPrecondition otherwise: only root can
+//     switch).
+// A user found with uid 0 is refused (InvalidArgument): that is root by another name.
 absl::StatusOr<Plan> MakePlan(std::string_view run_as, uid_t euid,
                               const std::function<absl::StatusOr<User>(std::string_view)>& lookup);
 
@@ -114,6 +132,14 @@ absl::Status Check(const std::vector<ThreadCreds>& threads, bool expect_unprivil
 // PermissionDenied naming the path and the errno text otherwise. Run it after Drop() to
 // learn whether files the process re-reads or rewrites later stay usable.
 absl::Status CheckAccess(const std::string& path, int mode);
+
+// Whether `user` could change what a process running as root reads from `path`: the file
+// or its directory belongs to `user`, or grants write to `user`'s group or to everyone (a
+// directory with the sticky bit, as /tmp, lets others replace only their own files).
+// PermissionDenied naming the path when it could; NotFound when the file does not exist.
+// Run it on every file read as root, before it is read, so that nothing the unprivileged
+// user can write is parsed with root's privileges.
+absl::Status CheckNotWritableBy(const std::string& path, const User& user);
 
 }  // namespace hotkey::privilege
 

@@ -12,7 +12,13 @@
 //   - Unicode's Bidi_Control characters (U+061C, U+200E, U+200F, U+202A-U+202E,
 //     U+2066-U+2069) and the line and paragraph separators (U+2028, U+2029): shown as they
 //     are, they reorder or break the text around them, so U+202E makes "user:1337:exe.gpj"
-//     pass for another key;
+//     pass for another key, and a reader that splits lines as Unicode does (Python's
+//     str.splitlines(), JavaScript's line terminators) takes U+0085, U+2028 and U+2029 for
+//     line breaks;
+//   - the invisible formatting characters: the zero-width space, joiners and marks
+//     (U+200B-U+200F), the word joiner and invisible operators (U+2060-U+2064), the
+//     byte-order mark (U+FEFF) and the soft hyphen (U+00AD): each shows as nothing, so
+//     "user:1" and "user:\u200b1" would read as one key while being two;
 //   - the backslash, unless EscapeOptions keeps it. Escaped, distinct bytes always give
 //     distinct text (a key "\x41" cannot pass for "A").
 // Every byte escaped is one this list names, so text already escaped (hotkeyd's labels) is
@@ -24,6 +30,7 @@
 #define HOTKEY_TEXT_ESCAPE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -38,6 +45,11 @@ struct EscapeOptions {
   // not fit whole.
   size_t max_bytes = std::numeric_limits<size_t>::max();
 };
+
+// Whether Escape() writes code point `cp` as \xHH bytes, whatever EscapeOptions say (the
+// backslash aside): the list above. Every writer that keeps text as text (the log's
+// logfmt, JSON) escapes the same code points its own way, from this one list.
+bool IsEscapedCodePoint(uint32_t cp);
 
 // `bytes` escaped as above. Sets *cut (when given) to whether max_bytes left some out.
 std::string Escape(std::string_view bytes, const EscapeOptions& options = {}, bool* cut = nullptr);

@@ -6,6 +6,10 @@
 //     built from keys, labels and request bytes, which are arbitrary bytes, and Boost.JSON
 //     writes a string's bytes without checking them. Each byte that does not start a valid
 //     sequence (RFC 3629, the key labeler's rule) becomes U+FFFD; valid text is unchanged.
+//   - Every character text::IsEscapedCodePoint() names that Boost.JSON writes raw (C1
+//     controls, U+2028, U+2029, the bidirectional and invisible formatting characters) is
+//     written \uXXXX: the answer then holds no character a reader takes for a line break or
+//     a control, and reads back as the same string.
 //   - A double that is not finite becomes null: JSON has no infinity or NaN, and Boost.JSON
 //     1.81 writes `Infinity` and `NaN`.
 //   - A double holding a whole number below 2^53 in magnitude is written as an integer

@@ -64,7 +64,16 @@ struct Topology {
 };
 
 inline constexpr size_t kMaxNodes = 16384;
+// The longest node id (Redis's CLUSTER_NAMELEN) and address or host name a line may hold.
+inline constexpr size_t kNodeIdBytes = 40;
+inline constexpr size_t kMaxHostBytes = 255 + 8;  // a host name, ':' and a port, or brackets
 
+// The topology in `text`, or why it cannot be one, by status code:
+//   - OutOfRange: a slot at or past kSlots (16384), which no node can serve;
+//   - AlreadyExists: two nodes serving one slot, which one node's view never shows (each
+//     slot has one owner in its configuration);
+//   - ResourceExhausted: more than kMaxNodes nodes;
+//   - InvalidArgument: any other line that is not a node's, or no node.
 absl::StatusOr<Topology> ParseClusterNodes(std::string_view text);
 
 }  // namespace hotkey::cluster

@@ -3,7 +3,9 @@
 // between two answers (reading.h), the CPUs its bottleneck may use (cpu_quota.h), and in a
 // Redis Cluster the cluster's shape (CLUSTER NODES, hotkey/cluster/topology.h). These are
 // the measured inputs of the advice model, which falls back to the --cluster.* flags while
-// the shard cannot be asked (Measurement::status says why).
+// the shard cannot be asked (Measurement::status says why). Figures that cannot be (busy above
+// kMaxBusy, a slot past the last or listed twice, too many nodes) fail the round as a silent
+// shard does, with Measurement::rejected saying which.
 //
 // A Boost.Asio client on the caller's io_context: TCP, TLS over TCP or a Unix socket; one
 // connection kept between rounds and made again after any error. Commands go out as RESP
@@ -79,9 +81,12 @@ struct ClusterSummary {
 struct Measurement {
   // On the prober's clock (a monotonic one in the daemon), when the answer arrived.
   absl::Time time;
-  // OK, or why the shard could not be asked this round: then `reading` and `load` are
-  // empty and the rest is as at construction.
+  // OK, or why the shard could not be asked this round, or why its answer was refused: then
+  // `reading` and `load` are empty and the rest is as at construction.
   absl::Status status;
+  // Set when the shard answered with figures that cannot be (reading.h: Rejection): the
+  // answer is refused whole, as if the shard had not answered, and `status` says why.
+  std::optional<Rejection> rejected;
   std::optional<Reading> reading;
   // Between the last good reading and this one; nullopt at the first reading, after a
   // restart of the shard (reading.h: LoadBetween) or when this round failed.

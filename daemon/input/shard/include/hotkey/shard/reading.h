@@ -15,12 +15,15 @@
 #define HOTKEY_SHARD_READING_H_
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "hotkey/text/enum_names.h"
 
 namespace hotkey::shard {
 
@@ -54,6 +57,31 @@ struct Load {
 
 // Below this busy fraction a capacity is not extrapolated.
 inline constexpr double kMinBusy = 0.05;
+// Above this busy fraction a load is impossible, and refused (Rejection::kBusy): the CPU time
+// grew faster than the CPUs allow. The 0.25 over 1 covers the servers' rounding of CPU time
+// and the delay between the server reading its clock and the prober reading its own, which
+// at the default 5 s interval would have to reach 1.25 s to pass it.
+inline constexpr double kMaxBusy = 1.25;
+
+// Why a shard's figures were refused. Each is impossible for a working server, so the
+// answer is a bug, a lie or another program on the shard's port: never a load to advise on.
+enum class Rejection {
+  kBusy,         // busy above kMaxBusy: CPU time faster than the CPUs allow
+  kSlotRange,    // CLUSTER NODES names a slot at or past 16384
+  kSlotOverlap,  // CLUSTER NODES gives one slot to two nodes
+  kNodeCount,    // CLUSTER NODES lists more nodes than cluster::kMaxNodes
+};
+inline constexpr text::EnumName<Rejection> kRejectionNames[] = {
+    {Rejection::kBusy, "busy"},
+    {Rejection::kSlotRange, "slot_range"},
+    {Rejection::kSlotOverlap, "slot_overlap"},
+    {Rejection::kNodeCount, "node_count"}};
+inline constexpr size_t kRejections = std::size(kRejectionNames);
+constexpr std::string_view RejectionName(Rejection r) { return text::NameOf(kRejectionNames, r); }
+
+// FailedPrecondition, naming the figure, when `load` (LoadBetween's, with `cpus`) cannot be
+// a real server's: busy above kMaxBusy. OK otherwise.
+absl::Status CheckLoad(const Load& load, double cpus);
 
 // The load between readings `a` at `ta` and `b` at `tb` of one server, whose bottleneck may
 // use `cpus` CPUs (Redis's main thread: 1, or less under a CPU quota; memcached: at most

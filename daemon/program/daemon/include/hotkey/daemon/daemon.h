@@ -5,6 +5,10 @@
 // (through the loader it is given: the daemon reads no configuration file itself); SIGTERM/SIGINT
 // stop it.
 //
+// The state file (--storage.path) is read when Run() starts, not by Create: main switches
+// users between the two, so a daemon started as root never parses a file the unprivileged
+// user can write. A daemon destroyed without running leaves the file as it was.
+//
 // Shutdown, in phases: stop accepting HTTP; stop input (each source stops: a receiver
 // closes its socket after draining what the kernel holds; each publishes a last report);
 // build a last snapshot; save state; leave Run(). Takes well under a second.

@@ -45,7 +45,10 @@ class SnapshotCollector : public prometheus::Collectable {
   size_t serving_bound_bytes_ = 0;
 };
 
-// The Prometheus text exposition format (version 0.0.4) of `collectable`.
+// The Prometheus text exposition format (version 0.0.4) of `collectable`. Every label value
+// goes through text::Escape (the backslash kept: key labels are escaped already, and
+// escaping is then a no-op), whoever built it: a value the shard sent (its version, a
+// node's address) holds no control, line separator or invisible character either.
 std::string RenderText(const prometheus::Collectable& collectable);
 
 // The version this binary reports in hotkey_build_info and --version.

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""fake_shard_e2e.py: a real hotkeyd asking a fake shard, which speaks RESP on a loopback
+port and reports what no real server can, never advises on the impossible figures.
+
+Cases (each a hotkeyd with --shard.address=<the fake>, --shard.interval=1s, fed one hot key
+over UDP at about 3,000 ops/s):
+  busy_1000     the shard's CPU time grows 1000 s a second on one core (busy 1000): every
+                answer is refused (hotkey_shard_answers_rejected_total{reason="busy"}
+                grows), the shard's busy is unknown (null), the capacity stays the
+                configured one, and the hot key is never advised `isolate`
+  cpu_1e300     CPU time growing 1e300 s a second: the same
+  overlap       CLUSTER NODES gives 10,000 nodes every slot: refused (reason
+                "slot_overlap"); the shard count stays configured; /api/v1/model and
+                /api/v1/slots stay small (printed)
+  stops         the shard answers possible figures (busy 0.5), then stops answering: the
+                measured capacity is used, then within a few intervals the configured one
+                is, as the log says
+
+Usage: fake_shard_e2e.py HOTKEYD [CASE ...]
+"""
+
+import json
+import os
+import socket
+import socketserver
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import hotkeyd_e2e as e2e  # noqa: E402
+
+HOTKEYD = sys.argv[1] if len(sys.argv) > 1 else sys.exit(__doc__)
+CONFIGURED_CAPACITY = 10000  # --cluster.capacity's default
+
+
+class FakeShard:
+    """A RESP server on a free loopback port. `info(elapsed)` gives INFO's fields as a dict;
+    `nodes()` the CLUSTER NODES text (None: outside a cluster). stop() closes it for good."""
+
+    def __init__(self, info, nodes=None):
+        self.t0 = time.monotonic()
+        self.info, self.nodes = info, nodes
+        self.conns = []
+        shard = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                shard.conns.append(self.request)
+                buf = b""
+                while True:
+                    try:
+                        data = self.request.recv(65536)
+                    except OSError:
+                        return
+                    if not data:
+                        return
+                    buf += data
+                    if not buf.endswith(b"\r\n"):
+                        continue
+                    if b"CLUSTER" in buf:
+                        body = (shard.nodes() or "").encode()
+                    else:
+                        fields = shard.info(time.monotonic() - shard.t0)
+                        body = "".join(f"{k}:{v}\r\n" for k, v in fields.items()).encode()
+                    buf = b""
+                    self.request.sendall(b"$%d\r\n%s\r\n" % (len(body), body))
+
+        socketserver.ThreadingTCPServer.allow_reuse_address = True
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        """Closes the listener and every connection: the shard answers nothing more."""
+        self.server.shutdown()
+        self.server.server_close()
+        for c in self.conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def redis_info(cpu_per_second, ops_per_second=3000, cluster=False):
+    def info(elapsed):
+        return {"redis_version": "7.0.15", "process_id": 4242,
+                "total_commands_processed": int(ops_per_second * elapsed),
+                "used_cpu_sys_main_thread": "0.000000",
+                "used_cpu_user_main_thread": repr(cpu_per_second * elapsed),
+                "cluster_enabled": 1 if cluster else 0}
+    return info
+
+
+def start(work, shard, *flags):
+    rules = work.file("rules.yml")
+    with open(rules, "w") as f:
+        f.write("alert:\n  share_threshold: 0.1\n  min_dwell: 0s\n")
+    return e2e.Hotkeyd(HOTKEYD, f"--shard.address=127.0.0.1:{shard.port}", "--shard.interval=1s",
+                       f"--config.file={rules}", "--track.rate-window=2s", *flags, work=work)
+
+
+class Load:
+    """Sends about 3,000 events a second, half of them one hot key, until stopped."""
+
+    def __init__(self, d):
+        self.stop_flag = False
+        self.thread = threading.Thread(target=self.run, args=(d.udp,), daemon=True)
+        self.thread.start()
+
+    def run(self, port):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        batch = b"\n".join([b"r hot:key"] * 50 + [b"r cold:%d" % i for i in range(50)])
+        while not self.stop_flag:
+            s.sendto(batch, ("127.0.0.1", port))
+            time.sleep(1 / 30)
+
+    def stop(self):
+        self.stop_flag = True
+        self.thread.join()
+
+
+def model_of(d):
+    return d.top()["model"]
+
+
+def rejected(d, reason):
+    return d.metric("hotkey_shard_answers_rejected_total", {"reason": reason}) or 0
+
+
+def impossible_busy(work, cpu_per_second, label):
+    shard = FakeShard(redis_info(cpu_per_second))
+    d = start(work, shard)
+    load = Load(d)
+    try:
+        advices = set()
+        end = time.monotonic() + 12
+        while time.monotonic() < end:
+            top = d.top()
+            advices |= {k["advice"] for k in top["keys"] if k.get("advice")}
+            time.sleep(0.25)
+        m = model_of(d)
+        n = rejected(d, "busy")
+        e2e.log(f"  {label}: capacity {m['capacity']['value']:g} ({m['capacity']['origin']}), "
+                f"shard busy {m['shard'].get('busy')}, answers rejected (busy) {n:g}, "
+                f"advice seen {sorted(advices) or 'none'}")
+        e2e.check(n >= 5, f"the answers are refused and counted: {n}")
+        e2e.check(m["capacity"]["origin"] == "configured"
+                  and m["capacity"]["value"] == CONFIGURED_CAPACITY,
+                  f"the capacity stays configured: {m['capacity']}")
+        e2e.check(m["shard"].get("busy") is None and m["shard"].get("rejected") == "busy",
+                  f"the shard's busy is unknown, and why is said: {m['shard']}")
+        e2e.check("isolate" not in advices, f"never advised isolate: {advices}")
+        e2e.check("impossible" in d.logs().decode(), "the log says the answer is refused")
+    finally:
+        load.stop()
+        shard.stop()
+
+
+def case_busy_1000(work):
+    impossible_busy(work, 1000.0, "busy 1000")
+
+
+def case_cpu_1e300(work):
+    impossible_busy(work, 1e300, "CPU 1e300 s/s")
+
+
+def case_overlap(work):
+    nodes = "".join(
+        f"{i:040x} 127.0.0.{i % 250 + 1}:{7000 + i % 1000}@17000 "
+        f"{'myself,master' if i == 0 else 'master'} - 0 0 1 connected 0-16383\n"
+        for i in range(10000))
+    shard = FakeShard(redis_info(0.5, cluster=True), lambda: nodes)
+    d = start(work, shard, "--track.slots=true")
+    load = Load(d)
+    try:
+        time.sleep(6)
+        m = model_of(d)
+        model_bytes = len(d.get_ok("/api/v1/model"))
+        slots_bytes = len(d.get_ok("/api/v1/slots"))
+        n = rejected(d, "slot_overlap")
+        e2e.log(f"  overlapping slots: shards {m['shards']['value']} ({m['shards']['origin']}), "
+                f"answers rejected (slot_overlap) {n:g}, /api/v1/model {model_bytes} bytes, "
+                f"/api/v1/slots {slots_bytes} bytes")
+        e2e.check(n >= 3, f"the answers are refused and counted: {n}")
+        e2e.check(m["shards"]["origin"] == "configured", f"the shard count stays configured: "
+                  f"{m['shards']}")
+        e2e.check(model_bytes < 64 << 10 and slots_bytes < 64 << 10,
+                  f"the answers stay small: {model_bytes}, {slots_bytes} bytes")
+    finally:
+        load.stop()
+        shard.stop()
+
+
+def case_stops(work):
+    shard = FakeShard(redis_info(0.5))
+    d = start(work, shard)
+    load = Load(d)
+    try:
+        m = e2e.wait_until(lambda: (lambda m: m if m["capacity"]["origin"] == "measured" else None)(
+            model_of(d)), 15, "a measured capacity")
+        e2e.log(f"  answering: capacity {m['capacity']['value']:g} (measured)")
+        shard.stop()
+        t0 = time.monotonic()
+        m = e2e.wait_until(
+            lambda: (lambda m: m if m["capacity"]["origin"] == "configured" else None)(
+                model_of(d)), 15, "the configured capacity once the shard is silent")
+        e2e.log(f"  silent: capacity {m['capacity']['value']:g} (configured) after "
+                f"{time.monotonic() - t0:.1f} s; shard up {m['shard']['up']}")
+        e2e.check(m["capacity"]["value"] == CONFIGURED_CAPACITY and not m["shard"]["up"],
+                  f"the configured capacity, as the log says: {m}")
+        e2e.check("the advice uses the configured --cluster.* figures" in d.logs().decode(),
+                  "the log says the configured figures are used")
+    finally:
+        load.stop()
+
+
+CASES = [("busy_1000", case_busy_1000), ("cpu_1e300", case_cpu_1e300), ("overlap", case_overlap),
+         ("stops", case_stops)]
+
+if __name__ == "__main__":
+    e2e.run_cases("fake-shard", CASES, sys.argv[2:])
