@@ -240,12 +240,6 @@ void Aggregator::SetModelInputs(ModelInputs inputs) { inputs_ = std::move(inputs
 const ModelInputs& Aggregator::ResolveInputs(double window_ops, uint64_t client_hosts,
                                              absl::Time now) {
   resolved_ = inputs_;
-  if (inputs_.measure_capacity && !inputs_.shard_up) {
-    // A shard that does not answer, or whose answer was refused: what was measured before
-    // is stale, so the configured capacity stands (as the log says) until it answers again.
-    capacity_samples_.clear();
-    last_capacity_.reset();
-  }
   if (inputs_.measure_capacity) {
     if (inputs_.shard_answers != sampled_answers_) {
       sampled_answers_ = inputs_.shard_answers;

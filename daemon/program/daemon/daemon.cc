@@ -439,8 +439,12 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
     Log(line);
   } else if (m.rejected && (first || was_up || !was_rejected)) {
     Log(Line("warn",
-             "the shard's answer is impossible, and refused; the advice uses the configured "
-             "--cluster.* figures until the shard answers with possible ones")
+             options_.cluster_given.capacity
+                 ? "the shard's answer is impossible, and refused; the advice uses "
+                   "--cluster.capacity until the shard answers with possible figures"
+                 : "the shard's answer is impossible, and refused; its headroom is unknown once "
+                   "its last possible load leaves the rate window, and no key is advised until "
+                   "it answers with possible figures")
             .Value("shard", shard_address_)
             .Value("reason", shard::RejectionName(*m.rejected))
             .Quoted("err", std::string(m.status.message())));
