@@ -67,9 +67,10 @@ using hotkey::sketch::Op;
 struct Config {
   uint64_t updates = 32'000'000;
   uint64_t keys = 1'000'000;
-  uint32_t candidates = 200;
-  size_t sketch_bytes = 32 * 1024;  // the daemon's default (--track.sketch-bytes)
-  uint32_t depth = 4;
+  // The daemon's defaults (--track.candidates, --track.sketch-bytes, --track.sketch-depth).
+  uint32_t candidates = HeavyHittersOptions{}.candidates;
+  size_t sketch_bytes = HeavyHittersOptions{}.sketch_bytes;
+  uint32_t depth = HeavyHittersOptions{}.sketch_depth;
   uint32_t key_bytes = 64;
   double half_life_s = 1.0;
   double rate = 1'000'000;  // simulated events per second: sets how many events a half-life holds
