@@ -1,8 +1,8 @@
 // hotkey-bench-sketch: throughput and accuracy of hotkey::sketch::HeavyHitters.
 //
 // Generates every stream in memory before timing (Zipf s = 0.9, 1.0, 1.2 over 1,000,000
-// distinct 16-byte keys, 32M updates each, a drifting hot set, and a flat drifting one
-// shaped like real traces), then, in one process
+// distinct 16-byte keys, 32M updates each, a drifting hot set, and three flat drifting ones,
+// Zipf 0.6, 0.7 and 0.8, shaped like real traces), then, in one process
 // and on one thread, runs `--repeats` rounds that alternate the tracker with an exact
 // baseline: an absl::flat_hash_map<std::string, double> that owns a copy of every key, as
 // a real exact counter must, and counts exact decayed weights on the tracker's clock.
@@ -24,6 +24,9 @@
 //
 //   hotkey-bench-sketch                      every stream, 5 rounds each
 //   hotkey-bench-sketch --trace FILE[.gz]    a trace of `<op> <key>` lines instead
+//   hotkey-bench-sketch --shapes=C/S/D,...   accuracy of each tracker shape (candidates,
+//                                            sketch bytes, depth) on every stream, the
+//                                            exact counts taken once: the shape sweep
 //   hotkey-bench-sketch --callgrind ...      a fixed number of updates, no timing, no
 //                                            baseline: for instructions per update
 //   hotkey-bench-sketch --help               every flag, and the callgrind command
@@ -64,9 +67,10 @@ using hotkey::sketch::Op;
 struct Config {
   uint64_t updates = 32'000'000;
   uint64_t keys = 1'000'000;
-  uint32_t candidates = 200;
-  size_t sketch_bytes = 32 * 1024;  // the daemon's default (--track.sketch-bytes)
-  uint32_t depth = 4;
+  // The daemon's defaults (--track.candidates, --track.sketch-bytes, --track.sketch-depth).
+  uint32_t candidates = HeavyHittersOptions{}.candidates;
+  size_t sketch_bytes = HeavyHittersOptions{}.sketch_bytes;
+  uint32_t depth = HeavyHittersOptions{}.sketch_depth;
   uint32_t key_bytes = 64;
   double half_life_s = 1.0;
   double rate = 1'000'000;  // simulated events per second: sets how many events a half-life holds
@@ -77,6 +81,7 @@ struct Config {
   bool hash_only = false;
   std::string only_stream;
   std::string trace;
+  std::string shapes;
 };
 
 // How often the tracker's clock moves: the daemon advances once per receive batch.
@@ -277,6 +282,10 @@ size_t ExactBytes(const ExactCounts& counts) {
 struct Accuracy {
   double precision, recall, are;
   size_t under;  // reported keys whose estimate is below the exact weight
+  // Precision at 100 of the table ranked by weight since admission (the lower bound), the
+  // upper bound breaking ties, instead of by upper bound (TopK()): a ranking tried for
+  // issue 36, scored beside the tracker's own.
+  double precision_by_lower;
 };
 
 Accuracy Score(const Stream& st, const Config& c, const ExactCounts& ex, const HeavyHitters& hh) {
@@ -304,13 +313,25 @@ Accuracy Score(const Stream& st, const Config& c, const ExactCounts& ex, const H
     // The exact sums round to nearest too: a relative 1e-9 is far above their error.
     if (h.estimate < exact / last_factor * (1 - 1e-9)) ++under;
   }
+  std::vector<std::pair<std::pair<double, double>, std::string>> by_lower;
+  hh.ForEach([&](const hotkey::sketch::HeavyHitter& h) {
+    by_lower.push_back({{h.lower_bound, h.estimate}, h.key});
+  });
+  const size_t m = std::min(n, by_lower.size());
+  std::partial_sort(by_lower.begin(), by_lower.begin() + m, by_lower.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  size_t lower_hits = 0;
+  for (size_t i = 0; i < m; ++i) {
+    auto it = ex.find(absl::string_view(by_lower[i].second));
+    lower_hits += it != ex.end() && it->second >= threshold;
+  }
   double are = 0;
   for (size_t i = 0; i < n; ++i) {
     const double exact = truth[i].first / last_factor;
     are += std::abs(hh.Estimate(truth[i].second) - exact) / exact;
   }
   return {top.empty() ? 0 : static_cast<double>(hits) / top.size(), static_cast<double>(hits) / n,
-          are / n, under};
+          are / n, under, m == 0 ? 0 : static_cast<double>(lower_hits) / m};
 }
 
 // The share of events whose key is in the table when the event arrives. A key in the
@@ -375,6 +396,40 @@ void Report(const Stream& st, const Config& c) {
   std::fflush(stdout);
 }
 
+// --shapes: the exact counts once, untimed, then one tracker of each shape over the same
+// stream, scored against them; accuracy only. Returns false on a malformed list.
+bool Sweep(const Stream& st, const Config& base) {
+  ExactCounts truth;
+  ExactUpdateLoop(st, base, truth);
+  for (std::string_view rest = base.shapes; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view shape = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    Config c = base;
+    unsigned long long candidates, sketch_bytes;
+    unsigned depth;
+    if (std::sscanf(std::string(shape).c_str(), "%llu/%llu/%u", &candidates, &sketch_bytes,
+                    &depth) != 3) {
+      return false;
+    }
+    c.candidates = static_cast<uint32_t>(candidates);
+    c.sketch_bytes = sketch_bytes;
+    c.depth = depth;
+    HeavyHitters hh = MakeTracker(c);
+    TrackerUpdates(st, c, hh);
+    const Accuracy a = Score(st, c, truth, hh);
+    absl::PrintF(
+        "{\"stream\":\"%s\",\"mode\":\"shapes\",\"bytes\":%zu,\"candidates\":%u,"
+        "\"sketch_bytes\":%zu,\"depth\":%u,\"key_bytes\":%u,\"precision_at_100\":%.4f,"
+        "\"recall_at_100\":%.4f,\"are_true_top100\":%.3g,\"under_top100\":%zu,"
+        "\"precision_at_100_by_lower\":%.4f}\n",
+        st.name, hh.MemoryBytes(), c.candidates, c.sketch_bytes, c.depth, c.key_bytes, a.precision,
+        a.recall, a.are, a.under, a.precision_by_lower);
+    std::fflush(stdout);
+  }
+  return true;
+}
+
 // --callgrind: one pass of a fixed number of updates, no timing and no baseline.
 void Callgrind(const Stream& st, const Config& c) {
   uint64_t checksum = 0;
@@ -401,7 +456,8 @@ void RegisterFlags(hotkey::config::FlagParser& p, Config& c, absl::Duration* hal
               &c.trace)
       .Shown("FILE");
   p.AddString("stream",
-              "only this generated stream: zipf-0.9, zipf-1.0, zipf-1.2, drift or flat-drift",
+              "only this generated stream: zipf-0.9, zipf-1.0, zipf-1.2, drift, flat-drift, "
+              "flat-0.6 or flat-0.8",
               &c.only_stream)
       .Shown("NAME");
   p.AddInteger("updates", "updates per generated stream", &c.updates);
@@ -418,6 +474,11 @@ void RegisterFlags(hotkey::config::FlagParser& p, Config& c, absl::Duration* hal
             "one pass of --updates updates of one stream (--stream, default zipf-1.0, or "
             "--trace): no timing, no baseline, no scoring",
             &c.callgrind);
+  p.AddString("shapes",
+              "accuracy only, of one tracker per shape (CANDIDATES/SKETCH_BYTES/DEPTH, comma "
+              "separated) against one exact count of each stream; no timing",
+              &c.shapes)
+      .Shown("LIST");
   p.AddBool("hash-only", "with --callgrind: only hash the keys (XXH3), the floor", &c.hash_only);
   p.AddNumber("max-weight", "each event's weight log-uniform in [1, W] (1: unit weights)",
               &c.max_weight)
@@ -451,9 +512,9 @@ int main(int argc, char** argv) {
   }
   if (bad.ok() && !c.only_stream.empty() && c.only_stream != "zipf-0.9" &&
       c.only_stream != "zipf-1.0" && c.only_stream != "zipf-1.2" && c.only_stream != "drift" &&
-      c.only_stream != "flat-drift") {
+      c.only_stream != "flat-drift" && c.only_stream != "flat-0.6" && c.only_stream != "flat-0.8") {
     bad = absl::InvalidArgumentError(
-        "--stream must be zipf-0.9, zipf-1.0, zipf-1.2, drift or flat-drift");
+        "--stream must be zipf-0.9, zipf-1.0, zipf-1.2, drift, flat-drift, flat-0.6 or flat-0.8");
   }
   if (bad.ok() && c.hash_only && !c.callgrind) {
     bad = absl::InvalidArgumentError("--hash-only needs --callgrind");
@@ -469,8 +530,17 @@ int main(int argc, char** argv) {
     return bad.ok() ? 0 : 2;
   }
   c.half_life_s = absl::ToDoubleSeconds(half_life);
-  if (!c.callgrind) std::printf("{\"machine\":%s}\n", MachineJson().c_str());
-  const auto run = [&c](const Stream& st) { c.callgrind ? Callgrind(st, c) : Report(st, c); };
+  if (!c.callgrind && c.shapes.empty()) std::printf("{\"machine\":%s}\n", MachineJson().c_str());
+  bool shapes_ok = true;
+  const auto run = [&c, &shapes_ok](const Stream& st) {
+    if (!c.shapes.empty()) {
+      shapes_ok = shapes_ok && Sweep(st, c);
+    } else if (c.callgrind) {
+      Callgrind(st, c);
+    } else {
+      Report(st, c);
+    }
+  };
   if (!c.trace.empty()) {
     Stream st;
     st.name = c.trace.substr(c.trace.find_last_of('/') + 1);
@@ -479,7 +549,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     run(st);
-    return 0;
+    return shapes_ok ? 0 : 2;
   }
   struct Spec {
     const char* name;
@@ -492,15 +562,16 @@ int main(int argc, char** argv) {
   // 0.7 puts about 0.5% of events on the top key and 2% on the top 10, neighbours around
   // rank 100 differ by a few percent, and 5 ranks move every sixteenth of the stream (half
   // the top 10 is new in each phase).
-  const Spec specs[] = {{"zipf-0.9", 0.9, 0},
-                        {"zipf-1.0", 1.0, 0},
-                        {"zipf-1.2", 1.2, 0},
-                        {"drift", 1.0, 25},
-                        {"flat-drift", 0.7, 5}};
+  // flat-0.6 and flat-0.8 drift the same way at the two ends of that range: Zipf 0.6 puts
+  // about 0.2% of events on the top key, and rank 100 and rank 150 differ by a quarter.
+  const Spec specs[] = {{"zipf-0.9", 0.9, 0}, {"zipf-1.0", 1.0, 0},   {"zipf-1.2", 1.2, 0},
+                        {"drift", 1.0, 25},   {"flat-drift", 0.7, 5}, {"flat-0.6", 0.6, 5},
+                        {"flat-0.8", 0.8, 5}};
   if (c.callgrind && c.only_stream.empty()) c.only_stream = "zipf-1.0";
   for (const Spec& s : specs) {
     if (!c.only_stream.empty() && c.only_stream != s.name) continue;
     run(MakeZipf(s.name, s.s, c, s.drift));
   }
-  return 0;
+  if (!shapes_ok) std::fprintf(stderr, "--shapes: each shape is CANDIDATES/SKETCH_BYTES/DEPTH\n");
+  return shapes_ok ? 0 : 2;
 }

@@ -31,6 +31,9 @@ absl::Status TrackOptions::Validate() const {
   if (!InRange<size_t>(sketch_bytes, size_t{1} << 10, size_t{1} << 30)) {
     return OutOfRange("track sketch bytes", "[1KiB, 1GiB]", FormatByteSize(sketch_bytes));
   }
+  if (!InRange<uint32_t>(sketch_depth, 1, sketch::CountMinSketch::kMaxDepth)) {
+    return OutOfRange("track sketch depth (--track.sketch-depth)", "[1, 16]", sketch_depth);
+  }
   if (!InRange<uint32_t>(max_key_bytes, 16, 65536)) {
     return OutOfRange("key max bytes (--key.max-bytes)", "[16, 65536]", max_key_bytes);
   }

@@ -333,18 +333,12 @@ inline void HeavyHitters::AddHit(Entry& e, int o, double w, double weight) {
 
 inline void HeavyHitters::UpdateMiss(uint64_t hash, const char* key, uint32_t code, Op op, double w,
                                      double weight) {
-  // The default depth inline; any other through a call, so that its loop does not weigh
-  // on this path's frame.
-  // The sketch adds floor(x + 1) units for x = w / unit at depth 4 (Update4Inline<false>):
-  // an integer above x, so at least the double after x, which is at or above the exact
-  // product / unit (w is that rounded to nearest). The other depths add ceil(x) units, so
-  // they are given w stepped up.
-  double estimate;
-  if (cms_.depth() == 4) [[likely]] {
-    estimate = cms_.Update4Inline<false>(hash, w);
-  } else {
-    estimate = cms_.UpdateAnyDepth(hash, internal::NextUp(w));
-  }
+  // Depths 2 to CountMinSketch::kMaxUnrolledDepth inline; any other through a call, so that
+  // its loop does not weigh on this path's frame. The sketch adds floor(x + 1) units for
+  // x = w / unit: an integer above x, so at least the double after x, which is at or above the
+  // exact product / unit (w is that rounded to nearest). The call adds ceil(x) units of w
+  // stepped up.
+  const double estimate = cms_.UpdateAnyInline<false>(hash, w);
   // admit_floor_ is the root's node value (<= the weakest entry's upper bound), or -1 while
   // the table has room: an estimate at or below it cannot be admitted, and the common miss
   // stops there.

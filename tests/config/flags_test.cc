@@ -53,8 +53,9 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.track.half_life == absl::Milliseconds(500));
   CHECK(o.track.publish_interval == absl::Milliseconds(250));
   CHECK(o.track.rate_window == absl::Seconds(10));
-  CHECK(o.track.candidates == 200);
-  CHECK(o.track.sketch_bytes == 32u << 10);
+  CHECK(o.track.candidates == 128);
+  CHECK(o.track.sketch_bytes == 48u << 10);
+  CHECK(o.track.sketch_depth == 3);
   CHECK(o.track.max_key_bytes == 128);
   CHECK(o.exporter.top_k == 10);
   CHECK(o.exporter.min_share == 0.01);
@@ -133,6 +134,8 @@ TEST_CASE("Flags: a value that does not parse names the flag and the value", "[c
              Contains("--udp.receivers") && Contains("out of range"));
   CHECK_THAT(ParseError({"--track.candidates=-1"}),
              Contains("--track.candidates") && Contains("out of range"));
+  CHECK_THAT(ParseError({"--track.sketch-depth=-1"}),
+             Contains("--track.sketch-depth") && Contains("out of range"));
   CHECK_THAT(ParseError({"--track.half-life=1"}),
              Contains("--track.half-life") && Contains("needs a unit"));
   CHECK_THAT(ParseError({"--storage.interval=soon"}), Contains("is not a duration"));
@@ -234,8 +237,9 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
       "--track.half-life=500ms",
       "--track.publish-interval=250ms",
       "--track.rate-window=10s",
-      "--track.candidates=200",
-      "--track.sketch-bytes=32KiB",
+      "--track.candidates=128",
+      "--track.sketch-bytes=48KiB",
+      "--track.sketch-depth=3",
       "--cluster.shards=8",
       "--cluster.capacity=10000",
       "--cluster.app-servers=50",

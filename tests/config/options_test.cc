@@ -64,20 +64,25 @@ TEST_CASE("Options: a tracker the ranges allow but the tracker refuses does not 
   t.candidates = 4096;
   CHECK(uint64_t{t.candidates} * t.max_key_bytes == sketch::HeavyHitters::kMaxTableBytes);
   CHECK(t.Validate().ok());
-  // What no flag sets is still the tracker's to check, and said to be the tracker's.
+  // The sketch's depth, in its range or refused naming its flag; the tracker refuses it too.
   t = TrackOptions{};
-  t.sketch_depth = 0;
-  s = t.Validate();
-  CHECK_FALSE(s.ok());
-  CHECK(Message(s).starts_with("track: "));
-  CHECK_FALSE(sketch::HeavyHitters::Create(t, absl::UnixEpoch()).ok());
+  for (uint32_t depth : {1u, 16u}) {
+    t.sketch_depth = depth;
+    CHECK(t.Validate().ok());
+  }
+  for (uint32_t depth : {0u, 17u}) {
+    t.sketch_depth = depth;
+    s = t.Validate();
+    CHECK_THAT(Message(s), Contains("--track.sketch-depth") && Contains("[1, 16]"));
+    CHECK_FALSE(sketch::HeavyHitters::Create(t, absl::UnixEpoch()).ok());
+  }
 }
 
 TEST_CASE("Options: the rate history's size is validated against its maximum",
           "[config][options]") {
   DaemonOptions o;
   CHECK(o.track.MaxRatePoints() == 84);    // 2 x (10 s / 250 ms) + 4
-  CHECK(o.RateHistoryKeys() == 84 * 200);  // points x the default 200 candidates
+  CHECK(o.RateHistoryKeys() == 84 * 128);  // points x the default 128 candidates
   // The largest window at the shortest interval with the most candidates: refused, naming
   // the flags.
   o.track.rate_window = absl::Hours(1);

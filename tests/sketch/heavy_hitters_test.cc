@@ -59,6 +59,9 @@ const HeavyHitter* FindIn(const std::vector<HeavyHitter>& top, std::string_view 
 // from the count-min sketch), and the exact ranks 95..105 differ by ~1% of their counts,
 // so the tracker reproduces the exact top 100 up to at most one boundary swap.
 constexpr double kMinPrecision = 0.99;
+// The target on a flat stream, where neighbours at rank 100 differ by less than 1%: some
+// boundary swaps are expected of any estimate with an error.
+constexpr double kMinFlatPrecision = 0.85;
 
 TEST_CASE("HeavyHitters: top-100 precision and recall are at least 0.99 on Zipf streams",
           "[sketch][heavy_hitters]") {
@@ -77,6 +80,25 @@ TEST_CASE("HeavyHitters: top-100 precision and recall are at least 0.99 on Zipf 
     CHECK(hh.RawTotal(Op::kRead) == exact.total);
     CHECK_THAT(hh.Total(), UpperBoundOf(exact.total, hh, 2000000));
   }
+}
+
+TEST_CASE("HeavyHitters: the default shape ranks a flat stream's top 100",
+          "[sketch][heavy_hitters]") {
+  // Zipf 0.6 over a million keys, flatter at the top than real cache traces: the 100th key
+  // and the 150th differ by a quarter, so the table's admissions rest on the count-min's
+  // estimates of keys it does not hold, and their error is what the default shape was chosen
+  // to keep small (docs/benchmarks/tracker.md; the shape before it, 200 candidates and a
+  // 32 KiB sketch of 4 rows, found fewer than half). The default options, without decay.
+  HeavyHittersOptions o;
+  o.half_life = absl::InfiniteDuration();
+  HeavyHitters hh = MustCreate(o);
+  ExactStream exact;
+  FeedZipf(1000000, 0.6, 4000000, 36, &hh, &exact);
+  const std::vector<HeavyHitter> top = hh.TopK(100);
+  REQUIRE(top.size() == 100);
+  const double precision = CorrectInTopK(top, exact, 100) / 100.0;
+  INFO("precision " << precision);
+  CHECK(precision >= kMinFlatPrecision);
 }
 
 TEST_CASE("HeavyHitters: LowerBound <= true <= UpperBound for reported and unreported keys",

@@ -38,11 +38,12 @@ CountMinSketch MustCms(uint32_t width, uint32_t depth) {
 }
 
 HeavyHitters MustCreate(uint32_t candidates, absl::Duration half_life,
-                        size_t sketch_bytes = 32 * 1024) {
+                        size_t sketch_bytes = 32 * 1024, uint32_t depth = 4) {
   HeavyHittersOptions o;
   o.candidates = candidates;
   o.half_life = half_life;
   o.sketch_bytes = sketch_bytes;
+  o.sketch_depth = depth;
   absl::StatusOr<HeavyHitters> hh = HeavyHitters::Create(o, kT0);
   REQUIRE(hh.ok());
   return *std::move(hh);
@@ -247,18 +248,21 @@ void CheckExact(const HeavyHitters& hh, const Exact& exact, int now_hours) {
 
 TEST_CASE("HeavyHitters: randomized mixed weights with decay never cross the exact truth",
           "[sketch][saturation][decay]") {
-  // 300 keys through 16 slots and a 32-column sketch (constant eviction and collision),
-  // weights mixing 1..10 with up to 1e6, at whole hours with a 1 h half-life for 60 hours:
-  // a rescale at hour 41, forward-decayed values up to ~2^40 * 1e6. Half the events also go
-  // to one of two trackers that are merged at the end.
+  // 300 keys through 16 slots and a 1 KiB sketch (constant eviction and collision), weights
+  // mixing 1..10 with up to 1e6, at whole hours with a 1 h half-life for 60 hours: a rescale
+  // at hour 41, forward-decayed values up to ~2^40 * 1e6. Half the events also go to one of
+  // two trackers that are merged at the end. At every depth the options allow: depths 2 to 4
+  // take their own unrolled update, the others a loop (count_min_inline.h).
+  const uint32_t depth = GENERATE(range(1u, CountMinSketch::kMaxDepth + 1));
+  INFO("depth " << depth);
   std::mt19937_64 gen(20240610);
   std::uniform_int_distribution<int> key(0, 299);
   std::uniform_int_distribution<int> small(1, 10);
   std::uniform_real_distribution<double> log_weight(0, std::log(1e6));
   std::bernoulli_distribution heavy(0.3);
   const absl::Duration h = absl::Hours(1);
-  HeavyHitters all = MustCreate(16, h, 1024);
-  HeavyHitters part[2] = {MustCreate(16, h, 1024), MustCreate(16, h, 1024)};
+  HeavyHitters all = MustCreate(16, h, 1024, depth);
+  HeavyHitters part[2] = {MustCreate(16, h, 1024, depth), MustCreate(16, h, 1024, depth)};
   Exact exact;
   constexpr int kHours = 60;
   for (int hour = 0; hour <= kHours; ++hour) {

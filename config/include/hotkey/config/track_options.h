@@ -3,10 +3,11 @@
 // The tracker's own settings are its struct, sketch::HeavyHittersOptions, embedded as the
 // base: its fields read as TrackOptions' own (track.half_life, track.candidates), and a
 // TrackOptions is the tracker's options wherever a source builds one, with nothing copied
-// field by field. The flags set four of them, with the ranges Validate() checks:
+// field by field. The flags set five of them, with the ranges Validate() checks:
 //   half_life      --track.half-life     [1ms, 24h]
 //   candidates     --track.candidates    [1, 1048576]: top-K table slots per receiver
 //   sketch_bytes   --track.sketch-bytes  [1 KiB, 1 GiB]: the count-min sketch per receiver
+//   sketch_depth   --track.sketch-depth  [1, 16]: its rows; the width is what the bytes hold
 //   max_key_bytes  --key.max-bytes       [16, 65536]
 // The defaults are the tracker's, one home for both. half_life, 500 ms: a key that jumps to
 // 30% of 500 sampled events/s crosses a 10% threshold after 0.29 s (0.585 half-lives), so

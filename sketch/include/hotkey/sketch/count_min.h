@@ -31,8 +31,8 @@
 // ever drops below the mass it was given. RaiseTo() keeps the first guarantee for a key whose
 // weight is known to be at most the value raised to.
 //
-// Cost: Update and Estimate touch `depth` cells (4 by default); memory is width * depth * 4
-// bytes, fixed at construction. A float cell (used before doubles) stopped counting unit
+// Cost: Update and Estimate touch `depth` cells (3 at the tracker's default); memory is width *
+// depth * 4 bytes, fixed at construction. A float cell (used before doubles) stopped counting unit
 // weights at 2^24 and lost any weight below 2^-24 of its cell; a double one costs 8 bytes.
 // Shared-scale integers lose nothing below a unit (an add counts at least one) and count
 // integer weights exactly until the largest cell passes 2^31. Weights must be positive and
@@ -127,21 +127,25 @@ class CountMinSketch {
   friend class HeavyHitters;
 
   // Update(), inlined into the tracker's per-event path (count_min_inline.h): the rows
-  // unrolled for the default depth of 4; other depths through UpdateAnyDepth().
+  // unrolled for depths 2 to kMaxUnrolledDepth; other depths through UpdateAnyDepth().
+  static constexpr uint32_t kMaxUnrolledDepth = 4;
   [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
   [[gnu::noinline]] double UpdateAnyDepth(uint64_t hash, double weight);
-  // The same for a sketch known to have depth 4. With kExactUnits the weight counts as
-  // ceil(weight / scale()) units (Update()); without, as floor(weight / scale() + 1): at
-  // most 1 + 2^-20 units above it, and no branch (the tracker's per-event path).
+  // The same, dispatched on the depth. With kExactUnits the weight counts as
+  // ceil(weight / scale()) units (Update()); without, as floor(weight / scale() + 1): at most
+  // 1 + 2^-20 units above it, and no branch (the tracker's per-event path).
   template <bool kExactUnits>
-  [[gnu::always_inline]] inline double Update4Inline(uint64_t hash, double weight);
+  [[gnu::always_inline]] inline double UpdateAnyInline(uint64_t hash, double weight);
+  // The same for a sketch known to have kDepth rows (2 to kMaxUnrolledDepth).
+  template <uint32_t kDepth, bool kExactUnits>
+  [[gnu::always_inline]] inline double UpdateRowsInline(uint64_t hash, double weight);
   // The add that would take a cell past kCellMax: raises the scale, then adds, in units
-  // as Update4Inline<exact_units>() counts them.
+  // as UpdateRowsInline<exact_units>() counts them.
   [[gnu::noinline]] double UpdateSaturating(uint64_t hash, double weight, bool exact_units);
   // Units of ceil(value / scale_), at least 1 for a positive value; value <= kCellMax *
   // scale_.
   static Counter UnitsUp(double value, double inv_scale);
-  // floor(x + 1) as rounded, x = weight / scale() in [0, kMaxAddUnits): see Update4Inline().
+  // floor(x + 1) as rounded, x = weight / scale() in [0, kMaxAddUnits): see UpdateRowsInline().
   static Counter UnitsAbove(double x);
   // Raises scale_ by a power of two until `value` (a cell's value to be) fits in 2^31 units
   // and every cell does, dividing every cell rounding up. O(cells).

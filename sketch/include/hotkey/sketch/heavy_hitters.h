@@ -97,12 +97,19 @@
 namespace hotkey::sketch {
 
 struct HeavyHittersOptions {
-  // The defaults are the daemon's (config::TrackOptions reads them from here).
-  // Table slots: how many keys are tracked exactly. For a reliable top-K use about 2K.
-  uint32_t candidates = 200;
-  // Count-min budget in bytes, and its rows (delta = e^-depth).
-  size_t sketch_bytes = 32 * 1024;
-  uint32_t sketch_depth = 4;
+  // The defaults are the daemon's (config::TrackOptions reads them from here). The shape
+  // (candidates, sketch bytes, depth) is the one a sweep of every shape within a budget
+  // found most accurate per byte on skewed and flat streams (docs/benchmarks/tracker.md,
+  // `hotkey-bench-sketch --shapes`): on flat traffic the top keys' rank is decided by the
+  // count-min's width, which a row fewer doubles within the same bytes, while a third row
+  // still keeps colliding keys apart better than two of the same width.
+  // Table slots: how many keys are tracked exactly. A top-K needs more than K; the default
+  // is measured on a top 100 (docs/benchmarks/tracker.md).
+  uint32_t candidates = 128;
+  // Count-min budget in bytes, and its rows (delta = e^-depth). The width is the largest
+  // power of two that fits: 48 KiB over 3 rows of 4-byte cells is 4096 columns.
+  size_t sketch_bytes = 48 * 1024;
+  uint32_t sketch_depth = 3;
   // Bytes of a key kept in the table; longer keys are kept truncated, plus their hash.
   uint32_t max_key_bytes = 128;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
