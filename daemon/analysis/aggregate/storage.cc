@@ -219,7 +219,7 @@ StateStore::Loaded StateStore::Load(const sketch::HeavyHittersOptions& expected,
   if (hh.ok() && !SameOptions(hh->options(), expected)) {
     hh = absl::FailedPreconditionError(
         "saved with other tracker options (--track.candidates, --track.sketch-bytes, "
-        "--key.max-bytes or --track.half-life)");
+        "--track.sketch-depth, --key.max-bytes or --track.half-life)");
   }
   if (!hh.ok()) return move_aside(std::string(hh.status().message()));
   if (restore) {
