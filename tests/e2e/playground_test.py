@@ -244,7 +244,7 @@ def drag_slider(cdp, base, input_id, values):
         last["why"] = model_mismatch(base, shown)
         return None if last["why"] else shown
     try:
-        return wait_for(5, f"playground shows the model for {input_id}={values[-1]}", settled)
+        return wait_for(20, f"playground shows the model for {input_id}={values[-1]}", settled)
     except Failure as e:
         raise Failure(f"{e}: {last['why']}") from None
 
@@ -310,7 +310,7 @@ def click_and_compare(cdp, base):
                           f"{HOT_KEY}: this test cannot tell the two models apart")
         return shown, key
     try:
-        shown, key = wait_for(5, f"clicked {HOT_KEY}: playground shows the daemon's advice",
+        shown, key = wait_for(20, f"clicked {HOT_KEY}: playground shows the daemon's advice",
                               settled)
     except Failure as e:
         raise Failure(f"{e}: {last['why']}") from None
@@ -485,7 +485,7 @@ def click_key(cdp, base, key):
         last["why"] = model_mismatch(base, shown, measured=True)
         return None if last["why"] else (shown, k)
     try:
-        shown, k = wait_for(5, f"clicked {key}: playground models its figures", settled)
+        shown, k = wait_for(20, f"clicked {key}: playground models its figures", settled)
     except Failure as e:
         raise Failure(f"{e}: {last['why']}") from None
     if shown["advice"] != "Advice: " + row["advice"]:
@@ -639,12 +639,12 @@ def run(args, tmp, procs):
             advice = {k["key"]: k["advice"] for k in top["keys"]}.get(HOT_KEY)
             return (r, advice) if r and r["advice"] == NAMES.get(advice, advice) else None
         # The table refreshes every second: a fresh advice may take a refresh to show.
-        row, _ = wait_for(3, f"the table's advice for {HOT_KEY} to be /api/v1/top's", row_as_api)
+        row, _ = wait_for(20, f"the table's advice for {HOT_KEY} to be /api/v1/top's", row_as_api)
         log(f"ok: table row for {HOT_KEY}: state {row['state']}, advice {row['advice']} "
             f"(as /api/v1/top)")
 
         # (b) + (d) before the move.
-        before = wait_for(5, "playground drew five strategy rows",
+        before = wait_for(20, "playground drew five strategy rows",
                           lambda: (lambda s: s if len(s["rows"]) == 5 and s["advice"] else None)(
                               cdp.eval(PLAYGROUND_JS)))
         check_rows(before, "before")

@@ -366,7 +366,16 @@ def case_streams_fd(work):
         except OSError:
             pass
         streams.append(sock)
-    time.sleep(1)
+    # Until every stream is served or closed: a connection still waiting for its first
+    # request counts as idle, which goes before a stream when a queued stream needs its
+    # descriptor, so scrapes made while streams still queue could be closed for them.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        settled = ((metric(d, "hotkey_feed_subscribers") or 0) +
+                   (metric(d, "hotkey_feed_subscribers_dropped_total", {"reason": "evicted"}) or 0))
+        if settled >= len(streams):
+            break
     scraper = Prober(d.web, "/metrics")
     scraper.start()
     time.sleep(WINDOW)
