@@ -158,6 +158,8 @@ if grep -i 'hotkeyd' "$tmp/verify-socket.log"; then fail "systemd-analyze verify
 log "ok: systemd-analyze verify $socket_unit; not enabled"
 
 # 5. Run it as the unit would: the hotkeyd user, no new privileges, the installed rules.
+# setpriv switches the user itself, so hotkeyd keeps the one it is given: no --run-as.
+e2e_keep_user=()
 web=$(free_port tcp)
 udp=$(free_port udp)
 e2e_start_hotkeyd setpriv "http://127.0.0.1:$web" --reuid=hotkeyd --regid=hotkeyd \
