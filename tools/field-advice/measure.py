@@ -52,96 +52,9 @@ def log(msg):
 T0 = time.monotonic()
 
 
-class Quota:
-    """A cgroup with a CPU quota for one process (v1 cpu controller, else v2 cpu.max)."""
-
-    def __init__(self, name, pid):
-        self.v1 = self.v2 = None
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                pre, post = line.split(" - ", 1)
-                fstype, _, opts = post.split()[:3]
-                point = pre.split()[4]
-                if fstype == "cgroup" and "cpu" in opts.split(","):
-                    self.v1 = point
-                elif fstype == "cgroup2" and self.v2 is None:
-                    self.v2 = point
-        self.root = self.v1 or self.v2
-        if not self.root:
-            raise OSError("no cgroup hierarchy with the cpu controller")
-        if not self.v1:
-            with open(f"{self.root}/cgroup.subtree_control", "w") as f:
-                f.write("+cpu")
-        self.dir = os.path.join(self.root, name)
-        os.mkdir(self.dir)
-        self.pid = pid
-        with open(f"{self.dir}/cgroup.procs", "w") as f:
-            f.write(str(pid))
-
-    def set(self, cpus):
-        period = 100_000
-        quota = -1 if cpus is None else max(1000, int(cpus * period))
-        if self.v1:
-            with open(f"{self.dir}/cpu.cfs_period_us", "w") as f:
-                f.write(str(period))
-            with open(f"{self.dir}/cpu.cfs_quota_us", "w") as f:
-                f.write(str(quota))
-        else:
-            with open(f"{self.dir}/cpu.max", "w") as f:
-                f.write(f"{'max' if quota < 0 else quota} {period}")
-
-    def remove(self):
-        try:
-            with open(f"{self.root}/cgroup.procs", "w") as f:
-                f.write(str(self.pid))
-        except OSError:
-            pass
-        for _ in range(50):
-            try:
-                os.rmdir(self.dir)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.1)
-
-
-def resp(*args):
-    out = [f"*{len(args)}\r\n".encode()]
-    for a in args:
-        b = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-    return b"".join(out)
-
-
-def read_replies(sock, buf, n):
-    """Reads n simple, error, integer or bulk replies; returns the bytes left over."""
-    got = 0
-    while True:
-        i = 0
-        while got < n:
-            end = buf.find(b"\r\n", i)
-            if end < 0:
-                break
-            kind = buf[i:i + 1]
-            if kind == b"$":
-                size = int(buf[i + 1:end])
-                if size < 0:
-                    i = end + 2
-                elif len(buf) >= end + 2 + size + 2:
-                    i = end + 2 + size + 2
-                else:
-                    break
-            else:
-                i = end + 2
-            got += 1
-        buf = buf[i:]
-        if got == n:
-            return buf
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            raise ConnectionError("redis closed the connection")
-        buf += chunk
+# The cluster lab's cgroup with a CPU quota (tools/cluster-lab/lab.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster-lab"))
+from lab import CpuQuota, Skip  # noqa: E402
 
 
 class Load(threading.Thread):
@@ -268,8 +181,9 @@ def main():
             except OSError:
                 time.sleep(0.05)
         try:
-            quota = Quota(f"field-advice-{os.getpid()}", procs[0].pid)
-        except OSError as e:
+            quota = CpuQuota(f"field-advice-{os.getpid()}")
+            quota.add(procs[0].pid)
+        except (OSError, Skip) as e:
             print(f"no CPU quota possible: {e}", file=sys.stderr)
             return SKIP
         hk_log = open(os.path.join(tmp, "hotkeyd.log"), "w")

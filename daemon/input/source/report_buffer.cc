@@ -108,8 +108,10 @@ void ReportBuffer::EnableSlots(const source::SlotCounts& prototype) {
   for (std::unique_ptr<SourceReport>& r : pool_->free) r->slots.emplace(prototype);
 }
 
-std::shared_ptr<const SourceReport> ReportBuffer::Publish(absl::Time time, const sketch::HeavyHitters& tracker,
-                           const source::SlotCounts* slots, const SourceCounters& counters) {
+std::shared_ptr<const SourceReport> ReportBuffer::Publish(absl::Time time,
+                                                          const sketch::HeavyHitters& tracker,
+                                                          const source::SlotCounts* slots,
+                                                          const SourceCounters& counters) {
   std::unique_ptr<SourceReport> slot;
   {
     std::lock_guard<std::mutex> l(pool_->mu);

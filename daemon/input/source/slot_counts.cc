@@ -4,7 +4,8 @@
 
 namespace hotkey::source {
 
-SlotCounts::SlotCounts(sketch::HeavyHitters tags) : counts_(cluster::kSlots, 0.0), tags_(std::move(tags)) {}
+SlotCounts::SlotCounts(sketch::HeavyHitters tags)
+    : counts_(cluster::kSlots, 0.0), tags_(std::move(tags)) {}
 
 absl::StatusOr<SlotCounts> SlotCounts::Create(const sketch::HeavyHittersOptions& tag_options,
                                               absl::Time now) {

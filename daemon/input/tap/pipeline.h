@@ -55,11 +55,11 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "hotkey/source/slot_counts.h"
 #include "hotkey/config/tap_options.h"
 #include "hotkey/parsers/request.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/client_hosts.h"
+#include "hotkey/source/slot_counts.h"
 #include "hotkey/tap/tap_counters.h"
 #include "hotkey/tcp/packet.h"
 #include "hotkey/tcp/reassembler.h"

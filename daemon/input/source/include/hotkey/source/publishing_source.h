@@ -23,11 +23,11 @@
 #include <utility>
 
 #include "absl/time/time.h"
-#include "hotkey/source/slot_counts.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/event_source.h"
 #include "hotkey/source/report.h"
 #include "hotkey/source/report_buffer.h"
+#include "hotkey/source/slot_counts.h"
 
 namespace hotkey::source {
 
@@ -103,7 +103,7 @@ class PublishingSource : public EventSource {
   }
 
  private:
-  PublishCallback on_publish_;                // set before Start()
+  PublishCallback on_publish_;               // set before Start()
   std::optional<source::SlotCounts> slots_;  // set before Start()
   ReportBuffer reports_;
   std::thread thread_;

@@ -15,8 +15,8 @@
 #include <optional>
 
 #include "absl/time/time.h"
-#include "hotkey/source/slot_counts.h"
 #include "hotkey/sketch/heavy_hitters.h"
+#include "hotkey/source/slot_counts.h"
 #include "hotkey/source/source_metrics.h"
 
 namespace hotkey::source {

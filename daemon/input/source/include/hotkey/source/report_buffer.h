@@ -50,7 +50,8 @@ class ReportBuffer {
   // The report published, now the latest; null (counted in skipped()) when readers hold
   // kMaxReports reports. `slots` is null unless EnableSlots() was called.
   std::shared_ptr<const SourceReport> Publish(absl::Time time, const sketch::HeavyHitters& tracker,
-               const source::SlotCounts* slots, const SourceCounters& counters);
+                                              const source::SlotCounts* slots,
+                                              const SourceCounters& counters);
 
   // The last published report; null before the first Publish().
   std::shared_ptr<const SourceReport> Latest() const;
