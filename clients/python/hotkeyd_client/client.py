@@ -67,14 +67,14 @@ import random
 import ssl
 import threading
 import time
-from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set,
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Set,
                     Tuple, Union)
 
 import redis
 import redis.asyncio
 
-from .feed import (EMPTY, REFRESH_MODES, SPLIT_MODES, Entry, EntryInfo, FeedConfigError,
-                   FeedFollower, FeedHealth, FeedState)
+from .feed import (EMPTY, REFRESH_MODES, SPLIT_MODES, Entry, EntryInfo, FeedFollower,
+                   FeedHealth, FeedState)
 from .naming import has_hash_tag, sub_key_names
 
 log = logging.getLogger("hotkeyd_client")
