@@ -307,8 +307,8 @@ class AsyncHotkeyClient(HotkeyClient):
 
     # ------------------------------------------------------------------ pipelines
 
-    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
-        pipe = self._r.pipeline(transaction, shard_hint)
+    def pipeline(self, transaction: Optional[bool] = None, shard_hint: Any = None) -> Any:
+        pipe = self._r.pipeline(True if transaction is None else transaction, shard_hint)
         return make_split_aware(pipe, self, AsyncSplitAwarePipeline)
 
     async def transaction(self, func: Callable[[Any], Any],

@@ -898,14 +898,18 @@ class HotkeyClient:
 
     # ------------------------------------------------------------------ pipelines
 
-    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
+    def pipeline(self, transaction: Optional[bool] = None, shard_hint: Any = None) -> Any:
         """The wrapped client's pipeline, made split-aware (see the module comment): GET of
         a split key returns the sum, counters go to one part, DEL and UNLINK take the
-        sub-keys too; any other command on a split key raises SplitKeyError."""
-        if self._cluster:
-            pipe = self._r.pipeline(transaction=transaction, shard_hint=shard_hint)
-        else:
-            pipe = self._r.pipeline(transaction, shard_hint)
+        sub-keys too; any other command on a split key raises SplitKeyError. `transaction`
+        None: the wrapped client's default (MULTI/EXEC for redis.Redis; none for
+        redis.RedisCluster, which has no transactions)."""
+        kw: Dict[str, Any] = {}
+        if transaction is not None:
+            kw["transaction"] = transaction
+        if shard_hint is not None:
+            kw["shard_hint"] = shard_hint
+        pipe = self._r.pipeline(**kw)
         from .pipeline import make_split_aware
         return make_split_aware(pipe, self)
 

@@ -138,7 +138,7 @@ class SplitAwarePipeline:
         kit._count("pipeline_split_commands")
         if cmd == b"GET":
             names = kit._split_parts_read(k, e)
-            return [((b"GET", n), c.options) for n in names], _sum_values
+            return [(("GET", n), c.options) for n in names], _sum_values
         live = kit._feed.state.live(e, kit._clock()) and kit._feed.state.find(k) is e
         index = kit._choose_part(e) if live else None
         if index is None:

@@ -224,6 +224,18 @@ class TopologyTest(Base):
         urls = ClusterFeeds("http://{host}:{port}").urls(cluster.client())
         self.assertEqual(sorted(urls), sorted(f"http://127.0.0.1:{s.port}"
                                               for s in cluster.servers))
+        # A cluster client's pipeline (no transactions there) applies the split fix too.
+        self.feed.put(entry("ctr", "split", split=3))
+        kit = HotkeyClient(cluster.client(), self.feed.url)
+        self.addCleanup(kit.close)
+        self.wait_mode(kit, "ctr", "split")
+        p = kit.pipeline()
+        for _ in range(30):
+            p.incr("ctr")
+        p.get("ctr")
+        self.assertEqual(p.execute()[-1], b"30")
+        (info,) = kit.entries()
+        self.assertGreater(sum(1 for n in info.parts if cluster.client().get(n)), 1)
 
 
 class TrackingTest(Base):
