@@ -13,7 +13,9 @@ python="${PYTHON:-/usr/bin/python3}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/hotkeyd-kit.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-before="$(git -C "$root" status --porcelain --ignored -- clients/python 2>/dev/null || true)"
+# What a build in the tree would leave (setuptools' build/ and egg-info, a dist/).
+debris() { (cd "$root/clients/python" && ls -d build dist ./*.egg-info 2>/dev/null || true); }
+before="$(debris)"
 
 # The README's commands, as written there ("Install", offline).
 "$python" -m venv --system-site-packages "$work/venv"
@@ -21,9 +23,9 @@ cp -r "$root/clients/python" "$work/src"
 rm -rf "$work/src/build" "$work/src/"*.egg-info
 "$work/venv/bin/pip" install --quiet --no-index --no-deps --no-build-isolation "$work/src"
 
-after="$(git -C "$root" status --porcelain --ignored -- clients/python 2>/dev/null || true)"
+after="$(debris)"
 if [[ "$before" != "$after" ]]; then
-  echo "FAIL: installing the kit changed the source tree:" >&2
+  echo "FAIL: installing the kit left build output in the source tree:" >&2
   diff <(echo "$before") <(echo "$after") >&2 || true
   exit 1
 fi

@@ -172,7 +172,7 @@ class AsyncHotkeyClient(HotkeyClient):
                 slot = per[read] = _Slot()
             if slot.sent is not None and now - slot.sent < refresh:
                 self._stats["cache_hits"] += 1
-                if e.ledger is not None:
+                if e.ledger is not None and not e.prefix:
                     e.ledger.add_locked(k, 1, 0)
                 return _copy(slot.value)
             self._stats["cache_misses"] += 1
@@ -238,6 +238,8 @@ class AsyncHotkeyClient(HotkeyClient):
 
     async def _counter(self, method: str, split_method: str, name: KeyT,
                        amount: Any) -> Any:
+        if not (self._feed.state.active or self._folding or self._cache):
+            return await getattr(self._r, method)(name, amount)
         k, e, live = self._lookup(name)
         if e is not None and live:
             if e.mode in SPLIT_MODES:
@@ -261,6 +263,8 @@ class AsyncHotkeyClient(HotkeyClient):
 
     async def _first_key(self, method: str, write: bool, name: KeyT,
                          args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        if not (self._feed.state.active or self._folding or (write and self._cache)):
+            return await getattr(self._r, method)(name, *args, **kwargs)
         k, e, live = self._lookup(name)
         if e is not None and live and e.mode == "isolate":
             return await getattr(self._target(e), method)(name, *args, **kwargs)

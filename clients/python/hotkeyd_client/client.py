@@ -499,7 +499,7 @@ class HotkeyClient:
                 slot = per[read] = _Slot()
             if slot.sent is not None and now - slot.sent < refresh:
                 self._stats["cache_hits"] += 1
-                if e.ledger is not None:
+                if e.ledger is not None and not e.prefix:
                     e.ledger.add_locked(k, 1, 0)
                 return _copy(slot.value)
             self._stats["cache_misses"] += 1
