@@ -21,7 +21,7 @@ import redis
 from fixtures import entry, wait_until
 
 from hotkeyd_client import FeedConfigError, HotkeyClient
-from hotkeyd_client.feed import REFRESH_MODES, SPLIT_MODES, parse_entry
+from hotkeyd_client.feed import REFRESH_MODES, SPLIT_MODES, SseParser, parse_entry
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONTRACT = os.environ.get("HOTKEYD_CONTRACT_DIR") or os.path.join(
@@ -180,6 +180,17 @@ class ContractTest(unittest.TestCase):
             self.assertEqual("refresh_seconds" in obj, obj["mode"] in REFRESH_MODES, obj)
             self.assertEqual("split_factor" in obj, obj["mode"] in SPLIT_MODES, obj)
         self.assertEqual(doc["heartbeat_seconds"] * 5, doc["lease_seconds"])
+
+    def test_the_kits_event_parser_reads_the_recorded_stream(self):
+        p = SseParser()
+        got = []
+        for line in body_of(transcript("stream")).decode().splitlines(keepends=True):
+            ev = p.line(line)
+            if ev:
+                got.append(ev)
+        self.assertEqual([(k, json.loads(d)) for k, d, _ in got], events_of(transcript("stream")))
+        for kind, data, ident in got:
+            self.assertEqual(ident, str(json.loads(data)["version"]), kind)  # id: <version>
 
     def test_the_fixture_sends_the_fields_the_daemon_sends(self):
         # fixtures.entry() stands in for hotkeyd in the tests with a real Redis: it must
