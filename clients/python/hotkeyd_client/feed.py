@@ -691,6 +691,7 @@ class FeedFollower:
                     synced = True
                     with self._lock:
                         self._last_error = None
+                    with self._stats_lock:  # the ledger's lock
                         self.ledger.enabled = True  # a daemon restarted may serve it now
                     self.connected.set()
                     # Silence for three heartbeats (no heartbeat is sent) means the
