@@ -23,6 +23,10 @@ Transcripts (feed/<name>.http; feed/README.md says which request gives each):
                     absorbs"), recorded once the daemon serves it (skipped with a note
                     while it answers 404)
 
+Advised entries (origin advice) vary from run to run (their figures and fixes): they are not
+kept as a transcript; check_advised() checks that each carries the fields of the recorded
+pinned entry of its mode.
+
 normalize() replaces what varies between runs and nothing else: the Date header's value,
 the number of seconds in Retry-After (it is the time the queued checks take), and a run of
 heartbeats at one version, which it keeps as one (their count depends on timing).
@@ -293,6 +297,25 @@ def record(binary, work):
     return {name: normalize(raw) for name, raw in out.items()}
 
 
+def check_advised(binary, work, recorded_set):
+    """Advised entries (origin advice, from hotkeyd --demo's hot keys) carry the fields of the
+    recorded pinned entry of their mode. Their figures and fixes vary from run to run, so
+    they are checked here field by field rather than kept as a transcript."""
+    pinned = json.loads(recorded_set.partition(b"\r\n\r\n")[2])["entries"]
+    fields = {e["mode"]: set(e) for e in pinned if e["match"] == "key"}
+    d = Hotkeyd(binary, "--demo", "--track.rate-window=1s", work=work)
+
+    def advised():
+        st, body = d.get("/api/v1/hotkeys")
+        got = [e for e in json.loads(body)["entries"] if e["origin"] == "advice"]
+        return got if st == 200 and got else None
+    entries = wait_until(advised, 30, "an advised entry from the demo's hot keys")
+    for e in entries:
+        check(set(e) == fields[e["mode"]],
+              f"advised {e['mode']} entry {e['label']} has the pinned entry's fields")
+    d.stop()
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -301,6 +324,7 @@ def main():
     ok = False
     try:
         got = record(binary, work)
+        check_advised(binary, work, got["set"])
         if rerecord:
             os.makedirs(FEED, exist_ok=True)
             for name, data in got.items():
