@@ -7,6 +7,7 @@
 #
 # Usage: tests/clients/python_kit.sh [unittest module ...]   (default: every test_*.py)
 # PYTHON: the interpreter the venv is made from (default /usr/bin/python3, Debian's).
+# HOTKEYD_BINARY: a hotkeyd for test_daemon.py (skipped without it).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 python="${PYTHON:-/usr/bin/python3}"
