@@ -8,6 +8,7 @@ See README.md and docs/feed.md (the protocol).
 """
 
 from ._version import __version__
+from .aio import AsyncHotkeyClient
 from .client import STAT_NAMES, HotkeyClient, SplitKeyError
 from .feed import EntryInfo, FeedConfigError, FeedError, FeedHealth
 from .naming import has_hash_tag, sub_key_names
@@ -17,10 +18,3 @@ __all__ = ["__version__", "HotkeyClient", "AsyncHotkeyClient", "ClusterFeeds", "
            "FeedConfigError", "FeedError", "FeedHealth", "SplitKeyError", "STAT_NAMES",
            "has_hash_tag", "sub_key_names"]
 
-
-def __getattr__(name: str) -> object:
-    # redis.asyncio is imported only by those who use it.
-    if name == "AsyncHotkeyClient":
-        from .aio import AsyncHotkeyClient
-        return AsyncHotkeyClient
-    raise AttributeError(name)

@@ -276,7 +276,8 @@ class TypedApiTest(unittest.TestCase):
         good = textwrap.dedent("""
             from typing import List
             import redis
-            from hotkeyd_client import FeedHealth, HotkeyClient, EntryInfo, __version__
+            from hotkeyd_client import (AsyncHotkeyClient, ClusterFeeds, EntryInfo,
+                                        FeedHealth, HotkeyClient, __version__)
             kit = HotkeyClient(redis.Redis(), "http://127.0.0.1:1", start=False)
             health: List[FeedHealth] = kit.health()
             entries: List[EntryInfo] = kit.entries()
@@ -284,6 +285,10 @@ class TypedApiTest(unittest.TestCase):
             version: str = __version__
             kit.setex("k", 10, "v")
             kit.close()
+            feeds: ClusterFeeds = ClusterFeeds("http://{host}:{port}")
+
+            async def use(a: AsyncHotkeyClient) -> None:
+                await a.aclose()
         """)
         bad = good + "wrong: int = kit.health()\nkit.wait_synced('soon')\n"
         with tempfile.TemporaryDirectory() as d:
@@ -298,8 +303,9 @@ class TypedApiTest(unittest.TestCase):
                      os.path.join(d, "cache"), path], capture_output=True, text=True, cwd=d))
         self.assertEqual(results[0].returncode, 0, results[0].stdout)
         self.assertNotEqual(results[1].returncode, 0)
-        self.assertIn("bad.py:12", results[1].stdout)
-        self.assertIn("bad.py:13", results[1].stdout)
+        first_bad = good.count("\n") + 1
+        self.assertIn(f"bad.py:{first_bad}:", results[1].stdout)
+        self.assertIn(f"bad.py:{first_bad + 1}:", results[1].stdout)
 
     def test_the_version_comes_from_one_place(self):
         if not os.environ.get("HOTKEYD_KIT_VENV"):
