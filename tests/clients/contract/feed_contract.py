@@ -54,6 +54,9 @@ import hotkeyd_e2e as e2e  # noqa: E402
 from hotkeyd_e2e import Hotkeyd, Workdir, check, log, wait_until  # noqa: E402
 
 FEED = os.path.join(HERE, "feed")
+# Recorded once the daemon serves it (the demand endpoint, landing with issue 33's part 3):
+# until its transcript is committed, a recording of it is reported, not a failure.
+PENDING = {"demand-accepted"}
 PASSWORD = "contract-password"
 LEASE = 5  # seconds: heartbeats every second
 
@@ -340,7 +343,11 @@ def main():
                 with open(path, "rb") as f:
                     want = f.read()
             except FileNotFoundError:
-                failed.append(f"{name}: recorded, but no committed transcript {path}")
+                if name in PENDING:
+                    log(f"  note: {name} recorded but not committed yet: --record, review, "
+                        "commit it")
+                else:
+                    failed.append(f"{name}: recorded, but no committed transcript {path}")
                 continue
             if data != want:
                 failed.append(f"{name}: differs from {path}\n--- committed\n"
