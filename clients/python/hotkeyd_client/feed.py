@@ -6,8 +6,8 @@ one background thread, reconnecting with jittered exponential backoff (0.5 s dou
 30 s) and refetching GET /api/v1/hotkeys when it sees a version gap. A 429 or 503 waits at
 least its Retry-After. A feed that cannot work as configured (401 or 403: credentials; 404:
 no feed at that URL; a TLS failure) is logged at ERROR, shown in health(), raised by
-HotkeyClient.wait_synced(), and retried only every BACKOFF_MAX seconds (the operator may
-fix the daemon's side).
+HotkeyClient.wait_synced(), and retried only at the backoff's ceiling (BACKOFF_MAX,
+jittered; the operator may fix the daemon's side).
 
 Leases: an entry is live for lease_seconds after the follower last received it (snapshot,
 add, change) or a heartbeat at the version the follower holds. Each entry carries the lease
