@@ -104,8 +104,11 @@ class Tracker:
         names = []
         for method, key, args in reads:
             name = method.upper()
+            # redis-py's HMGET takes its fields as a list; on the wire they are arguments.
+            flat = [a for arg in args for a in (arg if isinstance(arg, (list, tuple))
+                                                else (arg,))]
             cmds.append(("CLIENT", "CACHING", "YES"))
-            cmds.append((name, key, *args))
+            cmds.append((name, key, *flat))
             names.append(name)
         with self._lock:
             conn = self._data

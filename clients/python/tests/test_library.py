@@ -255,6 +255,16 @@ class TrackingTest(Base):
         wait_until(lambda: kit.stats()["invalidations"] == 1, WAIT, "the invalidation")
         self.assertEqual(kit.get("page"), b"b")       # long before the 600 s refresh
         self.assertEqual(kit.stats()["origin_fetches"], 2)
+        # Hash reads are tracked reads too, replies parsed as redis-py parses them.
+        self.feed.put(entry("h", "cache", refresh=600))
+        self.wait_mode(kit, "h", "cache")
+        self.raw.hset("h", mapping={"f": "1", "g": "2"})
+        self.assertEqual(kit.hgetall("h"), {b"f": b"1", b"g": b"2"})
+        self.assertEqual(kit.hmget("h", ["f", "g"]), [b"1", b"2"])
+        self.assertEqual(kit.hget("h", "g"), b"2")
+        self.raw.hset("h", "g", "3")
+        wait_until(lambda: kit.hget("h", "g") == b"3", WAIT, "the hash's copies invalidated")
+        self.assertEqual(kit.hgetall("h"), {b"f": b"1", b"g": b"3"})
 
     def test_a_lost_tracking_connection_drops_every_copy(self):
         self.feed.put(entry("page", "cache", refresh=600))
