@@ -30,6 +30,7 @@ import redis
 from .client import HotkeyClient, KeyT, _copy, _Slot, _sum_values
 from .feed import SPLIT_MODES, Entry
 from .pipeline import SplitAwarePipeline, make_split_aware
+from .topology import ClusterFeeds
 
 
 class _AFlight:
@@ -72,6 +73,9 @@ class AsyncHotkeyClient(HotkeyClient):
     def __init__(self, redis_client: Any, feed_url: Any, **kwargs: Any):
         if kwargs.get("tracking"):
             raise ValueError("tracking=True needs HotkeyClient and a redis.Redis client")
+        if isinstance(feed_url, ClusterFeeds) and feed_url.client is None:
+            raise ValueError("AsyncHotkeyClient with ClusterFeeds: give ClusterFeeds(..., "
+                             "client=redis.RedisCluster(...)) to read the topology through")
         self._fold_task: Optional["asyncio.Task[None]"] = None
         super().__init__(redis_client, feed_url, **kwargs)
 

@@ -42,14 +42,17 @@ class ClusterFeeds(ClusterFeedsLike):
     formatted with `host`, `port` (the Redis port) and `web_port` (port + web_port_offset),
     e.g. "http://{host}:{web_port}" with web_port_offset=4000 for hotkeyds listening 4000
     above their Redis. `replicas` (default True) follows replicas' feeds too. `interval`:
-    seconds between topology reads.
+    seconds between topology reads. `client`: a redis-py client (not asyncio) to read the
+    topology through; default the wrapped client (AsyncHotkeyClient needs one given here, as
+    the topology is read on a thread).
 
     Thread safety: urls() is called from the kit's sweeper thread only."""
 
     def __init__(self, url_for: UrlFor, *, web_port_offset: int = 0, replicas: bool = True,
-                 interval: float = 5.0):
+                 interval: float = 5.0, client: Any = None):
         if interval <= 0:
             raise ValueError("interval must be > 0")
+        self.client = client
         self._url_for = url_for
         self._offset = web_port_offset
         self.replicas = replicas
@@ -63,7 +66,7 @@ class ClusterFeeds(ClusterFeedsLike):
     def nodes(self, redis_client: Any) -> List[Tuple[str, int, bool]]:
         """(host, port, is_primary) of every node the cluster lists and the kit follows."""
         out = []
-        for addr, node in redis_client.cluster_nodes().items():
+        for addr, node in (self.client or redis_client).cluster_nodes().items():
             flags = set(str(node.get("flags", "")).split(","))
             if flags & _SKIP_FLAGS or not addr or addr.startswith(":"):
                 continue

@@ -196,6 +196,8 @@ class TopologyTest(Base):
                          [self.feed.url])
         self.assertEqual(ClusterFeeds("http://{host}:{web_port}", web_port_offset=1000)
                          .urls(topo), ["http://127.0.0.1:8001", "http://127.0.0.1:8002"])
+        self.assertEqual(ClusterFeeds("http://{host}:{port}", client=topo).urls(None),
+                         ["http://127.0.0.1:7001", "http://127.0.0.1:7002"])
         # The kit's origin is a real Redis; its topology comes from the stand-in.
         origin = self.redis.client()
         origin.cluster_nodes = topo.cluster_nodes
