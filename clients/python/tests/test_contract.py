@@ -8,6 +8,7 @@ under test is the installed package.
 """
 
 import base64
+import http.server
 import json
 import os
 import random
@@ -20,8 +21,9 @@ import redis
 
 from fixtures import entry, wait_until
 
-from hotkeyd_client import FeedConfigError, HotkeyClient
-from hotkeyd_client.feed import REFRESH_MODES, SPLIT_MODES, SseParser, parse_entry
+from hotkeyd_client import STAT_NAMES, FeedConfigError, HotkeyClient
+from hotkeyd_client.feed import (REFRESH_MODES, SPLIT_MODES, FeedFollower, SseParser,
+                                 parse_entry)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONTRACT = os.environ.get("HOTKEYD_CONTRACT_DIR") or os.path.join(
@@ -296,3 +298,105 @@ class ContractTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+class DemandTest(unittest.TestCase):
+    """The report's rules (docs/feed.md, "Demand a kit absorbs") on a fake clock, against a
+    local server whose answers the test sets."""
+
+    def setUp(self):
+        self.answers = []   # (status, headers) per POST, in turn
+        self.bodies = []
+        test = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                test.bodies.append(json.loads(self.rfile.read(
+                    int(self.headers["Content-Length"]))))
+                status, headers = test.answers.pop(0) if test.answers else (204, {})
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.addCleanup(self.server.shutdown)
+        self.clock = FakeClock()
+        self.lock = threading.Lock()
+        self.stats = dict.fromkeys(STAT_NAMES, 0)
+        self.f = FeedFollower(f"http://127.0.0.1:{self.server.server_address[1]}",
+                              on_retire=lambda e, expired=False: None, stats=self.stats,
+                              stats_lock=self.lock, clock=self.clock)
+
+    def add(self, key, reads, writes):
+        with self.lock:
+            self.f.ledger.add_locked(key, reads, writes)
+
+    def test_nothing_is_sent_while_every_count_is_zero(self):
+        self.clock.t += 1
+        self.assertIsNone(self.f.report_demand())
+        self.assertEqual(self.bodies, [])
+
+    def test_a_failed_report_joins_the_next_and_a_429_holds_reports_back(self):
+        self.add(b"k", 5, 1)
+        self.clock.t += 1
+        self.answers.append((429, {"Retry-After": "3"}))
+        self.assertEqual(self.f.report_demand(), 429)
+        self.add(b"k", 2, 0)
+        self.clock.t += 1
+        self.assertIsNone(self.f.report_demand())  # within Retry-After: not sent
+        self.clock.t += 2
+        self.assertEqual(self.f.report_demand(), 204)
+        self.assertEqual(len(self.bodies), 2)
+        last = self.bodies[-1]
+        # Both intervals' counts, over both intervals' time.
+        self.assertEqual(last["keys"], [{"key_b64": base64.b64encode(b"k").decode(),
+                                         "reads": 7, "writes": 1}])
+        self.assertEqual(last["interval_seconds"], 4.0)
+        self.assertEqual((self.stats["demand_reports"], self.stats["demand_errors"]), (1, 1))
+
+    def test_counts_older_than_sixty_seconds_are_dropped(self):
+        self.add(b"k", 5, 0)
+        self.clock.t += 1
+        self.answers.append((500, {}))
+        self.f.report_demand()          # refused: its counts are dropped, not retried
+        self.add(b"k", 1, 0)
+        self.f._port = 1                # now unreachable: the counts are kept...
+        self.clock.t += 30
+        self.assertIsNone(self.f.report_demand())
+        self.clock.t += 31              # ... until they are 61 s old
+        self.assertIsNone(self.f.report_demand())
+        self.assertEqual(self.stats["demand_keys_dropped"], 1)
+        self.assertEqual(len(self.bodies), 1)
+
+    def test_a_404_stops_reports_and_a_body_keeps_the_busiest_keys_within_bounds(self):
+        for i in range(1500):
+            self.add(b"key:%04d" % i, i, 0)
+        self.clock.t += 1
+        self.assertEqual(self.f.report_demand(), 204)
+        body = self.bodies[-1]
+        self.assertEqual(len(body["keys"]), 1024)
+        self.assertEqual(min(k["reads"] for k in body["keys"]), 1500 - 1024)
+        self.assertLessEqual(len(json.dumps(body)), 256 * 1024)
+        self.assertEqual(self.stats["demand_keys_dropped"], 1500 - 1024)
+        self.answers.append((404, {}))
+        self.add(b"k", 1, 0)
+        self.clock.t += 1
+        self.assertEqual(self.f.report_demand(), 404)
+        self.add(b"k", 1, 0)
+        self.clock.t += 1
+        self.assertIsNone(self.f.report_demand())
+        self.assertEqual(len(self.bodies), 2)
