@@ -739,8 +739,8 @@ class HotkeyClient:
             log.info("hotkeyd_client: reading the cluster's nodes failed: %s", err)
             return
         old = {f.url: f for f in self._feed.followers}
-        if set(urls) == set(old):
-            return
+        if urls == list(old):
+            return  # same feeds in the same order (the order decides which entry wins)
         kept = [old[u] if u in old else self._follower(u) for u in urls]
         gone = [f for u, f in old.items() if u not in urls]
         with self._feed._lock:

@@ -66,7 +66,12 @@ class ClusterFeeds(ClusterFeedsLike):
     def nodes(self, redis_client: Any) -> List[Tuple[str, int, bool]]:
         """(host, port, is_primary) of every node the cluster lists and the kit follows."""
         out = []
-        for addr, node in (self.client or redis_client).cluster_nodes().items():
+        # CLUSTER NODES through execute_command: redis.Redis has no cluster_nodes() in
+        # redis-py 4.3, and both clients parse the reply (parse_cluster_nodes).
+        c = self.client or redis_client
+        reply = c.cluster_nodes() if hasattr(c, "cluster_nodes") else c.execute_command(
+            "CLUSTER NODES")
+        for addr, node in reply.items():
             flags = set(str(node.get("flags", "")).split(","))
             if flags & _SKIP_FLAGS or not addr or addr.startswith(":"):
                 continue

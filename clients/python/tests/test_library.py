@@ -240,6 +240,50 @@ class TopologyTest(Base):
         self.assertGreater(sum(1 for n in info.parts if cluster.client().get(n)), 1)
 
 
+class FailoverTest(Base):
+    def test_a_real_failover_moves_the_primary_feed_first_and_a_removed_node_is_dropped(self):
+        # One shard: a primary and its replica, a Redis Cluster of two nodes, each with its
+        # hotkeyd (a feed fixture here). The replica is promoted (CLUSTER FAILOVER), then the
+        # old primary stops and is removed from the cluster (CLUSTER FORGET).
+        conf = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", "1000")
+        a = RedisServer(*conf, port=RedisCluster._port())
+        self.addCleanup(a.stop)
+        b = RedisServer(*conf, port=RedisCluster._port())
+        self.addCleanup(b.stop)
+        a.client().execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        b.client().execute_command("CLUSTER", "MEET", "127.0.0.1", a.port)
+        a_id = a.client().execute_command("CLUSTER", "MYID").decode()
+        wait_until(lambda: a_id in str(b.client().execute_command("CLUSTER", "NODES")), WAIT,
+                   "the nodes to meet")
+        b.client().execute_command("CLUSTER", "REPLICATE", a_id)
+        wait_until(lambda: b.client().info("replication")["master_link_status"] == "up",
+                   WAIT, "the replica in sync")
+        feed_b = FeedServer(lease=10.0, heartbeat=0.2)
+        self.addCleanup(feed_b.stop)
+        web = {a.port: self.feed.url, b.port: feed_b.url}
+        feeds = ClusterFeeds(lambda host, port: web[port], interval=0.2, client=b.client())
+        kit = HotkeyClient(a.client(), feeds)
+        self.addCleanup(kit.close)
+        self.assertTrue(kit.wait_synced(WAIT))
+        self.assertEqual([h.url for h in kit.health()], [self.feed.url, feed_b.url])
+        b.client().execute_command("CLUSTER", "FAILOVER")
+        wait_until(lambda: feeds.urls(None)[0] == feed_b.url, WAIT, "the promotion")
+        # The promoted replica's feed is listed first: its entries win where both name a key.
+        self.feed.put(entry("k", "cache"))
+        feed_b.put(entry("k", "split", split=2))
+        wait_until(lambda: [h.url for h in kit.health()] == [feed_b.url, self.feed.url],
+                   WAIT, "the feeds reordered")
+        self.wait_mode(kit, "k", "split")
+        # The old primary taken out of the cluster: its feed is dropped. (A node merely
+        # suspected, flag fail?, keeps its feed: its entries still have their leases.)
+        a.stop()
+        b.client().execute_command("CLUSTER", "FORGET", a_id)
+        wait_until(lambda: [h.url for h in kit.health()] == [feed_b.url], WAIT,
+                   "the removed node's feed dropped")
+        self.assertEqual(kit.stats()["feeds_removed"], 1)
+
+
 class TrackingTest(Base):
     def test_the_server_invalidates_a_copy_on_write_and_tracks_only_feed_keys(self):
         self.feed.put(entry("page", "cache", refresh=600))
