@@ -87,7 +87,8 @@ class CountMinSketch {
   // The smallest sketch with epsilon() <= epsilon and delta() <= delta;
   // epsilon and delta in (0, 1), delta >= e^-kMaxDepth (else an error, not a weaker sketch).
   static absl::StatusOr<CountMinSketch> FromError(double epsilon, double delta);
-  // The widest sketch of `depth` rows that fits in `bytes`: floor(bytes / (4 * depth)) columns.
+  // The widest sketch of `depth` rows that fits in `bytes`: floor(bytes / (4 * depth)) columns,
+  // kMaxWidth at most.
   static absl::StatusOr<CountMinSketch> FromBytes(size_t bytes, uint32_t depth);
 
   // Adds `weight` (> 0, finite) to the key, conservatively. Returns the key's new estimate.
