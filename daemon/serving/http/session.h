@@ -11,6 +11,7 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <list>
@@ -214,6 +215,24 @@ class Session : public Waiting,
                 absl::ToChronoNanoseconds(shared_->limits.request_timeout);
     Wait(ConnectionState::kIdle);
     head_ = false;
+    // The head first: its path may allow a larger body (HttpLimits::large_body_paths).
+    boost::beast::http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](boost::beast::error_code ec, size_t) {
+          self->OnHeader(ec);
+        });
+  }
+
+  void OnHeader(boost::beast::error_code ec) {
+    if (ec || parser_->is_done()) {
+      OnRead(ec);
+      return;
+    }
+    const auto target = parser_->get().target();
+    const std::string_view path(target.data(), std::min(target.find('?'), target.size()));
+    for (const std::string& large : shared_->limits.large_body_paths) {
+      if (path == large) parser_->body_limit(shared_->limits.max_large_body_bytes);
+    }
     boost::beast::http::async_read(stream_, buffer_, *parser_,
                                    [self = this->shared_from_this()](boost::beast::error_code ec,
                                                                      size_t) { self->OnRead(ec); });
