@@ -29,6 +29,7 @@ redis-cli, the cgroup cpu controller or python3-redis.
 import argparse
 import base64
 import json
+import logging
 import os
 import random
 import subprocess
@@ -126,6 +127,8 @@ def main():
         print(f"SKIP: {e}")
         return SKIP
 
+    # redis-py logs each MOVED its cluster clients follow during the failover, with a trace.
+    logging.getLogger("redis").setLevel(logging.CRITICAL)
     work = e2e.Workdir("failover")
     ok = False
     quotas, stop, threads, kit = [], threading.Event(), [], None
@@ -231,6 +234,20 @@ def main():
                     return e.mode
             return None
 
+        def naming():
+            """The nodes whose hotkeyd's feed names the key: "old" (its primary before the
+            failover), "new" (the promoted replica), or another's index."""
+            out = []
+            for n in nodes:
+                try:
+                    entries = json.loads(urllib.request.urlopen(
+                        n.hotkeyd.url("/api/v1/hotkeys"), timeout=2).read())["entries"]
+                except OSError:
+                    continue
+                if any(e.get("key") == HOT for e in entries):
+                    out.append("old" if n is primary else "new" if n is replica else n.i)
+            return out
+
         time.sleep(12)
         c0, t0 = primary.cpu(), time.monotonic()
         time.sleep(8)
@@ -255,7 +272,7 @@ def main():
         e2e.log(f"CLUSTER FAILOVER on {replica.address}")
         replica.client.execute_command("CLUSTER", "FAILOVER")
         t_fo = time.monotonic()
-        gap_start, longest = None, 0.0
+        gap_start, longest, samples = None, 0.0, 0
         while time.monotonic() < t_fo + a.after:
             now = time.monotonic()
             f = fix()
@@ -264,9 +281,11 @@ def main():
             elif f is not None and gap_start is not None:
                 longest = max(longest, now - gap_start)
                 gap_start = None
-            if len(timeline) % 4 == 0:
+            samples += 1
+            if samples % 4 == 1:  # one a second
                 timeline.append({"t": round(now - t_fo, 2), "fix": f,
-                                 "old": primary.role(), "new": replica.role()})
+                                 "old": primary.role(), "new": replica.role(),
+                                 "feeds_naming_it": naming()})
             time.sleep(0.25)
         if gap_start is not None:
             longest = max(longest, time.monotonic() - gap_start)
