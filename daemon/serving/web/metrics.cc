@@ -441,7 +441,8 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   MetricFamily absorbed =
       Family("hotkey_key_absorbed_ops_per_second",
              "The key's ops per second over the rate window that client kits reported they "
-             "kept off the shard (POST /api/v1/hotkeys/demand), by op; keys with a report only.",
+             "kept off the shard (POST /api/v1/hotkeys/demand), by op; hot keys, and keys with a "
+             "report.",
              kGauge);
   MetricFamily demand = Family("hotkey_key_demand_share_ratio",
                                "The key's demand (the shard's ops of it plus what kits absorbed) "
@@ -467,7 +468,7 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     for (int o = 0; o < sketch::kNumOps; ++o) {
       Add(ops, k.ops_per_second[o], {{"key", k.label}, {"op", kOpNames[o]}});
     }
-    if (k.absorbed_ops_per_second[0] + k.absorbed_ops_per_second[1] > 0) {
+    if (k.hot || k.absorbed_ops_per_second[0] + k.absorbed_ops_per_second[1] > 0) {
       for (int o = 0; o < sketch::kNumOps; ++o) {
         Add(absorbed, k.absorbed_ops_per_second[o], {{"key", k.label}, {"op", kOpNames[o]}});
       }
