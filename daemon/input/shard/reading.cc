@@ -82,6 +82,11 @@ absl::StatusOr<Reading> ParseRedisInfo(std::string_view text) {
   if (int64_t us = 0; Number(*f, "server_time_usec", &us)) r.server_time = absl::FromUnixMicros(us);
   int cluster = 0;
   r.cluster_mode = Number(*f, "cluster_enabled", &cluster) && cluster == 1;
+  if (auto role = f->find("role"); role != f->end()) {
+    r.role = role->second == "master"  ? Role::kPrimary
+             : role->second == "slave" ? Role::kReplica
+                                       : Role::kUnknown;
+  }
   return r;
 }
 

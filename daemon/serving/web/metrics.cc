@@ -128,6 +128,17 @@ void AddModelInputs(const ModelInputs& in, std::vector<MetricFamily>& out) {
   for (const auto& m : measured) {
     if (!std::isnan(m.value)) AddSingle(out, m.name, m.help, MetricType::Gauge, m.value);
   }
+  MetricFamily role = Family("hotkey_shard_role_info",
+                             "1 for the tapped node's role as it last said (primary, replica, "
+                             "or unknown: not answered, or a server that does not say).",
+                             MetricType::Gauge);
+  Add(role, 1, {{"role", in.shard_role}});
+  out.push_back(std::move(role));
+  if (in.shard_slots >= 0) {
+    AddSingle(out, "hotkey_shard_slots",
+              "Redis Cluster slots the tapped node serves (0 for a replica), as it last said.",
+              MetricType::Gauge, in.shard_slots);
+  }
 }
 
 // Redis Cluster slots and hash tags (slots.h): the exported ones only, at most top_k each.
@@ -427,6 +438,17 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
                    "The key's ops per second over the rate window, by op, scaled by client "
                    "sampling.",
                    kGauge);
+  MetricFamily absorbed =
+      Family("hotkey_key_absorbed_ops_per_second",
+             "The key's ops per second over the rate window that client kits reported they "
+             "kept off the shard (POST /api/v1/hotkeys/demand), by op; hot keys, and keys with a "
+             "report.",
+             kGauge);
+  MetricFamily demand = Family("hotkey_key_demand_share_ratio",
+                               "The key's demand (the shard's ops of it plus what kits absorbed) "
+                               "over the shard's ops plus the same, over the last seconds: what "
+                               "the hot state reads.",
+                               kGauge);
   MetricFamily hot = Family("hotkey_key_hot", "1 while the key is in a hot episode.", kGauge);
   MetricFamily advice =
       Family("hotkey_key_advice_info",
@@ -446,6 +468,12 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     for (int o = 0; o < sketch::kNumOps; ++o) {
       Add(ops, k.ops_per_second[o], {{"key", k.label}, {"op", kOpNames[o]}});
     }
+    if (k.hot || k.absorbed_ops_per_second[0] + k.absorbed_ops_per_second[1] > 0) {
+      for (int o = 0; o < sketch::kNumOps; ++o) {
+        Add(absorbed, k.absorbed_ops_per_second[o], {{"key", k.label}, {"op", kOpNames[o]}});
+      }
+    }
+    Add(demand, k.demand_share, {{"key", k.label}});
     if (k.hot) Add(hot, 1, {{"key", k.label}});
     if (!k.projected_load.empty()) {
       Add(advice, 1, {{"key", k.label}, {"strategy", std::string(model::StrategyName(k.advice))}});
@@ -455,7 +483,8 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
           {{"key", k.label}, {"strategy", std::string(model::StrategyName(strategy))}});
     }
   }
-  for (MetricFamily* f : {&share, &threshold, &error, &write, &ops, &hot, &advice, &load}) {
+  for (MetricFamily* f :
+       {&share, &threshold, &error, &write, &ops, &absorbed, &demand, &hot, &advice, &load}) {
     out.push_back(std::move(*f));
   }
   if (snap->slots.enabled) AddSlotFamilies(snap->slots, out);

@@ -143,6 +143,8 @@ json::object ModelJson(const ModelInputs& m) {
     shard["cpus"] = Measured(m.shard_cpus);
     if (!m.cpus_origin.empty()) shard["cpus_origin"] = m.cpus_origin;
     shard["commands_per_second"] = Measured(m.shard_ops);
+    shard["role"] = m.shard_role;
+    if (m.shard_slots >= 0) shard["slots"] = m.shard_slots;
   }
   o["shard"] = std::move(shard);
   return o;
@@ -297,6 +299,8 @@ std::string SnapshotJson(const Snapshot& s) {
     key["write_ratio"] = k.write_ratio;
     key["ops_per_second"] = ByOp(k.ops_per_second);
     key["decayed_ops_per_second"] = ByOp(k.decayed_ops_per_second);
+    key["absorbed_ops_per_second"] = ByOp(k.absorbed_ops_per_second);
+    key["demand_share"] = k.demand_share;
     key["threshold"] = k.threshold;  // null when a rule ignores the key (infinite)
     key["hot"] = k.hot;
     if (k.hot) {
@@ -319,6 +323,7 @@ std::string SnapshotJson(const Snapshot& s) {
       const KeySnapshot::AdviceFigures& a = k.advised_on;
       key["advised_on"] = json::object{
           {"shard_ops", a.shard_ops},
+          {"absorbed_ops", a.absorbed_ops},
           {"share", a.share},
           {"write_ratio", a.write_ratio},
           {"capacity", std::isfinite(a.capacity) ? json::value(a.capacity) : json::value(nullptr)},
@@ -341,6 +346,11 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
     const absl::Status s = reload_();
     if (!s.ok()) return Text(500, absl::StrCat("reload failed: ", s.message(), "\n"));
     return Text(200, "configuration reloaded\n");
+  }
+  if (req.path == kDemandPath) {
+    if (req.method != "POST") return MethodNotAllowed("use POST to report demand\n", "POST");
+    if (demand_ == nullptr) return Json(404, JsonError("no hot-key feed"));
+    return demand_->Handle(req);
   }
   const bool known = req.path == "/" || req.path == telemetry_path_ || req.path == "/-/healthy" ||
                      req.path == "/-/ready" || req.path == "/api/v1/top" ||

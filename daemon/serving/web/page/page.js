@@ -108,7 +108,9 @@ function showModel(m) {
       span(
         "shard",
         `shard ${sh.server || ""}: busy ${fmt(sh.busy, 0)} of ${count(sh.cpus)} CPUs` +
-          `${sh.cpus_origin ? ` (${sh.cpus_origin})` : ""}, ${num(sh.commands_per_second)} commands/s`,
+          `${sh.cpus_origin ? ` (${sh.cpus_origin})` : ""}, ${num(sh.commands_per_second)} commands/s` +
+          `${sh.role && sh.role !== "unknown" ? `, ${sh.role}` : ""}` +
+          `${sh.slots !== undefined ? ` serving ${sh.slots} slots` : ""}`,
         "measured",
       ),
     );

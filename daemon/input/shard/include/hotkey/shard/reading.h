@@ -27,13 +27,21 @@
 
 namespace hotkey::shard {
 
+// The node's role in replication: a primary takes the writes (and in a Redis Cluster serves
+// its slots), a replica copies one. Unknown where the server does not say (memcached).
+enum class Role { kUnknown, kPrimary, kReplica };
+inline constexpr text::EnumName<Role> kRoleNames[] = {
+    {Role::kUnknown, "unknown"}, {Role::kPrimary, "primary"}, {Role::kReplica, "replica"}};
+constexpr std::string_view RoleName(Role r) { return text::NameOf(kRoleNames, r); }
+
 struct Reading {
-  std::string server;         // "redis 7.0.15", "memcached 1.6.18"
-  uint64_t commands = 0;      // commands (memcached: key operations) served since start
-  double cpu_seconds = 0;     // CPU time of the bottleneck threads since start
-  int threads = 1;            // how many threads that CPU time is spread over
-  bool cluster_mode = false;  // Redis with cluster_enabled:1
-  int64_t pid = 0;            // the server's process id (INFO process_id, stats pid); 0: none
+  std::string server;          // "redis 7.0.15", "memcached 1.6.18"
+  uint64_t commands = 0;       // commands (memcached: key operations) served since start
+  double cpu_seconds = 0;      // CPU time of the bottleneck threads since start
+  int threads = 1;             // how many threads that CPU time is spread over
+  bool cluster_mode = false;   // Redis with cluster_enabled:1
+  Role role = Role::kUnknown;  // Redis's INFO role: master or slave
+  int64_t pid = 0;             // the server's process id (INFO process_id, stats pid); 0: none
   // The server's own clock when it answered (Redis 7's server_time_usec; memcached's `time`,
   // in whole seconds); nullopt where it does not say. A cross-check of the reader's clock,
   // not used by LoadBetween.
