@@ -4,6 +4,7 @@
 
 #include "hotkey/source/slot_counts.h"
 
+#include <atomic>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -47,6 +48,29 @@ TEST_CASE("SlotCounts: a key's weight goes to its slot, a tagged key's also to i
   CHECK(top[0].key == "42");
   CHECK(c.tags().RawTotal(sketch::Op::kRead) == Approx(1000));
   CHECK(c.tags().RawTotal(sketch::Op::kWrite) == 0);
+}
+
+TEST_CASE("SlotCounts: a switch off counts nothing; on, counting resumes", "[cluster]") {
+  std::atomic<bool> on{false};
+  absl::StatusOr<SlotCounts> c =
+      SlotCounts::Create(sketch::HeavyHittersOptions{}, absl::UnixEpoch(), &on);
+  REQUIRE(c.ok());
+  const uint16_t slot = cluster::KeySlot("{7}:a");
+  c->Update("{7}:a", sketch::Op::kRead, 2);
+  CHECK_FALSE(c->counting());
+  CHECK(c->count(slot) == 0);
+  CHECK(c->tags().Total() == 0);
+  on = true;
+  CHECK(c->counting());
+  c->Update("{7}:a", sketch::Op::kRead, 2);
+  CHECK(c->count(slot) == 2);
+  CHECK(c->tags().Total() > 0);
+  // A copy (a report's) reads the same switch.
+  const SlotCounts copy = *c;
+  on = false;
+  CHECK_FALSE(copy.counting());
+  // No switch: always counting.
+  CHECK(Make().counting());
 }
 
 TEST_CASE("SlotCounts: binary keys and empty tags", "[cluster]") {

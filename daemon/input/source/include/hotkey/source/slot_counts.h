@@ -7,6 +7,11 @@
 // The slot counts are undecayed sums since creation (weights, so sampling-scaled like the
 // tracker's raw totals): the aggregator takes their differences over time (aggregate/slots.h).
 //
+// Counting can be switched: with a switch given at creation, Update() counts only while it
+// reads true (one relaxed atomic load per event when off), so a daemon that does not know yet
+// whether its shard is a Redis Cluster node pays nearly nothing until it knows (the
+// daemon's --track.slots=auto). Reports carry the switch's state (counting()).
+//
 // Memory is fixed at creation: kSlots doubles plus the tag tracker (MemoryBytes()); copies
 // of the same shape copy-assign into each other with no allocation (report_buffer.h).
 // Update() allocates nothing and costs O(key length) plus, for a tagged key, one tracker
@@ -17,6 +22,7 @@
 #ifndef HOTKEY_SOURCE_SLOT_COUNTS_H_
 #define HOTKEY_SOURCE_SLOT_COUNTS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -31,10 +37,12 @@ namespace hotkey::source {
 class SlotCounts {
  public:
   // The tags' tracker from `tag_options` (the daemon gives it the key tracker's options).
+  // `on`, when not null, switches counting (it must outlive every copy); null: always on.
   static absl::StatusOr<SlotCounts> Create(const sketch::HeavyHittersOptions& tag_options,
-                                           absl::Time now);
+                                           absl::Time now, const std::atomic<bool>* on = nullptr);
 
   void Update(std::string_view key, sketch::Op op, double weight = 1.0) {
+    if (on_ && !on_->load(std::memory_order_relaxed)) return;
     const std::optional<std::string_view> tag = cluster::HashTag(key);
     counts_[cluster::Crc16(tag ? *tag : key) & (cluster::kSlots - 1)] += weight;
     if (tag) tags_.Update(*tag, op, weight);
@@ -46,16 +54,19 @@ class SlotCounts {
   double count(uint16_t slot) const { return counts_[slot]; }
   const std::vector<double>& counts() const { return counts_; }
   const sketch::HeavyHitters& tags() const { return tags_; }
+  // Whether Update() counts now.
+  bool counting() const { return !on_ || on_->load(std::memory_order_relaxed); }
 
   size_t MemoryBytes() const { return counts_.size() * sizeof(double) + tags_.MemoryBytes(); }
   // MemoryBytes() of any SlotCounts made with `tag_options`.
   static size_t MemoryBytesFor(const sketch::HeavyHittersOptions& tag_options);
 
  private:
-  explicit SlotCounts(sketch::HeavyHitters tags);
+  SlotCounts(sketch::HeavyHitters tags, const std::atomic<bool>* on);
 
   std::vector<double> counts_;  // cluster::kSlots
   sketch::HeavyHitters tags_;
+  const std::atomic<bool>* on_ = nullptr;
 };
 
 }  // namespace hotkey::source
