@@ -262,7 +262,6 @@ std::optional<MovePlan> PlanRebalance(const NodeLoad& self, std::span<const Node
                                       const MovePlan* previous) {
   if (!UsableOps(self.ops_per_second)) return std::nullopt;
   const std::optional<double> self_capacity = UsableCapacity(self.capacity_ops);
-  const bool in_load = self_capacity.has_value();
   std::vector<Planned> peers;
   for (const NodeLoad& n : others) {
     if (n.id == self.id || !UsableOps(n.ops_per_second)) continue;
@@ -276,33 +275,44 @@ std::optional<MovePlan> PlanRebalance(const NodeLoad& self, std::span<const Node
   if (peers.empty()) return std::nullopt;
   std::sort(peers.begin(), peers.end(),
             [](const Planned& a, const Planned& b) { return a.node->id < b.node->id; });
-  const auto measure = [&](double ops, const std::optional<double>& capacity) {
-    return in_load ? ops / *capacity : ops;
+  // Self against the others in `in_load` (load) or not (ops/s): nullopt unless self is the
+  // busiest, else (self's, the others' sum).
+  const auto compare = [&](bool in_load) -> std::optional<std::pair<double, double>> {
+    const double me = in_load ? self.ops_per_second / *self_capacity : self.ops_per_second;
+    double sum = 0;
+    for (const Planned& p : peers) {
+      const double m = in_load ? p.ops / *p.capacity : p.ops;
+      if (m >= me) return std::nullopt;
+      sum += m;
+    }
+    return std::pair{me, sum};
   };
-  const double self_before = measure(self.ops_per_second, self_capacity);
-  double peers_sum = 0;
-  for (const Planned& p : peers) {
-    const double m = measure(p.ops, p.capacity);
-    if (m >= self_before) return std::nullopt;  // self is not the busiest node
-    peers_sum += m;
-  }
-  const double peers_mean = peers_sum / static_cast<double>(peers.size());
   const bool kept = previous && previous->from.id == self.id;
   const double slack = kept ? 1 - options.keep : 1;
+  const double n = static_cast<double>(peers.size());
   MovePlan plan;
-  if (in_load && self_before > options.target_load * slack) {
+  std::optional<std::pair<double, double>> c;
+  if (self_capacity && (c = compare(true)) && c->first > options.target_load * slack) {
     plan.reason = MoveReason::kOverTarget;
+    plan.in_load = true;
     plan.goal = options.target_load;
-  } else if (self_before > options.over_peers * peers_mean * slack) {
+  } else if ((c = compare(false)) && c->first > options.over_peers * c->second / n * slack) {
+    // In ops/s: how the traffic is spread. At a few percent of a CPU a server's fixed costs
+    // (its timers) are most of its busy time, so loads would understate the spread.
     plan.reason = MoveReason::kOverPeers;
-    plan.goal = options.balance * (self_before + peers_sum) / static_cast<double>(peers.size() + 1);
-    if (in_load) plan.goal = std::min(plan.goal, options.target_load);
+    plan.in_load = false;
+    plan.goal = options.balance * (c->first + c->second) / (n + 1);
   } else {
     return std::nullopt;
   }
-  const double limit = in_load ? std::min(plan.goal, options.target_load) : plan.goal;
-  plan.in_load = in_load;
-  plan.peers_mean = peers_mean;
+  const bool in_load = plan.in_load;
+  const double limit = plan.goal;
+  plan.peers_mean = c->second / n;
+  const auto measure = [&](double ops, const std::optional<double>& capacity) {
+    return in_load ? ops / *capacity : ops;
+  };
+  const double self_before = c->first;
+  const double peers_mean = plan.peers_mean;
 
   // This node's slots, each once, largest first.
   std::vector<SlotOps> mine;
@@ -347,9 +357,9 @@ std::optional<MovePlan> PlanRebalance(const NodeLoad& self, std::span<const Node
       if (!valid) break;
     }
     valid = valid && previous->SlotCount() > 0 &&
-            measure(self_ops, self_capacity) <= plan.goal * (1 + options.keep);
+            measure(self_ops, self_capacity) <= plan.goal * (1 + options.keep_projection);
     for (const Planned& p : peers) {
-      valid = valid && measure(p.ops, p.capacity) <= limit * (1 + options.keep);
+      valid = valid && measure(p.ops, p.capacity) <= limit * (1 + options.keep_projection);
     }
     reused = valid;
     if (!reused) {

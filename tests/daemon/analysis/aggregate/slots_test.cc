@@ -293,7 +293,7 @@ TEST_CASE("Slots: a node hot through many warm slots gets one plan to several no
   // Every node ends at or under the goal (1.1 x the mean of the three), in the plan's
   // measure (load, with the aggregator's configured capacity for every node), within the
   // hysteresis of a plan kept from an earlier tick (MoveOptions::keep).
-  const double keep = 1 + cluster::MoveOptions{}.keep;
+  const double keep = 1 + cluster::MoveOptions{}.keep_projection;
   const auto after = [&](const cluster::MoveSide& side) {
     return m.in_load ? *side.load_after : side.ops_after;
   };

@@ -5,13 +5,15 @@
 // re-keying the tag, applies: moving it only moves the hot spot), and the caller leaves it out.
 //
 // The plan (PlanRebalance) follows these rules:
-// - Measure: load (ops/s over capacity) when self's capacity is known, a node without one
-//   taking self's (the nodes are alike); else ops/s.
-// - Trigger: self is the busiest node, and it is over its target (load above target_load) or
-//   clearly over its peers (above over_peers times their mean). Otherwise no plan: a node
-//   with headroom, or one no busier than the rest, is advised nothing.
-// - Goal: target_load when over the target; else balance times the mean of every node
-//   (self included). No target may end above the goal (nor above target_load, in load).
+// - Trigger: self is over its target, the busiest node in load (ops/s over capacity, a node
+//   without a capacity taking self's: the nodes are alike) with a load above target_load,
+//   when self's capacity is known; or clearly over its peers, the busiest in ops/s with more
+//   than over_peers times their mean (in ops/s: at a few percent of a CPU a server's fixed
+//   costs are most of its busy time, and loads would understate how the traffic is spread).
+//   Otherwise no plan: a node with headroom, or one no busier than the rest, is advised
+//   nothing.
+// - Goal, in the trigger's measure: target_load when over the target; else balance times the
+//   mean of every node (self included). No target may end above the goal.
 // - Greedy, slots largest first (ties: lowest slot first), each to the least loaded node that
 //   stays at or under the goal and under what self then carries; a slot that fits nowhere
 //   is skipped and smaller ones are still tried; stop once self is at or under the goal.
@@ -21,8 +23,9 @@
 //   node under its goal is not advised (the caller's advice and alert then resolve).
 // - Hysteresis: a previous plan of the same node is kept while its slots are still self's,
 //   its targets still known, the trigger still holds within `keep`, and re-projected on the
-//   loads now it still brings self to its goal within `keep` with no target over its limit
-//   within `keep`; so the slots and targets do not change between reads of a steady load.
+//   loads now it still brings self to its goal within `keep_projection` with no target over
+//   its limit within `keep_projection`; so the slots and targets do not change between reads
+//   of a steady load.
 // Bad input never crashes: a slot that is not a slot number (>= 16384), a duplicate, or one
 // whose ops/s are not a positive finite number is ignored, as is a node whose ops/s are
 // negative or not finite, or that has self's id; a capacity that is not a positive finite
@@ -93,8 +96,12 @@ struct MoveOptions {
   // The goal when over the peers: this times the cluster's mean, so the plan stops once the
   // node is within a tenth of an even share instead of chasing the last slot.
   double balance = 1.1;
-  // Hysteresis of a kept plan: the trigger and the projections may drift by this fraction.
+  // Hysteresis of a kept plan: the trigger may drift by `keep`, its projections by
+  // `keep_projection`. A peer's load is read from one answer, and at a few percent of a CPU
+  // its busy fraction (and so its capacity) moves by a tenth or more from one answer to the
+  // next: a plan must outlast that.
   double keep = 0.1;
+  double keep_projection = 0.25;
   // The most slots one plan moves: bounds the script and the answer that carries it.
   size_t max_slots = 1024;
   bool tls = false;  // add --tls to every redis-cli
@@ -109,7 +116,7 @@ struct Transfer {
 
 struct MovePlan {
   MoveReason reason = MoveReason::kOverPeers;
-  bool in_load = false;      // goal and peers_mean in load (true) or in ops/s
+  bool in_load = false;      // goal and peers_mean in load (over its target) or in ops/s
   double goal = 0;           // what self is brought to at most
   double peers_mean = 0;     // the other nodes' mean, before the move
   MoveSide from;             // self
