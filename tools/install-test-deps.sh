@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
   catch2                 # unit and end-to-end tests (find_package only when BUILD_TESTING)
   python3 python3-yaml procps iproute2   # test scripts
+  flake8  # the Python of tools/, tests/ and the kits checked for undefined names (tests/tools)
   prometheus             # promtool and a real Prometheus for the deploy tests
   prometheus-alertmanager  # amtool and a real Alertmanager for tests/deploy/alertmanager*
   apache2-utils          # htpasswd: makes bcrypt hashes in the auth tests

@@ -19,7 +19,6 @@ over UDP at about 3,000 ops/s):
 Usage: fake_shard_e2e.py HOTKEYD [CASE ...]
 """
 
-import json
 import os
 import socket
 import socketserver

@@ -26,7 +26,7 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tap_e2e_lib import (Hotkeyd, RedisServer, check, hotkeyd_has_tap,  # noqa: E402
-                         log, require_capture, require_programs, run_cases, within)
+                         require_capture, require_programs, run_cases, within)
 
 HOTKEYD = sys.argv[1] if len(sys.argv) > 1 else sys.exit(__doc__)
 TAP_FLAGS = ["--tap.buffer-bytes=64MiB"]
