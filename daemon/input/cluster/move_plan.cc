@@ -357,7 +357,9 @@ std::optional<MovePlan> PlanRebalance(const NodeLoad& self, std::span<const Node
       if (!valid) break;
     }
     valid = valid && previous->SlotCount() > 0 &&
-            measure(self_ops, self_capacity) <= plan.goal * (1 + options.keep_projection);
+            measure(self_ops, self_capacity) <= plan.goal * (1 + options.keep_projection) &&
+            self_before - measure(self_ops, self_capacity) <=
+                (self_before - plan.goal) * (1 + options.keep_projection);
     for (const Planned& p : peers) {
       valid = valid && measure(p.ops, p.capacity) <= limit * (1 + options.keep_projection);
     }

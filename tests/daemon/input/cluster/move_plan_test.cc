@@ -167,6 +167,15 @@ TEST_CASE("MovePlan: a kept plan does not change while the load jitters, and end
   CHECK(kept->to[0].slots == first->to[0].slots);
   CHECK(kept->to[1].slots == first->to[1].slots);
   CHECK(kept->to[0].to.ops_before == 610);  // re-projected on the loads now
+  // The load it was made on was half the real one (a window still holding the quiet before):
+  // with each slot now at 12, the kept plan would move twice the excess; a fresh one moves
+  // about half as many slots.
+  std::vector<SlotOps> doubled = slots;
+  for (SlotOps& s : doubled) s.ops_per_second = 12;
+  const std::optional<MovePlan> redone =
+      PlanRebalance(Node("self", 1800), others, doubled, {}, &*first);
+  REQUIRE(redone);
+  CHECK(redone->SlotCount() == 59);
   // Run: the slots are no longer self's, the node is balanced, and no plan is advised.
   std::vector<SlotOps> left;
   for (const SlotOps& s : slots) {

@@ -23,9 +23,11 @@
 //   node under its goal is not advised (the caller's advice and alert then resolve).
 // - Hysteresis: a previous plan of the same node is kept while its slots are still self's,
 //   its targets still known, the trigger still holds within `keep`, and re-projected on the
-//   loads now it still brings self to its goal within `keep_projection` with no target over
-//   its limit within `keep_projection`; so the slots and targets do not change between reads
-//   of a steady load.
+//   loads now it still brings self to its goal within `keep_projection`, moves no more than
+//   self's excess over the goal plus `keep_projection` of it (a plan made while the window
+//   still held the load before is replaced once it would move too much), and puts no target
+//   over the goal by more than `keep_projection`; so the slots and targets do not change
+//   between reads of a steady load.
 // Bad input never crashes: a slot that is not a slot number (>= 16384), a duplicate, or one
 // whose ops/s are not a positive finite number is ignored, as is a node whose ops/s are
 // negative or not finite, or that has self's id; a capacity that is not a positive finite
