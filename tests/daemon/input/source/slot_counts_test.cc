@@ -73,6 +73,36 @@ TEST_CASE("SlotCounts: a switch off counts nothing; on, counting resumes", "[clu
   CHECK(Make().counting());
 }
 
+TEST_CASE("SlotCounts: exact under a million events a second, sampled without bias above",
+          "[cluster]") {
+  const absl::Time t0 = absl::UnixEpoch();
+  absl::StatusOr<SlotCounts> c = SlotCounts::Create(sketch::HeavyHittersOptions{}, t0);
+  REQUIRE(c.ok());
+  // 50,000 events in 100 ms (500,000/s): every one counted.
+  for (int i = 0; i < 50'000; ++i) c->Update(absl::StrCat("k", i % 4), sketch::Op::kRead);
+  c->Advance(t0 + absl::Milliseconds(100));
+  CHECK(c->stride() == 1);
+  double total = 0;
+  for (int s = 0; s < cluster::kSlots; ++s) total += c->count(static_cast<uint16_t>(s));
+  CHECK(total == 50'000);
+  // 800,000 in the next 100 ms (8M/s): one in 8 counted, weight 8. Four keys in turn, so a
+  // fixed stride would count one key only: each gets its quarter within 3%.
+  for (int i = 0; i < 800'000; ++i) c->Update(absl::StrCat("k", i % 4), sketch::Op::kRead);
+  c->Advance(t0 + absl::Milliseconds(200));
+  CHECK(c->stride() == 8);
+  std::vector<double> before(4);
+  for (int k = 0; k < 4; ++k) before[k] = c->count(cluster::KeySlot(absl::StrCat("k", k)));
+  for (int i = 0; i < 800'000; ++i) c->Update(absl::StrCat("k", i % 4), sketch::Op::kRead);
+  for (int k = 0; k < 4; ++k) {
+    INFO(k);
+    CHECK(c->count(cluster::KeySlot(absl::StrCat("k", k))) - before[k] ==
+          Approx(200'000).epsilon(0.03));
+  }
+  // The rate falls back: exact again.
+  c->Advance(t0 + absl::Seconds(10));
+  CHECK(c->stride() == 1);
+}
+
 TEST_CASE("SlotCounts: binary keys and empty tags", "[cluster]") {
   SlotCounts c = Make();
   const std::string binary("\0{\xff\0}x", 6);
