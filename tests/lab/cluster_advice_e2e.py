@@ -291,7 +291,15 @@ def run(binary):
             time.sleep(0.5)
         check(not moves, f"tag: no node advises a move ({sorted(set(moves))})")
         after, rate1 = lab.measure_commands(nodes, driver, MEASURE_SECONDS)
-        c = owner.slots()["cluster"]
+        js = owner.slots()
+        c = js["cluster"]
+        s = next((x for x in js["slots"] if x["slot"] == slot), None)
+        t = next((x for x in js["tags"] if x["tag"] == TAG), None)
+        log(f"tag: with the window full: slot share {s and s['share']:.3f}, ops/s "
+            f"{s and s['ops_per_second']:.0f}, advice {s and s['advice']}, split "
+            f"{s and s.get('tag_split')}; tag share {t and t['share']:.3f}, ops/s "
+            f"{t and t['ops_per_second']:.0f}")
+        check(s is not None and s["advice"] == "tag", "still advised tag")
         log(f"tag: no script (advice tag); commands/s per node before the tag "
             f"{[round(x) for x in before]} (driver {rate0:.0f}), with it "
             f"{[round(x) for x in after]} (driver {rate1:.0f}); the owner "

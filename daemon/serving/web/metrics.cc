@@ -231,16 +231,18 @@ void AddSlotFamilies(const SlotsSnapshot& s, std::vector<MetricFamily>& out) {
     AddSingle(out, "hotkey_cluster_peers_up",
               "The other primaries whose load is known (answered the last two rounds).",
               MetricType::Gauge, static_cast<double>(s.peers.peers_up));
-    if (s.peers.peers_mean) {
-      AddSingle(out, "hotkey_cluster_peers_commands_per_second",
-                "The mean commands per second of the other primaries, as they answer INFO.",
-                MetricType::Gauge, *s.peers.peers_mean);
-    }
-    if (s.peers.ratio) {
-      AddSingle(out, "hotkey_cluster_peers_ratio",
-                "This node's commands per second over its peers' mean (1: even).",
-                MetricType::Gauge, *s.peers.ratio);
-    }
+    // Without a peer's load, the families are served with no sample.
+    MetricFamily peers_mean =
+        Family("hotkey_cluster_peers_commands_per_second",
+               "The mean commands per second of the other primaries, as they answer INFO.",
+               MetricType::Gauge);
+    if (s.peers.peers_mean) Add(peers_mean, *s.peers.peers_mean, {});
+    out.push_back(std::move(peers_mean));
+    MetricFamily ratio = Family("hotkey_cluster_peers_ratio",
+                                "This node's commands per second over its peers' mean (1: even).",
+                                MetricType::Gauge);
+    if (s.peers.ratio) Add(ratio, *s.peers.ratio, {});
+    out.push_back(std::move(ratio));
   }
 }
 
