@@ -32,7 +32,6 @@
 //   hotkey-bench-sketch --help               every flag, and the callgrind command
 
 #include <time.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -41,7 +40,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,15 +49,20 @@
 #include "bench_util.h"
 #include "hash_inline.h"
 #include "hotkey/config/flag_parser.h"
-#include "hotkey/loadgen/zipf.h"
 #include "hotkey/sketch/heavy_hitters.h"
+#include "streams.h"
 
 namespace {
 
+using hotkey::bench::FindStream;
+using hotkey::bench::kStreams;
+using hotkey::bench::LoadTrace;
 using hotkey::bench::MachineJson;
+using hotkey::bench::MakeZipf;
 using hotkey::bench::SpreadJson;
+using hotkey::bench::Stream;
+using hotkey::bench::StreamSpec;
 using hotkey::bench::ThreadCpuSeconds;
-using hotkey::loadgen::ZipfDistribution;
 using hotkey::sketch::HeavyHitters;
 using hotkey::sketch::HeavyHittersOptions;
 using hotkey::sketch::Op;
@@ -87,93 +90,6 @@ struct Config {
 // How often the tracker's clock moves: the daemon advances once per receive batch.
 constexpr uint64_t kAdvanceEvery = 1024;
 constexpr size_t kTop = 100;
-
-// The events laid out as the daemon sees them: key bytes one after another (as in a
-// datagram), read sequentially, so the benchmark measures the tracker and not cache misses
-// on a table of a million key strings.
-struct Stream {
-  std::string name;
-  size_t distinct = 0;
-  std::string bytes;              // every event's key, back to back
-  std::vector<uint32_t> offsets;  // event i is bytes[offsets[i], offsets[i + 1])
-  std::vector<uint8_t> writes;    // 1 if event i is a write
-  std::vector<double> weights;    // event i's weight; empty: every weight is 1
-  size_t size() const { return writes.size(); }
-  double weight(size_t i) const { return weights.empty() ? 1.0 : weights[i]; }
-  // Unchecked: i < size() (the loops below), so offsets[i + 1] exists and
-  // offsets[i] <= offsets[i + 1] <= bytes.size().
-  std::string_view key(size_t i) const {
-    return std::string_view(bytes.data() + offsets[i], offsets[i + 1] - offsets[i]);
-  }
-  Op op(size_t i) const { return static_cast<Op>(writes[i]); }
-  void Add(std::string_view key, bool write) {
-    if (offsets.empty()) offsets.push_back(0);
-    bytes.append(key);
-    offsets.push_back(static_cast<uint32_t>(bytes.size()));
-    writes.push_back(write);
-  }
-};
-
-std::vector<std::string> RandomKeys(uint64_t n, std::mt19937_64& gen) {
-  std::vector<std::string> keys(n);
-  for (auto& k : keys) k = absl::StrFormat("%016x", gen());  // 16 bytes
-  return keys;
-}
-
-// Zipf ranks mapped to keys through a shuffled table (so rank order is not key order);
-// `drift_step` > 0 shifts that mapping every `phase` events, so the hot set moves.
-Stream MakeZipf(const std::string& name, double s, const Config& c, uint64_t drift_step) {
-  std::mt19937_64 gen(c.seed);
-  const std::vector<std::string> keys = RandomKeys(c.keys, gen);
-  Stream st;
-  st.name = name;
-  st.distinct = c.keys;
-  st.bytes.reserve(c.updates * 16);
-  st.offsets.reserve(c.updates + 1);
-  st.writes.reserve(c.updates);
-  std::vector<uint32_t> perm(c.keys);
-  for (uint32_t i = 0; i < perm.size(); ++i) perm[i] = i;
-  std::shuffle(perm.begin(), perm.end(), gen);
-  ZipfDistribution zipf(c.keys, s);
-  std::bernoulli_distribution write(0.1);
-  const uint64_t phase = std::max<uint64_t>(1, c.updates / 16);
-  for (uint64_t i = 0; i < c.updates; ++i) {
-    const uint64_t shift = drift_step ? (i / phase) * drift_step : 0;
-    st.Add(keys[perm[(zipf(gen) - 1 + shift) % c.keys]], write(gen));
-  }
-  if (c.max_weight > 1) {
-    std::uniform_real_distribution<double> log_weight(0, std::log(c.max_weight));
-    st.weights.reserve(c.updates);
-    for (uint64_t i = 0; i < c.updates; ++i) st.weights.push_back(std::exp(log_weight(gen)));
-  }
-  return st;
-}
-
-bool LoadTrace(const std::string& path, Stream* st) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) return false;
-  absl::flat_hash_map<std::string, bool> seen;
-  char line[4096];
-  while (gzgets(f, line, sizeof line)) {
-    size_t n = strlen(line);
-    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) --n;
-    std::string_view l(line, n);
-    size_t sp = l.find(' ');
-    if (sp == std::string_view::npos || sp == 0) continue;
-    std::string_view op = l.substr(0, sp), key = l.substr(sp + 1);
-    if (sp != 1 && l.size() > sp) {  // `<ts_ms> <op> <key>`
-      size_t sp2 = key.find(' ');
-      if (sp2 == std::string_view::npos) continue;
-      op = key.substr(0, sp2);
-      key = key.substr(sp2 + 1);
-    }
-    seen.try_emplace(std::string(key), true);
-    st->Add(key, op == "w");
-  }
-  gzclose(f);
-  st->distinct = seen.size();
-  return st->size() > 0;
-}
 
 absl::Time SimTime(uint64_t i, const Config& c) {
   return absl::UnixEpoch() + absl::Seconds(static_cast<double>(i) / c.rate);
@@ -510,9 +426,7 @@ int main(int argc, char** argv) {
     bad = absl::InvalidArgumentError(
         "--keys, --updates, --rate and --repeats must be positive, --max-weight at least 1");
   }
-  if (bad.ok() && !c.only_stream.empty() && c.only_stream != "zipf-0.9" &&
-      c.only_stream != "zipf-1.0" && c.only_stream != "zipf-1.2" && c.only_stream != "drift" &&
-      c.only_stream != "flat-drift" && c.only_stream != "flat-0.6" && c.only_stream != "flat-0.8") {
+  if (bad.ok() && !c.only_stream.empty() && FindStream(c.only_stream) == nullptr) {
     bad = absl::InvalidArgumentError(
         "--stream must be zipf-0.9, zipf-1.0, zipf-1.2, drift, flat-drift, flat-0.6 or flat-0.8");
   }
@@ -551,26 +465,10 @@ int main(int argc, char** argv) {
     run(st);
     return shapes_ok ? 0 : 2;
   }
-  struct Spec {
-    const char* name;
-    double s;
-    uint64_t drift;
-  };
-  // The drifting stream moves the Zipf(1.0) rank-to-key mapping by 25 ranks every
-  // sixteenth of the stream: a quarter of the top 100 is new in each phase. The flat
-  // drifting one is shaped like the real traces (bench/README of ../shared/traces): Zipf
-  // 0.7 puts about 0.5% of events on the top key and 2% on the top 10, neighbours around
-  // rank 100 differ by a few percent, and 5 ranks move every sixteenth of the stream (half
-  // the top 10 is new in each phase).
-  // flat-0.6 and flat-0.8 drift the same way at the two ends of that range: Zipf 0.6 puts
-  // about 0.2% of events on the top key, and rank 100 and rank 150 differ by a quarter.
-  const Spec specs[] = {{"zipf-0.9", 0.9, 0}, {"zipf-1.0", 1.0, 0},   {"zipf-1.2", 1.2, 0},
-                        {"drift", 1.0, 25},   {"flat-drift", 0.7, 5}, {"flat-0.6", 0.6, 5},
-                        {"flat-0.8", 0.8, 5}};
   if (c.callgrind && c.only_stream.empty()) c.only_stream = "zipf-1.0";
-  for (const Spec& s : specs) {
+  for (const StreamSpec& s : kStreams) {
     if (!c.only_stream.empty() && c.only_stream != s.name) continue;
-    run(MakeZipf(s.name, s.s, c, s.drift));
+    run(MakeZipf(s, c.updates, c.keys, c.seed, c.max_weight));
   }
   if (!shapes_ok) std::fprintf(stderr, "--shapes: each shape is CANDIDATES/SKETCH_BYTES/DEPTH\n");
   return shapes_ok ? 0 : 2;

@@ -31,6 +31,7 @@ CountMinSketch::CountMinSketch(uint32_t width, uint32_t depth)
     : width_(width),
       depth_(depth),
       mask_(width - 1),
+      layout_(std::has_single_bit(width) ? depth : kRangeLayout + depth),
       counters_(static_cast<size_t>(width) * depth, 0) {}
 
 void CountMinSketch::SetScale(double scale) {
@@ -57,9 +58,9 @@ void CountMinSketch::MakeRoom(double value) {
 }
 
 absl::StatusOr<CountMinSketch> CountMinSketch::Create(uint32_t width, uint32_t depth) {
-  if (width == 0 || !std::has_single_bit(width) || width > kMaxWidth) {
-    return absl::InvalidArgumentError(absl::StrCat("count-min width must be a power of two in [1, ",
-                                                   kMaxWidth, "], got ", width));
+  if (width == 0 || width > kMaxWidth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("count-min width must be in [1, ", kMaxWidth, "], got ", width));
   }
   if (depth == 0 || depth > kMaxDepth) {
     return absl::InvalidArgumentError(
@@ -98,8 +99,7 @@ absl::StatusOr<CountMinSketch> CountMinSketch::FromBytes(size_t bytes, uint32_t 
     return absl::InvalidArgumentError(
         absl::StrCat(bytes, " bytes cannot hold ", depth, " count-min rows"));
   }
-  const size_t width = std::bit_floor(std::min<size_t>(per_row, kMaxWidth));
-  return Create(static_cast<uint32_t>(width), depth);
+  return Create(static_cast<uint32_t>(std::min<size_t>(per_row, kMaxWidth)), depth);
 }
 
 double CountMinSketch::Update(uint64_t hash, double weight) {

@@ -3,7 +3,8 @@
 //
 // Depths 2 to 4 have their rows unrolled, each by its own instance of one template: one
 // minimum of the key's cells, the weight in whole units rounded up, one integer sum and one
-// max-store a row, so that fewer rows cost fewer instructions. Other depths take the loop. An
+// max-store a row, so that fewer rows cost fewer instructions; a width that is not a power of
+// two takes the instances with a multiply-shift in place of the mask. Other depths take the loop. An
 // add that would pass kCellMax leaves through UpdateSaturating(), which makes room and adds.
 // All follow Column()'s mapping (pinned by heavy_hitters_eviction_test.cc).
 
@@ -71,16 +72,17 @@ inline CountMinSketch::Counter CountMinSketch::UnitsUp(double value, double inv_
   return whole + (static_cast<double>(whole) < x || (whole == 0 && value > 0));
 }
 
-template <uint32_t kDepth, bool kExactUnits>
+template <uint32_t kDepth, bool kExactUnits, bool kRange>
 inline double CountMinSketch::UpdateRowsInline(uint64_t hash, double weight) {
   static_assert(kDepth >= 2 && kDepth <= kMaxUnrolledDepth);
   assert(depth_ == kDepth && weight > 0 && weight <= kMaxWeight);
+  assert(layout_ == (kRange ? kRangeLayout : 0) + kDepth);
   // The cells' addresses first: a store to a u32 cell may alias the sketch's u32 members
   // (width_, mask_), so addresses worked out after one would be read again.
   Counter* const row0 = counters_.data();
   Counter* c[kDepth];
 #pragma GCC unroll 8
-  for (uint32_t r = 0; r < kDepth; ++r) c[r] = row0 + Column(hash, r);
+  for (uint32_t r = 0; r < kDepth; ++r) c[r] = row0 + ColumnIn<kRange>(hash, r);
   Counter min = *c[0];
 #pragma GCC unroll 8
   for (uint32_t r = 1; r < kDepth; ++r) min = std::min(min, *c[r]);
@@ -100,12 +102,15 @@ inline double CountMinSketch::UpdateRowsInline(uint64_t hash, double weight) {
 
 template <bool kExactUnits>
 inline double CountMinSketch::UpdateAnyInline(uint64_t hash, double weight) {
-  // The tracker's default depth (heavy_hitters.h) first: it pays one comparison, as depth 4
-  // did when it was the only depth unrolled.
-  if (depth_ == 3) [[likely]]
-    return UpdateRowsInline<3, kExactUnits>(hash, weight);
-  if (depth_ == 2) return UpdateRowsInline<2, kExactUnits>(hash, weight);
-  if (depth_ == 4) return UpdateRowsInline<4, kExactUnits>(hash, weight);
+  // The tracker's default shape (heavy_hitters.h: 3 rows of a power-of-two width) first: it
+  // pays one comparison, as depth 4 did when it was the only depth unrolled.
+  if (layout_ == 3) [[likely]]
+    return UpdateRowsInline<3, kExactUnits, false>(hash, weight);
+  if (layout_ == 2) return UpdateRowsInline<2, kExactUnits, false>(hash, weight);
+  if (layout_ == 4) return UpdateRowsInline<4, kExactUnits, false>(hash, weight);
+  if (layout_ == kRangeLayout + 3) return UpdateRowsInline<3, kExactUnits, true>(hash, weight);
+  if (layout_ == kRangeLayout + 2) return UpdateRowsInline<2, kExactUnits, true>(hash, weight);
+  if (layout_ == kRangeLayout + 4) return UpdateRowsInline<4, kExactUnits, true>(hash, weight);
   return UpdateAnyDepth(hash, kExactUnits ? weight : internal::NextUp(weight));
 }
 

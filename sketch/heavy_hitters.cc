@@ -29,9 +29,14 @@ constexpr char kMagic[] = "HKHH";
 // counters of versions 2 to 5 load rounded up to cells, into a sketch of the width the
 // budget now holds. Since every stored weight rounds outward (heavy_hitters.h), the count of
 // roundings is written 0, so a build that still counts them reads the file right (it widens by
-// nothing); a nonzero count, saved by such a build, is applied once when loaded.
-constexpr uint16_t kVersion = 6;
+// nothing); a nonzero count, saved by such a build, is applied once when loaded. Version 7: the
+// same layout, with a sketch as wide as the budget holds, no longer rounded down to a power of
+// two (count_min.h); a sketch of version 6 or older whose width the budget now exceeds loads
+// each row's largest cell into every cell of the row (its keys' columns under the new width are
+// not those they had), which keeps every bound and is forgotten within a few half-lives.
+constexpr uint16_t kVersion = 7;
 constexpr uint16_t kFirstWithCells = 6;
+constexpr uint16_t kFirstWithAnyWidth = 7;
 constexpr uint16_t kOldestVersion = 2;
 constexpr uint16_t kFirstWithLobby = 3;
 constexpr uint16_t kLastWithLobby = 4;
@@ -618,7 +623,7 @@ absl::Status HeavyHitters::Merge(const HeavyHitters& other) {
 //   u32 candidates | u32 max_key_bytes | u32 sketch_depth | u64 sketch_bytes | i64 half_life_ns
 //     (-1: no decay) | u64 seed | i64 start_ns | i64 landmark_ns | i64 now_ns
 //   f64 total[2] | f64 raw_total[2] | versions 4 on: u64 roundings (written 0, see kVersion)
-//   u32 cms_width | version 6: f64 cms_scale | u32 cells[width * depth]
+//   u32 cms_width | versions 6 on: f64 cms_scale | u32 cells[width * depth]
 //                 | versions 2 to 5: f64 counters[width * depth]
 //   u32 entries, then per entry:
 //     u64 hash | f64 upper | f64 weight[2] | f64 raw[2] | i64 admitted_ns | u8 truncated
@@ -691,8 +696,9 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes, a
   const size_t saved_cell = version >= kFirstWithCells ? sizeof(uint32_t) : sizeof(double);
   uint64_t saved_width = 0;
   if (o.sketch_depth >= 1 && o.sketch_depth <= CountMinSketch::kMaxDepth) {
-    saved_width = std::bit_floor(
-        std::min<uint64_t>(sketch_bytes / o.sketch_depth / saved_cell, CountMinSketch::kMaxWidth));
+    saved_width =
+        std::min<uint64_t>(sketch_bytes / o.sketch_depth / saved_cell, CountMinSketch::kMaxWidth);
+    if (version < kFirstWithAnyWidth) saved_width = std::bit_floor(saved_width);
     // Totals, the rounding count (versions 4 on), the width, the scale (6 on), the cells,
     // the entry count.
     const uint64_t needed = 4 * sizeof(double) + (version >= 4 ? sizeof(uint64_t) : 0) +
@@ -739,7 +745,21 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes, a
       return corrupt("sketch scale out of range");
     }
     cms.SetScale(scale);
-    for (CountMinSketch::Counter& c : cms.counters_) r.U32(&c);  // the length was checked
+    if (saved_width == cms.width()) {
+      for (CountMinSketch::Counter& c : cms.counters_) r.U32(&c);  // the length was checked
+    } else {
+      // A version-6 sketch of a power-of-two width, narrower than the budget now holds: every
+      // cell of a row takes the row's largest (see kVersion).
+      std::vector<CountMinSketch::Counter> row_max(o.sketch_depth, 0);
+      for (uint64_t i = 0; i < saved_width * o.sketch_depth; ++i) {
+        CountMinSketch::Counter c = 0;
+        r.U32(&c);
+        row_max[i / saved_width] = std::max(row_max[i / saved_width], c);
+      }
+      for (size_t i = 0; i < cms.counters_.size(); ++i) {
+        cms.counters_[i] = row_max[i / cms.width()];
+      }
+    }
   } else {
     // Double counters, rounded up to cells. A saved sketch of half the width (its counters
     // were twice the size of a cell) fills the new one's columns j and j + saved width: both
@@ -749,10 +769,17 @@ absl::StatusOr<HeavyHitters> HeavyHitters::Deserialize(std::string_view bytes, a
     for (double& c : saved) {
       if (!r.F64(&c) || !Loadable(c)) return corrupt("bad sketch counter");
     }
+    // A new width that is not a power of two maps keys by a multiply-shift, unrelated to the
+    // saved mask: each cell then takes its row's largest saved counter.
     const uint64_t new_width = cms.width();
+    std::vector<double> row_max(o.sketch_depth, 0);
+    for (size_t i = 0; i < saved.size(); ++i) {
+      row_max[i / saved_width] = std::max(row_max[i / saved_width], saved[i]);
+    }
+    const bool masked = std::has_single_bit(new_width) && new_width % saved_width == 0;
     cms.Revalue([&](size_t i) {
       const uint64_t row = i / new_width, column = i % new_width;
-      return saved[row * saved_width + (column & (saved_width - 1))];
+      return masked ? saved[row * saved_width + (column & (saved_width - 1))] : row_max[row];
     });
   }
   uint32_t n;

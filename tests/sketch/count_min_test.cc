@@ -115,20 +115,24 @@ TEST_CASE("CountMin: FromError never returns a sketch weaker than asked", "[sket
   }
 }
 
-TEST_CASE("CountMin: FromBytes fits the widest power-of-two sketch in the budget",
-          "[sketch][count_min]") {
+TEST_CASE("CountMin: FromBytes fits the widest sketch in the budget", "[sketch][count_min]") {
   const std::pair<size_t, uint32_t> cases[] = {{16, 1},     {32 * 1024, 4}, {32 * 1024 + 100, 4},
-                                               {100000, 3}, {1 << 20, 16},  {4096, 5}};
+                                               {100000, 3}, {1 << 20, 16},  {4096, 5},
+                                               {18744, 3},  {17784, 2}};
   for (const auto& [budget, depth] : cases) {
     INFO("budget " << budget << " depth " << depth);
     CountMinSketch cms = Must(CountMinSketch::FromBytes(budget, depth));
     CHECK(cms.depth() == depth);
     CHECK(cms.bytes() <= budget);
-    CHECK(cms.bytes() * 2 > budget);  // twice the width would not fit
+    // One more column would not fit: the budget is used whole, not rounded down to a power of
+    // two.
+    CHECK(cms.bytes() + depth * sizeof(CountMinSketch::Counter) > budget);
     CHECK(cms.bytes() == size_t{cms.width()} * depth * sizeof(CountMinSketch::Counter));
   }
-  // 4-byte cells: 32 KiB over 4 rows is 2048 columns (epsilon = e / 2048 ~ 0.0013).
+  // 4-byte cells: 32 KiB over 4 rows is 2048 columns (epsilon = e / 2048 ~ 0.0013), and 18,744
+  // bytes over 3 rows 1562 (where a power of two would have been 1024).
   CHECK(Must(CountMinSketch::FromBytes(32 * 1024, 4)).width() == 2048);
+  CHECK(Must(CountMinSketch::FromBytes(18744, 3)).width() == 1562);
 }
 
 TEST_CASE("CountMin: invalid shapes and error targets are rejected", "[sketch][count_min]") {
@@ -137,8 +141,6 @@ TEST_CASE("CountMin: invalid shapes and error targets are rejected", "[sketch][c
     return !cms.ok() && cms.status().code() == absl::StatusCode::kInvalidArgument;
   };
   CHECK(rejected(CountMinSketch::Create(0, 4)));
-  CHECK(rejected(CountMinSketch::Create(3, 4)));
-  CHECK(rejected(CountMinSketch::Create(1000, 4)));
   CHECK(rejected(CountMinSketch::Create(CountMinSketch::kMaxWidth * 2, 1)));
   CHECK(rejected(CountMinSketch::Create(1024, 0)));
   CHECK(rejected(CountMinSketch::Create(1024, CountMinSketch::kMaxDepth + 1)));
@@ -155,6 +157,9 @@ TEST_CASE("CountMin: invalid shapes and error targets are rejected", "[sketch][c
   CHECK(rejected(CountMinSketch::FromBytes(15, 4)));  // not one counter a row
   CHECK(rejected(CountMinSketch::FromBytes(0, 1)));
   CHECK(Must(CountMinSketch::Create(1, 1)).bytes() == 4);
+  // Any width in range: a power of two is not required.
+  CHECK(Must(CountMinSketch::Create(3, 4)).width() == 3);
+  CHECK(Must(CountMinSketch::Create(1000, 4)).bytes() == 16000);
 }
 
 TEST_CASE("CountMin: conservative update never lowers a counter, at every depth",

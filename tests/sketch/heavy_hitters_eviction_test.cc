@@ -120,13 +120,18 @@ TEST_CASE("Eviction: on a random stream every eviction takes a weakest entry",
   }
 }
 
-TEST_CASE("CountMin: the depth-4 update follows the documented column of each row",
+TEST_CASE("CountMin: the update follows the documented column of each row, at any width",
           "[sketch][count_min]") {
-  // Row i, column (lo + i * (hi | 1)) mod width: the mapping count_min.h documents, which
-  // serialised sketches and merges rely on. The model applies conservative update to it.
-  absl::StatusOr<CountMinSketch> cms = CountMinSketch::Create(64, 4);
+  // Row i, g = lo + i * (hi | 1) mod 2^32, column g mod width for a power-of-two width and
+  // floor(g * width / 2^32) for another: the mapping count_min.h documents, which serialised
+  // sketches and merges rely on. The model applies conservative update to it. Depths 2 to 4
+  // take the unrolled updates (one per reduction), 5 the loop.
+  const uint32_t width = GENERATE(64u, 100u);
+  const uint32_t depth = GENERATE(2u, 3u, 4u, 5u);
+  INFO("width " << width << " depth " << depth);
+  absl::StatusOr<CountMinSketch> cms = CountMinSketch::Create(width, depth);
   REQUIRE(cms.ok());
-  std::vector<double> model(64 * 4, 0.0);  // the value of each cell
+  std::vector<double> model(size_t{width} * depth, 0.0);  // the value of each cell
   std::mt19937_64 gen(11);
   std::uniform_real_distribution<double> weight(0.25, 8);
   for (int i = 0; i < 5000; ++i) {
@@ -134,10 +139,11 @@ TEST_CASE("CountMin: the depth-4 update follows the documented column of each ro
     const double w = weight(gen);
     const uint32_t lo = static_cast<uint32_t>(hash);
     const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;
-    size_t cell[4];
+    std::vector<size_t> cell(depth);
     double est = std::numeric_limits<double>::infinity();
-    for (uint32_t r = 0; r < 4; ++r) {
-      cell[r] = r * 64 + ((lo + r * hi) & 63u);
+    for (uint32_t r = 0; r < depth; ++r) {
+      const uint32_t g = lo + r * hi;
+      cell[r] = size_t{r} * width + (width == 64 ? (g & 63u) : (uint64_t{g} * width) >> 32);
       est = std::min(est, model[cell[r]]);
     }
     const uint64_t halvings = cms->halvings();

@@ -14,7 +14,8 @@
 //            | u32 n | n entries:
 //            +0 u64 hash | +8 f64 upper | +16 f64 weight[2] | +32 f64 raw[2]
 //            | +48 i64 admitted_ns | +56 u8 truncated | +57 u32 key_len | +61 key bytes
-//   (version 6; version 5 has f64 counters[width * depth] at @110 instead of the scale and
+//   (versions 7 and 6, whose width is the largest power of two the budget holds where 7's is
+//   the most columns; version 5 has f64 counters[width * depth] at @110 instead of the scale and
 //   cells, its width what the budget holds at 8 bytes a counter; version 4 adds a keyless
 //   lobby after the entries, u32 lobby ways then ways of u64 hash | f64 upper; version 3 has
 //   that lobby but no roundings field, so what follows it is 8 bytes earlier; version 2 has
@@ -343,8 +344,8 @@ TEST_CASE("HeavyHitters: wrong magic and wrong version are rejected", "[sketch][
   CHECK(Reload(magic).status().code() == absl::StatusCode::kInvalidArgument);
   CHECK_FALSE(Reload(SmallCountMin().Serialize()).ok());
   // Version 1 (float counters) and unknown versions are refused, naming the version (2,
-  // without a lobby, 3, without a count of roundings, 4, 5 and 6 are read).
-  for (uint16_t v : {0, 1, 7, 0xffff}) {
+  // without a lobby, 3, without a count of roundings, 4, 5, 6 and 7 are read).
+  for (uint16_t v : {0, 1, 8, 0xffff}) {
     std::string version = good;
     Patch<uint16_t>(&version, 4, v);
     Rechecksum(&version);
@@ -673,6 +674,57 @@ std::string AsOlderVersion(const std::string& v6, uint16_t version,
   return v5;
 }
 
+TEST_CASE("HeavyHitters: a version-6 sketch narrower than the budget now holds keeps every bound",
+          "[sketch][serialize]") {
+  // 1,200 bytes over 3 rows: version 7 saves 100 columns, version 6 saved 64 (the largest power
+  // of two). The two widths map keys to unrelated columns, so each loaded cell takes its row's
+  // largest: every key then reads at least what it read before.
+  HeavyHittersOptions o;
+  o.candidates = 4;
+  o.sketch_bytes = 1200;
+  o.sketch_depth = 3;
+  o.half_life = absl::InfiniteDuration();
+  HeavyHitters hh = MustCreate(o);
+  for (int r = 0; r < 20; ++r) {
+    for (int i = 0; i < 300; ++i) hh.Update(KeyFor(i), Op::kRead, 1 + (i % 7 == 0) * r);
+  }
+  const std::string v7 = hh.Serialize();
+  REQUIRE(Peek<uint16_t>(v7, 4) == 7);
+  REQUIRE(Peek<uint32_t>(v7, 106) == 100);
+  // The same tracker as version 6 saved it: 64 columns, each row's cells its largest in v7,
+  // which bounds every key that v7's row bounded.
+  const uint32_t old_width = 64;
+  std::string sketch(4 + 8 + size_t{old_width} * 3 * 4, '\0');
+  Patch<uint32_t>(&sketch, 0, old_width);
+  Patch<double>(&sketch, 4, Peek<double>(v7, 110));
+  for (uint32_t r = 0; r < 3; ++r) {
+    uint32_t largest = 0;
+    for (uint32_t c = 0; c < 100; ++c) {
+      largest = std::max(largest, Peek<uint32_t>(v7, 118 + 4 * (size_t{r} * 100 + c)));
+    }
+    for (uint32_t c = 0; c < old_width; ++c) {
+      Patch<uint32_t>(&sketch, 12 + 4 * (size_t{r} * old_width + c), largest);
+    }
+  }
+  std::string v6 = v7.substr(0, 106) + sketch + v7.substr(118 + 4 * 300);
+  Patch<uint16_t>(&v6, 4, 6);
+  Rechecksum(&v6);
+  absl::StatusOr<HeavyHitters> back = Reload(v6);
+  INFO(back.status());
+  REQUIRE(back.ok());
+  for (int i = 0; i < 300; ++i) {
+    INFO("key " << i);
+    CHECK(back->UpperBound(KeyFor(i)) >= hh.UpperBound(KeyFor(i)));
+    CHECK(back->LowerBound(KeyFor(i)) == hh.LowerBound(KeyFor(i)));
+  }
+  CHECK(back->Total() == hh.Total());
+  const std::string again = back->Serialize();
+  CHECK(Peek<uint16_t>(again, 4) == 7);
+  CHECK(Peek<uint32_t>(again, 106) == 100);
+  // Saved again, it holds the width version 7 gives the budget.
+  CHECK(again.size() == v7.size());
+}
+
 TEST_CASE("HeavyHitters: a version-3 buffer loads with no roundings to count",
           "[sketch][serialize]") {
   // A version-3 tracker rounded every sum outward, so its values are bounds as saved, as
@@ -798,8 +850,8 @@ TEST_CASE("HeavyHitters: a lobby saved by version 3 or 4 is handed to the sketch
     CHECK(back->UpperBound(KeyFor(0)) >= 10);
     CHECK(back->LowerBound(KeyFor(0)) <= 10);
     CHECK(back->LowerBound(KeyFor(0)) > 0);
-    // Saved again, it is version 6: no lobby.
-    CHECK(Peek<uint16_t>(back->Serialize(), 4) == 6);
+    // Saved again, it is version 7: no lobby.
+    CHECK(Peek<uint16_t>(back->Serialize(), 4) == 7);
   }
   // A free way (bound 0) that holds a hash, a negative bound, and a lobby of the wrong
   // length are refused.

@@ -38,8 +38,16 @@
 // integer weights exactly until the largest cell passes 2^31. Weights must be positive and
 // finite.
 //
-// Keys are given as 64-bit hashes (see hash.h); row i uses column (lo + i * hi) mod width
-// of the hash's halves (Kirsch & Mitzenmacher, "Less Hashing, Same Performance", 2006).
+// Keys are given as 64-bit hashes (see hash.h); row i uses g_i = (lo + i * hi) mod 2^32 of the
+// hash's halves (Kirsch & Mitzenmacher, "Less Hashing, Same Performance", 2006), and column
+// g_i mod width when the width is a power of two (its low bits), else floor(g_i * width / 2^32)
+// (the multiply-shift range reduction of Lemire, "Fast Random Integer Generation in an
+// Interval", 2019: one multiply instead of a division). Any width is allowed, so a byte budget
+// is used whole: a width held to powers of two wastes up to half of it. Either reduction
+// gives each column floor or ceil(2^32 / width) of the 2^32 values of g_i, uniform to within
+// width / 2^32 (at most 2^-6 relative, at kMaxWidth), and the bounds above are stated for
+// uniform columns. A power-of-two width keeps the mask, which costs one instruction a row
+// less and maps keys as sketches saved before other widths were allowed did.
 //
 // Thread-compatible: concurrent const calls are safe; anything else needs one writer.
 
@@ -74,12 +82,13 @@ class CountMinSketch {
   static constexpr double kMaxScale = 0x1p990;
   static constexpr double kMaxWeight = 0x1p1000;
 
-  // A sketch of `width` (a power of two) columns and `depth` rows, all zero.
+  // A sketch of `width` columns and `depth` rows, all zero.
   static absl::StatusOr<CountMinSketch> Create(uint32_t width, uint32_t depth);
   // The smallest sketch with epsilon() <= epsilon and delta() <= delta;
   // epsilon and delta in (0, 1), delta >= e^-kMaxDepth (else an error, not a weaker sketch).
   static absl::StatusOr<CountMinSketch> FromError(double epsilon, double delta);
-  // The widest sketch of `depth` rows that fits in `bytes`.
+  // The widest sketch of `depth` rows that fits in `bytes`: floor(bytes / (4 * depth)) columns,
+  // kMaxWidth at most.
   static absl::StatusOr<CountMinSketch> FromBytes(size_t bytes, uint32_t depth);
 
   // Adds `weight` (> 0, finite) to the key, conservatively. Returns the key's new estimate.
@@ -127,8 +136,11 @@ class CountMinSketch {
   friend class HeavyHitters;
 
   // Update(), inlined into the tracker's per-event path (count_min_inline.h): the rows
-  // unrolled for depths 2 to kMaxUnrolledDepth; other depths through UpdateAnyDepth().
+  // unrolled for depths 2 to kMaxUnrolledDepth, with either column reduction; other depths
+  // through UpdateAnyDepth().
   static constexpr uint32_t kMaxUnrolledDepth = 4;
+  // layout_ for a width that is not a power of two: kRangeLayout + depth.
+  static constexpr uint32_t kRangeLayout = 32;
   [[gnu::always_inline]] inline double UpdateInline(uint64_t hash, double weight);
   [[gnu::noinline]] double UpdateAnyDepth(uint64_t hash, double weight);
   // The same, dispatched on the depth. With kExactUnits the weight counts as
@@ -136,8 +148,9 @@ class CountMinSketch {
   // 1 + 2^-20 units above it, and no branch (the tracker's per-event path).
   template <bool kExactUnits>
   [[gnu::always_inline]] inline double UpdateAnyInline(uint64_t hash, double weight);
-  // The same for a sketch known to have kDepth rows (2 to kMaxUnrolledDepth).
-  template <uint32_t kDepth, bool kExactUnits>
+  // The same for a sketch known to have kDepth rows (2 to kMaxUnrolledDepth), whose width is
+  // a power of two unless kRange.
+  template <uint32_t kDepth, bool kExactUnits, bool kRange>
   [[gnu::always_inline]] inline double UpdateRowsInline(uint64_t hash, double weight);
   // The add that would take a cell past kCellMax: raises the scale, then adds, in units
   // as UpdateRowsInline<exact_units>() counts them.
@@ -157,15 +170,26 @@ class CountMinSketch {
   // Sets the scale to `scale` (a power of two in range), and inv_scale_.
   void SetScale(double scale);
 
-  size_t Column(uint64_t hash, uint32_t row) const {
+  // The cell of row `row` for `hash`, in a sketch whose width is a power of two unless
+  // kRange.
+  template <bool kRange>
+  size_t ColumnIn(uint64_t hash, uint32_t row) const {
     const uint32_t lo = static_cast<uint32_t>(hash);
     const uint32_t hi = static_cast<uint32_t>(hash >> 32) | 1u;  // odd: rows never coincide
-    return static_cast<size_t>(row) * width_ + ((lo + row * hi) & mask_);
+    const uint32_t g = lo + row * hi;
+    return static_cast<size_t>(row) * width_ +
+           (kRange ? static_cast<uint32_t>((uint64_t{g} * width_) >> 32) : (g & mask_));
+  }
+  size_t Column(uint64_t hash, uint32_t row) const {
+    return layout_ >= kRangeLayout ? ColumnIn<true>(hash, row) : ColumnIn<false>(hash, row);
   }
 
   uint32_t width_;
   uint32_t depth_;
   uint32_t mask_;
+  // Which update the per-event path takes: the depth for a power-of-two width, kRangeLayout +
+  // the depth for another; one comparison picks the default shape's.
+  uint32_t layout_;
   double scale_ = kInitialScale;
   double inv_scale_ = 1 / kInitialScale;  // exact: scale_ is a power of two
   uint64_t halvings_ = 0;

@@ -106,8 +106,8 @@ struct HeavyHittersOptions {
   // Table slots: how many keys are tracked exactly. A top-K needs more than K; the default
   // is measured on a top 100 (docs/benchmarks/tracker.md).
   uint32_t candidates = 128;
-  // Count-min budget in bytes, and its rows (delta = e^-depth). The width is the largest
-  // power of two that fits: 48 KiB over 3 rows of 4-byte cells is 4096 columns.
+  // Count-min budget in bytes, and its rows (delta = e^-depth). The width is the most columns
+  // that fit: 48 KiB over 3 rows of 4-byte cells is 4096 columns.
   size_t sketch_bytes = 48 * 1024;
   uint32_t sketch_depth = 3;
   // Bytes of a key kept in the table; longer keys are kept truncated, plus their hash.
@@ -227,9 +227,9 @@ class HeavyHitters {
 
   // A versioned, checksummed byte string; Deserialize() returns an error for any buffer
   // that is truncated, corrupt, or of another version, never undefined behaviour. Versions
-  // 2 to 5 still load (a lobby they hold is handed to the sketch, and their double counters
-  // are rounded up into the 4-byte cells of a sketch as wide as the budget now holds,
-  // keeping every bound; serialize_test.cc).
+  // 2 to 6 still load (a lobby they hold is handed to the sketch, and their counters are
+  // rounded up into the 4-byte cells of a sketch as wide as the budget now holds, keeping
+  // every bound; serialize_test.cc).
   std::string Serialize() const;
   // The saved tracker, its clock placed at `now`: its whole time line (clock, decay
   // landmark, start and admission times) moves by `now` minus the saved clock, so that the
