@@ -656,8 +656,9 @@ size_t Aggregator::BuildSlots(
   for (const auto& r : reports) {
     if (r && r->slots) with_slots = r.get();
   }
-  // A shard that said it is not in a cluster has no slots to report.
-  if (!with_slots || inputs_.shard_standalone) return 0;
+  // A shard that said it is not in a cluster has no slots to report, nor do counts switched
+  // off (--track.slots=auto before the shard says it is a cluster node).
+  if (!with_slots || inputs_.shard_standalone || !with_slots->slots->counting()) return 0;
   if (!slots_) {
     slots_.emplace(track_, reloadable_, log_);
     slots_->SetClusterInputs(cluster_inputs_);
@@ -682,8 +683,8 @@ void Aggregator::RecordHistory(absl::Time now, Snapshot* snap) {
     }
     for (const TagSnapshot& t : snap->slots.tags) {
       if (!t.hot) continue;
-      episodes_.Hot(EpisodeLog::Kind::kTag, t.hash, t.label, t.share, t.ops_per_second, threshold,
-                    "");
+      episodes_.Hot(EpisodeLog::Kind::kTag, t.hash, t.label, t.decayed_share, t.ops_per_second,
+                    threshold, "");
     }
     episodes_.Finish();
     windows_.Record(*snap, now);

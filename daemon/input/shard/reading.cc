@@ -126,7 +126,7 @@ std::optional<Load> LoadBetween(const Reading& a, absl::Time ta, const Reading& 
   Load l;
   l.ops_per_second = static_cast<double>(b.commands - a.commands) / seconds;
   l.busy = (b.cpu_seconds - a.cpu_seconds) / seconds / cpus;
-  if (l.busy >= kMinBusy) l.capacity_ops = l.ops_per_second / l.busy;
+  if (l.busy > 0) l.capacity_ops = l.ops_per_second / l.busy;
   return l;
 }
 

@@ -198,9 +198,12 @@ class Daemon::Impl {
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
   std::atomic<bool> running_{false};  // Run() is inside io_.run()
-  std::mutex reload_mu_;              // one Reload() at a time, so its steps stay in order
-  uint64_t reload_seq_ = 0;           // guarded by reload_mu_
-  uint64_t applied_reload_seq_ = 0;   // io thread
+  // --track.slots=auto: the sources count slots only while this is true, set from the
+  // shard's answers (its cluster_enabled). Read by the sources' threads.
+  std::atomic<bool> count_slots_{false};
+  std::mutex reload_mu_;             // one Reload() at a time, so its steps stay in order
+  uint64_t reload_seq_ = 0;          // guarded by reload_mu_
+  uint64_t applied_reload_seq_ = 0;  // io thread
 };
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
@@ -304,7 +307,8 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   if (options_.TracksSlots()) {
     // Tags are tracked as keys are: a tag tracker of the key tracker's size per source.
     absl::StatusOr<source::SlotCounts> prototype =
-        source::SlotCounts::Create(source::TrackerOptions(options_.track), origin_);
+        source::SlotCounts::Create(source::TrackerOptions(options_.track), origin_,
+                                   options_.track.slots ? nullptr : &count_slots_);
     if (!prototype.ok()) return prototype.status();
     for (const auto& s : sources_) s->EnableSlots(*prototype);
   }
@@ -370,12 +374,15 @@ ClusterInputs ClusterFrom(const cluster::Topology& topology, const shard::Measur
     node.slots = n.SlotCount();
     std::optional<shard::Load> load;
     if (n.myself) {
+      node.asked = true;
       node.up = own.status.ok();
       load = own.load;
+      c.my_slots = n.slots;
     } else {
       const auto it = std::find_if(peers.begin(), peers.end(),
                                    [&](const shard::PeerLoad& p) { return p.id == n.id; });
       if (it != peers.end()) {
+        node.asked = it->asked;
         node.up = it->up;
         if (it->up) load = it->load;
       }
@@ -442,22 +449,19 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
     }
     role_ = role;
   }
+  // Slots mean something only on a Redis Cluster node: with --track.slots=auto the sources
+  // count them while the shard says it is one.
+  if (m.status.ok() && m.reading) count_slots_.store(m.cluster.cluster_mode);
   if (m.topology && options_.TracksSlots()) {
     if (!peers_) {
       peers_ =
           std::make_unique<shard::PeerProbers>(io_, options_.shard.Resolved(options_.tap), mono_);
     }
-    // The other primaries are asked only while a slot move is advised: each hotkeyd of a
-    // cluster asking every other node every interval would load the shards (INFO and
-    // CLUSTER NODES from every node) for a plan nobody needs. Otherwise no peer is asked and
-    // no load is kept.
-    const std::shared_ptr<const Snapshot> snap = store_->snapshot();
-    const bool move = snap && std::any_of(snap->slots.slots.begin(), snap->slots.slots.end(),
-                                          [](const aggregate::SlotSnapshot& s) {
-                                            return s.advice == aggregate::SlotAdvice::kMove;
-                                          });
-    peers_->SetTopology(move ? *m.topology : cluster::Topology{});
-    if (move) peers_->ProbeAll();
+    // The other primaries are asked every interval: a node hot through many warm slots has
+    // no hot slot to start from, so the node is always compared with its peers. Each round
+    // is one INFO and one CLUSTER NODES per peer (peers.h).
+    peers_->SetTopology(*m.topology);
+    peers_->ProbeAll();
     aggregator_->SetClusterInputs(ClusterFrom(*m.topology, m, peers_->Loads(), options_.shard.tls));
   }
   if (m.status.ok() && (first || !was_up)) {

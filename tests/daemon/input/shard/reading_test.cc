@@ -192,11 +192,19 @@ TEST_CASE("Reading: load and capacity between two readings", "[shard]") {
   REQUIRE(l);
   CHECK(l->busy == 1);
   CHECK(l->capacity_ops == 10000);
-  // Too little work to extrapolate.
+  // A nearly idle server still has a capacity, extrapolated from what it measured: 10
+  // commands in 1 ms of CPU, 10,000 at busy 1. No floor stands in for the measurement.
   Reading idle = a;
   idle.commands += 10;
   idle.cpu_seconds += 0.001;
   l = LoadBetween(a, t0, idle, t0 + absl::Seconds(1), 1);
+  REQUIRE(l);
+  REQUIRE(l->capacity_ops);
+  CHECK(*l->capacity_ops == Approx(10000));
+  // No CPU used at all: nothing to extrapolate from.
+  Reading still = a;
+  still.commands += 10;
+  l = LoadBetween(a, t0, still, t0 + absl::Seconds(1), 1);
   REQUIRE(l);
   CHECK_FALSE(l->capacity_ops);
   // Not one server run in order: a restart, another server, time not moving.

@@ -59,12 +59,10 @@ struct Load {
   // 1, from the servers' rounding).
   double busy = 0;
   // The ops per second the shard serves at busy = 1, at this mix of commands:
-  // ops_per_second / busy. Unknown (nullopt) below kMinBusy: too little work to say.
+  // ops_per_second / busy, however small busy is (the measured load, no floor: as the own
+  // shard's capacity, aggregate/aggregator.h). Unknown (nullopt) only when busy is 0.
   std::optional<double> capacity_ops;
 };
-
-// Below this busy fraction a capacity is not extrapolated.
-inline constexpr double kMinBusy = 0.05;
 // Above this busy fraction a load is impossible, and refused (Rejection::kBusy): the CPU time
 // grew faster than the CPUs allow. The 0.25 over 1 covers the servers' rounding of CPU time
 // and the delay between the server reading its clock and the prober reading its own, which
