@@ -183,7 +183,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddInteger("track.candidates", "Keys tracked exactly per receiver (top-K table slots).", &o.track.candidates).Advanced();
   p.AddSize("track.sketch-bytes", "Memory of the count-min sketch per receiver.", &o.track.sketch_bytes).Advanced();
   p.AddInteger("track.sketch-depth", "Rows of the count-min sketch (1 to 16). Its width is as many columns as --track.sketch-bytes holds at this depth: fewer rows are wider, and the width is what ranks flat traffic.", &o.track.sketch_depth).Advanced();
-  p.AddCustom("track.slots", "Also track Redis Cluster slots and hash tags (hot slots, hot tags, slot moves): true, false, or auto (on unless the only source is a memcached tap or the unit is bytes).",
+  p.AddCustom("track.slots", "Also track Redis Cluster slots and hash tags (hot slots, hot tags, slot moves): true, false, or auto (counted only while the shard (--shard.address, or the tapped Redis) says it is a Redis Cluster node; never for a memcached-only tap or the bytes unit).",
       "auto",
       [&o](std::string_view v) {
        if (v == "auto") {

@@ -9,7 +9,7 @@
 // Checked beyond "no crash, no sanitizer report":
 // - a reading has a finite, non-negative cpu_seconds and at least one thread, and
 //   LoadBetween over two parsed readings never gives a NaN or negative ops or busy, nor a NaN
-//   or negative capacity, and gives one exactly when busy >= kMinBusy; a reading against
+//   or negative capacity, and gives one exactly when busy > 0; a reading against
 //   itself gives zero load, and against a time not after its own none;
 // - a framed reply lies within the buffer (size <= buffer size, its text inside the bytes
 //   it takes), parses the same from exactly those bytes, and is not yet a reply one byte
@@ -60,7 +60,7 @@ void CheckLoad(const std::optional<shard::Load>& l) {
   if (!l) return;
   FUZZ_CHECK(!std::isnan(l->ops_per_second) && l->ops_per_second >= 0);
   FUZZ_CHECK(!std::isnan(l->busy) && l->busy >= 0);
-  FUZZ_CHECK(l->capacity_ops.has_value() == (l->busy >= shard::kMinBusy));
+  FUZZ_CHECK(l->capacity_ops.has_value() == (l->busy > 0));
   if (l->capacity_ops) FUZZ_CHECK(!std::isnan(*l->capacity_ops) && *l->capacity_ops >= 0);
 }
 

@@ -19,6 +19,7 @@ packages=(
   redis-server redis-tools    # a real Redis, redis-cli and redis-benchmark for the tap tests
   memcached              # a real memcached for the tap tests
   python3-redis python3-pymemcache  # real clients driving them
+  python3-venv python3-mypy  # the Python kit's tests: installed in a venv as its README says, type-checked
   python3-prometheus-client  # Prometheus's text parser, for tests/e2e/escape_readers_test.py
   golang                 # go: compiles the README's Go example (tests/docs; 63 MB, about 30 s)
   tmux                   # `hotkeyd top`'s test: a real terminal, read with capture-pane

@@ -12,7 +12,9 @@ through HotkeyClient, for GET, SET and INCR of keys the feed does not name:
 
 Two measurements: against the redis-server (what an application sees: the round trip
 dominates), and against an in-process stub whose commands return at once (the kit's own
-added cost, without the network's noise).
+added cost, without the network's noise). Then the same for redis.asyncio: raw
+redis.asyncio.Redis against AsyncHotkeyClient following the empty feed (akit-empty) and the
+fed one (akit-fed), each call awaited in turn.
 
 Usage: /usr/bin/python3 clients/python/bench.py [--calls N] [--repeats R]
 (the stub runs 10 N calls per repeat)
@@ -21,25 +23,34 @@ repeats, and the ratio of medians against raw.
 """
 
 import argparse
+import asyncio
 import os
 import statistics
 import sys
 import time
 
 import redis
+import redis.asyncio
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "tests"))
 from fixtures import FeedServer, RedisServer, entry, wait_until  # noqa: E402
 
-from hotkeyd_client import HotkeyClient  # noqa: E402
+from hotkeyd_client import AsyncHotkeyClient, HotkeyClient  # noqa: E402
 
 
 class StubRedis(redis.Redis):
     """A redis.Redis that never connects: commands return at once."""
 
     def execute_command(self, *args, **options):
+        return b"1"
+
+
+class StubAsyncRedis(redis.asyncio.Redis):
+    """A redis.asyncio.Redis that never connects: commands return at once."""
+
+    async def execute_command(self, *args, **options):
         return b"1"
 
 
@@ -77,6 +88,66 @@ def run(title, clients, calls, repeats):
                       f"  x{med / base:5.3f}  {med - base:+7.3f} us")
 
 
+async def aper_call_us(fn, calls):
+    t0, c0 = time.perf_counter(), time.process_time()
+    for i in range(calls):
+        await fn(i)
+    return ((time.perf_counter() - t0) / calls * 1e6, (time.process_time() - c0) / calls * 1e6)
+
+
+async def arun(title, clients, calls, repeats):
+    ops = {
+        "GET": lambda c: (lambda i: c.get(b"cold:%d" % (i & 1023))),
+        "SET": lambda c: (lambda i: c.set(b"cold:%d" % (i & 1023), b"v")),
+        "INCR": lambda c: (lambda i: c.incr(b"count:%d" % (i & 1023))),
+    }
+    print(f"\n{title}: {calls} calls x {repeats} repeats; us per call, median [min, max]; "
+          f"ratio and difference of medians against raw")
+    for op, make in ops.items():
+        fns = {name: make(c) for name, c in clients.items()}
+        for fn in fns.values():
+            await aper_call_us(fn, min(calls, 2000))
+        samples = {name: [] for name in fns}
+        for _ in range(repeats):
+            for name, fn in fns.items():
+                samples[name].append(await aper_call_us(fn, calls))
+        for col, what in ((0, "wall"), (1, "cpu ")):
+            base = statistics.median(x[col] for x in samples["raw"])
+            for name, smp in samples.items():
+                smp = [x[col] for x in smp]
+                med = statistics.median(smp)
+                print(f"  {op:5} {what} {name:10} {med:8.3f} [{min(smp):8.3f}, "
+                      f"{max(smp):8.3f}]  x{med / base:5.3f}  {med - base:+7.3f} us")
+
+
+async def amain(args, server, empty, fed):
+    for stub in (False, True):
+        def make():
+            return StubAsyncRedis() if stub else redis.asyncio.Redis(port=server.port)
+        k_empty = AsyncHotkeyClient(make(), empty.url)
+        k_fed = AsyncHotkeyClient(make(), fed.url, isolate_client=make())
+        loop = asyncio.get_running_loop()
+        for k in (k_empty, k_fed):
+            assert await loop.run_in_executor(None, k.wait_synced, 10)
+        await loop.run_in_executor(None, wait_until, lambda: len(k_fed.entries()) == 1008,
+                                   10, "the fed kit's entries")
+        raw = make()
+        try:
+            await arun("redis.asyncio, in-process stub (the kit's own cost)" if stub else
+                       f"redis.asyncio, local redis-server {redis_version(server)}",
+                       {"raw": raw, "akit-empty": k_empty, "akit-fed": k_fed},
+                       args.calls * (10 if stub else 1), args.repeats)
+            for k in (k_empty, k_fed):
+                st = k.stats()
+                assert st["cache_hits"] == st["split_writes"] == st["isolated_calls"] == 0
+        finally:
+            for k in (k_empty, k_fed):
+                await k.aclose()
+            for c in (raw, k_empty.redis, k_fed.redis):
+                await c.close()
+                await c.connection_pool.disconnect()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=5000)
@@ -111,6 +182,7 @@ def main():
             for k in (k_empty, k_8empty, k_fed):
                 s = k.stats()
                 assert s["cache_hits"] == s["split_writes"] == s["isolated_calls"] == 0, s
+        asyncio.run(amain(args, server, empty, fed))
     finally:
         for k in kits:
             k.close()

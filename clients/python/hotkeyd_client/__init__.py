@@ -7,7 +7,14 @@
 See README.md and docs/feed.md (the protocol).
 """
 
-from .client import STAT_NAMES, HotkeyClient
+from ._version import __version__
+from .aio import AsyncHotkeyClient
+from .client import STAT_NAMES, HotkeyClient, SplitKeyError
+from .feed import EntryInfo, FeedConfigError, FeedError, FeedHealth
 from .naming import has_hash_tag, sub_key_names
+from .topology import ClusterFeeds
 
-__all__ = ["HotkeyClient", "STAT_NAMES", "has_hash_tag", "sub_key_names"]
+__all__ = ["__version__", "HotkeyClient", "AsyncHotkeyClient", "ClusterFeeds", "EntryInfo",
+           "FeedConfigError", "FeedError", "FeedHealth", "SplitKeyError", "STAT_NAMES",
+           "has_hash_tag", "sub_key_names"]
+

@@ -7,11 +7,12 @@ depend on the cluster's slot -> node map when the names were computed.
 """
 
 import zlib
+from typing import List, Mapping, Optional, Set, Tuple
 
 from redis.crc import key_slot
 
 
-def has_hash_tag(key):
+def has_hash_tag(key: bytes) -> bool:
     """True when Redis Cluster hashes only part of `key` (a non-empty {...})."""
     s = key.find(b"{")
     if s < 0:
@@ -20,7 +21,8 @@ def has_hash_tag(key):
     return e > s + 1
 
 
-def sub_key_names(key, split_factor, slot_nodes=None):
+def sub_key_names(key: bytes, split_factor: int,
+                  slot_nodes: Optional[Mapping[int, Optional[str]]] = None) -> Tuple[bytes, ...]:
     """The S-1 sub-key names (parts 1..S-1) of split key `key` (bytes).
 
     A key with a hash tag keeps its slot: every part is in it. For an untagged key, n (the
@@ -36,11 +38,10 @@ def sub_key_names(key, split_factor, slot_nodes=None):
         return tuple(key + b"{hk:%08x:%d}" % (seed, i) for i in range(1, split_factor))
     slot = key_slot(key)
     used_slots = {slot}
-    free_nodes = set()
-    if slot_nodes is not None:
-        free_nodes = {n for n in slot_nodes.values() if n is not None}
-        free_nodes.discard(slot_nodes.get(slot))
-    out = []
+    nodes: Mapping[int, Optional[str]] = slot_nodes or {}
+    free_nodes: Set[Optional[str]] = {n for n in nodes.values() if n is not None}
+    free_nodes.discard(nodes.get(slot))
+    out: List[bytes] = []
     for i in range(1, split_factor):
         n = 0
         while True:
@@ -50,11 +51,11 @@ def sub_key_names(key, split_factor, slot_nodes=None):
             # Terminates: a free node's slots hold no part yet, and S <= 1024 parts leave
             # unused slots among 16384.
             if slot not in used_slots and (not free_nodes
-                                           or slot_nodes.get(slot) in free_nodes):
+                                           or nodes.get(slot) in free_nodes):
                 break
             n += 1
         used_slots.add(slot)
         if free_nodes:
-            free_nodes.discard(slot_nodes.get(slot))
+            free_nodes.discard(nodes.get(slot))
         out.append(name)
     return tuple(out)

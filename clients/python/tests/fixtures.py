@@ -1,6 +1,7 @@
 """fixtures.py: what the kit's tests share.
 
-RedisServer  a real redis-server on a free loopback port (no persistence), stopped by stop().
+RedisServer  a real redis-server on a free loopback port (no persistence), stopped by stop();
+             the calling test is skipped, with the reason, when redis-server is not installed.
 RedisCluster three of them as a Redis Cluster.
 FeedServer   a small HTTP server that speaks the feed protocol (docs/feed.md): GET
              /api/v1/hotkeys and the SSE stream, which the test can partition away. It is a
@@ -20,6 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 
 import redis
 
@@ -40,10 +42,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def need_redis_server():
+    """Skips the calling test (class) when there is no redis-server to run."""
+    if not shutil.which("redis-server"):
+        raise unittest.SkipTest("redis-server is not installed (tools/install-test-deps.sh "
+                                "installs Debian's redis-server)")
+
+
 class RedisServer:
     def __init__(self, *config, port=None):
-        if not shutil.which("redis-server"):
-            raise RuntimeError("redis-server is not installed (tools/install-deps.sh)")
+        need_redis_server()
         self.dir = tempfile.mkdtemp(prefix="hotkeyd-kit-")
         self.port = port or free_port()
         self.log = os.path.join(self.dir, "redis.log")
@@ -78,9 +86,13 @@ class RedisServer:
 
 
 def entry(key, mode, *, refresh=1.0, split=4, match="key", with_key=True):
+    """An entry object with the fields hotkeyd sends for `mode` (test_contract.py checks
+    that they are those of the recorded transcripts)."""
     raw = key if isinstance(key, bytes) else key.encode()
-    e = {"label": raw.decode("utf-8", "replace"), "mode": mode, "refresh_seconds": refresh,
-         "share": 0.3, "write_ratio": 0.1, "origin": "advice", "match": match}
+    e = {"label": raw.decode("utf-8", "replace"), "mode": mode, "share": 0.3,
+         "write_ratio": 0.1, "origin": "advice", "match": match}
+    if mode in ("cache", "split_cache"):
+        e["refresh_seconds"] = refresh
     if mode in ("split", "split_cache"):
         e["split_factor"] = split
     if with_key:
@@ -109,6 +121,7 @@ class FeedServer:
         self.reachable = threading.Event()
         self.reachable.set()
         self.streams_served = 0
+        self.demand = []             # (path, content type, body) of each demand report
         self._lock = threading.Lock()
         self._subs = []
         self.port = free_port()
@@ -183,6 +196,16 @@ class FeedServer:
                     self._stream()
                 else:
                     self.send_error(404)
+
+            def do_POST(self):
+                # The demand report (docs/feed.md, "Demand a kit absorbs"): kept, 204.
+                fixture.reachable.wait()
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with fixture._lock:
+                    fixture.demand.append((self.path, self.headers.get("Content-Type"),
+                                           json.loads(body)))
+                self.send_response(204)
+                self.end_headers()
 
             def _stream(self):
                 q = queue.Queue()

@@ -1,13 +1,11 @@
 """The kit against real redis-servers and a feed fixture (fixtures.FeedServer).
 
-Run: /usr/bin/python3 -m unittest discover -s clients/python/tests (python3-redis needed).
+Run: tests/clients/python_kit.sh (installs the kit in a venv and runs these against it).
 Bounds are asserted as the kit states them (staleness against the refresh interval, fetch
 counts, exact totals); no test compares a duration with a wall-clock threshold.
 """
 
-import os
 import random
-import sys
 import threading
 import time
 import unittest
@@ -15,13 +13,11 @@ import unittest
 import redis
 from redis.crc import key_slot
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.join(HERE, "..")]
-from fixtures import FeedServer, RedisCluster, RedisServer, entry, wait_until  # noqa: E402
+from fixtures import FeedServer, RedisCluster, RedisServer, entry, wait_until
 
-from hotkeyd_client import HotkeyClient, sub_key_names  # noqa: E402
-from hotkeyd_client.client import _sum_values  # noqa: E402
-from hotkeyd_client.feed import SseParser  # noqa: E402
+from hotkeyd_client import HotkeyClient, sub_key_names
+from hotkeyd_client.client import _sum_values
+from hotkeyd_client.feed import SseParser
 
 WAIT = 20  # seconds: the bound on every wait for the kit to see a feed change
 
@@ -140,6 +136,30 @@ class CacheTest(KitTest):
         replica.client().set("cat", "replica")  # a stand-in for a replica's copy
         self.assertEqual(kit.get("cat"), b"replica")
 
+    def test_replicate_without_a_replica_stays_plain_unless_asked_to_cache(self):
+        # hotkeyd sends no refresh_seconds for replicate: without a replica_client the kit
+        # has no copy to serve and no interval to keep one for, so reads stay plain...
+        self.feed.put(entry("cat", "replicate"))
+        kit = self.kit()
+        self.wait_mode(kit, "cat", "replicate")
+        (info,) = kit.entries()
+        self.assertIsNone(info.refresh_seconds)
+        self.raw.set("cat", "a")
+        gets = self.redis.calls("get")
+        self.assertEqual(kit.get("cat"), b"a")
+        self.raw.set("cat", "b")
+        self.assertEqual(kit.get("cat"), b"b")
+        self.assertEqual(self.redis.calls("get") - gets, 2)
+        self.assertEqual(kit.stats()["unapplied"], 2)
+        self.assertEqual(kit.stats()["cache_hits"], 0)
+        # ... unless the application names the copy's age itself.
+        cached = self.kit(replicate_cache_seconds=60)
+        self.wait_mode(cached, "cat", "replicate")
+        self.assertEqual(cached.get("cat"), b"b")
+        self.raw.set("cat", "c")
+        self.assertEqual(cached.get("cat"), b"b")
+        self.assertEqual(cached.stats()["cache_hits"], 1)
+
     def test_concurrent_misses_make_one_origin_fetch(self):
         n = 16
         gate = threading.Event()
@@ -192,11 +212,11 @@ class CacheTest(KitTest):
 
     def test_counters_write_through_to_the_copy(self):
         self.feed.put(entry("hits", "cache", refresh=60))
-        self.feed.put(entry("pv", "replicate", refresh=60))
+        self.feed.put(entry("pv", "cache", refresh=60))
         kit = self.kit()
         dec = self.kit(self.redis.client(decode_responses=True))
         for k in (kit, dec):
-            self.wait_mode(k, "pv", "replicate")
+            self.wait_mode(k, "pv", "cache")
         self.raw.set("hits", 10)
         gets = self.redis.calls("get")
         self.assertEqual(kit.get("hits"), b"10")  # the first read: the one origin fetch

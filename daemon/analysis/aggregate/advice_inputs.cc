@@ -57,6 +57,8 @@ aggregate::ModelInputs AdviceInputs(const config::DaemonOptions& options,
   if (last->reading) {
     in.server = last->reading->server;
     in.shard_standalone = !last->reading->cluster_mode;
+    in.shard_role = std::string(shard::RoleName(last->role));
+    if (last->cluster.cluster_mode) in.shard_slots = last->cluster.slots;
   }
   if (last->rejected) in.shard_rejected_reason = std::string(shard::RejectionName(*last->rejected));
   in.shard_cpus = last->cpus;

@@ -24,6 +24,27 @@ using sketch::kNumOps;
 // hysteresis then keeps.
 constexpr absl::Duration kMinAdviceSpan = absl::Seconds(5);
 
+// The span of the kits' reports a key's demand share (its hot state) reads: kits report
+// once a second, so three seconds hold two or three reports of each, and the figure ends
+// within three seconds of the last report. The decayed share it is added to moves within
+// the half-life; a span of one report would follow each report's jitter.
+constexpr absl::Duration kDemandSpan = absl::Seconds(3);
+
+// How long a hot key with a fix advised stays hot under its cooling line, where kits may
+// report their absorbed demand (SetDemand). A kit reports what it absorbed once a second,
+// so the shard stops seeing a key it caches up to a second before the first report says
+// why, and at the default half-life the key's decayed share can fall past the line within
+// that second. Twice the report period bridges one late report; a key whose demand really
+// ended cools this much later.
+constexpr absl::Duration kFixCoolGrace = absl::Seconds(2);
+
+// The key's demand share: `share` of a shard serving `shard_ops` ops/s, plus `absorbed`
+// ops/s the kits kept off it.
+double DemandShare(double share, double shard_ops, double absorbed) {
+  if (absorbed <= 0) return share;
+  return std::min(1.0, (share * shard_ops + absorbed) / (shard_ops + absorbed));
+}
+
 // Undecayed weight over (then, now] per second; 0 before any time has passed.
 double Rate(double delta, absl::Duration span) {
   const double s = absl::ToDoubleSeconds(span);
@@ -195,17 +216,31 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
       shard_ops += Rate(point.sources[i].raw_total[o] - then, now - bases[i].time);
     }
   }
-  const double key_ops = own.ops_per_second[0] + own.ops_per_second[1];
-  if (shard_ops <= 0 || key_ops <= 0) return;
-  const double share = std::min(1.0, key_ops / shard_ops);
-  const double writes = own.ops_per_second[1] / key_ops;
+  // What the kits kept off the shard over the same span goes back on it: the projections
+  // are of the shard without the fix in force, each absorbed op at the measured cost of one.
+  DemandLedger::Absorbed absorbed;
+  if (demand_) {
+    if (std::optional<DemandLedger::Absorbed> a = demand_->Over(k->key, since, now)) absorbed = *a;
+  }
+  if (shard_ops <= 0) return;
+  const double demand_ops = shard_ops + absorbed.total();
+  double key_ops[kNumOps];
+  for (int o = 0; o < kNumOps; ++o) key_ops[o] = own.ops_per_second[o] + absorbed.ops_per_second[o];
+  const double key_total = key_ops[0] + key_ops[1];
+  if (key_total <= 0) return;
+  const double share = std::min(1.0, key_total / demand_ops);
+  const double writes = key_ops[1] / key_total;
+  const double busy_no_fix = busy ? busy->busy * demand_ops / shard_ops : 0;
   absl::StatusOr<model::Projection> p =
-      measured ? model::ProjectBusy(resolved_.cluster, busy->busy, shard_ops, share, writes)
-               : model::ProjectShare(resolved_.cluster, shard_ops, share, writes);
+      measured ? model::ProjectBusy(resolved_.cluster, busy_no_fix, demand_ops, share, writes)
+               : model::ProjectShare(resolved_.cluster, demand_ops, share, writes);
   if (!p.ok()) return;  // the inputs are validated where they are set; nothing to advise
   for (const model::StrategyLoad& l : p->loads)
     k->projected_load.emplace_back(l.strategy, l.busiest);
-  k->advised_on = {shard_ops, share, writes,
+  k->advised_on = {demand_ops,
+                   absorbed.total(),
+                   share,
+                   writes,
                    !measured        ? resolved_.cluster.capacity
                    : busy->busy > 0 ? shard_ops / busy->busy
                                     : std::numeric_limits<double>::infinity(),
@@ -225,6 +260,7 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
       .Value("share", absl::StrFormat("%.4f", share))
       .Value("write_ratio", absl::StrFormat("%.3f", writes))
       .Value("ops_per_second", absl::StrFormat("%.0f", shard_ops))
+      .Value("absorbed_ops_per_second", absl::StrFormat("%.0f", absorbed.total()))
       .Value("span", absl::FormatDuration(absl::Trunc(now - since, absl::Milliseconds(1))));
   if (busy) {
     line.Value("busy", absl::StrFormat("%.3f", busy->busy));
@@ -331,8 +367,12 @@ std::shared_ptr<const Snapshot> Aggregator::Build(
   // total) stay where they were, so only the window says that the traffic stopped.
   const double window_ops = snap->ops_per_second[0] + snap->ops_per_second[1];
   wall_ = wall;
+  if (demand_) demand_->Expire(now);
   snap->model = ResolveInputs(window_ops, snap->counters.client_hosts, now);
   std::vector<KeySnapshot> keys = ObserveKeys(point, bases, now, wall, window_ops);
+  snap->absorbed_keys.reserve(demand_now_.size());
+  for (const auto& [hash, d] : demand_now_) snap->absorbed_keys.push_back(d.key);
+  std::sort(snap->absorbed_keys.begin(), snap->absorbed_keys.end());
   snap->hot_keys = alerter_.hot_count();
   // A shard with no traffic over a whole rate window exports no key shares: they are the
   // last traffic's, frozen, and would read as the present. Until a whole window has passed
@@ -423,18 +463,30 @@ const std::vector<Aggregator::Base>& Aggregator::WindowRates(
   return bases;
 }
 
+void Aggregator::GatherDemand(absl::Time now, uint64_t seed) {
+  demand_now_.clear();
+  if (!demand_) return;
+  demand_->ForEachKey([&](const std::string& key) {
+    std::optional<DemandLedger::Absorbed> a = demand_->Over(key, now - kDemandSpan, now);
+    if (!a || a->total() <= 0) return;
+    demand_now_.try_emplace(sketch::HashKey(key, seed), KeyDemand{key, *a, false});
+  });
+}
+
 std::vector<KeySnapshot> Aggregator::ObserveKeys(const HistoryPoint& point,
                                                  const std::vector<Base>& bases, absl::Time now,
                                                  absl::Time wall, double window_ops) {
   const sketch::HeavyHitters& tracker = *tracker_;
   const config::ExportOptions& exp = reloadable_.exporter;
-  const KeyLabeler& labeler = *labeler_;
   const double window = tracker.DecayedWindowSeconds();
   const double total = tracker.Total();
+  // The shard's decayed ops/s, which a key's decayed share is of.
+  const double decayed_ops = window > 0 ? total / window : 0;
   std::vector<KeySnapshot> keys;
   alerter_.Begin(now, window_ops, wall);
   advice_hold_.Begin();
   if (history_enabled_) episodes_.Begin(wall);
+  GatherDemand(now, tracker.options().seed);
   // A key at or under every threshold and under min_share * (1 - hysteresis), and unknown
   // to the alerter, can be neither hot, nor pending, nor exported: it is passed over with
   // no KeySnapshot, no threshold lookup and no copy of its bytes. At 100,000 candidates
@@ -443,42 +495,42 @@ std::vector<KeySnapshot> Aggregator::ObserveKeys(const HistoryPoint& point,
   const double stay = exp.min_share * (1 - exp.hysteresis);
   tracker.ForEach([&](const sketch::HeavyHitter& h) {
     const double share = total > 0 ? h.estimate / total : 0;
-    if (share <= min_threshold && share < stay && !alerter_.Find(h.hash)) return;
+    double demand = share;
+    KeyDemand* d = nullptr;
+    if (!demand_now_.empty()) {
+      if (auto it = demand_now_.find(h.hash); it != demand_now_.end() && !h.truncated) {
+        d = &it->second;
+        d->tracked = true;
+        demand = DemandShare(share, decayed_ops, d->recent.total());
+      }
+    }
+    if (demand <= min_threshold && demand < stay && !alerter_.Find(h.hash)) return;
     KeySnapshot k;
     k.key = h.key;
     k.truncated = h.truncated;
     k.hash = h.hash;
     k.decayed_share = share;
+    k.demand_share = demand;
     k.share_error = total > 0 ? std::max(0.0, h.estimate - h.lower_bound) / total : 0;
     const double seen = h.weight[0] + h.weight[1];
     k.write_ratio = seen > 0 ? h.weight[1] / seen : 0;
     const double key_ops = window > 0 ? h.estimate / window : 0;
     k.decayed_ops_per_second[0] = key_ops * (1 - k.write_ratio);
     k.decayed_ops_per_second[1] = key_ops * k.write_ratio;
-    auto [cached, fresh] = thresholds_.try_emplace(k.hash, CachedThreshold{0, tick_});
-    if (fresh) {
-      cached->second.threshold = matcher_->ThresholdFor(k.key);
-      ++threshold_lookups_;
-    }
-    cached->second.tick = tick_;
-    k.threshold = cached->second.threshold;
-    // Advice is worked out for hot keys only, on their episode's own figures; the alerter
-    // keeps the fix in force for the episode's log lines and history.
-    k.hot = alerter_.Observe(
-        h.hash, share, k.threshold, [&] { return labeler.Label(k.key, k.truncated, k.hash); }, "");
-    if (const Alerter::KeyState* s = alerter_.Find(h.hash); s && s->hot) {
-      k.hot_since = Stamp(s->hot_since, now, wall);
-      k.peak_share = s->peak_share;
-      WindowFigures(point, bases, now, window_ops, &k);
-      Advise(point, now, s->over_since, s->label, &k);
-      if (!k.projected_load.empty()) alerter_.NoteFix(h.hash, model::StrategyName(k.advice));
-      if (history_enabled_) {
-        episodes_.Hot(EpisodeLog::Kind::kKey, h.hash, s->label, share,
-                      k.ops_per_second[0] + k.ops_per_second[1], k.threshold, s->strategy);
-      }
-    }
-    keys.push_back(std::move(k));
+    ObserveKey(point, bases, now, wall, window_ops, std::move(k), &keys);
   });
+  // Keys the kits absorb so well that the tracker no longer holds them: their demand alone.
+  for (const auto& [hash, d] : demand_now_) {
+    if (d.tracked) continue;
+    const double demand = DemandShare(0, decayed_ops, d.recent.total());
+    if (demand <= min_threshold && demand < stay && !alerter_.Find(hash)) continue;
+    KeySnapshot k;
+    k.key = d.key;
+    k.hash = hash;
+    k.demand_share = demand;
+    k.write_ratio = d.recent.ops_per_second[1] / d.recent.total();
+    ObserveKey(point, bases, now, wall, window_ops, std::move(k), &keys);
+  }
   alerter_.Finish();
   advice_hold_.Finish();
   for (auto it = thresholds_.begin(); it != thresholds_.end();) {
@@ -486,6 +538,47 @@ std::vector<KeySnapshot> Aggregator::ObserveKeys(const HistoryPoint& point,
     if (cur->second.tick != tick_) thresholds_.erase(cur);
   }
   return keys;
+}
+
+void Aggregator::ObserveKey(const HistoryPoint& point, const std::vector<Base>& bases,
+                            absl::Time now, absl::Time wall, double window_ops, KeySnapshot k,
+                            std::vector<KeySnapshot>* keys) {
+  const KeyLabeler& labeler = *labeler_;
+  auto [cached, fresh] = thresholds_.try_emplace(k.hash, CachedThreshold{0, tick_});
+  if (fresh) {
+    cached->second.threshold = matcher_->ThresholdFor(k.key);
+    ++threshold_lookups_;
+  }
+  cached->second.tick = tick_;
+  k.threshold = cached->second.threshold;
+  if (demand_ && !demand_now_.empty() && demand_now_.contains(k.hash)) {
+    if (std::optional<DemandLedger::Absorbed> a =
+            demand_->Over(k.key, now - track_.rate_window, now)) {
+      for (int o = 0; o < kNumOps; ++o) k.absorbed_ops_per_second[o] = a->ops_per_second[o];
+    }
+  }
+  // Advice is worked out for hot keys only, on their episode's own figures; the alerter
+  // keeps the fix in force for the episode's log lines and history.
+  const Alerter::KeyState* before = alerter_.Find(k.hash);
+  // Only where kits may report (a ledger is set) is there a first report to wait for.
+  const bool fixed = demand_ && before && before->hot && !before->strategy.empty() &&
+                     before->strategy != model::StrategyName(model::Strategy::kNone);
+  k.hot = alerter_.Observe(
+      k.hash, k.demand_share, k.threshold,
+      [&] { return labeler.Label(k.key, k.truncated, k.hash); }, "",
+      fixed ? kFixCoolGrace : absl::ZeroDuration());
+  if (const Alerter::KeyState* s = alerter_.Find(k.hash); s && s->hot) {
+    k.hot_since = Stamp(s->hot_since, now, wall);
+    k.peak_share = s->peak_share;
+    WindowFigures(point, bases, now, window_ops, &k);
+    Advise(point, now, s->over_since, s->label, &k);
+    if (!k.projected_load.empty()) alerter_.NoteFix(k.hash, model::StrategyName(k.advice));
+    if (history_enabled_) {
+      episodes_.Hot(EpisodeLog::Kind::kKey, k.hash, s->label, k.demand_share,
+                    k.ops_per_second[0] + k.ops_per_second[1], k.threshold, s->strategy);
+    }
+  }
+  keys->push_back(std::move(k));
 }
 
 void Aggregator::SelectExported(const HistoryPoint& point, const std::vector<Base>& bases,
@@ -563,8 +656,9 @@ size_t Aggregator::BuildSlots(
   for (const auto& r : reports) {
     if (r && r->slots) with_slots = r.get();
   }
-  // A shard that said it is not in a cluster has no slots to report.
-  if (!with_slots || inputs_.shard_standalone) return 0;
+  // A shard that said it is not in a cluster has no slots to report, nor do counts switched
+  // off (--track.slots=auto before the shard says it is a cluster node).
+  if (!with_slots || inputs_.shard_standalone || !with_slots->slots->counting()) return 0;
   if (!slots_) {
     slots_.emplace(track_, reloadable_, log_);
     slots_->SetClusterInputs(cluster_inputs_);
@@ -589,8 +683,8 @@ void Aggregator::RecordHistory(absl::Time now, Snapshot* snap) {
     }
     for (const TagSnapshot& t : snap->slots.tags) {
       if (!t.hot) continue;
-      episodes_.Hot(EpisodeLog::Kind::kTag, t.hash, t.label, t.share, t.ops_per_second, threshold,
-                    "");
+      episodes_.Hot(EpisodeLog::Kind::kTag, t.hash, t.label, t.decayed_share, t.ops_per_second,
+                    threshold, "");
     }
     episodes_.Finish();
     windows_.Record(*snap, now);

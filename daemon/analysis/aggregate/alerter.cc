@@ -21,13 +21,14 @@ void Alerter::Begin(absl::Time now, double shard_ops_per_second, absl::Time wall
 }
 
 bool Alerter::Observe(uint64_t id, double share, double threshold, std::string_view label,
-                      std::string_view strategy) {
+                      std::string_view strategy, absl::Duration cool_grace) {
   return Observe(
-      id, share, threshold, [label] { return std::string(label); }, strategy);
+      id, share, threshold, [label] { return std::string(label); }, strategy, cool_grace);
 }
 
 bool Alerter::Observe(uint64_t id, double share, double threshold,
-                      absl::FunctionRef<std::string()> label, std::string_view strategy) {
+                      absl::FunctionRef<std::string()> label, std::string_view strategy,
+                      absl::Duration cool_grace) {
   auto it = keys_.find(id);
   const bool over = !idle_ && share > threshold;
   if (it == keys_.end()) {
@@ -43,8 +44,14 @@ bool Alerter::Observe(uint64_t id, double share, double threshold,
   if (!strategy.empty()) s.strategy = std::string(strategy);
   if (s.hot) {
     s.peak_share = std::max(s.peak_share, share);
-    const bool cooled = idle_ || share < threshold * (1 - options_.hysteresis);
-    if (!cooled) return true;
+    if (!idle_ && share >= threshold * (1 - options_.hysteresis)) {
+      s.under_since = absl::InfiniteFuture();
+      return true;
+    }
+    if (!idle_) {
+      if (s.under_since == absl::InfiniteFuture()) s.under_since = now_;
+      if (now_ - s.under_since < cool_grace) return true;
+    }
     Log(/*start=*/false, s, share, threshold);
     keys_.erase(it);
     return false;

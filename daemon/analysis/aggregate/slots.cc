@@ -124,6 +124,9 @@ SlotsSnapshot SlotTracker::Build(
     double target_load, std::optional<double> capacity_ops, const KeyLabeler& labeler) {
   SlotsSnapshot out;
   out.cluster = cluster_;
+  for (ClusterNode& n : out.cluster.nodes) {
+    if (n.myself && capacity_ops) n.capacity_ops = capacity_ops;
+  }
   TakeCounts(reports, now);
   out.enabled = last_sources_ > 0;
   const auto stamp = [&](absl::Time t) {
@@ -188,41 +191,68 @@ SlotsSnapshot SlotTracker::Build(
 
   // Idle: shares stay where the last traffic left them; none is exported (as keys).
   if (shard_ops <= 0) slots.clear();
-  // Each exported slot's busiest tracked key (a truncated key's slot is not known).
-  absl::flat_hash_map<uint16_t, std::optional<sketch::HeavyHitter>> best;
-  for (const SlotSnapshot& v : slots) best[v.slot];
-  if (!best.empty()) {
-    keys.ForEach([&](const sketch::HeavyHitter& h) {
-      if (h.truncated) return;
-      auto it = best.find(cluster::KeySlot(h.key));
-      if (it == best.end() || (it->second && h.estimate <= it->second->estimate)) return;
-      it->second = h;
-    });
+  // Each exported slot's busiest tracked key and tag (a truncated one's slot is not known).
+  absl::flat_hash_map<uint16_t, std::optional<sketch::HeavyHitter>> best, best_tag;
+  for (const SlotSnapshot& v : slots) {
+    best[v.slot];
+    best_tag[v.slot];
   }
-
+  const auto keep_best = [](auto& map, const sketch::HeavyHitter& h) {
+    if (h.truncated) return;
+    auto it = map.find(cluster::KeySlot(h.key));
+    if (it == map.end() || (it->second && h.estimate <= it->second->estimate)) return;
+    it->second = h;
+  };
+  const sketch::HeavyHitters* tags = MergeTags(reports);
+  if (!best.empty()) {
+    keys.ForEach([&](const sketch::HeavyHitter& h) { keep_best(best, h); });
+    if (tags) tags->ForEach([&](const sketch::HeavyHitter& h) { keep_best(best_tag, h); });
+  }
   const double key_window = keys.DecayedWindowSeconds();
-  std::vector<cluster::SlotOps> to_move;
+  const double tag_window = tags ? tags->DecayedWindowSeconds() : 0;
+  const auto slot_rate = [&](uint16_t slot) {
+    return decayed_window_ > 0 ? decayed_[slot] / decayed_window_ : 0;
+  };
+  // A key's or tag's part of its slot's decayed ops: both decay as the slots do.
+  const auto part = [&](const std::optional<sketch::HeavyHitter>& h, double window, uint16_t slot) {
+    const double rate = slot_rate(slot);
+    return h && rate > 0 && window > 0 ? std::min(1.0, h->estimate / window / rate) : 0.0;
+  };
+  const double tag_total = keys.Total();
+  bool cause_is_one = false;  // a hot slot advised `key` or `tag`
   for (SlotSnapshot& v : slots) {
     exported_slots_.insert(v.slot);
     const double ops = window_ops(v.slot);
     v.share = window_total > 0 ? ops / window_total : 0;
     v.ops_per_second = span > 0 ? ops / span : 0;
-    const double slot_rate = decayed_window_ > 0 ? decayed_[v.slot] / decayed_window_ : 0;
-    if (const std::optional<sketch::HeavyHitter>& k = best[v.slot];
-        k && slot_rate > 0 && key_window > 0) {
+    if (const std::optional<sketch::HeavyHitter>& k = best[v.slot]) {
       v.top_key = labeler.Label(k->key, k->truncated, k->hash);
-      v.top_key_share = std::min(1.0, k->estimate / key_window / slot_rate);
+      v.top_key_share = part(k, key_window, v.slot);
+    }
+    const std::optional<sketch::HeavyHitter>& t = best_tag[v.slot];
+    if (t) {
+      v.top_tag = labeler.Label(t->key, t->truncated, t->hash);
+      v.top_tag_share = part(t, tag_window, v.slot);
     }
     if (!v.hot) continue;
-    // Past kKeyDominates the key's fix; under kKeyReleases a move; between, as before.
+    // Past kKeyDominates the key's (or tag's) fix; under kKeyReleases neither; between, as
+    // before.
     SlotAdvice& a = advice_[v.slot];
-    if (v.top_key_share >= kKeyDominates) {
+    if (v.top_key_share >= kKeyDominates ||
+        (a == SlotAdvice::kKey && v.top_key_share >= kKeyReleases)) {
       a = SlotAdvice::kKey;
-    } else if (v.top_key_share < kKeyReleases || a == SlotAdvice::kNone) {
-      a = SlotAdvice::kMove;
+    } else if (v.top_tag_share >= kKeyDominates ||
+               (a == SlotAdvice::kTag && v.top_tag_share >= kKeyReleases)) {
+      a = SlotAdvice::kTag;
+    } else {
+      a = SlotAdvice::kNone;  // `move` once the plan moves it
     }
     v.advice = a;
-    if (a == SlotAdvice::kMove) to_move.push_back({v.slot, 0});
+    if (a == SlotAdvice::kTag && tag_total > 0) {
+      const double tag_share = t->estimate / tag_total;
+      v.tag_split = std::max(2, static_cast<int>(std::ceil(tag_share / cool)));
+    }
+    cause_is_one = cause_is_one || a != SlotAdvice::kNone;
   }
   for (auto it = advice_.begin(); it != advice_.end();) {
     auto cur = it++;
@@ -232,50 +262,85 @@ SlotsSnapshot SlotTracker::Build(
     if (!hot) advice_.erase(cur);
   }
 
-  // The move: the slots' shares of this node's commands, to the least loaded primary.
+  // The node against its peers.
   const ClusterNode* self = cluster_.Myself();
-  if (!to_move.empty() && self && self->ops_per_second) {
+  double peers_sum = 0;
+  std::vector<cluster::NodeLoad> others;
+  for (const ClusterNode& n : cluster_.nodes) {
+    if (n.myself) continue;
+    ++out.peers.peers;
+    if (!n.up || !n.ops_per_second) continue;
+    others.push_back({n.id, n.address, *n.ops_per_second, n.capacity_ops});
+    peers_sum += *n.ops_per_second;
+  }
+  out.peers.peers_up = others.size();
+  if (self) out.peers.ops_per_second = self->ops_per_second;
+  if (!others.empty()) {
+    out.peers.peers_mean = peers_sum / static_cast<double>(others.size());
+    if (self && self->ops_per_second && *out.peers.peers_mean > 0) {
+      out.peers.ratio = *self->ops_per_second / *out.peers.peers_mean;
+    }
+  }
+
+  // The plan: every slot the node serves, on its part of the node's commands over the window.
+  std::optional<cluster::MovePlan> plan;
+  if (!cause_is_one && self && self->ops_per_second && !others.empty() && window_total > 0 &&
+      shard_ops > 0) {
+    // The own capacity as the advice measures it (over the rate window), else the last answer's.
     cluster::NodeLoad me{self->id, self->address, *self->ops_per_second,
-                         self->capacity_ops ? self->capacity_ops : capacity_ops};
-    std::vector<cluster::NodeLoad> others;
-    for (const ClusterNode& n : cluster_.nodes) {
-      if (n.myself || !n.up || !n.ops_per_second) continue;
-      others.push_back({n.id, n.address, *n.ops_per_second, n.capacity_ops});
+                         capacity_ops ? capacity_ops : self->capacity_ops};
+    std::vector<cluster::SlotOps> movable;
+    const auto add = [&](int s) {
+      const double ops = window_ops(static_cast<uint16_t>(s));
+      if (ops > 0) {
+        movable.push_back({static_cast<uint16_t>(s), ops / window_total * *self->ops_per_second});
+      }
+    };
+    if (cluster_.my_slots.empty()) {
+      for (int s = 0; s < kSlots; ++s) add(s);
+    } else {
+      for (const cluster::SlotRange& r : cluster_.my_slots) {
+        for (int s = r.first; s <= r.last && s < kSlots; ++s) add(s);
+      }
     }
-    for (cluster::SlotOps& m : to_move) {
-      const auto it = std::find_if(slots.begin(), slots.end(),
-                                   [&](const SlotSnapshot& v) { return v.slot == m.slot; });
-      m.ops_per_second = it->share * *self->ops_per_second;
-    }
-    std::sort(to_move.begin(), to_move.end(),
-              [](const cluster::SlotOps& a, const cluster::SlotOps& b) {
-                return a.ops_per_second != b.ops_per_second ? a.ops_per_second > b.ops_per_second
-                                                            : a.slot < b.slot;
-              });
     cluster::MoveOptions options;
     options.target_load = target_load;
     options.tls = cluster_.tls;
-    if (!others.empty()) out.move = cluster::PlanSlotMove(me, others, to_move, options);
+    plan = cluster::PlanRebalance(me, others, movable, options, plan_ ? &*plan_ : nullptr);
+  }
+  plan_ = plan;
+  out.move = std::move(plan);
+  if (out.move) {
+    for (SlotSnapshot& v : slots) {
+      if (!v.hot || v.advice != SlotAdvice::kNone) continue;
+      for (const cluster::Transfer& t : out.move->to) {
+        if (std::find(t.slots.begin(), t.slots.end(), v.slot) != t.slots.end()) {
+          v.advice = SlotAdvice::kMove;
+        }
+      }
+    }
   }
   out.slots = std::move(slots);
 
   // Tags.
-  const sketch::HeavyHitters* tags = MergeTags(reports);
   tag_alerter_.Begin(now, shard_ops, wall);
   std::vector<TagSnapshot> tag_list;
-  const double total = keys.Total();
-  if (tags && total > 0 && shard_ops > 0) {
-    const double tag_window = tags->DecayedWindowSeconds();
+  if (tags && tag_total > 0 && shard_ops > 0) {
     tags->ForEach([&](const sketch::HeavyHitter& h) {
-      const double share = h.estimate / total;
+      const double share = h.estimate / tag_total;
       if (share <= cool && share < stay && !tag_alerter_.Find(h.hash)) return;
       TagSnapshot t;
       t.tag = h.key;
       t.hash = h.hash;
       t.truncated = h.truncated;
       t.slot = h.truncated ? 0 : cluster::KeySlot(h.key);
-      t.share = share;
-      t.ops_per_second = tag_window > 0 ? h.estimate / tag_window : 0;
+      t.decayed_share = share;
+      if (!h.truncated) {
+        const double of_slot = part(h, tag_window, t.slot);
+        const double ops = window_ops(t.slot) * of_slot;
+        t.share = window_total > 0 ? ops / window_total : 0;
+        t.ops_per_second = span > 0 ? ops / span : 0;
+      }
       t.hot = tag_alerter_.Observe(
           h.hash, share, threshold, [&] { return labeler.Label(h.key, h.truncated, h.hash); }, "");
       if (!t.hot) {
@@ -289,12 +354,12 @@ SlotsSnapshot SlotTracker::Build(
   out.hot_tags = tag_alerter_.hot_count();
   std::sort(tag_list.begin(), tag_list.end(), [](const TagSnapshot& x, const TagSnapshot& y) {
     if (x.hot != y.hot) return x.hot;
-    if (x.share != y.share) return x.share > y.share;
+    if (x.decayed_share != y.decayed_share) return x.decayed_share > y.decayed_share;
     return x.tag < y.tag;
   });
   if (tag_list.size() > exp.top_k) tag_list.resize(exp.top_k);
   std::sort(tag_list.begin(), tag_list.end(), [](const TagSnapshot& x, const TagSnapshot& y) {
-    return x.share != y.share ? x.share > y.share : x.tag < y.tag;
+    return x.decayed_share != y.decayed_share ? x.decayed_share > y.decayed_share : x.tag < y.tag;
   });
   exported_tags_.clear();
   for (const TagSnapshot& t : tag_list) exported_tags_.insert(t.hash);

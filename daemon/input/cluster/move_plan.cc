@@ -173,139 +173,266 @@ move_keys() {
 
 }  // namespace
 
-std::string MoveCommands(const MoveSide& from, const MoveSide& to, std::span<const uint16_t> slots,
-                         bool tls) {
-  const std::string what =
-      absl::StrCat("slot", slots.size() == 1 ? " " : "s ", absl::StrJoin(slots, " "), " from node ",
-                   CommentSafe(from.id), " (", CommentSafe(from.address), ") to node ",
-                   CommentSafe(to.id), " (", CommentSafe(to.address), ")");
+size_t MovePlan::SlotCount() const {
+  size_t n = 0;
+  for (const Transfer& t : to) n += t.slots.size();
+  return n;
+}
+
+std::string MoveCommands(const MoveSide& from, std::span<const Transfer> to, bool tls,
+                         std::string_view summary) {
+  std::string what =
+      absl::StrCat("from node ", CommentSafe(from.id), " (", CommentSafe(from.address), ") to ");
+  for (size_t i = 0; i < to.size(); ++i) {
+    absl::StrAppend(&what, i == 0 ? "" : "; to ", "node ", CommentSafe(to[i].to.id), " (",
+                    CommentSafe(to[i].to.address), "): slot", to[i].slots.size() == 1 ? " " : "s ",
+                    absl::StrJoin(to[i].slots, " "));
+  }
   std::string out = "#!/usr/bin/env bash\n";
+  while (!summary.empty()) {
+    const size_t end = std::min(summary.find('\n'), summary.size());
+    if (end > 0) absl::StrAppend(&out, "# ", CommentSafe(summary.substr(0, end)), "\n");
+    summary.remove_prefix(std::min(end + 1, summary.size()));
+  }
   const std::optional<HostPort> f = SplitHostPort(from.address);
-  const std::optional<HostPort> t = SplitHostPort(to.address);
-  if (!f || !t) {
-    const std::string bad = CommentSafe(!f ? from.address : to.address);
+  for (const Transfer& t : to) {
+    if (f && SplitHostPort(t.to.address)) continue;
+    const std::string bad = CommentSafe(!f ? from.address : t.to.address);
     absl::StrAppend(&out, "# Cannot move ", what, ": ", bad, " is not host:port.\n", "echo ",
                     ShellQuote(absl::StrCat("move: ", bad, " is not host:port")), " >&2\nexit 1\n");
     return out;
   }
   absl::StrAppend(
-      &out, "# Moves Redis Cluster ", what,
-      ":\n# for each slot, CLUSTER SETSLOT IMPORTING on the target, MIGRATING on the source, "
+      &out, "# Moves Redis Cluster slots ", what,
+      ".\n# For each slot, CLUSTER SETSLOT IMPORTING on the target, MIGRATING on the source, "
       "MIGRATE of\n# its keys 100 at a time until none is left, then CLUSTER SETSLOT NODE on "
-      "the target and on\n# the source (Redis 7). Run it with bash on a host that reaches both "
-      "nodes. Keys travel\n# byte-exact, spaces, quotes, newlines and NULs included. It stops "
-      "at the first unexpected\n# reply (a key already on the target stops it: MIGRATE "
+      "the target and on\n# the source (Redis 7). Run it with bash on a host that reaches every "
+      "node named. Keys travel\n# byte-exact, spaces, quotes, newlines and NULs included. It "
+      "stops at the first unexpected\n# reply (a key already on the target stops it: MIGRATE "
       "without REPLACE).\n# It does not authenticate: with AUTH, export REDISCLI_AUTH=<password> "
       "for redis-cli, and\n# MIGRATE needs AUTH2 <user> <password> added in move_keys.\n");
   absl::StrAppend(&out, "from_cli=(", Cli(*f, tls), ")\n");
-  absl::StrAppend(&out, "migrate_to=", ShellQuote(absl::StrCat(RedisQuote(t->host), " ", t->port)),
-                  "\n");
   out += kFunctions;
-  for (const uint16_t slot : slots) {
-    const std::string s = absl::StrCat(slot);
-    absl::StrAppend(&out, "\n# Slot ", s, "\n");
-    absl::StrAppend(&out, "expect OK ", Cli(*t, tls), " CLUSTER SETSLOT ", s, " IMPORTING ",
-                    ShellQuote(from.id), "\n");
-    absl::StrAppend(&out, "expect OK ", Cli(*f, tls), " CLUSTER SETSLOT ", s, " MIGRATING ",
-                    ShellQuote(to.id), "\n");
-    absl::StrAppend(&out, "move_keys ", s, "\n");
-    absl::StrAppend(&out, "expect OK ", Cli(*t, tls), " CLUSTER SETSLOT ", s, " NODE ",
-                    ShellQuote(to.id), "\n");
-    absl::StrAppend(&out, "expect OK ", Cli(*f, tls), " CLUSTER SETSLOT ", s, " NODE ",
-                    ShellQuote(to.id), "\n");
+  for (const Transfer& tr : to) {
+    const HostPort t = *SplitHostPort(tr.to.address);
+    absl::StrAppend(&out, "\n# To node ", CommentSafe(tr.to.id), " (", CommentSafe(tr.to.address),
+                    ")\n");
+    absl::StrAppend(&out, "migrate_to=", ShellQuote(absl::StrCat(RedisQuote(t.host), " ", t.port)),
+                    "\n");
+    for (const uint16_t slot : tr.slots) {
+      const std::string s = absl::StrCat(slot);
+      absl::StrAppend(&out, "\n# Slot ", s, "\n");
+      absl::StrAppend(&out, "expect OK ", Cli(t, tls), " CLUSTER SETSLOT ", s, " IMPORTING ",
+                      ShellQuote(from.id), "\n");
+      absl::StrAppend(&out, "expect OK ", Cli(*f, tls), " CLUSTER SETSLOT ", s, " MIGRATING ",
+                      ShellQuote(tr.to.id), "\n");
+      absl::StrAppend(&out, "move_keys ", s, "\n");
+      absl::StrAppend(&out, "expect OK ", Cli(t, tls), " CLUSTER SETSLOT ", s, " NODE ",
+                      ShellQuote(tr.to.id), "\n");
+      absl::StrAppend(&out, "expect OK ", Cli(*f, tls), " CLUSTER SETSLOT ", s, " NODE ",
+                      ShellQuote(tr.to.id), "\n");
+    }
   }
   return out;
 }
 
-std::optional<MovePlan> PlanSlotMove(const NodeLoad& self, std::span<const NodeLoad> others,
-                                     std::span<const SlotOps> hot, const MoveOptions& options) {
+std::string MoveCommands(const MoveSide& from, const MoveSide& to, std::span<const uint16_t> slots,
+                         bool tls) {
+  const Transfer t{to, std::vector<uint16_t>(slots.begin(), slots.end()), 0};
+  return MoveCommands(from, std::span<const Transfer>(&t, 1), tls);
+}
+
+namespace {
+
+// A node of the plan: its load in the plan's measure as slots are assigned.
+struct Planned {
+  const NodeLoad* node;
+  std::optional<double> capacity;  // its own, or self's
+  double ops = 0;                  // after the slots assigned so far
+};
+
+std::string Figure(double v, bool in_load) {
+  return in_load ? absl::StrFormat("%.0f%%", v * 100) : absl::StrFormat("%.0f commands/s", v);
+}
+
+}  // namespace
+
+std::optional<MovePlan> PlanRebalance(const NodeLoad& self, std::span<const NodeLoad> others,
+                                      std::span<const SlotOps> slots, const MoveOptions& options,
+                                      const MovePlan* previous) {
   if (!UsableOps(self.ops_per_second)) return std::nullopt;
   const std::optional<double> self_capacity = UsableCapacity(self.capacity_ops);
-
-  // The target: the least loaded, by load when every candidate has a capacity (its own or
-  // self's), else by ops/s; ties by id.
-  struct Candidate {
-    const NodeLoad* node;
-    std::optional<double> capacity;
-  };
-  std::vector<Candidate> candidates;
+  std::vector<Planned> peers;
   for (const NodeLoad& n : others) {
     if (n.id == self.id || !UsableOps(n.ops_per_second)) continue;
-    std::optional<double> capacity = UsableCapacity(n.capacity_ops);
-    candidates.push_back({&n, capacity ? capacity : self_capacity});
-  }
-  if (candidates.empty()) return std::nullopt;
-  const bool by_load = std::all_of(candidates.begin(), candidates.end(),
-                                   [](const Candidate& c) { return c.capacity.has_value(); });
-  auto rank = [by_load](const Candidate& c) {
-    return by_load ? c.node->ops_per_second / *c.capacity : c.node->ops_per_second;
-  };
-  const Candidate& to = *std::min_element(candidates.begin(), candidates.end(),
-                                          [&](const Candidate& a, const Candidate& b) {
-                                            const double ra = rank(a), rb = rank(b);
-                                            return ra < rb || (ra == rb && a.node->id < b.node->id);
-                                          });
-
-  // The slots, largest first, each once.
-  std::vector<SlotOps> slots;
-  for (const SlotOps& s : hot) {
-    if (s.slot < kSlots && std::isfinite(s.ops_per_second) && s.ops_per_second > 0) {
-      slots.push_back(s);
+    if (std::any_of(peers.begin(), peers.end(),
+                    [&](const Planned& p) { return p.node->id == n.id; })) {
+      continue;
     }
+    const std::optional<double> c = UsableCapacity(n.capacity_ops);
+    peers.push_back({&n, c ? c : self_capacity, n.ops_per_second});
   }
-  std::sort(slots.begin(), slots.end(), [](const SlotOps& a, const SlotOps& b) {
+  if (peers.empty()) return std::nullopt;
+  std::sort(peers.begin(), peers.end(),
+            [](const Planned& a, const Planned& b) { return a.node->id < b.node->id; });
+  // Self against the others in `in_load` (load) or not (ops/s): nullopt unless self is the
+  // busiest, else (self's, the others' sum).
+  const auto compare = [&](bool in_load) -> std::optional<std::pair<double, double>> {
+    const double me = in_load ? self.ops_per_second / *self_capacity : self.ops_per_second;
+    double sum = 0;
+    for (const Planned& p : peers) {
+      const double m = in_load ? p.ops / *p.capacity : p.ops;
+      if (m >= me) return std::nullopt;
+      sum += m;
+    }
+    return std::pair{me, sum};
+  };
+  const bool kept = previous && previous->from.id == self.id;
+  const double slack = kept ? 1 - options.keep : 1;
+  const double n = static_cast<double>(peers.size());
+  MovePlan plan;
+  std::optional<std::pair<double, double>> c;
+  if (self_capacity && (c = compare(true)) && c->first > options.target_load * slack) {
+    plan.reason = MoveReason::kOverTarget;
+    plan.in_load = true;
+    plan.goal = options.target_load;
+  } else if ((c = compare(false)) && c->first > options.over_peers * c->second / n * slack) {
+    // In ops/s: how the traffic is spread. At a few percent of a CPU a server's fixed costs
+    // (its timers) are most of its busy time, so loads would understate the spread.
+    plan.reason = MoveReason::kOverPeers;
+    plan.in_load = false;
+    plan.goal = options.balance * (c->first + c->second) / (n + 1);
+  } else {
+    return std::nullopt;
+  }
+  const bool in_load = plan.in_load;
+  const double limit = plan.goal;
+  plan.peers_mean = c->second / n;
+  const auto measure = [&](double ops, const std::optional<double>& capacity) {
+    return in_load ? ops / *capacity : ops;
+  };
+  const double self_before = c->first;
+  const double peers_mean = plan.peers_mean;
+
+  // This node's slots, each once, largest first.
+  std::vector<SlotOps> mine;
+  std::vector<double> ops_of(kSlots, -1);
+  for (const SlotOps& s : slots) {
+    if (s.slot >= kSlots || !std::isfinite(s.ops_per_second) || s.ops_per_second <= 0 ||
+        ops_of[s.slot] >= 0) {
+      continue;
+    }
+    ops_of[s.slot] = s.ops_per_second;
+    mine.push_back(s);
+  }
+  std::sort(mine.begin(), mine.end(), [](const SlotOps& a, const SlotOps& b) {
     return a.ops_per_second > b.ops_per_second ||
            (a.ops_per_second == b.ops_per_second && a.slot < b.slot);
   });
 
-  // Greedy: compare in load when both ends have a capacity, else in ops/s.
-  const bool in_load = self_capacity && to.capacity;
-  auto from_measure = [&](double ops) { return in_load ? ops / *self_capacity : ops; };
-  auto to_measure = [&](double ops) { return in_load ? ops / *to.capacity : ops; };
-  double from_ops = self.ops_per_second;
-  double to_ops = to.node->ops_per_second;
-  std::vector<uint16_t> moved;
-  std::vector<bool> seen(kSlots, false);
-  for (const SlotOps& s : slots) {
-    if (seen[s.slot]) continue;
-    seen[s.slot] = true;
-    if (!moved.empty() && self_capacity && from_ops / *self_capacity <= options.target_load) {
-      break;
+  double self_ops = self.ops_per_second;
+  std::vector<std::vector<uint16_t>> assigned(peers.size());
+  std::vector<double> moved_ops(peers.size(), 0);
+  const auto assign = [&](size_t peer, uint16_t slot, double ops) {
+    assigned[peer].push_back(slot);
+    moved_ops[peer] += ops;
+    peers[peer].ops += ops;
+    self_ops -= ops;
+  };
+  bool reused = false;
+  if (kept) {
+    // The previous plan, re-projected on the loads now, while it still does its job.
+    bool valid = true;
+    for (const Transfer& t : previous->to) {
+      const auto p = std::find_if(peers.begin(), peers.end(),
+                                  [&](const Planned& x) { return x.node->id == t.to.id; });
+      if (p == peers.end()) valid = false;
+      for (uint16_t slot : t.slots) {
+        if (!valid || slot >= kSlots || ops_of[slot] < 0) {
+          valid = false;
+          break;
+        }
+        assign(static_cast<size_t>(p - peers.begin()), slot, ops_of[slot]);
+      }
+      if (!valid) break;
     }
-    if (to_measure(to_ops + s.ops_per_second) < from_measure(from_ops - s.ops_per_second)) {
-      moved.push_back(s.slot);
-      from_ops -= s.ops_per_second;
-      to_ops += s.ops_per_second;
+    valid = valid && previous->SlotCount() > 0 &&
+            measure(self_ops, self_capacity) <= plan.goal * (1 + options.keep_projection) &&
+            self_before - measure(self_ops, self_capacity) <=
+                (self_before - plan.goal) * (1 + options.keep_projection);
+    for (const Planned& p : peers) {
+      valid = valid && measure(p.ops, p.capacity) <= limit * (1 + options.keep_projection);
+    }
+    reused = valid;
+    if (!reused) {
+      for (size_t i = 0; i < peers.size(); ++i) {
+        peers[i].ops = peers[i].node->ops_per_second;
+        assigned[i].clear();
+        moved_ops[i] = 0;
+      }
+      self_ops = self.ops_per_second;
     }
   }
-  // No slot fits: each carries half the gap or more, so moving one only moves the hot spot.
-  // The largest still goes to a quieter node in a plan that says so (relieves false): where
-  // the slot is one tag's many keys, the fix is to give them tags of their own.
-  bool relieves = true;
-  if (moved.empty()) {
-    if (slots.empty() || !(to_measure(to_ops) < from_measure(from_ops))) return std::nullopt;
-    relieves = false;
-    moved.push_back(slots.front().slot);
-    from_ops -= slots.front().ops_per_second;
-    to_ops += slots.front().ops_per_second;
+  if (!reused) {
+    size_t count = 0;
+    for (const SlotOps& s : mine) {
+      if (measure(self_ops, self_capacity) <= plan.goal || count == options.max_slots) break;
+      const double self_after = measure(self_ops - s.ops_per_second, self_capacity);
+      std::optional<size_t> best;
+      double best_measure = 0;
+      for (size_t i = 0; i < peers.size(); ++i) {
+        const double now = measure(peers[i].ops, peers[i].capacity);
+        const double after = measure(peers[i].ops + s.ops_per_second, peers[i].capacity);
+        if (after > limit || after >= self_after) continue;
+        if (!best || now < best_measure) {
+          best = i;
+          best_measure = now;
+        }
+      }
+      if (!best) continue;
+      assign(*best, s.slot, s.ops_per_second);
+      ++count;
+    }
+    if (count == 0 || measure(self_ops, self_capacity) > plan.goal) return std::nullopt;
   }
 
-  MovePlan plan;
-  plan.relieves = relieves;
-  plan.slots = std::move(moved);
   plan.from = {.id = self.id,
                .address = self.address,
                .ops_before = self.ops_per_second,
-               .ops_after = from_ops,
+               .ops_after = self_ops,
                .load_before = Load(self.ops_per_second, self_capacity),
-               .load_after = Load(from_ops, self_capacity)};
-  plan.to = {.id = to.node->id,
-             .address = to.node->address,
-             .ops_before = to.node->ops_per_second,
-             .ops_after = to_ops,
-             .load_before = Load(to.node->ops_per_second, to.capacity),
-             .load_after = Load(to_ops, to.capacity)};
-  plan.commands = MoveCommands(plan.from, plan.to, plan.slots, options.tls);
+               .load_after = Load(self_ops, self_capacity)};
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (assigned[i].empty()) continue;
+    const Planned& p = peers[i];
+    Transfer t;
+    t.to = {.id = p.node->id,
+            .address = p.node->address,
+            .ops_before = p.node->ops_per_second,
+            .ops_after = p.ops,
+            .load_before = Load(p.node->ops_per_second, p.capacity),
+            .load_after = Load(p.ops, p.capacity)};
+    t.slots = std::move(assigned[i]);
+    t.ops_per_second = moved_ops[i];
+    plan.to.push_back(std::move(t));
+  }
+  std::string summary = absl::StrCat(
+      "Advice: move. Node ", self.id, " (", self.address, ") is ",
+      plan.reason == MoveReason::kOverTarget
+          ? absl::StrCat("over its load target: ", Figure(self_before, in_load), " against ",
+                         Figure(options.target_load, true))
+          : absl::StrFormat("%.2fx its peers' mean: %s against %s", self_before / peers_mean,
+                            Figure(self_before, in_load), Figure(peers_mean, in_load)),
+      ".\nThis plan moves ", plan.SlotCount(), " slots (",
+      absl::StrFormat("%.0f", self.ops_per_second - self_ops), " commands/s) to bring it to ",
+      Figure(plan.goal, in_load), " or under. Projected commands/s:\n");
+  absl::StrAppend(&summary, "  ", self.id, " (", self.address,
+                  "): ", absl::StrFormat("%.0f -> %.0f", self.ops_per_second, self_ops), "\n");
+  for (const Transfer& t : plan.to) {
+    absl::StrAppend(&summary, "  ", t.to.id, " (", t.to.address,
+                    "): ", absl::StrFormat("%.0f -> %.0f", t.to.ops_before, t.to.ops_after), "\n");
+  }
+  plan.commands = MoveCommands(plan.from, plan.to, options.tls, summary);
   return plan;
 }
 

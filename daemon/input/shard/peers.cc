@@ -128,6 +128,7 @@ void PeerProbers::Stop() {
 void PeerProbers::OnMeasurement(Peer& peer, const Measurement& m) {
   if (stopped_) return;
   PeerLoad& l = peer.load;
+  l.asked = true;
   if (!m.status.ok()) {
     l.up = false;
     l.status = m.status;

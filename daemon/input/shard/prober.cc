@@ -437,7 +437,11 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
         }
         m.cluster.cluster_mode = true;
         m.cluster.shards = t->Shards();
-        if (const cluster::Node* me = t->Myself()) m.cluster.node_id = me->id;
+        if (const cluster::Node* me = t->Myself()) {
+          m.cluster.node_id = me->id;
+          m.cluster.slots = me->SlotCount();
+          m.role = me->primary ? Role::kPrimary : Role::kReplica;
+        }
         m.topology = std::make_shared<const cluster::Topology>(*std::move(t));
       }
     } else {
@@ -461,6 +465,8 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
         co_return s;
       }
     }
+    // Outside a cluster INFO says the role; in one, CLUSTER NODES did (above).
+    if (!m.topology) m.role = reading->role;
     m.reading = *std::move(reading);
     co_return absl::OkStatus();
   }

@@ -82,6 +82,11 @@ absl::StatusOr<Reading> ParseRedisInfo(std::string_view text) {
   if (int64_t us = 0; Number(*f, "server_time_usec", &us)) r.server_time = absl::FromUnixMicros(us);
   int cluster = 0;
   r.cluster_mode = Number(*f, "cluster_enabled", &cluster) && cluster == 1;
+  if (auto role = f->find("role"); role != f->end()) {
+    r.role = role->second == "master"  ? Role::kPrimary
+             : role->second == "slave" ? Role::kReplica
+                                       : Role::kUnknown;
+  }
   return r;
 }
 
@@ -121,7 +126,7 @@ std::optional<Load> LoadBetween(const Reading& a, absl::Time ta, const Reading& 
   Load l;
   l.ops_per_second = static_cast<double>(b.commands - a.commands) / seconds;
   l.busy = (b.cpu_seconds - a.cpu_seconds) / seconds / cpus;
-  if (l.busy >= kMinBusy) l.capacity_ops = l.ops_per_second / l.busy;
+  if (l.busy > 0) l.capacity_ops = l.ops_per_second / l.busy;
   return l;
 }
 

@@ -161,6 +161,10 @@ class Daemon::Impl {
   std::unique_ptr<SnapshotStore> store_;
   std::unique_ptr<SnapshotCollector> collector_;
   std::unique_ptr<web::FeedHub> feed_;  // io thread; outlives routes_ and http_
+  // What the kits report they absorbed of the feed's keys: received by demand_, read by the
+  // aggregator; io thread.
+  std::unique_ptr<aggregate::DemandLedger> demand_ledger_;
+  std::unique_ptr<web::DemandIntake> demand_;
   std::unique_ptr<WebRoutes> routes_;
   std::unique_ptr<http::HttpServer> http_;
   // The last report each source handed over (sources_'s order), and whether a build is
@@ -172,7 +176,7 @@ class Daemon::Impl {
   bool state_read_ = false;                    // io thread: Run() has read the state file
   WebConfigPoller poll_web_config_;            // null: not re-read
   MeasuredLoadsPoller poll_measured_loads_;    // null: no measured loads
-  std::unique_ptr<Collectables> all_metrics_;  // collector_, feed_
+  std::unique_ptr<Collectables> all_metrics_;  // collector_, feed_, demand_
   // The shard asked for its own figures (shard/prober.h): none without a live tap or
   // --shard.address.
   std::string shard_address_;
@@ -186,15 +190,20 @@ class Daemon::Impl {
   // interval), and the CPUs the last answer with a reading said it may use.
   absl::Time last_reading_ = absl::InfinitePast();
   std::optional<std::pair<double, shard::CpusSource>> cpus_;
+  // The node's role and slots at its last good answer.
+  std::optional<std::pair<shard::Role, int>> role_;
   // io thread: answers refused as impossible, by shard::Rejection (ModelInputs).
   std::array<uint64_t, shard::kRejections> shard_rejected_{};
   // io thread: the last news of the measured-loads file was an error (or there was none).
   bool measured_loads_failing_ = true;
   bool shut_down_ = false;            // io thread
   std::atomic<bool> running_{false};  // Run() is inside io_.run()
-  std::mutex reload_mu_;              // one Reload() at a time, so its steps stay in order
-  uint64_t reload_seq_ = 0;           // guarded by reload_mu_
-  uint64_t applied_reload_seq_ = 0;   // io thread
+  // --track.slots=auto: the sources count slots only while this is true, set from the
+  // shard's answers (its cluster_enabled). Read by the sources' threads.
+  std::atomic<bool> count_slots_{false};
+  std::mutex reload_mu_;             // one Reload() at a time, so its steps stay in order
+  uint64_t reload_seq_ = 0;          // guarded by reload_mu_
+  uint64_t applied_reload_seq_ = 0;  // io thread
 };
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(
@@ -246,6 +255,14 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   aggregator_ = std::make_unique<Aggregator>(options_.track, *reloadable,
                                              std::move(inputs.label_secret), origin_, log_);
   aggregator_->SetCountsBytes(options_.CountsBytes());
+  demand_ledger_ =
+      std::make_unique<aggregate::DemandLedger>(options_.track.rate_window, web::kDemandMaxKeys);
+  aggregator_->SetDemand(demand_ledger_.get());
+  // A kit reports once a second to each feed it follows, and each holds a stream: twice
+  // the streams a second leaves room for reconnects.
+  demand_ = std::make_unique<web::DemandIntake>(
+      *demand_ledger_, *feed_, mono_, options_.track.max_key_bytes,
+      2.0 * std::max<size_t>(options_.feed_max_subscribers, 1));
   store_ = std::make_unique<SnapshotStore>(reloadable->cluster, &aggregator_->history(),
                                            &aggregator_->episodes(), comparison_.get());
   store_->NoteReload(absl::OkStatus(), reloadable->cluster, wall_.Now());
@@ -290,7 +307,8 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
   if (options_.TracksSlots()) {
     // Tags are tracked as keys are: a tag tracker of the key tracker's size per source.
     absl::StatusOr<source::SlotCounts> prototype =
-        source::SlotCounts::Create(source::TrackerOptions(options_.track), origin_);
+        source::SlotCounts::Create(source::TrackerOptions(options_.track), origin_,
+                                   options_.track.slots ? nullptr : &count_slots_);
     if (!prototype.ok()) return prototype.status();
     for (const auto& s : sources_) s->EnableSlots(*prototype);
   }
@@ -301,19 +319,22 @@ absl::Status Daemon::Impl::Init(Inputs inputs,
     store_->EnableStorage();
   }
   collector_ = std::make_unique<SnapshotCollector>(*store_);
-  collector_->SetServingBoundBytes(feed_->MemoryBoundBytes());
+  collector_->SetServingBoundBytes(feed_->MemoryBoundBytes() +
+                                   demand_ledger_->MemoryBound(options_.track.max_key_bytes));
   all_metrics_ = std::make_unique<Collectables>(
-      std::vector<const prometheus::Collectable*>{collector_.get(), feed_.get()});
+      std::vector<const prometheus::Collectable*>{collector_.get(), feed_.get(), demand_.get()});
   WebRoutes::ReloadAction reload;
   // Without --web.enable-lifecycle, POST /-/reload answers 403 (web/web.h).
   if (options_.web.enable_lifecycle) reload = [this] { return Reload(); };
   routes_ = std::make_unique<WebRoutes>(options_.web.telemetry_path, *store_, wall_, *all_metrics_,
-                                        feed_.get(), std::move(reload));
+                                        feed_.get(), std::move(reload), demand_.get());
   // Feed streams count toward the connection cap, which grows by as many as may stream; at
   // the cap or out of descriptors a stream is closed to make room before a scrape is
   // refused (http/server.h).
   http::HttpLimits limits;
   limits.max_connections += options_.feed_max_subscribers;
+  limits.large_body_paths.emplace_back(web::kDemandPath);
+  limits.max_large_body_bytes = web::kDemandMaxBodyBytes;
   absl::StatusOr<std::unique_ptr<http::HttpServer>> http = http::HttpServer::Create(
       io_, options_.web, inputs.web_config, limits,
       [routes = routes_.get()](const http::HttpRequest& r) { return routes->Handle(r); },
@@ -353,12 +374,15 @@ ClusterInputs ClusterFrom(const cluster::Topology& topology, const shard::Measur
     node.slots = n.SlotCount();
     std::optional<shard::Load> load;
     if (n.myself) {
+      node.asked = true;
       node.up = own.status.ok();
       load = own.load;
+      c.my_slots = n.slots;
     } else {
       const auto it = std::find_if(peers.begin(), peers.end(),
                                    [&](const shard::PeerLoad& p) { return p.id == n.id; });
       if (it != peers.end()) {
+        node.asked = it->asked;
         node.up = it->up;
         if (it->up) load = it->load;
       }
@@ -409,23 +433,35 @@ void Daemon::Impl::Measured(const shard::Measurement& m) {
       Log(line);
     }
     cpus_ = cpus;
+    // A failover turns a primary into a replica (its clients move to the promoted node, and
+    // its advised entries live out feed.hold) or a replica into a primary: say so.
+    const std::pair<shard::Role, int> role{m.role, m.cluster.slots};
+    if (role_ && *role_ != role) {
+      log::LogLine line = Line("info", "the shard's role changed");
+      line.Value("shard", shard_address_)
+          .Value("role_before", shard::RoleName(role_->first))
+          .Value("role", shard::RoleName(m.role));
+      if (m.cluster.cluster_mode) {
+        line.Value("slots_before", absl::StrCat(role_->second))
+            .Value("slots", absl::StrCat(m.cluster.slots));
+      }
+      Log(line);
+    }
+    role_ = role;
   }
+  // Slots mean something only on a Redis Cluster node: with --track.slots=auto the sources
+  // count them while the shard says it is one.
+  if (m.status.ok() && m.reading) count_slots_.store(m.cluster.cluster_mode);
   if (m.topology && options_.TracksSlots()) {
     if (!peers_) {
       peers_ =
           std::make_unique<shard::PeerProbers>(io_, options_.shard.Resolved(options_.tap), mono_);
     }
-    // The other primaries are asked only while a slot move is advised: each hotkeyd of a
-    // cluster asking every other node every interval would load the shards (INFO and
-    // CLUSTER NODES from every node) for a plan nobody needs. Otherwise no peer is asked and
-    // no load is kept.
-    const std::shared_ptr<const Snapshot> snap = store_->snapshot();
-    const bool move = snap && std::any_of(snap->slots.slots.begin(), snap->slots.slots.end(),
-                                          [](const aggregate::SlotSnapshot& s) {
-                                            return s.advice == aggregate::SlotAdvice::kMove;
-                                          });
-    peers_->SetTopology(move ? *m.topology : cluster::Topology{});
-    if (move) peers_->ProbeAll();
+    // The other primaries are asked every interval: a node hot through many warm slots has
+    // no hot slot to start from, so the node is always compared with its peers. Each round
+    // is one INFO and one CLUSTER NODES per peer (peers.h).
+    peers_->SetTopology(*m.topology);
+    peers_->ProbeAll();
     aggregator_->SetClusterInputs(ClusterFrom(*m.topology, m, peers_->Loads(), options_.shard.tls));
   }
   if (m.status.ok() && (first || !was_up)) {

@@ -11,6 +11,7 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <list>
@@ -208,12 +209,41 @@ class Session : public Waiting,
     if (shared_->stopped) return;
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(shared_->limits.max_header_bytes));
-    parser_->body_limit(shared_->limits.max_body_bytes);
+    // The head's Content-Length is checked against the limit as the head is parsed, so the
+    // largest limit stands until the path is known (OnHeader).
+    parser_->body_limit(
+        shared_->limits.large_body_paths.empty()
+            ? shared_->limits.max_body_bytes
+            : std::max(shared_->limits.max_body_bytes, shared_->limits.max_large_body_bytes));
     Lowest().expires_after(absl::ToChronoNanoseconds(shared_->limits.request_timeout));
     deadline_ = std::chrono::steady_clock::now() +
                 absl::ToChronoNanoseconds(shared_->limits.request_timeout);
     Wait(ConnectionState::kIdle);
     head_ = false;
+    // The head first: its path may allow a larger body (HttpLimits::large_body_paths).
+    boost::beast::http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](boost::beast::error_code ec, size_t) {
+          self->OnHeader(ec);
+        });
+  }
+
+  void OnHeader(boost::beast::error_code ec) {
+    if (ec || parser_->is_done()) {
+      OnRead(ec);
+      return;
+    }
+    const auto target = parser_->get().target();
+    const std::string_view path(target.data(), std::min(target.find('?'), target.size()));
+    const HttpLimits& limits = shared_->limits;
+    const bool large = std::find(limits.large_body_paths.begin(), limits.large_body_paths.end(),
+                                 path) != limits.large_body_paths.end();
+    const size_t limit = large ? limits.max_large_body_bytes : limits.max_body_bytes;
+    if (const auto length = parser_->content_length(); length && *length > limit) {
+      OnRead(boost::beast::http::error::body_limit);
+      return;
+    }
+    parser_->body_limit(limit);  // a chunked body counts against it as it arrives
     boost::beast::http::async_read(stream_, buffer_, *parser_,
                                    [self = this->shared_from_this()](boost::beast::error_code ec,
                                                                      size_t) { self->OnRead(ec); });

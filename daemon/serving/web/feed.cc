@@ -13,6 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "hotkey/aggregate/key_label.h"
+#include "hotkey/shard/reading.h"
 #include "hotkey/text/json.h"
 #include "hotkey/text/utf8.h"
 
@@ -166,6 +167,25 @@ std::vector<FeedEvent> FeedState::Update(const Snapshot& snap,
     e.share = k.share;
     e.write_ratio = k.write_ratio;
   }
+  // A node that became a replica no longer serves its keys: its clients moved to the
+  // promoted primary, whose hotkeyd sees little of a key the kits' fix hides. Its advised
+  // entries stay though their keys have left the Snapshot: while the kits report the
+  // demand they absorb (the hold restarts), then for the hold. No key enters this way, so
+  // what the set remembers only shrinks.
+  if (snap.model.shard_role == shard::RoleName(shard::Role::kReplica)) {
+    for (const auto& [key, held] : advised_) {
+      if (advised.contains(key) || blocked(key)) continue;
+      Advised a = held;
+      if (std::binary_search(snap.absorbed_keys.begin(), snap.absorbed_keys.end(), key)) {
+        a.last_hot = now;
+      }
+      if (now - a.last_hot >= options.feed.hold) continue;
+      const auto old = entries_.find(key);
+      if (old == entries_.end() || old->second.pinned) continue;
+      advised.emplace(key, a);
+      next.try_emplace(key, old->second);
+    }
+  }
   std::erase_if(next, [&](const auto& kv) { return blocked(kv.first); });
   advised_ = std::move(advised);
 
@@ -185,6 +205,14 @@ std::vector<FeedEvent> FeedState::Update(const Snapshot& snap,
   for (FeedEvent& ev : events) ev.version = ++version_;
   entries_ = std::move(next);
   return events;
+}
+
+bool FeedState::Holds(std::string_view key) const {
+  // The set holds pins and exported keys only, so the scan of its prefix entries is short.
+  const auto exact = entries_.find(std::string(key));
+  if (exact != entries_.end()) return true;
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [&](const auto& kv) { return kv.second.prefix && key.starts_with(kv.first); });
 }
 
 bool RawKeysFor(config::KeyLabelMode mode, bool authenticated) {

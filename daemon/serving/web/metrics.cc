@@ -128,6 +128,17 @@ void AddModelInputs(const ModelInputs& in, std::vector<MetricFamily>& out) {
   for (const auto& m : measured) {
     if (!std::isnan(m.value)) AddSingle(out, m.name, m.help, MetricType::Gauge, m.value);
   }
+  MetricFamily role = Family("hotkey_shard_role_info",
+                             "1 for the tapped node's role as it last said (primary, replica, "
+                             "or unknown: not answered, or a server that does not say).",
+                             MetricType::Gauge);
+  Add(role, 1, {{"role", in.shard_role}});
+  out.push_back(std::move(role));
+  if (in.shard_slots >= 0) {
+    AddSingle(out, "hotkey_shard_slots",
+              "Redis Cluster slots the tapped node serves (0 for a replica), as it last said.",
+              MetricType::Gauge, in.shard_slots);
+  }
 }
 
 // Redis Cluster slots and hash tags (slots.h): the exported ones only, at most top_k each.
@@ -148,9 +159,19 @@ void AddSlotFamilies(const SlotsSnapshot& s, std::vector<MetricFamily>& out) {
   MetricFamily top = Family("hotkey_slot_top_key_share_ratio",
                             "The share of the slot's ops that its busiest tracked key carries.",
                             MetricType::Gauge);
+  MetricFamily top_tag = Family("hotkey_slot_top_tag_share_ratio",
+                                "The share of the slot's ops that its busiest tracked hash tag "
+                                "carries.",
+                                MetricType::Gauge);
+  MetricFamily split = Family("hotkey_slot_tag_split",
+                              "For a slot advised tag: into how many tags its hot tag's keys "
+                              "should be spread so that no piece is hot.",
+                              MetricType::Gauge);
   MetricFamily advice = Family("hotkey_slot_advice_info",
-                               "1 for a hot slot's advice: move (hot through many keys: move "
-                               "slots, /api/v1/slots) or key (one key dominates: its own fix).",
+                               "1 for a hot slot's advice, by its cause: key (one key "
+                               "dominates: its own fix), tag (one hash tag dominates: re-key "
+                               "it, never move it), move (the node's rebalance plan moves it, "
+                               "/api/v1/slots).",
                                MetricType::Gauge);
   for (const SlotSnapshot& v : s.slots) {
     const std::string slot = std::to_string(v.slot);
@@ -158,28 +179,43 @@ void AddSlotFamilies(const SlotsSnapshot& s, std::vector<MetricFamily>& out) {
     Add(ops, v.ops_per_second, {{"slot", slot}});
     if (v.hot) Add(hot, 1, {{"slot", slot}});
     Add(top, v.top_key_share, {{"slot", slot}});
+    Add(top_tag, v.top_tag_share, {{"slot", slot}});
+    if (v.advice == SlotAdvice::kTag) Add(split, v.tag_split, {{"slot", slot}});
     if (v.advice != SlotAdvice::kNone) {
       Add(advice, 1, {{"slot", slot}, {"advice", std::string(SlotAdviceName(v.advice))}});
     }
   }
+  AddSingle(out, "hotkey_slot_move_advised",
+            "1 while moving slots off this node is advised: it is the busiest node, over its "
+            "load target or clearly over its peers, and the plan brings it under its goal.",
+            MetricType::Gauge, s.move ? 1 : 0);
+  AddSingle(out, "hotkey_slot_move_slots", "Slots the advised plan moves (0: none advised).",
+            MetricType::Gauge, s.move ? static_cast<double>(s.move->SlotCount()) : 0);
   MetricFamily move = Family("hotkey_slot_move_projected_load_ratio",
-                             "The load (ops over capacity) of the two nodes of the advised slot "
-                             "move after it: role from (this node) and to (the target node).",
+                             "The load (ops over capacity) of each node of the advised plan "
+                             "after it: role from (this node) and to (each target node).",
                              MetricType::Gauge);
+  MetricFamily move_ops = Family("hotkey_slot_move_projected_commands_per_second",
+                                 "The commands per second of each node of the advised plan "
+                                 "after it: role from (this node) and to (each target node).",
+                                 MetricType::Gauge);
   if (s.move) {
-    for (const auto& [role, side] : {std::pair{"from", &s.move->from}, {"to", &s.move->to}}) {
-      if (side->load_after) {
-        Add(move, *side->load_after, {{"address", side->address}, {"role", role}});
-      }
+    std::vector<std::pair<const char*, const cluster::MoveSide*>> sides = {{"from", &s.move->from}};
+    for (const cluster::Transfer& t : s.move->to) sides.emplace_back("to", &t.to);
+    for (const auto& [role, side] : sides) {
+      const std::vector<ClientMetric::Label> labels = {{"address", side->address}, {"role", role}};
+      if (side->load_after) Add(move, *side->load_after, labels);
+      Add(move_ops, side->ops_after, labels);
     }
   }
   MetricFamily tag_share = Family("hotkey_tag_share_ratio",
-                                  "The hash tag's share of this shard's ops, decayed over about "
-                                  "one half-life (0..1); top tags only.",
+                                  "The hash tag's share of this shard's ops over the rate window "
+                                  "(0..1), on its slot's basis; top tags only.",
                                   MetricType::Gauge);
-  MetricFamily tag_ops =
-      Family("hotkey_tag_ops_per_second", "The hash tag's ops per second, decayed; top tags only.",
-             MetricType::Gauge);
+  MetricFamily tag_ops = Family("hotkey_tag_ops_per_second",
+                                "The hash tag's ops per second over the rate window, on its "
+                                "slot's basis; top tags only.",
+                                MetricType::Gauge);
   MetricFamily tag_hot =
       Family("hotkey_tag_hot", "1 while the hash tag is in a hot episode.", MetricType::Gauge);
   for (const TagSnapshot& t : s.tags) {
@@ -189,8 +225,8 @@ void AddSlotFamilies(const SlotsSnapshot& s, std::vector<MetricFamily>& out) {
     Add(tag_ops, t.ops_per_second, labels);
     if (t.hot) Add(tag_hot, 1, labels);
   }
-  for (MetricFamily* f :
-       {&share, &ops, &hot, &top, &advice, &move, &tag_share, &tag_ops, &tag_hot}) {
+  for (MetricFamily* f : {&share, &ops, &hot, &top, &top_tag, &split, &advice, &move, &move_ops,
+                          &tag_share, &tag_ops, &tag_hot}) {
     out.push_back(std::move(*f));
   }
   if (const ClusterNode* me = s.cluster.Myself()) {
@@ -201,6 +237,23 @@ void AddSlotFamilies(const SlotsSnapshot& s, std::vector<MetricFamily>& out) {
     out.push_back(std::move(info));
     AddSingle(out, "hotkey_cluster_node_slots", "Redis Cluster slots this shard's node serves.",
               MetricType::Gauge, me->slots);
+    AddSingle(out, "hotkey_cluster_peers", "The other primaries of the cluster that serve slots.",
+              MetricType::Gauge, static_cast<double>(s.peers.peers));
+    AddSingle(out, "hotkey_cluster_peers_up",
+              "The other primaries whose load is known (answered the last two rounds).",
+              MetricType::Gauge, static_cast<double>(s.peers.peers_up));
+    // Without a peer's load, the families are served with no sample.
+    MetricFamily peers_mean =
+        Family("hotkey_cluster_peers_commands_per_second",
+               "The mean commands per second of the other primaries, as they answer INFO.",
+               MetricType::Gauge);
+    if (s.peers.peers_mean) Add(peers_mean, *s.peers.peers_mean, {});
+    out.push_back(std::move(peers_mean));
+    MetricFamily ratio = Family("hotkey_cluster_peers_ratio",
+                                "This node's commands per second over its peers' mean (1: even).",
+                                MetricType::Gauge);
+    if (s.peers.ratio) Add(ratio, *s.peers.ratio, {});
+    out.push_back(std::move(ratio));
   }
 }
 
@@ -427,6 +480,17 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
                    "The key's ops per second over the rate window, by op, scaled by client "
                    "sampling.",
                    kGauge);
+  MetricFamily absorbed =
+      Family("hotkey_key_absorbed_ops_per_second",
+             "The key's ops per second over the rate window that client kits reported they "
+             "kept off the shard (POST /api/v1/hotkeys/demand), by op; hot keys, and keys with a "
+             "report.",
+             kGauge);
+  MetricFamily demand = Family("hotkey_key_demand_share_ratio",
+                               "The key's demand (the shard's ops of it plus what kits absorbed) "
+                               "over the shard's ops plus the same, over the last seconds: what "
+                               "the hot state reads.",
+                               kGauge);
   MetricFamily hot = Family("hotkey_key_hot", "1 while the key is in a hot episode.", kGauge);
   MetricFamily advice =
       Family("hotkey_key_advice_info",
@@ -446,6 +510,12 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
     for (int o = 0; o < sketch::kNumOps; ++o) {
       Add(ops, k.ops_per_second[o], {{"key", k.label}, {"op", kOpNames[o]}});
     }
+    if (k.hot || k.absorbed_ops_per_second[0] + k.absorbed_ops_per_second[1] > 0) {
+      for (int o = 0; o < sketch::kNumOps; ++o) {
+        Add(absorbed, k.absorbed_ops_per_second[o], {{"key", k.label}, {"op", kOpNames[o]}});
+      }
+    }
+    Add(demand, k.demand_share, {{"key", k.label}});
     if (k.hot) Add(hot, 1, {{"key", k.label}});
     if (!k.projected_load.empty()) {
       Add(advice, 1, {{"key", k.label}, {"strategy", std::string(model::StrategyName(k.advice))}});
@@ -455,7 +525,8 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
           {{"key", k.label}, {"strategy", std::string(model::StrategyName(strategy))}});
     }
   }
-  for (MetricFamily* f : {&share, &threshold, &error, &write, &ops, &hot, &advice, &load}) {
+  for (MetricFamily* f :
+       {&share, &threshold, &error, &write, &ops, &absorbed, &demand, &hot, &advice, &load}) {
     out.push_back(std::move(*f));
   }
   if (snap->slots.enabled) AddSlotFamilies(snap->slots, out);

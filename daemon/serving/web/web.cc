@@ -143,6 +143,8 @@ json::object ModelJson(const ModelInputs& m) {
     shard["cpus"] = Measured(m.shard_cpus);
     if (!m.cpus_origin.empty()) shard["cpus_origin"] = m.cpus_origin;
     shard["commands_per_second"] = Measured(m.shard_ops);
+    shard["role"] = m.shard_role;
+    if (m.shard_slots >= 0) shard["slots"] = m.shard_slots;
   }
   o["shard"] = std::move(shard);
   return o;
@@ -176,11 +178,16 @@ std::string SlotsJson(const Snapshot& s) {
                                    {"address", n.address},
                                    {"myself", n.myself},
                                    {"slots", n.slots},
-                                   {"up", n.up},
+                                   {"up", n.asked ? json::value(n.up) : json::value(nullptr)},
                                    {"ops_per_second", optional(n.ops_per_second)},
                                    {"busy", optional(n.busy)},
                                    {"capacity_ops", optional(n.capacity_ops)}});
     }
+    c["ops_per_second"] = optional(v.peers.ops_per_second);
+    c["peers_mean_ops_per_second"] = optional(v.peers.peers_mean);
+    c["peers_ratio"] = optional(v.peers.ratio);
+    c["peers"] = v.peers.peers;
+    c["peers_up"] = v.peers.peers_up;
     c["nodes_total"] = v.cluster.nodes.size();
     c["nodes_truncated"] = v.cluster.nodes.size() > nodes.size();
     c["nodes"] = std::move(nodes);
@@ -196,13 +203,16 @@ std::string SlotsJson(const Snapshot& s) {
                    {"ops_per_second", x.ops_per_second},
                    {"hot", x.hot},
                    {"top_key", x.top_key},
-                   {"top_key_share", x.top_key_share}};
+                   {"top_key_share", x.top_key_share},
+                   {"top_tag", x.top_tag},
+                   {"top_tag_share", x.top_tag_share}};
     if (x.hot) j["hot_since"] = Rfc3339(x.hot_since);
     if (x.advice == SlotAdvice::kNone) {
       j["advice"] = nullptr;
     } else {
       j["advice"] = SlotAdviceName(x.advice);
     }
+    if (x.advice == SlotAdvice::kTag) j["tag_split"] = x.tag_split;
     slots.push_back(std::move(j));
   }
   o["slots"] = std::move(slots);
@@ -212,6 +222,7 @@ std::string SlotsJson(const Snapshot& s) {
                                 {"truncated", t.truncated},
                                 {"slot", t.slot},
                                 {"share", t.share},
+                                {"decayed_share", t.decayed_share},
                                 {"ops_per_second", t.ops_per_second},
                                 {"hot", t.hot}});
   }
@@ -225,27 +236,22 @@ std::string SlotsJson(const Snapshot& s) {
                           {"load_before", optional(m.load_before)},
                           {"load_after", optional(m.load_after)}};
     };
-    json::array moved;
-    for (uint16_t slot : v.move->slots) moved.push_back(slot);
-    // The hot tags of the slots moved: there the tag, not the slot, is the cause.
-    json::array causes;
-    for (const TagSnapshot& t : v.tags) {
-      if (t.hot &&
-          std::find(v.move->slots.begin(), v.move->slots.end(), t.slot) != v.move->slots.end()) {
-        causes.push_back(json::value(t.label));
-      }
+    json::array to;
+    for (const cluster::Transfer& t : v.move->to) {
+      json::object j = side(t.to);
+      json::array slots;
+      for (uint16_t slot : t.slots) slots.push_back(slot);
+      j["slots"] = std::move(slots);
+      j["slots_ops_per_second"] = t.ops_per_second;
+      to.push_back(std::move(j));
     }
-    std::string note;
-    if (!causes.empty()) {
-      note =
-          "the slots are hot through a hash tag's keys: the tag itself is the cause, since keys "
-          "that need not share a slot share it; give them tags of their own";
-    } else if (!v.move->relieves) {
-      note = "the slot is its node's whole excess: moving it only moves the hot spot";
-    }
-    o["move"] = json::object{{"slots", std::move(moved)},     {"from", side(v.move->from)},
-                             {"to", side(v.move->to)},        {"relieves", v.move->relieves},
-                             {"hot_tags", std::move(causes)}, {"note", note},
+    o["move"] = json::object{{"reason", cluster::MoveReasonName(v.move->reason)},
+                             {"in_load", v.move->in_load},
+                             {"goal", v.move->goal},
+                             {"peers_mean", v.move->peers_mean},
+                             {"slot_count", v.move->SlotCount()},
+                             {"from", side(v.move->from)},
+                             {"to", std::move(to)},
                              {"commands", v.move->commands}};
   } else {
     o["move"] = nullptr;
@@ -297,6 +303,8 @@ std::string SnapshotJson(const Snapshot& s) {
     key["write_ratio"] = k.write_ratio;
     key["ops_per_second"] = ByOp(k.ops_per_second);
     key["decayed_ops_per_second"] = ByOp(k.decayed_ops_per_second);
+    key["absorbed_ops_per_second"] = ByOp(k.absorbed_ops_per_second);
+    key["demand_share"] = k.demand_share;
     key["threshold"] = k.threshold;  // null when a rule ignores the key (infinite)
     key["hot"] = k.hot;
     if (k.hot) {
@@ -319,6 +327,7 @@ std::string SnapshotJson(const Snapshot& s) {
       const KeySnapshot::AdviceFigures& a = k.advised_on;
       key["advised_on"] = json::object{
           {"shard_ops", a.shard_ops},
+          {"absorbed_ops", a.absorbed_ops},
           {"share", a.share},
           {"write_ratio", a.write_ratio},
           {"capacity", std::isfinite(a.capacity) ? json::value(a.capacity) : json::value(nullptr)},
@@ -341,6 +350,11 @@ http::HttpResponse WebRoutes::Handle(const http::HttpRequest& req) const {
     const absl::Status s = reload_();
     if (!s.ok()) return Text(500, absl::StrCat("reload failed: ", s.message(), "\n"));
     return Text(200, "configuration reloaded\n");
+  }
+  if (req.path == kDemandPath) {
+    if (req.method != "POST") return MethodNotAllowed("use POST to report demand\n", "POST");
+    if (demand_ == nullptr) return Json(404, JsonError("no hot-key feed"));
+    return demand_->Handle(req);
   }
   const bool known = req.path == "/" || req.path == telemetry_path_ || req.path == "/-/healthy" ||
                      req.path == "/-/ready" || req.path == "/api/v1/top" ||

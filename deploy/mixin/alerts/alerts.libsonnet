@@ -49,11 +49,18 @@ local text = import '../lib/text.libsonnet';
       '$labels.instance $labels.key | query }}{{ . | first | label "strategy" }}' +
       '{{ else }}not advised yet{{ end }}',
 
-    // The hot slots the daemon advises to move (see HotkeydHotSlotMove).
-    local hotMoveSlot = |||
+    // The node the daemon advises to move slots off (see HotkeydHotSlotMove): the value is
+    // its commands/s over its peers' mean.
+    local moveNode = |||
+      hotkey_cluster_peers_ratio
+      and on (job, instance)
+      hotkey_slot_move_advised == 1
+    |||,
+    // The hot slots the daemon advises to re-key (see HotkeydHotSlotTag).
+    local hotTagSlot = |||
       hotkey_slot_share_ratio
       and ignoring (advice)
-      (hotkey_slot_advice_info{advice="move"} == 1)
+      (hotkey_slot_advice_info{advice="tag"} == 1)
       and
       hotkey_slot_hot == 1
     |||,
@@ -61,19 +68,31 @@ local text = import '../lib/text.libsonnet';
     local targetLookup(query, args='$labels.job $labels.instance') =
       '{{ with printf "' + query + '" ' + args + ' | query }}' +
       '{{ . | first | value | humanizePercentage }}{{ else }}(unknown){{ end }}',
+    local targetNumber(query, args='$labels.job $labels.instance') =
+      '{{ with printf "' + query + '" ' + args + ' | query }}' +
+      '{{ . | first | value | humanize }}{{ else }}(unknown){{ end }}',
     local moveText = {
       node: text.node,
-      topkey:
-        '{{ with printf "hotkey_slot_top_key_share_ratio{job=%q,instance=%q,slot=%q}" $labels.job ' +
-        '$labels.instance $labels.slot | query }}{{ . | first | value | humanizePercentage }}' +
-        '{{ else }}(unknown){{ end }}',
       load: targetLookup(
         'hotkey_shard_commands_per_second{job=%q,instance=%q} / ignoring (input, origin) ' +
         'hotkey_model_input{job=%q,instance=%q,input=\\"capacity_ops_per_second\\"}',
         '$labels.job $labels.instance $labels.job $labels.instance'
       ),
-      from: targetLookup('hotkey_slot_move_projected_load_ratio{job=%q,instance=%q,role=\\"from\\"}'),
-      to: targetLookup('hotkey_slot_move_projected_load_ratio{job=%q,instance=%q,role=\\"to\\"}'),
+      ops: targetNumber('hotkey_shard_commands_per_second{job=%q,instance=%q}'),
+      peers: targetNumber('hotkey_cluster_peers_commands_per_second{job=%q,instance=%q}'),
+      slots: targetNumber('hotkey_slot_move_slots{job=%q,instance=%q}'),
+      from: targetNumber('hotkey_slot_move_projected_commands_per_second{job=%q,instance=%q,role=\\"from\\"}'),
+    },
+    local tagText = {
+      node: text.node,
+      toptag:
+        '{{ with printf "hotkey_slot_top_tag_share_ratio{job=%q,instance=%q,slot=%q}" $labels.job ' +
+        '$labels.instance $labels.slot | query }}{{ . | first | value | humanizePercentage }}' +
+        '{{ else }}(unknown){{ end }}',
+      split:
+        '{{ with printf "hotkey_slot_tag_split{job=%q,instance=%q,slot=%q}" $labels.job ' +
+        '$labels.instance $labels.slot | query }}{{ . | first | value | humanize }}' +
+        '{{ else }}(unknown){{ end }}',
     },
 
     groups+: [
@@ -153,46 +172,41 @@ local text = import '../lib/text.libsonnet';
             },
           },
           {
-            // A hot slot whose advice is `move`: hot through many keys, none of which carries
-            // half of it (hotkey_slot_advice_info{advice="move"}), so moving slots to a less
-            // loaded node is the fix. A slot advised `key` (one key dominates) never fires
-            // here: moving it only moves the hot spot, and that key's own alerts and fix
-            // apply. "Hot" and the advice are the daemon's (hotkey_slot_hot applies the key
-            // threshold and hysteresis to the slot); the advice is matched in the expression
-            // with `ignoring (advice)` so that the alert's labels are the slot's. The value
-            // is the slot's share of the node's ops over the rate window. A ticket: the
-            // daemon advises moves long before the node is saturated; the critical twin
-            // below pages when the node itself is at risk.
+            // The daemon advises moving slots off this node (hotkey_slot_move_advised): it is
+            // the busiest primary of its cluster, over its load target or clearly over its
+            // peers (hotkey_cluster_peers_ratio), whether through one hot slot or many warm
+            // ones, and its plan brings it under its goal. Slots hot through one key or one
+            // hash tag are never in a plan (HotkeydHotSlotTag, and the key's own alerts). The
+            // alert resolves once no move lowers the busiest node: after the plan ran, or when
+            // the load evens out. The value is the node's commands/s over its peers' mean. A
+            // ticket: the critical twin below pages when the node itself is at risk.
             alert: 'HotkeydHotSlotMove',
-            expr: hotMoveSlot,
+            expr: moveNode,
             'for': c.hotKeyFor,
             keep_firing_for: c.hotKeyKeepFiringFor,
             labels: { severity: 'warning' },
             annotations: {
-              summary: 'A Redis Cluster slot is hot through many keys; move slots off its node.',
+              summary: 'A Redis Cluster node serves more than it should; move the planned slots off it.',
               description: text.fold(|||
-                Slot {{ $labels.slot }} is hot on
-                %(node)s:
-                it takes {{ $value | humanizePercentage }} of the node's traffic through many keys
-                (its busiest key carries %(topkey)s of the slot), so no key's own fix helps: move
-                slots to a less loaded node. Load of the node now: %(load)s of capacity;
-                after the advised move: %(from)s, and %(to)s on the node that receives the slots.
-                The slots, the target node and the redis-cli commands: GET /api/v1/slots on
-                {{ $labels.instance }} (`move`).
+                %(node)s
+                is the busiest node of its Redis Cluster: %(ops)s commands/s, {{ $value | humanize }}x
+                its peers' mean of %(peers)s; load %(load)s of capacity. The advised plan moves
+                %(slots)s slots off it to the least loaded primaries, bringing it to %(from)s
+                commands/s. The plan, each node's projection and the redis-cli script: GET
+                /api/v1/slots on {{ $labels.instance }} (`move`).
               ||| % moveText),
               runbook_url: c.runbookURLBase + 'fix-move-slots',
             },
           },
           {
-            // The same hot, move-advised slot, on a node whose load (the shard's own commands/s
-            // over the model's capacity, as /api/v1/slots's `load_before`), averaged over
-            // projectedLoadWindow, is over the page level: the node is at risk. The slot's
-            // share alone never pages. Alertmanager should mute HotkeydHotSlotMove while this
+            // The same advice, on a node whose load (the shard's own commands/s over the
+            // model's capacity), averaged over projectedLoadWindow, is over the page level:
+            // the node is at risk. Alertmanager should mute HotkeydHotSlotMove while this
             // fires, as it does HotkeydHotKey for HotkeydHotKeyCritical.
             alert: 'HotkeydHotSlotMoveCritical',
             expr: |||
               (
-                %(slot)s
+                %(node)s
               )
               and on (job, instance)
               (
@@ -202,7 +216,7 @@ local text = import '../lib/text.libsonnet';
                 > %(page)s
               )
             ||| % {
-              slot: std.strReplace(std.rstripChars(hotMoveSlot, '\n'), '\n', '\n  '),
+              node: std.strReplace(std.rstripChars(moveNode, '\n'), '\n', '\n  '),
               window: c.projectedLoadWindow,
               page: '%g' % c.pageLoadRatio,
             },
@@ -210,21 +224,43 @@ local text = import '../lib/text.libsonnet';
             keep_firing_for: c.hotKeyKeepFiringFor,
             labels: { severity: 'critical' },
             annotations: {
-              summary: 'A slot hot through many keys puts its Redis Cluster node over its load target.',
+              summary: 'A Redis Cluster node over its load target; move the planned slots off it.',
               description: text.fold(|||
-                Slot {{ $labels.slot }} is hot on
                 %(node)s
-                through many keys (its busiest key carries %(topkey)s of the slot), and the node's
-                load is %(load)s of capacity (pages while its %(window)s average is above %(page)s%%). The slot
-                takes {{ $value | humanizePercentage }} of the node's traffic. After the advised move:
-                %(from)s on this node, %(to)s on the node that receives the slots. The slots, the
-                target node and the redis-cli commands: GET /api/v1/slots on {{ $labels.instance }}
-                (`move`).
+                is the busiest node of its Redis Cluster and at risk: its load is %(load)s of
+                capacity (pages while its %(window)s average is above %(page)s%%), %(ops)s
+                commands/s, {{ $value | humanize }}x its peers' mean of %(peers)s. The advised
+                plan moves %(slots)s slots off it, bringing it to %(from)s commands/s. The plan,
+                each node's projection and the redis-cli script: GET /api/v1/slots on
+                {{ $labels.instance }} (`move`).
               ||| % moveText {
                 window: c.projectedLoadWindow,
                 page: text.percent(c.pageLoadRatio),
               }),
               runbook_url: c.runbookURLBase + 'fix-move-slots',
+            },
+          },
+          {
+            // A hot slot whose traffic is one hash tag's (hotkey_slot_advice_info{advice="tag"}):
+            // the keys share the slot because of the tag, so moving the slot only moves the hot
+            // spot to another node; re-keying the tag (its keys given tags of their own) spreads
+            // them over the cluster. The value is the slot's share of the node's ops. A ticket.
+            alert: 'HotkeydHotSlotTag',
+            expr: hotTagSlot,
+            'for': c.hotKeyFor,
+            keep_firing_for: c.hotKeyKeepFiringFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A Redis Cluster slot is hot through one hash tag; re-key the tag, do not move the slot.',
+              description: text.fold(|||
+                Slot {{ $labels.slot }} is hot on
+                %(node)s:
+                it takes {{ $value | humanizePercentage }} of the node's traffic, and its busiest
+                hash tag carries %(toptag)s of the slot. Moving the slot only moves the hot spot:
+                give the tag's keys tags of their own, spread over at least %(split)s tags. The
+                tag: GET /api/v1/slots on {{ $labels.instance }} (`slots[].top_tag`).
+              ||| % tagText),
+              runbook_url: c.runbookURLBase + 'fix-re-key-a-tag',
             },
           },
           {

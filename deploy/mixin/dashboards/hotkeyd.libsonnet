@@ -1057,7 +1057,7 @@
           type: 'table',
           id: 36,
           title: 'Hottest slots',
-          description: "Each slot's share of its node's ops and its ops/s (cluster_node_slot:*:topk), the share of its busiest key (hotkey_slot_top_key_share_ratio), and the advice for hot slots: move (hot through many keys: move slots, see the runbook) or key (one key carries it: moving the slot would only move the hot spot; the key's own fix applies).",
+          description: "Each slot's share of its node's ops and its ops/s (cluster_node_slot:*:topk), the share of its busiest key (hotkey_slot_top_key_share_ratio), and the advice for hot slots: key (one key carries it: the key's own fix), tag (one hash tag carries it: re-key the tag; moving the slot would only move the hot spot) or move (the node's rebalance plan moves it, see the runbook).",
           datasource: ds,
           gridPos: grid(9, 12, 0, 97),
           targets: [

@@ -84,7 +84,7 @@
             record: 'cluster_node_slot:hotkey_slot_ops_per_second:topk',
             expr: topk('sum by (cluster, node, slot) (hotkey_slot_ops_per_second)'),
           },
-          // The hot slots and the daemon's advice for each (`move` or `key`), one series per
+          // The hot slots and the daemon's advice for each (`key`, `tag` or `move`), one series per
           // hot slot: bounded by the daemon's top_k per node.
           {
             record: 'cluster_node_slot:hotkey_slot_advice_info:max',

@@ -95,8 +95,10 @@ struct DaemonOptions {
   // One daemon never mixes the two: Validate() refuses UDP or the demo beside a
   // bytes-weighted tap, so every share, rate and advice of the daemon is in this unit.
   bool CountsBytes() const { return tap.enabled() && tap.weight == TapWeight::kBytes; }
-  // Whether the sources count slots and tags: track.slots when given, else ("auto") unless
-  // the one source is a memcached tap (memcached has no slots) or the unit is bytes.
+  // Whether the sources hold slot and tag counts: track.slots when given, else ("auto")
+  // unless the one source is a memcached tap (memcached has no slots) or the unit is bytes.
+  // With "auto" they count only while the shard says it is a Redis Cluster node (the daemon
+  // switches them, source/slot_counts.h).
   bool TracksSlots() const {
     if (track.slots) return *track.slots;
     const bool memcached_only =

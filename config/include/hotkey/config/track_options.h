@@ -39,7 +39,8 @@ struct TrackOptions : sketch::HeavyHittersOptions {
   // Window of the exported ops/s rates; at least publish_interval, at most 1h.
   absl::Duration rate_window = absl::Seconds(10);
   // --track.slots: also count every source's traffic by Redis Cluster slot and hash tag
-  // (source/slot_counts.h); nullopt ("auto"): DaemonOptions::TracksSlots() decides.
+  // (source/slot_counts.h); nullopt ("auto"): DaemonOptions::TracksSlots() decides, and the
+  // counting runs only while the shard says it is a Redis Cluster node.
   std::optional<bool> slots;
 
   // Points the aggregator's rate history holds at most, spares included: a point per tick

@@ -10,7 +10,9 @@
 // daemon advises. With --model.measured-loads-file, a table between the two shows the shards'
 // measured loads beside the model's projection for each fix (/api/v1/measured, every second;
 // load_comparison.h), and after it the history: the top keys' shares as a timeline and a
-// heatmap (/api/v1/history) and the hot episodes (/api/v1/episodes), every 5 s.
+// heatmap (/api/v1/history) and the hot episodes (/api/v1/episodes), every 5 s. On a Redis
+// Cluster node, a section shows the hot slots and tags with their advice, the node against its
+// peers, and the slot move plan with its projection and script (/api/v1/slots, every 2 s).
 //
 // A classic script with no dependency and no bundler, inlined into index.html when the daemon
 // is built (daemon/serving/web/embed_page.cmake), so the page works on an air-gapped host.
@@ -108,7 +110,9 @@ function showModel(m) {
       span(
         "shard",
         `shard ${sh.server || ""}: busy ${fmt(sh.busy, 0)} of ${count(sh.cpus)} CPUs` +
-          `${sh.cpus_origin ? ` (${sh.cpus_origin})` : ""}, ${num(sh.commands_per_second)} commands/s`,
+          `${sh.cpus_origin ? ` (${sh.cpus_origin})` : ""}, ${num(sh.commands_per_second)} commands/s` +
+          `${sh.role && sh.role !== "unknown" ? `, ${sh.role}` : ""}` +
+          `${sh.slots !== undefined ? ` serving ${sh.slots} slots` : ""}`,
         "measured",
       ),
     );
@@ -662,3 +666,101 @@ async function loadHistory() {
 }
 loadHistory();
 setInterval(loadHistory, 5000);
+
+// Redis Cluster: slots, tags, the node against its peers and the move plan (/api/v1/slots).
+const slotAdvice = {
+  key: "key: the busiest key's own fix",
+  tag: "tag: re-key it",
+  move: "move: in the plan below",
+};
+function row(cells, cls) {
+  const tr = document.createElement("tr");
+  if (cls) tr.className = cls;
+  for (const c of cells) {
+    const td = document.createElement("td");
+    td.textContent = c;
+    tr.append(td);
+  }
+  return tr;
+}
+function drawSlots(v) {
+  document.getElementById("slots").hidden = !v.enabled;
+  if (!v.enabled) return;
+  document.getElementById("slots-updated").textContent = "at " + v.time;
+  const c = v.cluster;
+  document.getElementById("node-peers").textContent =
+    c == null
+      ? "The shard has not described its cluster yet."
+      : `Node ${c.node_id} (${c.address}, ${c.slots} slots): ${num(c.ops_per_second)} commands/s` +
+        (c.peers_mean_ops_per_second == null
+          ? `; no peer's load known yet (${c.peers_up} of ${c.peers} answered).`
+          : ` against its peers' mean of ${num(c.peers_mean_ops_per_second)}` +
+            ` (${c.peers_ratio == null ? "–" : c.peers_ratio.toFixed(2) + "x"},` +
+            ` ${c.peers_up} of ${c.peers} peers known).`);
+  document.querySelector("#slot-table tbody").replaceChildren(
+    ...v.slots.map((x) => {
+      let advice = x.hot ? "none: no fix needed" : "–";
+      if (x.advice != null) advice = slotAdvice[x.advice] || x.advice;
+      if (x.advice === "tag") advice += ` (spread its keys over ${x.tag_split} tags)`;
+      return row(
+        [
+          x.slot,
+          fmt(x.share),
+          num(x.ops_per_second),
+          x.top_key ? `${x.top_key} (${fmt(x.top_key_share, 0)})` : "–",
+          x.top_tag ? `${x.top_tag} (${fmt(x.top_tag_share, 0)})` : "–",
+          x.hot ? "hot" : "ok",
+          advice,
+        ],
+        x.hot ? "hot" : "",
+      );
+    }),
+  );
+  document
+    .querySelector("#tag-table tbody")
+    .replaceChildren(
+      ...v.tags.map((t) =>
+        row(
+          [t.tag, t.slot, fmt(t.share), num(t.ops_per_second), t.hot ? "hot" : "ok"],
+          t.hot ? "hot" : "",
+        ),
+      ),
+    );
+  const m = v.move;
+  document.getElementById("plan").hidden = m == null;
+  if (m == null) return;
+  const measure = (x) => (m.in_load ? fmt(x, 0) + " load" : num(x) + " commands/s");
+  document.getElementById("plan-text").textContent =
+    `Advice: move ${m.slot_count} slots off this node, which is ` +
+    (m.reason === "over_target"
+      ? "over its load target"
+      : `clearly over its peers (their mean: ${measure(m.peers_mean)})`) +
+    `, to bring it to ${measure(m.goal)} or under. Run the script below once; ` +
+    "the advice ends when the slots have moved.";
+  const sides = [{ ...m.from, slots: [] }, ...m.to];
+  document
+    .querySelector("#plan-table tbody")
+    .replaceChildren(
+      ...sides.map((n, i) =>
+        row([
+          i === 0 ? n.id + " (this node)" : n.id,
+          n.address,
+          i === 0 ? "–" : n.slots.length,
+          num(n.ops_per_second_before),
+          num(n.ops_per_second_after),
+          fmt(n.load_after, 0),
+        ]),
+      ),
+    );
+  document.getElementById("plan-script").textContent = m.commands;
+}
+async function loadSlots() {
+  try {
+    const res = await fetch("api/v1/slots");
+    if (res.ok) drawSlots(await res.json());
+  } catch {
+    // The daemon is unreachable or answered no JSON: the next tick asks again.
+  }
+}
+loadSlots();
+setInterval(loadSlots, 2000);

@@ -1355,5 +1355,72 @@ TEST_CASE(
   CHECK(snap->history_bytes == snap->history_bound_bytes);
 }
 
+// A read-mostly key the kits cache: 3,000 of the shard's 10,000 ops/s (5% writes) on a shard
+// 90% busy, until the kits take its reads (2,850 ops/s) off the shard at 2 s. The shard then
+// serves 7,150 ops/s at the same cost per op (0.9 / 10,000): 64.35% busy. What the kits
+// report keeps the key hot and puts its reads back into the load with no fix: 0.6435 *
+// 10,000 / 7,150 = 0.9 again, and the advice stays. Without reports the key cools (its
+// writes are 15 / 715 = 2.1% of the shard); reports ended, it cools within seconds.
+TEST_CASE("Aggregator: the kits' absorbed demand keeps a key hot and in the load with no fix",
+          "[daemon][aggregator][demand]") {
+  for (const bool report : {true, false}) {
+    INFO("reports " << report);
+    config::ReloadableOptions r = Reloadable();
+    Aggregator agg(Track(), r, "secret", kT0, nullptr);  // 2 s window
+    DemandLedger ledger(Track().rate_window, 16);
+    agg.SetDemand(&ledger);
+    Stream s(absl::Milliseconds(500));
+    std::shared_ptr<const Snapshot> snap;
+    uint64_t answers = 0;
+    const absl::Time fix = kT0 + absl::Seconds(2);
+    const absl::Time stop = kT0 + absl::Seconds(8);
+    for (int tick = 1; tick <= 150; ++tick) {
+      const absl::Time t = kT0 + absl::Milliseconds(100 * tick);
+      const bool fixed = t > fix;
+      for (int i = 0; i < 100; ++i) {
+        if (!fixed) {
+          for (int j = 0; j < 3; ++j) s.Feed("A", i % 20 == 0 ? Op::kWrite : Op::kRead);
+        } else if (i % 20 == 0) {
+          s.Feed("A", Op::kWrite);
+          s.Feed("A", Op::kWrite);
+          s.Feed("A", Op::kWrite);
+        }
+        s.Feed("B");
+        for (int j = 0; j < 6; ++j) s.Feed(absl::StrCat("bg:", (tick * 600 + i * 6 + j) % 300));
+      }
+      s.AdvanceTo(t);
+      if (tick % 10 == 0) {
+        // The shard's answer over the last second, and the kits' report of it.
+        const double busy = fixed ? 0.9 * 0.715 : 0.9;
+        agg.SetModelInputs(Answered(r, ++answers, busy, tick / 10 - 1, tick / 10));
+        if (report && fixed && t <= stop) ledger.Add(t, "A", 2850, 0, absl::Seconds(1));
+      }
+      snap = BuildOne(agg, s, t);
+      const KeySnapshot* a = FindKey(*snap, "A");
+      INFO("t " << absl::FormatDuration(t - kT0));
+      // Without reports the key cools once its decayed share has been under the cooling
+      // line (8%) for 2 s (a fix in force: aggregator.cc's kFixCoolGrace): from about 1 s
+      // after the fix.
+      if (!report && t > fix + absl::Seconds(3.5) && t <= stop) CHECK((a == nullptr || !a->hot));
+      if (report && t > fix && t <= stop) {
+        REQUIRE(a);
+        CHECK(a->hot);
+        if (t > fix + absl::Seconds(1)) CHECK(a->demand_share > 0.2);
+        if (t > fix + absl::Seconds(2.5)) CHECK(a->share < 0.03);  // what the shard sees
+        if (t > fix + absl::Seconds(3)) {
+          CHECK(a->absorbed_ops_per_second[0] == Approx(2850).epsilon(0.1));
+          REQUIRE_FALSE(a->projected_load.empty());
+          CHECK(Loads(*a)[model::Strategy::kNone] == Approx(0.9).epsilon(0.05));
+          CHECK(a->advice == model::Strategy::kCache);
+          CHECK(a->advised_on.absorbed_ops == Approx(2850).epsilon(0.1));
+        }
+      }
+      // Reports ended: the demand over the last 3 s decays from a second after the last
+      // report, the key passes under the line, and cools 2 s later.
+      if (t > stop + absl::Seconds(5.5)) CHECK((a == nullptr || !a->hot));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hotkey::aggregate

@@ -32,6 +32,7 @@ bool IsSlotAdvice(SlotAdvice a) {
   switch (a) {
     case SlotAdvice::kNone:
     case SlotAdvice::kKey:
+    case SlotAdvice::kTag:
     case SlotAdvice::kMove:
       return true;
   }

@@ -1,6 +1,6 @@
-// PlanSlotMove's rules (target, greedy, stop, no move that only moves the hot spot, unknown
-// capacities, ties, bad input) and MoveCommands' script: its text, and what bash makes of it
-// with a stand-in redis-cli that records its arguments.
+// PlanRebalance's rules (trigger, goal, greedy over several targets, no plan that does not
+// bring the busiest node under its goal, hysteresis, bad input) and MoveCommands' script: its text,
+// and what bash makes of it with a stand-in redis-cli that records its arguments.
 
 #include "hotkey/cluster/move_plan.h"
 
@@ -30,171 +30,195 @@ NodeLoad Node(std::string id, double ops, std::optional<double> capacity = std::
           .capacity_ops = capacity};
 }
 
-TEST_CASE("MovePlan: the target is the least loaded node, by load when capacities are known",
+std::vector<SlotOps> Slots(std::initializer_list<std::pair<int, double>> list) {
+  std::vector<SlotOps> out;
+  for (const auto& [slot, ops] : list) out.push_back({static_cast<uint16_t>(slot), ops});
+  return out;
+}
+
+std::vector<uint16_t> SlotsTo(const MovePlan& plan, const std::string& id) {
+  for (const Transfer& t : plan.to) {
+    if (t.to.id == id) return t.slots;
+  }
+  return {};
+}
+
+TEST_CASE("MovePlan: a node over its target moves its largest slots to the least loaded nodes",
           "[cluster]") {
   const NodeLoad self = Node("self", 9000, 10000);
   // a: 3000 / 10000 = 0.3; b: 4000 / 20000 = 0.2: b has more ops/s but less load.
   const std::vector<NodeLoad> others = {Node("a", 3000, 10000), Node("b", 4000, 20000)};
-  const std::vector<SlotOps> hot = {{100, 1000}};
-  const std::optional<MovePlan> plan = PlanSlotMove(self, others, hot, {});
+  const std::vector<SlotOps> slots = Slots({{1, 1000}, {2, 800}, {3, 600}, {4, 500}, {5, 50}});
+  const std::optional<MovePlan> plan = PlanRebalance(self, others, slots, {.target_load = 0.7});
   REQUIRE(plan);
-  CHECK(plan->to.id == "b");
-  CHECK(plan->slots == std::vector<uint16_t>{100});
-  // from: 9000 - 1000 = 8000 (0.8); to: 4000 + 1000 = 5000 (5000 / 20000 = 0.25).
+  CHECK(plan->reason == MoveReason::kOverTarget);
+  CHECK(plan->in_load);
+  CHECK(plan->goal == 0.7);
+  // 1 (1000) to b (0.2 -> 0.25); 2 (800) to b (0.25 -> 0.29); 3 (600) to b (0.29 -> 0.32):
+  // self 9000 -> 6600 (0.66 <= 0.7): stop before 4. b stays the least loaded throughout.
+  CHECK(SlotsTo(*plan, "b") == std::vector<uint16_t>{1, 2, 3});
+  CHECK(SlotsTo(*plan, "a").empty());
+  CHECK(plan->SlotCount() == 3);
   CHECK(plan->from.ops_before == 9000);
-  CHECK(plan->from.ops_after == 8000);
-  CHECK(*plan->from.load_before == Approx(0.9));
-  CHECK(*plan->from.load_after == Approx(0.8));
-  CHECK(plan->to.ops_before == 4000);
-  CHECK(plan->to.ops_after == 5000);
-  CHECK(*plan->to.load_before == Approx(0.2));
-  CHECK(*plan->to.load_after == Approx(0.25));
-  CHECK(plan->from.address == self.address);
-  CHECK(plan->to.address == others[1].address);
-  CHECK(plan->commands == MoveCommands(plan->from, plan->to, plan->slots, false));
-}
-
-TEST_CASE("MovePlan: a node without a capacity takes self's", "[cluster]") {
-  const NodeLoad self = Node("self", 9000, 10000);
-  // a: 3000 / 10000 (self's) = 0.3; b: 2500 / 5000 = 0.5.
-  const std::vector<NodeLoad> others = {Node("a", 3000), Node("b", 2500, 5000)};
-  const std::vector<SlotOps> hot = {{7, 500}};
-  const std::optional<MovePlan> plan = PlanSlotMove(self, others, hot, {});
-  REQUIRE(plan);
-  CHECK(plan->to.id == "a");
-  CHECK(*plan->to.load_before == Approx(0.3));
-  CHECK(*plan->to.load_after == Approx(0.35));
-}
-
-TEST_CASE("MovePlan: with no capacity known, the least ops/s wins and no load is projected",
-          "[cluster]") {
-  const NodeLoad self = Node("self", 9000);
-  const std::vector<SlotOps> hot = {{7, 500}};
-  {
-    const std::vector<NodeLoad> others = {Node("a", 3000), Node("b", 2000)};
-    const std::optional<MovePlan> plan = PlanSlotMove(self, others, hot, {});
-    REQUIRE(plan);
-    CHECK(plan->to.id == "b");
-    CHECK_FALSE(plan->from.load_before);
-    CHECK_FALSE(plan->from.load_after);
-    CHECK_FALSE(plan->to.load_before);
-    CHECK(plan->from.ops_after == 8500);
-    CHECK(plan->to.ops_after == 2500);
-  }
-  {
-    // Self's capacity unknown, one other's known: a has no load, so ops/s decide (b: 2000),
-    // though b is at load 2000 / 2000 = 1.
-    const std::vector<NodeLoad> others = {Node("a", 3000), Node("b", 2000, 2000)};
-    const std::optional<MovePlan> plan = PlanSlotMove(self, others, hot, {});
-    REQUIRE(plan);
-    CHECK(plan->to.id == "b");
-    CHECK(*plan->to.load_before == Approx(1.0));
-    CHECK(*plan->to.load_after == Approx(1.25));
-    CHECK_FALSE(plan->from.load_before);
-  }
-  {
-    // Self's capacity unknown, every other's known: by load. a: 3000 / 10000 = 0.3 beats
-    // b: 2000 / 2000 = 1. Without self's capacity the move is judged in ops/s: 3500 < 8500.
-    const std::vector<NodeLoad> others = {Node("a", 3000, 10000), Node("b", 2000, 2000)};
-    const std::optional<MovePlan> plan = PlanSlotMove(self, others, hot, {});
-    REQUIRE(plan);
-    CHECK(plan->to.id == "a");
-  }
-}
-
-TEST_CASE("MovePlan: ties go to the lowest id, whatever the order given", "[cluster]") {
-  const NodeLoad self = Node("self", 9000, 10000);
-  const std::vector<SlotOps> hot = {{7, 500}};
-  const std::vector<NodeLoad> ba = {Node("b", 3000, 10000), Node("a", 3000, 10000)};
-  const std::vector<NodeLoad> ab = {Node("a", 3000, 10000), Node("b", 3000, 10000)};
-  CHECK(PlanSlotMove(self, ba, hot, {})->to.id == "a");
-  CHECK(PlanSlotMove(self, ab, hot, {})->to.id == "a");
-  // Equal slots: the lowest slot first.
-  const std::vector<SlotOps> equal = {{9, 500}, {3, 500}, {5, 500}};
-  CHECK(PlanSlotMove(self, ab, equal, {})->slots == std::vector<uint16_t>{3, 5, 9});
-}
-
-TEST_CASE("MovePlan: greedy, largest first, stops once from is at or under the target load",
-          "[cluster]") {
-  const NodeLoad self = Node("self", 9000, 10000);
-  const std::vector<NodeLoad> others = {Node("a", 1000, 10000)};
-  const std::vector<SlotOps> hot = {{4, 500}, {2, 800}, {1, 1000}, {3, 600}};
-  // 1 (1000): from 8000 (0.8), to 2000; 2 (800): from 7200 (0.72), to 2800; 3 (600): from 6600
-  // (0.66 <= 0.7): stop before 4.
-  const std::optional<MovePlan> plan = PlanSlotMove(self, others, hot, {.target_load = 0.7});
-  REQUIRE(plan);
-  CHECK(plan->slots == std::vector<uint16_t>{1, 2, 3});
   CHECK(plan->from.ops_after == 6600);
-  CHECK(plan->to.ops_after == 3400);
   CHECK(*plan->from.load_after == Approx(0.66));
-  CHECK(*plan->to.load_after == Approx(0.34));
-  // A lower target takes the last one too: 6100 vs 3900.
-  CHECK(PlanSlotMove(self, others, hot, {.target_load = 0.5})->slots ==
-        std::vector<uint16_t>{1, 2, 3, 4});
-  // Already at or under the target: the largest slot that fits still moves, and no more.
-  CHECK(PlanSlotMove(self, others, hot, {.target_load = 0.9})->slots == std::vector<uint16_t>{1});
-  CHECK(PlanSlotMove(self, others, hot, {.target_load = 0.95})->slots == std::vector<uint16_t>{1});
+  REQUIRE(plan->to.size() == 1);
+  CHECK(plan->to[0].to.ops_after == 6400);
+  CHECK(*plan->to[0].to.load_after == Approx(0.32));
+  CHECK(plan->to[0].ops_per_second == 2400);
+  CHECK(absl::StrContains(plan->commands,
+                          "# Advice: move. Node self (10.0.0.4:7000) is over its "
+                          "load target: 90% against 70%."));
+  CHECK(absl::StrContains(plan->commands, "#   self (10.0.0.4:7000): 9000 -> 6600"));
+  CHECK(absl::StrContains(plan->commands, "#   b (10.0.0.1:7000): 4000 -> 6400"));
+  CHECK(absl::StrContains(plan->commands, "\nmove_keys 1\n"));
+  CHECK(absl::StrContains(plan->commands, "\nmove_keys 3\n"));
+  CHECK_FALSE(absl::StrContains(plan->commands, "\nmove_keys 4\n"));
 }
 
-TEST_CASE("MovePlan: a move that only moves the hot spot says so", "[cluster]") {
-  const NodeLoad self = Node("self", 9000, 10000);
-  const std::vector<NodeLoad> others = {Node("a", 3000, 10000)};
-  // One slot of 6000: the target would carry 9000 against from's 3000.
-  const std::vector<SlotOps> one = {{42, 6000}};
-  const std::optional<MovePlan> only = PlanSlotMove(self, others, one, {});
-  REQUIRE(only);
-  CHECK_FALSE(only->relieves);
-  CHECK(only->slots == std::vector<uint16_t>{42});
-  CHECK(only->from.ops_after == 3000);
-  CHECK(only->to.ops_after == 9000);
-  // Exactly half the gap (3000): both would end at 6000, and the target must stay strictly
-  // under for a move that relieves.
-  const std::vector<SlotOps> half = {{42, 3000}};
-  CHECK_FALSE(PlanSlotMove(self, others, half, {})->relieves);
-  // A slot over the gap is skipped; a smaller one after it still moves: 3000 + 2000 < 9000 - 2000.
-  const std::vector<SlotOps> two = {{42, 6000}, {43, 2000}};
-  const std::optional<MovePlan> plan = PlanSlotMove(self, others, two, {});
+TEST_CASE("MovePlan: many warm slots of a node clearly over its peers go to several nodes",
+          "[cluster]") {
+  // The issue's reproduction: one node at 1800 commands/s against 600 and 600, through 200
+  // slots of 6 commands/s each, with no capacity known (compared in ops/s).
+  const NodeLoad self = Node("self", 1800);
+  const std::vector<NodeLoad> others = {Node("a", 600), Node("bb", 600)};
+  std::vector<SlotOps> slots;
+  for (int s = 0; s < 200; ++s) slots.push_back({static_cast<uint16_t>(100 + s), 6});
+  const std::optional<MovePlan> plan = PlanRebalance(self, others, slots, {});
   REQUIRE(plan);
-  CHECK(plan->slots == std::vector<uint16_t>{43});
-  CHECK(plan->relieves);
-  CHECK(*plan->from.load_after == Approx(0.7));
-  CHECK(*plan->to.load_after == Approx(0.5));
-  // The target busier than self: nothing fits.
-  const std::vector<NodeLoad> busier = {Node("a", 9500, 10000)};
-  CHECK_FALSE(PlanSlotMove(self, busier, two, {}));
+  CHECK(plan->reason == MoveReason::kOverPeers);
+  CHECK_FALSE(plan->in_load);
+  CHECK(plan->peers_mean == 600);
+  // The goal: 1.1 x the mean of 1800, 600, 600 = 1100. Each slot goes to the less loaded of
+  // a and bb, so they take turns: 117 slots (702) bring self to 1098.
+  CHECK(plan->goal == Approx(1100));
+  CHECK(plan->SlotCount() == 117);
+  CHECK(plan->from.ops_after == Approx(1098));
+  REQUIRE(plan->to.size() == 2);
+  CHECK(plan->to[0].to.id == "a");
+  CHECK(plan->to[0].slots.size() == 59);
+  CHECK(plan->to[1].slots.size() == 58);
+  CHECK(plan->to[0].to.ops_after == Approx(954));
+  CHECK(plan->to[1].to.ops_after == Approx(948));
+  CHECK_FALSE(plan->from.load_after);
+  // One script: both targets, each after its own migrate_to.
+  CHECK(absl::StrContains(plan->commands, "# To node a (10.0.0.1:7000)\nmigrate_to="));
+  CHECK(absl::StrContains(plan->commands, "# To node bb (10.0.0.2:7000)\nmigrate_to="));
+  CHECK(absl::StrContains(plan->commands, "is 3.00x its peers' mean: 1800 commands/s against 600"));
 }
 
-TEST_CASE("MovePlan: different capacities are compared in load", "[cluster]") {
-  // from 8000 / 10000; to 1000 / 2000 = 0.5. A slot of 1000: to 2000 / 2000 = 1 > from 0.7:
-  // not moved, though 2000 < 7000 in ops/s. A slot of 400: 1400 / 2000 = 0.7 < 0.76: moved.
-  const NodeLoad self = Node("self", 8000, 10000);
-  const std::vector<NodeLoad> others = {Node("a", 1000, 2000)};
-  const std::vector<SlotOps> hot = {{1, 1000}, {2, 400}};
-  const std::optional<MovePlan> plan = PlanSlotMove(self, others, hot, {});
-  REQUIRE(plan);
-  CHECK(plan->slots == std::vector<uint16_t>{2});
+TEST_CASE(
+    "MovePlan: no advice for a balanced cluster, a node that is not the busiest, or one "
+    "no move brings under its goal",
+    "[cluster]") {
+  const std::vector<SlotOps> slots = Slots({{1, 100}, {2, 100}, {3, 100}});
+  // Balanced: 1080 against 1087 and 833 (the issue's cluster after its rebalance).
+  CHECK_FALSE(
+      PlanRebalance(Node("self", 1080), std::vector{Node("a", 1087), Node("b", 833)}, slots, {}));
+  // The busiest by far, but not the busiest: that node's own hotkeyd plans.
+  CHECK_FALSE(
+      PlanRebalance(Node("self", 1800), std::vector{Node("a", 600), Node("b", 1900)}, slots, {}));
+  // Under its target in load and not clearly over its peers: nothing, however busy in ops/s.
+  CHECK_FALSE(PlanRebalance(Node("self", 6000, 10000),
+                            std::vector{Node("a", 5000, 10000), Node("b", 5000, 10000)}, slots,
+                            {.target_load = 0.7}));
+  // At 1.2% of its CPU and 3x its peers: over them, and a plan is made (the load gate is the
+  // peers' comparison here): 4 slots of 30 bring it to 180, under 1.1 x 166.7 = 183.3. At
+  // 1.4x its peers, none.
+  const std::optional<MovePlan> idle =
+      PlanRebalance(Node("self", 300, 25000), std::vector{Node("a", 100), Node("b", 100)},
+                    Slots({{1, 30}, {2, 30}, {3, 30}, {4, 30}, {5, 30}}), {});
+  REQUIRE(idle);
+  CHECK(idle->SlotCount() == 4);
+  // Slots too coarse to end under the goal: 50 each leaves it at 200 with both others at 150,
+  // and a third would put one of them over the goal.
+  CHECK_FALSE(PlanRebalance(Node("self", 300, 25000), std::vector{Node("a", 100), Node("b", 100)},
+                            Slots({{1, 50}, {2, 50}, {3, 50}}), {}));
+  CHECK_FALSE(
+      PlanRebalance(Node("self", 140), std::vector{Node("a", 100), Node("b", 100)}, slots, {}));
+  // Over its peers, but its one slot would make its target the busiest: no plan (the hot
+  // spot would only move), and so no advice.
+  CHECK_FALSE(
+      PlanRebalance(Node("self", 1700), std::vector{Node("a", 600)}, Slots({{42, 1100}}), {}));
+  // Over its target, but every other node is near it too: no move brings it under.
+  CHECK_FALSE(PlanRebalance(Node("self", 9000, 10000),
+                            std::vector{Node("a", 6800, 10000), Node("b", 6900, 10000)},
+                            Slots({{1, 1000}, {2, 1000}, {3, 1000}}), {.target_load = 0.7}));
+}
+
+TEST_CASE("MovePlan: a kept plan does not change while the load jitters, and ends once run",
+          "[cluster]") {
+  const std::vector<NodeLoad> others = {Node("a", 600), Node("b", 600)};
+  std::vector<SlotOps> slots;
+  for (int s = 0; s < 200; ++s) slots.push_back({static_cast<uint16_t>(s), 6});
+  const std::optional<MovePlan> first = PlanRebalance(Node("self", 1800), others, slots, {});
+  REQUIRE(first);
+  // The slots' ops jitter: each read would order them differently, and a fresh plan would
+  // pick other slots; the kept plan keeps its slots and targets.
+  std::vector<SlotOps> jittered = slots;
+  for (size_t i = 0; i < jittered.size(); ++i) jittered[i].ops_per_second += (i % 7) * 0.1;
+  const std::vector<NodeLoad> moved = {Node("a", 610), Node("b", 590)};
+  const std::optional<MovePlan> fresh = PlanRebalance(Node("self", 1810), moved, jittered, {});
+  REQUIRE(fresh);
+  CHECK(fresh->to[0].slots != first->to[0].slots);
+  const std::optional<MovePlan> kept =
+      PlanRebalance(Node("self", 1810), moved, jittered, {}, &*first);
+  REQUIRE(kept);
+  CHECK(kept->to[0].slots == first->to[0].slots);
+  CHECK(kept->to[1].slots == first->to[1].slots);
+  CHECK(kept->to[0].to.ops_before == 610);  // re-projected on the loads now
+  // The load it was made on was half the real one (a window still holding the quiet before):
+  // with each slot now at 12, the kept plan would move twice the excess; a fresh one moves
+  // about half as many slots.
+  std::vector<SlotOps> doubled = slots;
+  for (SlotOps& s : doubled) s.ops_per_second = 12;
+  const std::optional<MovePlan> redone =
+      PlanRebalance(Node("self", 1800), others, doubled, {}, &*first);
+  REQUIRE(redone);
+  CHECK(redone->SlotCount() == 59);
+  // Run: the slots are no longer self's, the node is balanced, and no plan is advised.
+  std::vector<SlotOps> left;
+  for (const SlotOps& s : slots) {
+    if (std::find(first->to[0].slots.begin(), first->to[0].slots.end(), s.slot) ==
+            first->to[0].slots.end() &&
+        std::find(first->to[1].slots.begin(), first->to[1].slots.end(), s.slot) ==
+            first->to[1].slots.end()) {
+      left.push_back(s);
+    }
+  }
+  CHECK_FALSE(PlanRebalance(Node("self", 1098), std::vector{Node("a", 954), Node("b", 948)}, left,
+                            {}, &*first));
+  // Still over, but the kept plan's slots are gone (moved by hand): a fresh plan.
+  const std::optional<MovePlan> again =
+      PlanRebalance(Node("self", 1800), others, std::span(slots).subspan(150), {}, &*first);
+  CHECK_FALSE(again);  // 50 slots of 6 left: not enough to reach the goal
+  const std::optional<MovePlan> other =
+      PlanRebalance(Node("self", 1800), others, std::span(slots).subspan(50), {}, &*first);
+  REQUIRE(other);
+  CHECK(other->to[0].slots.front() >= 50);
 }
 
 TEST_CASE("MovePlan: bad input is ignored, never a crash", "[cluster]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   const NodeLoad self = Node("self", 9000, 10000);
-  const std::vector<SlotOps> hot = {{16384, 5000}, {65535, 1}, {1, nan}, {2, -5}, {3, inf},
-                                    {4, 0},        {5, 1000},  {5, 900}, {6, 800}};
+  const std::vector<SlotOps> slots = {{16384, 5000}, {65535, 1}, {1, nan}, {2, -5},  {3, inf},
+                                      {4, 0},        {5, 1000},  {5, 900}, {6, 800}, {7, 300}};
   const std::vector<NodeLoad> others = {Node("self", 0, 10000), Node("n", nan, 10000),
                                         Node("m", -1, 10000), Node("i", inf), Node("z", 1000, 0)};
-  // z: capacity 0 is unknown, so self's; 5 once (its largest), then 6.
-  const std::optional<MovePlan> plan = PlanSlotMove(self, others, hot, {.target_load = 0.5});
+  // z: capacity 0 is unknown, so self's; 5 once (its largest), then 6, then 7 (to 0.69).
+  const std::optional<MovePlan> plan = PlanRebalance(self, others, slots, {.target_load = 0.7});
   REQUIRE(plan);
-  CHECK(plan->to.id == "z");
-  CHECK(plan->slots == std::vector<uint16_t>{5, 6});
-  CHECK(*plan->to.load_after == Approx(0.28));
+  REQUIRE(plan->to.size() == 1);
+  CHECK(plan->to[0].to.id == "z");
+  CHECK(plan->to[0].slots == std::vector<uint16_t>{5, 6, 7});
+  CHECK(*plan->to[0].to.load_after == Approx(0.31));
+  CHECK(*plan->from.load_after == Approx(0.69));
   // No usable other node, no slot, or self's ops/s not a number: no plan.
-  CHECK_FALSE(PlanSlotMove(self, std::span<const NodeLoad>(others.data(), 4), hot, {}));
-  CHECK_FALSE(PlanSlotMove(self, {}, hot, {}));
-  CHECK_FALSE(PlanSlotMove(self, others, {}, {}));
-  CHECK_FALSE(PlanSlotMove(Node("self", nan, 10000), others, hot, {}));
-  CHECK_FALSE(PlanSlotMove(Node("self", 9000, nan), others, std::span(hot).first(0), {}));
+  CHECK_FALSE(PlanRebalance(self, std::span<const NodeLoad>(others.data(), 4), slots, {}));
+  CHECK_FALSE(PlanRebalance(self, {}, slots, {}));
+  CHECK_FALSE(PlanRebalance(self, others, {}, {}));
+  CHECK_FALSE(PlanRebalance(Node("self", nan, 10000), others, slots, {}));
 }
 
 MoveSide Side(std::string id, std::string address) {
@@ -210,8 +234,8 @@ TEST_CASE("MoveCommands: the SETSLOT sequence, slot by slot, in order", "[cluste
       MoveCommands(Side("fromid", "127.0.0.1:7000"), Side("toid", "127.0.0.1:7001"), slots, false);
   INFO(s);
   CHECK(
-      s.starts_with("#!/usr/bin/env bash\n# Moves Redis Cluster slots 1234 99 from node fromid "
-                    "(127.0.0.1:7000) to node toid (127.0.0.1:7001):\n"));
+      s.starts_with("#!/usr/bin/env bash\n# Moves Redis Cluster slots from node fromid "
+                    "(127.0.0.1:7000) to node toid (127.0.0.1:7001): slots 1234 99.\n"));
   CHECK(absl::StrContains(s, "REDISCLI_AUTH"));
   CHECK(absl::StrContains(s, "AUTH2"));
   CHECK(absl::StrContains(s, "\nset -euo pipefail\n"));

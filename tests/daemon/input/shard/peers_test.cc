@@ -95,6 +95,7 @@ TEST_CASE("PeerProbers: every other primary serving slots, by id, none probed ye
   CHECK(loads[0].slots == 100);
   CHECK(loads[1].slots == 16184);
   for (const PeerLoad& l : loads) {
+    CHECK_FALSE(l.asked);  // not "down": not asked yet
     CHECK_FALSE(l.up);
     CHECK_FALSE(l.load);
     CHECK(l.status == absl::UnavailableError("not probed yet"));
@@ -357,6 +358,7 @@ TEST_CASE("PeerProbers: a real cluster's other two primaries, up, with the load 
   RunRounds(io);
   for (const PeerLoad& l : peers.Loads()) {
     if (l.id != id2) continue;
+    CHECK(l.asked);  // asked, and failed: down
     CHECK_FALSE(l.up);
     CHECK(l.status.code() == absl::StatusCode::kDeadlineExceeded);
     REQUIRE(l.load);
@@ -384,7 +386,10 @@ TEST_CASE("PeerProbers: a real cluster's other two primaries, up, with the load 
   peers.SetTopology(*m.topology);
   peers.ProbeAll();
   RunRounds(io);
-  for (const PeerLoad& l : peers.Loads()) CHECK(l.up);
+  for (const PeerLoad& l : peers.Loads()) {
+    CHECK(l.asked);
+    CHECK(l.up);
+  }
 }
 
 TEST_CASE("PeerProbers: a peer that is not in cluster mode is not up, and says so",

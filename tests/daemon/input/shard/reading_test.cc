@@ -137,8 +137,9 @@ TEST_CASE("Reading: the thread's figures win over the process's; bad input is an
       "# Server\r\nredis_version:7.2.4\r\n# Stats\r\ntotal_commands_processed:1000\r\n"
       "# CPU\r\nused_cpu_sys:10.5\r\nused_cpu_user:20.25\r\nused_cpu_sys_main_thread:1.5\r\n"
       "used_cpu_user_main_thread:2.25\r\n# Cluster\r\ncluster_enabled:1\r\n"
-      "process_id:77\r\nserver_time_usec:1700000000123456\r\n");
+      "process_id:77\r\nserver_time_usec:1700000000123456\r\n# Replication\r\nrole:slave\r\n");
   REQUIRE(r.ok());
+  CHECK(r->role == Role::kReplica);
   CHECK(r->server == "redis 7.2.4");
   CHECK(r->commands == 1000);
   CHECK(r->cpu_seconds == 3.75);
@@ -149,6 +150,7 @@ TEST_CASE("Reading: the thread's figures win over the process's; bad input is an
       "redis_version:5.0.7\ntotal_commands_processed:7\nused_cpu_sys:1\nused_cpu_user:2\n");
   REQUIRE(old.ok());
   CHECK(old->cpu_seconds == 3);
+  CHECK(old->role == Role::kUnknown);  // no role line
   CHECK(old->pid == 0);
   CHECK_FALSE(old->server_time);
   for (std::string_view bad :
@@ -190,11 +192,19 @@ TEST_CASE("Reading: load and capacity between two readings", "[shard]") {
   REQUIRE(l);
   CHECK(l->busy == 1);
   CHECK(l->capacity_ops == 10000);
-  // Too little work to extrapolate.
+  // A nearly idle server still has a capacity, extrapolated from what it measured: 10
+  // commands in 1 ms of CPU, 10,000 at busy 1. No floor stands in for the measurement.
   Reading idle = a;
   idle.commands += 10;
   idle.cpu_seconds += 0.001;
   l = LoadBetween(a, t0, idle, t0 + absl::Seconds(1), 1);
+  REQUIRE(l);
+  REQUIRE(l->capacity_ops);
+  CHECK(*l->capacity_ops == Approx(10000));
+  // No CPU used at all: nothing to extrapolate from.
+  Reading still = a;
+  still.commands += 10;
+  l = LoadBetween(a, t0, still, t0 + absl::Seconds(1), 1);
   REQUIRE(l);
   CHECK_FALSE(l->capacity_ops);
   // Not one server run in order: a restart, another server, time not moving.

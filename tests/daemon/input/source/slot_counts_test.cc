@@ -4,6 +4,7 @@
 
 #include "hotkey/source/slot_counts.h"
 
+#include <atomic>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -47,6 +48,59 @@ TEST_CASE("SlotCounts: a key's weight goes to its slot, a tagged key's also to i
   CHECK(top[0].key == "42");
   CHECK(c.tags().RawTotal(sketch::Op::kRead) == Approx(1000));
   CHECK(c.tags().RawTotal(sketch::Op::kWrite) == 0);
+}
+
+TEST_CASE("SlotCounts: a switch off counts nothing; on, counting resumes", "[cluster]") {
+  std::atomic<bool> on{false};
+  absl::StatusOr<SlotCounts> c =
+      SlotCounts::Create(sketch::HeavyHittersOptions{}, absl::UnixEpoch(), &on);
+  REQUIRE(c.ok());
+  const uint16_t slot = cluster::KeySlot("{7}:a");
+  c->Update("{7}:a", sketch::Op::kRead, 2);
+  CHECK_FALSE(c->counting());
+  CHECK(c->count(slot) == 0);
+  CHECK(c->tags().Total() == 0);
+  on = true;
+  CHECK(c->counting());
+  c->Update("{7}:a", sketch::Op::kRead, 2);
+  CHECK(c->count(slot) == 2);
+  CHECK(c->tags().Total() > 0);
+  // A copy (a report's) reads the same switch.
+  const SlotCounts copy = *c;
+  on = false;
+  CHECK_FALSE(copy.counting());
+  // No switch: always counting.
+  CHECK(Make().counting());
+}
+
+TEST_CASE("SlotCounts: exact under a million events a second, sampled without bias above",
+          "[cluster]") {
+  const absl::Time t0 = absl::UnixEpoch();
+  absl::StatusOr<SlotCounts> c = SlotCounts::Create(sketch::HeavyHittersOptions{}, t0);
+  REQUIRE(c.ok());
+  // 50,000 events in 100 ms (500,000/s): every one counted.
+  for (int i = 0; i < 50'000; ++i) c->Update(absl::StrCat("k", i % 4), sketch::Op::kRead);
+  c->Advance(t0 + absl::Milliseconds(100));
+  CHECK(c->stride() == 1);
+  double total = 0;
+  for (int s = 0; s < cluster::kSlots; ++s) total += c->count(static_cast<uint16_t>(s));
+  CHECK(total == 50'000);
+  // 800,000 in the next 100 ms (8M/s): one in 8 counted, weight 8. Four keys in turn, so a
+  // fixed stride would count one key only: each gets its quarter within 3%.
+  for (int i = 0; i < 800'000; ++i) c->Update(absl::StrCat("k", i % 4), sketch::Op::kRead);
+  c->Advance(t0 + absl::Milliseconds(200));
+  CHECK(c->stride() == 8);
+  std::vector<double> before(4);
+  for (int k = 0; k < 4; ++k) before[k] = c->count(cluster::KeySlot(absl::StrCat("k", k)));
+  for (int i = 0; i < 800'000; ++i) c->Update(absl::StrCat("k", i % 4), sketch::Op::kRead);
+  for (int k = 0; k < 4; ++k) {
+    INFO(k);
+    CHECK(c->count(cluster::KeySlot(absl::StrCat("k", k))) - before[k] ==
+          Approx(200'000).epsilon(0.03));
+  }
+  // The rate falls back: exact again.
+  c->Advance(t0 + absl::Seconds(10));
+  CHECK(c->stride() == 1);
 }
 
 TEST_CASE("SlotCounts: binary keys and empty tags", "[cluster]") {

@@ -165,6 +165,10 @@ TEST_CASE("HttpLimits: the defaults are those --help and docs/web-limits.md stat
   CHECK(l.accept_backoff == absl::Milliseconds(100));
   CHECK(l.max_queued_auth_checks == 16);
   CHECK(l.auth_workers == 1);
+  CHECK(l.max_header_bytes == 8 * 1024);
+  CHECK(l.max_body_bytes == 64 * 1024);
+  CHECK(l.large_body_paths.empty());  // the daemon names the demand path
+  CHECK(l.max_large_body_bytes == 256 * 1024);
 }
 
 TEST_CASE("HttpServer: a 401 closes its connection, so guesses cannot be pipelined",

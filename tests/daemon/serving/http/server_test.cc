@@ -6,6 +6,8 @@
 
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -26,11 +28,11 @@ using asio::ip::tcp;
 // An HttpServer on 127.0.0.1, port 0, served by its own thread.
 class TestServer {
  public:
-  explicit TestServer(HttpServer::Handler handler) {
+  explicit TestServer(HttpServer::Handler handler, HttpLimits limits = {}) {
     config::WebOptions web;
     web.listen_addresses = {"127.0.0.1:0"};
     absl::StatusOr<std::unique_ptr<HttpServer>> s =
-        HttpServer::Create(io_, web, config::WebConfig{}, HttpLimits{}, std::move(handler));
+        HttpServer::Create(io_, web, config::WebConfig{}, limits, std::move(handler));
     INFO(s.status().ToString());
     REQUIRE(s.ok());
     server_ = *std::move(s);
@@ -88,6 +90,34 @@ TEST_CASE("HttpServer: HEAD gets GET's headers and no body, so keep-alive stays 
     buffer += rest;
   }
   CHECK(buffer == "Healthy\n");
+}
+
+TEST_CASE("HttpServer: a large-body path reads up to its own limit, every other path 413s",
+          "[daemon][http]") {
+  HttpLimits limits;
+  limits.large_body_paths = {"/big"};
+  limits.max_large_body_bytes = 256 * 1024;
+  TestServer server(
+      [](const HttpRequest& r) {
+        return HttpResponse{200, "text/plain", absl::StrCat(r.body.size()), {}};
+      },
+      limits);
+  // A Content-Length over the path's limit is refused from the head, before any body is sent
+  // (so the client is not writing when the server closes).
+  auto post = [&](const std::string& target, size_t length, bool send_body) {
+    asio::io_context io;
+    tcp::socket socket(io);
+    socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.port()));
+    asio::write(socket, asio::buffer(absl::StrCat("POST ", target, " HTTP/1.1\r\nHost: t\r\n",
+                                                  "Content-Length: ", length, "\r\n\r\n",
+                                                  send_body ? std::string(length, 'x') : "")));
+    std::string buffer;
+    return ReadHead(socket, buffer);
+  };
+  // Over max_body_bytes, under the large limit.
+  CHECK(post("/big?x=1", 100 * 1024, true).rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(post("/small", 100 * 1024, false).rfind("HTTP/1.1 413", 0) == 0);
+  CHECK(post("/big", 256 * 1024 + 1, false).rfind("HTTP/1.1 413", 0) == 0);
 }
 
 }  // namespace

@@ -599,5 +599,46 @@ TEST_CASE("Feed: every event type has one name that parses back", "[web][feed]")
       });
 }
 
+TEST_CASE("Feed hold: a node that became a replica keeps its advised entries for the hold",
+          "[web][feed][hold]") {
+  testing::FakeClock clock;
+  FeedState state("secret");
+  config::ReloadableOptions o = Options();
+  o.feed.hold = absl::Seconds(10);
+  o.feed.pins = {{{config::FeedPattern::kPrefix, "flash:"}, Strategy::kCache}};
+  state.Update(With({Hot("a", Strategy::kCache)}), o, clock.Now());
+  REQUIRE(state.entries().contains("a"));
+  CHECK(state.Holds("a"));
+  CHECK(state.Holds("flash:sale"));
+  CHECK_FALSE(state.Holds("b"));
+  // A failover: the node is a replica, its clients gone, the key out of its Snapshot.
+  Snapshot replica = With({});
+  replica.model.shard_role = "replica";
+  for (int tick = 1; tick < 40; ++tick) {  // 9.75 s
+    clock.Advance(absl::Milliseconds(250));
+    CHECK(state.Update(replica, o, clock.Now()).empty());
+  }
+  CHECK(state.entries().at("a").mode == Strategy::kCache);
+  // The kits report what they absorb of it: the hold starts again while they do.
+  replica.absorbed_keys = {"a"};
+  clock.Advance(absl::Milliseconds(250));
+  CHECK(state.Update(replica, o, clock.Now()).empty());
+  replica.absorbed_keys.clear();
+  for (int tick = 1; tick < 40; ++tick) {
+    clock.Advance(absl::Milliseconds(250));
+    CHECK(state.Update(replica, o, clock.Now()).empty());
+  }
+  clock.Advance(absl::Milliseconds(250));  // 10 s after the last report
+  std::vector<FeedEvent> ev = state.Update(replica, o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kRemove);
+  // A primary's key that leaves its Snapshot leaves the set at once, as before.
+  state.Update(With({Hot("b", Strategy::kCache)}), o, clock.Now());
+  clock.Advance(absl::Milliseconds(250));
+  ev = state.Update(With({}), o, clock.Now());
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == Type::kRemove);
+}
+
 }  // namespace
 }  // namespace hotkey::web

@@ -52,6 +52,7 @@
 #include "hotkey/aggregate/advice_hold.h"
 #include "hotkey/aggregate/alerter.h"
 #include "hotkey/aggregate/busy_window.h"
+#include "hotkey/aggregate/demand.h"
 #include "hotkey/aggregate/episodes.h"
 #include "hotkey/aggregate/history.h"
 #include "hotkey/aggregate/key_label.h"
@@ -89,6 +90,10 @@ class Aggregator {
   void SetClusterInputs(ClusterInputs inputs);
   // The sources weigh bytes, not ops (Snapshot::counts_bytes): no advice is given.
   void SetCountsBytes(bool counts_bytes) { counts_bytes_ = counts_bytes; }
+  // What client kits report they absorbed (demand.h), added to each key's demand and to the
+  // load with no fix; null (the default): nothing. Build() expires its old reports. Must
+  // outlive the aggregator, and be used on its thread.
+  void SetDemand(DemandLedger* demand) { demand_ = demand; }
 
   // Builds the snapshot for `now` (monotonic) from the latest report of each receiver (nulls
   // are skipped). `wall` is the same instant on the wall clock: it stamps the snapshot's
@@ -196,6 +201,14 @@ class Aggregator {
   // alerter observes every one) and, when it may be hot, its advice; episodes of hot keys.
   std::vector<KeySnapshot> ObserveKeys(const HistoryPoint& point, const std::vector<Base>& bases,
                                        absl::Time now, absl::Time wall, double window_ops);
+  // The kits' absorbed demand of every key the ledger holds, over kDemandSpan, by hash
+  // (demand_now_).
+  void GatherDemand(absl::Time now, uint64_t seed);
+  // The rest of ObserveKeys() for one key whose figures from the tracker (or none, a key
+  // only the kits report) are in `k`; `share` is its demand share.
+  void ObserveKey(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
+                  absl::Time wall, double window_ops, KeySnapshot k,
+                  std::vector<KeySnapshot>* keys);
   // Cuts `keys` to the exported set, largest share first, each labelled and advised.
   void SelectExported(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
                       double window_ops, double rate_window_seconds,
@@ -235,6 +248,15 @@ class Aggregator {
   uint64_t sampled_answers_ = 0;  // ModelInputs::shard_answers last added to busy_
   absl::Time wall_;               // this tick's wall stamp, for the log lines of Advise()
   bool counts_bytes_ = false;
+  DemandLedger* demand_ = nullptr;
+  // This tick's absorbed demand by key hash (GatherDemand), and whether the tracker holds
+  // the key.
+  struct KeyDemand {
+    std::string key;
+    DemandLedger::Absorbed recent;
+    bool tracked = false;
+  };
+  absl::flat_hash_map<uint64_t, KeyDemand> demand_now_;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same
   // shape, so no allocation); and the report whose tracker is read when there is only one.
   std::optional<sketch::HeavyHitters> merged_;

@@ -49,6 +49,9 @@ class Alerter {
     absl::Time over_since = absl::InfiniteFuture();  // first tick above threshold (monotonic)
     absl::Time hot_since = absl::InfiniteFuture();   // monotonic
     double peak_share = 0;
+    // First tick of the current run under the cooling line (monotonic); InfiniteFuture
+    // while over it.
+    absl::Time under_since = absl::InfiniteFuture();
     std::string label;     // for the episode-end log line
     std::string strategy;  // the last non-empty strategy observed
   };
@@ -60,13 +63,15 @@ class Alerter {
   // The same for a caller with one clock: `now` stamps the log lines too.
   void Begin(absl::Time now, double shard_ops_per_second) { Begin(now, shard_ops_per_second, now); }
   // `id` identifies the key (its hash); returns whether it is hot after this observation.
+  // A hot key cools once its share has stayed under the cooling line for `cool_grace` (0:
+  // at the first tick under it); an idle shard cools it at once.
   bool Observe(uint64_t id, double share, double threshold, std::string_view label,
-               std::string_view strategy);
+               std::string_view strategy, absl::Duration cool_grace = absl::ZeroDuration());
   // The same, with the label made only if the key is pending or hot (it is kept for the
   // episode's log lines): a caller observing every tracked key labels a few of them, not
   // all (a hashed label costs an HMAC).
   bool Observe(uint64_t id, double share, double threshold, absl::FunctionRef<std::string()> label,
-               std::string_view strategy);
+               std::string_view strategy, absl::Duration cool_grace = absl::ZeroDuration());
   // The fix in force for hot key `id` (a strategy name), for its episode's end line; a key
   // neither hot nor pending is left alone.
   void NoteFix(uint64_t id, std::string_view strategy);

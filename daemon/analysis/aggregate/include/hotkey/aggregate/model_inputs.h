@@ -78,6 +78,10 @@ struct ModelInputs {
   // The shard said it is not in a cluster (Redis with cluster_enabled:0, or memcached):
   // its keys have no slots to report.
   bool shard_standalone = false;
+  // The node's role (shard::RoleName: primary, replica, unknown) and, in a Redis Cluster,
+  // the slots it serves (-1 outside one); as of the last answer.
+  std::string shard_role = "unknown";
+  int shard_slots = -1;
   // The fraction of the CPU its bottleneck threads may use that they used, the CPUs they
   // may use, and where that limit came from ("one core", "cgroup", "flag", "threads");
   // NaN and empty until measured.

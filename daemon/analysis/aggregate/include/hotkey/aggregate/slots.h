@@ -12,9 +12,11 @@
 // A change in the reporting sources (a source's first report, a restart) resets the base, so
 // no count is taken as traffic twice.
 //
-// Tags. The sources' tag trackers are merged (as the keys' are); a tag's share is its decayed
-// weight over the key tracker's decayed total (every event, tagged or not), so a tag's share
-// and a key's are of the same traffic.
+// Tags. The sources' tag trackers are merged (as the keys' are); a tag's decayed share (what
+// detection reads) is its decayed weight over the key tracker's decayed total (every event,
+// tagged or not), so a tag's share and a key's are of the same traffic. A tag's exported
+// share and ops/s are on its slot's basis, the rate window: its slot's window ops times the
+// tag's part of the slot's decayed ops, so a tag never shows more than its own slot.
 //
 // Hot slots and tags: each has an Alerter (alerter.h) of its own with the default threshold
 // of the rules (alert.default_threshold; the rules' per-key patterns do not apply), its dwell
@@ -22,15 +24,27 @@
 // hot ones, and the top_k over min_share (export options), with the keys' hysteresis, so
 // the label sets stay bounded by top_k and do not churn; never 16,384 series.
 //
-// Advice for a hot slot: `key` when its busiest tracked key carries at least kKeyDominates of
-// its ops (moving the slot would only move the hot spot: the key's own fix applies), `move`
-// otherwise (kKeyReleases below it, so a slot near the line does not flap). With the cluster
-// around the shard known (ClusterInputs), the `move` slots get one plan (cluster/move_plan.h):
-// which slots go to the least loaded primary, both nodes' projected loads, the commands.
+// Advice per cause. A hot slot whose busiest tracked key carries at least kKeyDominates of
+// its ops is advised `key` (moving the slot would only move the hot spot: the key's own fix
+// applies); else one whose busiest tag does is advised `tag` (re-key: the tag's keys given
+// tags of their own, split `tag_split` ways so that no piece is hot; a tag is one slot, so
+// moving it only moves the hot spot). Each is kept down to kKeyReleases, so a slot near the
+// line does not flap. A hot slot through many keys and tags is advised `move` when the plan
+// moves it, and nothing otherwise.
+//
+// The node against its peers. With the cluster around the shard known (ClusterInputs, every
+// shard interval), the node's commands/s are compared with its peers' mean (`peers`), and
+// one plan (cluster/move_plan.h: PlanRebalance) is made over every slot the node serves,
+// hot or not, on their ops over the rate window: which slots go to which primaries, every
+// node's projected load, one script. It exists only while the node is over its target or
+// clearly over its peers and the plan brings it under its goal; the last plan is handed back
+// for hysteresis. While a hot slot is advised `key` or `tag`, no plan is made: that fix
+// changes the loads a plan would be made on.
 //
 // Memory is fixed: MemoryBytes() (3 arrays of kSlots doubles, kBuckets + 1 of floats, plus one
-// merged tag tracker), pinned by tests/daemon/analysis/aggregate/slots_test.cc. Per tick the work
-// is O(kSlots) plus the tracked tags and keys.
+// merged tag tracker; the plan is bounded by MoveOptions::max_slots), pinned by
+// tests/daemon/analysis/aggregate/slots_test.cc. Per tick the work is O(kSlots) plus the tracked
+// tags and keys.
 //
 // Thread-compatible: called from the aggregator's thread.
 
@@ -51,6 +65,7 @@
 #include "hotkey/aggregate/key_label.h"
 #include "hotkey/cluster/move_plan.h"
 #include "hotkey/cluster/slot.h"
+#include "hotkey/cluster/topology.h"
 #include "hotkey/config/options.h"
 #include "hotkey/sketch/heavy_hitters.h"
 #include "hotkey/source/report.h"
@@ -58,11 +73,13 @@
 
 namespace hotkey::aggregate {
 
-enum class SlotAdvice { kNone, kKey, kMove };
+enum class SlotAdvice { kNone, kKey, kTag, kMove };
 // No advice has the empty name: the API shows null and /metrics no sample for it, and an
 // episode records no strategy.
-inline constexpr text::EnumName<SlotAdvice> kSlotAdviceNames[] = {
-    {SlotAdvice::kNone, ""}, {SlotAdvice::kKey, "key"}, {SlotAdvice::kMove, "move"}};
+inline constexpr text::EnumName<SlotAdvice> kSlotAdviceNames[] = {{SlotAdvice::kNone, ""},
+                                                                  {SlotAdvice::kKey, "key"},
+                                                                  {SlotAdvice::kTag, "tag"},
+                                                                  {SlotAdvice::kMove, "move"}};
 constexpr std::string_view SlotAdviceName(SlotAdvice advice) {
   return text::NameOf(kSlotAdviceNames, advice);
 }
@@ -78,7 +95,14 @@ struct SlotSnapshot {
   // ops; empty and 0 when no tracked key is in the slot.
   std::string top_key;
   double top_key_share = 0;
+  // The slot's busiest tag (its label) and that tag's share of the slot's decayed ops; empty
+  // and 0 when no tracked tag is in the slot.
+  std::string top_tag;
+  double top_tag_share = 0;
   SlotAdvice advice = SlotAdvice::kNone;  // hot slots only
+  // With advice `tag`: into how many tags the tag's keys should be spread, the fewest that
+  // leave each piece under the hot line (its share over the alert's cooling line).
+  int tag_split = 0;
 };
 
 struct TagSnapshot {
@@ -87,8 +111,9 @@ struct TagSnapshot {
   uint64_t hash = 0;  // the tag tracker's hash of it
   bool truncated = false;
   uint16_t slot = 0;          // the slot of every key with this tag
-  double share = 0;           // decayed weight over the shard's decayed total
-  double ops_per_second = 0;  // decayed
+  double decayed_share = 0;   // decayed weight over the shard's decayed total: detection
+  double share = 0;           // of the shard's ops over the rate window (the slot's basis)
+  double ops_per_second = 0;  // over the rate window (the slot's basis)
   bool hot = false;
 };
 
@@ -98,6 +123,7 @@ struct ClusterNode {
   std::string address;  // host:port
   bool myself = false;
   int slots = 0;
+  bool asked = false;  // asked at least once (the own node: answered); else `up` means nothing
   bool up = false;
   std::optional<double> ops_per_second;  // commands/s (INFO)
   std::optional<double> busy;
@@ -106,9 +132,19 @@ struct ClusterNode {
 
 // The cluster around the shard; nodes empty outside a cluster or before the shard answered.
 struct ClusterInputs {
-  std::vector<ClusterNode> nodes;  // myself among them
-  bool tls = false;                // the nodes are reached over TLS (redis-cli --tls)
+  std::vector<ClusterNode> nodes;            // myself among them
+  bool tls = false;                          // the nodes are reached over TLS (redis-cli --tls)
+  std::vector<cluster::SlotRange> my_slots;  // the slots myself serves
   const ClusterNode* Myself() const;
+};
+
+// The node against its peers (the other primaries that answered), every shard interval.
+struct PeerComparison {
+  std::optional<double> ops_per_second;  // the node's own commands/s
+  std::optional<double> peers_mean;      // the peers' mean commands/s
+  std::optional<double> ratio;           // ops_per_second / peers_mean
+  size_t peers_up = 0;                   // peers with a load
+  size_t peers = 0;                      // other primaries serving slots
 };
 
 struct SlotsSnapshot {
@@ -118,7 +154,8 @@ struct SlotsSnapshot {
   size_t hot_slots = 0;
   size_t hot_tags = 0;
   ClusterInputs cluster;                  // as set
-  std::optional<cluster::MovePlan> move;  // for the `move` slots, when a move helps
+  PeerComparison peers;                   // from `cluster`
+  std::optional<cluster::MovePlan> move;  // the rebalance, when one is advised
   size_t memory_bytes = 0;                // SlotTracker::MemoryBytes()
 };
 
@@ -178,6 +215,7 @@ class SlotTracker {
   absl::flat_hash_set<uint16_t> exported_slots_;
   absl::flat_hash_set<uint64_t> exported_tags_;
   absl::flat_hash_map<uint16_t, SlotAdvice> advice_;  // of the hot slots
+  std::optional<cluster::MovePlan> plan_;             // the last one advised
   std::optional<sketch::HeavyHitters> merged_tags_;
 };
 

@@ -43,6 +43,14 @@ struct KeySnapshot {
   double write_ratio = 0;
   double ops_per_second[sketch::kNumOps] = {0, 0};          // over the rate window
   double decayed_ops_per_second[sketch::kNumOps] = {0, 0};  // over about one half-life
+  // What client kits absorbed of the key (demand.h), by op, over the rate window; 0 when
+  // no kit reported it.
+  double absorbed_ops_per_second[sketch::kNumOps] = {0, 0};
+  // The key's demand as a share: what the shard saw of it plus what the kits absorbed over
+  // the last few seconds, over the shard's ops plus the same; decayed_share when nothing is
+  // absorbed. What the hot state compares with the threshold, so a fix that hides the key
+  // from the shard does not end its episode.
+  double demand_share = 0;
   double threshold = 0;  // its share threshold; +inf when a rule ignores it
   bool hot = false;
   absl::Time hot_since = absl::InfiniteFuture();  // wall stamp
@@ -54,14 +62,18 @@ struct KeySnapshot {
   // The busiest shard's load / capacity under each strategy of the cluster's order, from
   // the key's share and write ratio since its episode's onset (within the rate window) and
   // the shard's measured busy fraction over the same time (or, configured, its ops/s over
-  // the configured capacity). Empty for a key that is not hot.
+  // the configured capacity). What the kits absorbed of the key is added back to both, at
+  // the measured cost per operation, so the load with no fix is the shard's without the
+  // fix in force. Empty for a key that is not hot.
   std::vector<std::pair<model::Strategy, double>> projected_load;
   // The figures projected_load was computed from (with it): the shard's ops/s, the key's
   // share and write ratio over the episode's span (`seconds` long, within the rate window),
-  // and the capacity (configured, or the shard's ops/s over its busy fraction then: +inf
-  // for an idle shard). model::ProjectShare on them gives projected_load back.
+  // all with the kits' absorbed ops added (`absorbed_ops` of them), and the capacity
+  // (configured, or the shard's ops/s over its busy fraction then: +inf for an idle
+  // shard). model::ProjectShare on them gives projected_load back.
   struct AdviceFigures {
     double shard_ops = 0;
+    double absorbed_ops = 0;
     double share = 0;
     double write_ratio = 0;
     double capacity = 0;
@@ -77,7 +89,11 @@ struct Snapshot {
   double rate_window_seconds = 0;  // the window the ops_per_second figures span now
   double ops_per_second[sketch::kNumOps] = {0, 0};
   double decayed_ops_per_second[sketch::kNumOps] = {0, 0};
-  std::vector<KeySnapshot> keys;    // the exported keys, largest share first
+  std::vector<KeySnapshot> keys;  // the exported keys, largest share first
+  // The keys client kits reported absorbing over the last few seconds (demand.h), sorted;
+  // at most the ledger's bound. Exported or not: on a node that became a replica they keep
+  // their feed entries alive while the demand lasts (feed.h).
+  std::vector<std::string> absorbed_keys;
   source::SourceCounters counters;  // summed over sources (their own metrics not)
   // Each source's counters, in the daemon's order (UDP receivers first): shows how the
   // kernel spread senders over SO_REUSEPORT sockets.

@@ -8,8 +8,8 @@
 // address (ip:port from CLUSTER NODES; an IPv6 one bracketed) with the own shard's options
 // (TLS, password file, timeout, --shard.cpus); with TLS the certificate is checked against
 // the node's announced hostname, or its IP address where it announces none. The daemon
-// calls ProbeAll every --shard.interval while a slot move is advised, and otherwise hands it
-// an empty topology, so that no peer is asked and no load is kept.
+// calls ProbeAll every --shard.interval while its shard is a cluster node and slots are
+// tracked, so that the node is compared with its peers (aggregate/slots.h).
 //
 // A peer that answers as another node (a different id: the topology moved on) or not in
 // cluster mode is not up, with a status that says so, and has no load.
@@ -46,6 +46,7 @@ struct PeerLoad {
   std::string id;       // node id
   std::string address;  // ip:port
   int slots = 0;        // slots it serves (Node::SlotCount())
+  bool asked = false;   // a round of it has ended (answered or failed); else `up` means nothing
   bool up = false;      // its last round succeeded, and it answered as node `id`
   // Between its last two good answers (reading.h: LoadBetween). Kept while a later round
   // fails (then `up` is false), so read it with `up`; nullopt before two good answers, after

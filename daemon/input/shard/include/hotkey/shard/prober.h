@@ -76,6 +76,7 @@ struct ClusterSummary {
   bool cluster_mode = false;  // Redis with cluster_enabled:1
   int shards = 0;             // primaries serving slots (Topology::Shards()); 0 outside a cluster
   std::string node_id;        // the answering node's id (Topology::Myself()); empty outside
+  int slots = 0;              // the slots the answering node serves; 0 outside a cluster
 };
 
 struct Measurement {
@@ -98,6 +99,9 @@ struct Measurement {
   // process is not visible here); empty otherwise.
   std::string cpus_detail;
   ClusterSummary cluster;
+  // The node's role: in a Redis Cluster its own line of CLUSTER NODES (master or slave),
+  // else INFO's role; unknown when the round failed or the server does not say.
+  Role role = Role::kUnknown;
   // The whole CLUSTER NODES answer: every node, its address, flags and slots. Null outside
   // a cluster or when the round failed (an answer that does not parse fails the round).
   // Shared and immutable, so a measurement is cheap to copy and to hand to other threads.

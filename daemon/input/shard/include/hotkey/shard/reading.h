@@ -27,13 +27,21 @@
 
 namespace hotkey::shard {
 
+// The node's role in replication: a primary takes the writes (and in a Redis Cluster serves
+// its slots), a replica copies one. Unknown where the server does not say (memcached).
+enum class Role { kUnknown, kPrimary, kReplica };
+inline constexpr text::EnumName<Role> kRoleNames[] = {
+    {Role::kUnknown, "unknown"}, {Role::kPrimary, "primary"}, {Role::kReplica, "replica"}};
+constexpr std::string_view RoleName(Role r) { return text::NameOf(kRoleNames, r); }
+
 struct Reading {
-  std::string server;         // "redis 7.0.15", "memcached 1.6.18"
-  uint64_t commands = 0;      // commands (memcached: key operations) served since start
-  double cpu_seconds = 0;     // CPU time of the bottleneck threads since start
-  int threads = 1;            // how many threads that CPU time is spread over
-  bool cluster_mode = false;  // Redis with cluster_enabled:1
-  int64_t pid = 0;            // the server's process id (INFO process_id, stats pid); 0: none
+  std::string server;          // "redis 7.0.15", "memcached 1.6.18"
+  uint64_t commands = 0;       // commands (memcached: key operations) served since start
+  double cpu_seconds = 0;      // CPU time of the bottleneck threads since start
+  int threads = 1;             // how many threads that CPU time is spread over
+  bool cluster_mode = false;   // Redis with cluster_enabled:1
+  Role role = Role::kUnknown;  // Redis's INFO role: master or slave
+  int64_t pid = 0;             // the server's process id (INFO process_id, stats pid); 0: none
   // The server's own clock when it answered (Redis 7's server_time_usec; memcached's `time`,
   // in whole seconds); nullopt where it does not say. A cross-check of the reader's clock,
   // not used by LoadBetween.
@@ -51,12 +59,10 @@ struct Load {
   // 1, from the servers' rounding).
   double busy = 0;
   // The ops per second the shard serves at busy = 1, at this mix of commands:
-  // ops_per_second / busy. Unknown (nullopt) below kMinBusy: too little work to say.
+  // ops_per_second / busy, however small busy is (the measured load, no floor: as the own
+  // shard's capacity, aggregate/aggregator.h). Unknown (nullopt) only when busy is 0.
   std::optional<double> capacity_ops;
 };
-
-// Below this busy fraction a capacity is not extrapolated.
-inline constexpr double kMinBusy = 0.05;
 // Above this busy fraction a load is impossible, and refused (Rejection::kBusy): the CPU time
 // grew faster than the CPUs allow. The 0.25 over 1 covers the servers' rounding of CPU time
 // and the delay between the server reading its clock and the prober reading its own, which

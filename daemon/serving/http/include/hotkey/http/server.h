@@ -77,6 +77,11 @@ struct HttpLimits {
   absl::Duration handshake_timeout = absl::Seconds(5);
   size_t max_header_bytes = 8 * 1024;
   size_t max_body_bytes = 64 * 1024;
+  // Paths whose requests may carry up to max_large_body_bytes of body instead (the hot-key
+  // feed's demand reports: docs/feed.md). The head is read first, under max_header_bytes,
+  // and its path decides the body's limit.
+  std::vector<std::string> large_body_paths = {};
+  size_t max_large_body_bytes = 256 * 1024;
   // Open connections. At the cap a new connection closes one that waits, in this order:
   // a TLS connection that has sent nothing yet (a TLS client speaks first, so a real one
   // leaves this state at once), then a TLS handshake in progress, then a request queued for

@@ -25,7 +25,10 @@
 // a key's traffic off the shard (a cache of a read-only key) ends its hot episode, so the
 // entry leaves after `hold` (or sooner, with the key out of the exported keys) and comes back
 // within detection time if the load returns; `hold` is how long such a fix outlives its last
-// sign.
+// sign. Kits report the demand they absorb (demand.h), which keeps such a key hot while its
+// demand lasts. A node that became a replica (Snapshot::model.shard_role) keeps its advised
+// entries for `hold` after their keys were last hot, even once they leave the Snapshot: its
+// clients moved to the promoted primary, whose hotkeyd takes over within detection time.
 //
 // FeedHub serves the set: GET's JSON, and the streams. Each stream is an http::EventStream
 // bounded at kMaxUnsentBytes unsent (a slower reader is dropped and counted, never waited
@@ -125,6 +128,8 @@ class FeedState {
   uint64_t version() const { return version_; }
   // By key bytes; keys are unique.
   const std::map<std::string, FeedEntry>& entries() const { return entries_; }
+  // Whether the set names `key`: an entry of that key, or a prefix entry it starts with.
+  bool Holds(std::string_view key) const;
 
  private:
   // An advised key's fix, and the last tick its key was hot (the hold counts from it).

@@ -31,6 +31,8 @@
 //                          with key_label raw or to a request that passed basic auth
 //   GET  /api/v1/hotkeys/stream  the feed's Server-Sent Events: a snapshot, then add /
 //                          change / remove and heartbeats; 503 past --feed.max-subscribers
+//   POST /api/v1/hotkeys/demand  what kits absorbed of the feed's keys (demand.h): 204, 400,
+//                          413, 429; 404 without a feed
 //
 // A known path asked with a method it does not answer is 405 with an Allow header.
 //
@@ -53,6 +55,7 @@
 #include "hotkey/aggregate/snapshot_store.h"
 #include "hotkey/clock/clock.h"
 #include "hotkey/http/server.h"
+#include "hotkey/web/demand.h"
 #include "hotkey/web/feed.h"
 #include "hotkey/web/metrics.h"
 
@@ -75,17 +78,19 @@ class WebRoutes {
   // What the routes read: the snapshot, the history, the episodes and the measured loads
   // (`store`); the wall clock, for a history query's range; the families of /metrics
   // (`metrics`); the hot-key feed (null: /api/v1/hotkeys answers 404), whose routes run
-  // on the hub's thread. All must outlive the routes.
+  // on the hub's thread; the kits' demand reports (null: the demand path answers 404),
+  // received on the same thread. All must outlive the routes.
   WebRoutes(std::string telemetry_path, const aggregate::SnapshotStore& store,
             const clock::Clock& wall, const prometheus::Collectable& metrics,
-            FeedHub* feed = nullptr, ReloadAction reload = nullptr)
+            FeedHub* feed = nullptr, ReloadAction reload = nullptr, DemandIntake* demand = nullptr)
       : telemetry_path_(std::move(telemetry_path)),
         landing_page_(LandingPage(telemetry_path_)),
         store_(store),
         wall_(wall),
         metrics_(metrics),
         feed_(feed),
-        reload_(std::move(reload)) {}
+        reload_(std::move(reload)),
+        demand_(demand) {}
 
   http::HttpResponse Handle(const http::HttpRequest& request) const;
 
@@ -106,6 +111,7 @@ class WebRoutes {
   const prometheus::Collectable& metrics_;
   FeedHub* const feed_;
   const ReloadAction reload_;
+  DemandIntake* const demand_;
 };
 
 // The snapshot as the JSON of /api/v1/top.

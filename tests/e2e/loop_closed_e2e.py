@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""The loop stays closed (issue 33, part 3): the Python kit applying `cache` on a real
+redis-server kept about 90% busy by a CPU quota, hotkeyd beside it with the shipped defaults
+(a tap on loopback, nothing else set), for about ten minutes.
+
+  warm      background GETs (pipelined) and `user:42` through the kit (HotkeyClient: GETs,
+            5% INCRs), about 30% of the shard's ops; no quota, no fix
+  quota     a CPU quota under which the shard would be ~90% busy with no fix; hotkeyd
+            advises `cache`, the feed pushes it, the kit applies it and reports the reads it
+            serves from its copy (POST /api/v1/hotkeys/demand)
+  demand    the demand lasts: the fix must stay in force at the kit with no gap, though
+            the shard no longer sees the key's reads
+  stop      `user:42`'s demand stops: the entry must leave the kit within feed.hold (60 s)
+            plus the seconds the key takes to cool
+
+Every 500 ms the test records the fix in force at the kit, the shard's busy fraction and the
+key's absorbed ops/s and hot state (/api/v1/top), and prints the timeline as JSON on stdout
+(the closing note's). Fails when the fix has a gap while the demand lasts, or is not
+withdrawn in time; without demand reports the kit's fix switches itself off (the issue).
+
+--report-from-test sends the demand reports from the test (the kit's cache hits, once a
+second, as docs/feed.md specifies) for a kit that does not send them yet.
+
+Needs root (the tap, the cgroup), redis-server, the cgroup cpu controller and redis-py;
+exits 77 without them.
+
+usage: loop_closed_e2e.py HOTKEYD [--minutes 10] [--report-from-test]
+"""
+
+import argparse
+import base64
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools", "cluster-lab"))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+
+HOT = "user:42"
+HOLD = 60.0          # feed.hold's default
+COOL_MARGIN = 15.0   # the key cools within seconds of its last report, and the feed's
+                     # remove reaches the kit at the next tick
+T0 = time.monotonic()
+
+
+def log(msg):
+    print(f"[{time.monotonic() - T0:7.2f}] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def resp(*args):
+    out = [f"*{len(args)}\r\n".encode()]
+    for a in args:
+        b = a.encode() if isinstance(a, str) else a
+        out.append(f"${len(b)}\r\n".encode() + b + b"\r\n")
+    return b"".join(out)
+
+
+def get_json(url):
+    with urllib.request.urlopen(url, timeout=2) as r:
+        return json.load(r)
+
+
+class Background(threading.Thread):
+    """Pipelined GETs over 10,000 keys at `ops` per second, on a raw socket."""
+
+    def __init__(self, port, ops, pipeline=50):
+        super().__init__(daemon=True)
+        self.port, self.ops, self.pipeline = port, ops, pipeline
+        self.stop = threading.Event()
+
+    def run(self):
+        sock = socket.create_connection(("127.0.0.1", self.port))
+        rnd = random.Random(7)
+        gets = [resp("GET", f"bg:{i}") for i in range(10000)]
+        interval = self.pipeline / self.ops
+        next_t = time.monotonic()
+        while not self.stop.is_set():
+            sock.sendall(b"".join(gets[rnd.randrange(10000)] for _ in range(self.pipeline)))
+            # The bg: keys are never set: every reply is "$-1\r\n".
+            buf = b""
+            while buf.count(b"$-1\r\n") < self.pipeline:
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    return
+                buf += chunk
+            next_t += interval
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -1:
+                next_t = time.monotonic()
+        sock.close()
+
+
+class Hot(threading.Thread):
+    """`user:42` through the kit at `ops` per second (5% INCRs), while `on` is set."""
+
+    def __init__(self, kit, ops):
+        super().__init__(daemon=True)
+        self.kit, self.ops = kit, ops
+        self.on = threading.Event()
+        self.stop = threading.Event()
+        self.calls = 0
+        self.errors = 0
+
+    def run(self):
+        rnd = random.Random(42)
+        batch = 10
+        interval = batch / self.ops
+        next_t = time.monotonic()
+        while not self.stop.is_set():
+            if not self.on.is_set():
+                time.sleep(0.05)
+                next_t = time.monotonic()
+                continue
+            for _ in range(batch):
+                try:
+                    if rnd.random() < 0.05:
+                        self.kit.incr(HOT)
+                    else:
+                        self.kit.get(HOT)
+                    self.calls += 1
+                except Exception:  # noqa: BLE001: counted; a saturated shard may time out
+                    self.errors += 1
+            next_t += interval
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -1:
+                next_t = time.monotonic()
+
+
+class TestSender(threading.Thread):
+    """--report-from-test: the kit's cache hits since the last report, once a second, as
+    docs/feed.md's demand report (the kit's own sender does this)."""
+
+    def __init__(self, kit, web):
+        super().__init__(daemon=True)
+        self.kit, self.web = kit, web
+        self.stop = threading.Event()
+        self.sent = 0
+
+    def run(self):
+        last_hits, last_t = self.kit.stats()["cache_hits"], time.monotonic()
+        key_b64 = base64.b64encode(HOT.encode()).decode()
+        while not self.stop.wait(1.0):
+            hits, t = self.kit.stats()["cache_hits"], time.monotonic()
+            reads = hits - last_hits
+            if reads <= 0:
+                last_t = t
+                continue
+            body = json.dumps({"interval_seconds": round(t - last_t, 3),
+                               "keys": [{"key_b64": key_b64, "reads": reads, "writes": 0}]})
+            req = urllib.request.Request(self.web + "/api/v1/hotkeys/demand", data=body.encode(),
+                                         headers={"Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(req, timeout=2).close()
+                self.sent += 1
+                last_hits, last_t = hits, t
+            except (OSError, urllib.error.HTTPError):
+                pass  # the counts go with the next report
+
+
+def fix_in_force(kit):
+    for e in kit.entries():
+        key = e.key.decode() if isinstance(e.key, bytes) else e.key
+        if key == HOT and not e.prefix:
+            return e.mode
+    return None
+
+
+def metric(web, name):
+    with urllib.request.urlopen(web + "/metrics", timeout=2) as r:
+        text = r.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("hotkeyd")
+    ap.add_argument("--minutes", type=float, default=10.0,
+                    help="the whole run, the demand's end and the withdrawal included")
+    ap.add_argument("--bg-ops", type=float, default=6000)
+    ap.add_argument("--hot-ops", type=float, default=2500)
+    ap.add_argument("--busy", type=float, default=0.9,
+                    help="the shard's busy fraction with no fix, under the quota")
+    ap.add_argument("--report-from-test", action="store_true")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("SKIP: needs root (the tap, the cgroup)", file=sys.stderr)
+        return SKIP
+    redis_server = shutil.which("redis-server")
+    if not redis_server:
+        print("SKIP: needs redis-server", file=sys.stderr)
+        return SKIP
+    try:
+        import redis  # noqa: F401
+        from hotkeyd_client import HotkeyClient
+        from lab import CpuQuota, Skip
+    except ImportError as e:
+        print(f"SKIP: {e}", file=sys.stderr)
+        return SKIP
+
+    tmp = tempfile.mkdtemp(prefix="loop-closed-")
+    procs, quota, threads, kit = [], None, [], None
+    failures = []
+    try:
+        port, web_port = free_port(), free_port()
+        procs.append(subprocess.Popen(
+            [redis_server, "--port", str(port), "--save", "", "--appendonly", "no",
+             "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port)).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        try:
+            quota = CpuQuota(f"loop-closed-{os.getpid()}")
+            quota.add(procs[0].pid)
+        except (OSError, Skip) as e:
+            print(f"SKIP: no CPU quota possible: {e}", file=sys.stderr)
+            return SKIP
+        hk_log_path = os.path.join(tmp, "hotkeyd.log")
+        hk_log = open(hk_log_path, "w")
+        web = f"http://127.0.0.1:{web_port}"
+        procs.append(subprocess.Popen(
+            [a.hotkeyd, "--tap.interface=lo", f"--tap.port={port}",
+             f"--web.listen-address=127.0.0.1:{web_port}", "--udp.listen-address="],
+            stdout=hk_log, stderr=subprocess.STDOUT))
+        for _ in range(100):
+            try:
+                get_json(web + "/api/v1/top")
+                break
+            except OSError:
+                time.sleep(0.1)
+        r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5)
+        r.set(HOT, 0)
+        kit = HotkeyClient(r, web)
+        if not kit.wait_synced(10):
+            failures.append("the kit did not sync with the feed")
+            return 1
+        bg = Background(port, a.bg_ops)
+        hot = Hot(kit, a.hot_ops)
+        threads += [bg, hot]
+        bg.start()
+        hot.start()
+        hot.on.set()
+        if a.report_from_test:
+            sender = TestSender(kit, web)
+            threads.append(sender)
+            sender.start()
+
+        def cpu():
+            info = r.info("cpu")
+            return float(info["used_cpu_sys_main_thread"]) + float(
+                info["used_cpu_user_main_thread"]) if "used_cpu_sys_main_thread" in info else (
+                float(info["used_cpu_sys"]) + float(info["used_cpu_user"]))
+
+        log("warm: background and user:42 through the kit, no quota")
+        time.sleep(12)
+        c0, t0 = cpu(), time.monotonic()
+        time.sleep(10)
+        used = (cpu() - c0) / (time.monotonic() - t0)
+        cpus = used / a.busy
+        log(f"the shard used {used:.4f} CPUs; quota {cpus:.4f} CPUs (busy {a.busy} with no fix)")
+        quota.set(cpus)
+        t_quota = time.monotonic()
+        total = a.minutes * 60
+        t_stop = T0 + total - HOLD - COOL_MARGIN - 5
+        timeline = []
+        t_fix = None
+        gap = []
+
+        def sample(phase):
+            s = {"t": round(time.monotonic() - t_quota, 2), "phase": phase,
+                 "fix": fix_in_force(kit)}
+            try:
+                top = get_json(web + "/api/v1/top")
+                k = next((k for k in top["keys"] if k["key"] == HOT), None)
+                s["busy"] = top.get("model", {}).get("shard", {}).get("busy")
+                if k:
+                    s["hot"] = k["hot"]
+                    s["advice"] = k["advice"]
+                    s["share"] = round(k["share"], 4)
+                    s["demand_share"] = round(k.get("demand_share", 0), 4)
+                    s["absorbed_ops"] = round(sum(k.get("absorbed_ops_per_second", {}).values()))
+                    s["none_load"] = k["projected_load"].get("none")
+            except (OSError, ValueError, KeyError) as e:
+                s["error"] = str(e)
+            timeline.append(s)
+            return s
+
+        log("quota set: waiting for the fix, then the demand lasts")
+        while time.monotonic() < t_stop:
+            s = sample("demand")
+            if s["fix"] and t_fix is None:
+                t_fix = time.monotonic()
+                log(f"fix {s['fix']} in force at the kit {t_fix - t_quota:.1f} s after the quota")
+            elif t_fix is not None and not s["fix"]:
+                gap.append(s["t"])
+            time.sleep(0.5)
+        hot.on.clear()
+        t_end = time.monotonic()
+        log("demand stopped: waiting for the entry to leave")
+        t_gone = None
+        while time.monotonic() < t_end + HOLD + COOL_MARGIN + 5:
+            s = sample("stopped")
+            if not s["fix"]:
+                t_gone = time.monotonic()
+                break
+            time.sleep(0.5)
+        reports = metric(web, 'hotkey_demand_reports_total{result="accepted"}')
+        keys = metric(web, 'hotkey_demand_keys_total{result="accepted"}')
+        hk_log.flush()
+        with open(hk_log_path) as f:
+            lines = [l.rstrip() for l in f if any(
+                m in l for m in ("advised fix changed", "CPUs changed", "episode"))]
+        demand = [s for s in timeline if s["phase"] == "demand" and t_fix is not None
+                  and s["t"] >= t_fix - t_quota]
+        busy = [s["busy"] for s in demand if s.get("busy") is not None]
+        result = {
+            "cpus_used_no_quota": round(used, 4),
+            "quota_cpus": round(cpus, 4),
+            "seconds_quota_to_fix": None if t_fix is None else round(t_fix - t_quota, 1),
+            "seconds_fix_in_force": None if t_fix is None else round(t_end - t_fix, 1),
+            "gaps_at": gap,
+            "seconds_stop_to_withdrawn": None if t_gone is None else round(t_gone - t_end, 1),
+            "busy_with_fix": [min(busy), max(busy)] if busy else None,
+            "absorbed_ops_last": next((s.get("absorbed_ops") for s in reversed(demand)
+                                       if s.get("absorbed_ops") is not None), None),
+            "none_load_last": next((s.get("none_load") for s in reversed(demand)
+                                    if s.get("none_load") is not None), None),
+            "demand_reports_accepted": reports,
+            "demand_keys_accepted": keys,
+            "kit": kit.stats(),
+            "hot_calls": hot.calls,
+            "hot_errors": hot.errors,
+            "log": lines,
+            "timeline": timeline[::10],
+        }
+        print(json.dumps(result, indent=1))
+        if t_fix is None:
+            failures.append("no fix reached the kit")
+        if reports == 0:
+            failures.append("hotkeyd accepted no demand report (does the kit send them? "
+                            "--report-from-test sends them from the test)")
+        if gap:
+            failures.append(f"the fix had a gap while the demand lasted, at {gap[:5]} s")
+        if t_gone is None:
+            failures.append(f"the fix was not withdrawn within {HOLD + COOL_MARGIN:.0f} s "
+                            "of the demand's end")
+        return 1 if failures else 0
+    finally:
+        for f in failures:
+            log(f"FAIL: {f}")
+        for t in threads:
+            getattr(t, "stop").set()
+            if hasattr(t, "on"):
+                t.on.clear()
+        if kit:
+            kit.close()
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if quota:
+            quota.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
