@@ -18,9 +18,8 @@
 //           /metrics render (SnapshotCollector + RenderText), at top_k 10, 100 and 1000 and
 //           candidates 200 to 100,000, with min_share and min_key_ops lowered so that top_k
 //           keys are exported, and at the defaults (top_k 10, min_share 0.01) for each
-//           table size; and at the defaults with 128 candidates, whose tick CPU per
-//           second is printed (one Publish and one Build per publish interval, 250 ms, per
-//           receiver).
+//           table size; and at the defaults, whose tick CPU per second is printed (one Publish and
+//           one Build per publish interval, 250 ms, per receiver).
 //
 // The CPU model is printed first. Run on demand, never by ctest:
 //   hotkey-bench-daemon-cost [--mode ingest|tick] [--repeats N] [--candidates N]
@@ -98,7 +97,7 @@ std::vector<std::string> Record(size_t n) {
 
 constexpr size_t kBatch = 64;
 
-sketch::HeavyHitters DefaultTracker(uint32_t candidates = 128) {
+sketch::HeavyHitters DefaultTracker(uint32_t candidates = config::TrackOptions{}.candidates) {
   config::TrackOptions t;
   t.candidates = candidates;
   return *sketch::HeavyHitters::Create(source::TrackerOptions(t), kT0);

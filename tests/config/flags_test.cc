@@ -53,9 +53,9 @@ TEST_CASE("Flags: no flags give the documented defaults", "[config][flags]") {
   CHECK(o.track.half_life == absl::Milliseconds(500));
   CHECK(o.track.publish_interval == absl::Milliseconds(250));
   CHECK(o.track.rate_window == absl::Seconds(10));
-  CHECK(o.track.candidates == 128);
-  CHECK(o.track.sketch_bytes == 48u << 10);
-  CHECK(o.track.sketch_depth == 3);
+  CHECK(o.track.candidates == 104);
+  CHECK(o.track.sketch_bytes == 52u << 10);
+  CHECK(o.track.sketch_depth == 2);
   CHECK(o.track.max_key_bytes == 128);
   CHECK(o.exporter.top_k == 10);
   CHECK(o.exporter.min_share == 0.01);
@@ -237,9 +237,9 @@ TEST_CASE("Flags: the usage text lists every flag with its default", "[config][f
       "--track.half-life=500ms",
       "--track.publish-interval=250ms",
       "--track.rate-window=10s",
-      "--track.candidates=128",
-      "--track.sketch-bytes=48KiB",
-      "--track.sketch-depth=3",
+      "--track.candidates=104",
+      "--track.sketch-bytes=52KiB",
+      "--track.sketch-depth=2",
       "--cluster.shards=8",
       "--cluster.capacity=10000",
       "--cluster.app-servers=50",

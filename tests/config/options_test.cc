@@ -82,7 +82,7 @@ TEST_CASE("Options: the rate history's size is validated against its maximum",
           "[config][options]") {
   DaemonOptions o;
   CHECK(o.track.MaxRatePoints() == 84);    // 2 x (10 s / 250 ms) + 4
-  CHECK(o.RateHistoryKeys() == 84 * 128);  // points x the default 128 candidates
+  CHECK(o.RateHistoryKeys() == 84 * 104);  // points x the default 104 candidates
   // The largest window at the shortest interval with the most candidates: refused, naming
   // the flags.
   o.track.rate_window = absl::Hours(1);

@@ -338,7 +338,7 @@ TEST_CASE("HeavyHitters: options outside their ranges are rejected", "[sketch][h
   o.half_life = -absl::Seconds(1);
   CHECK(rejected(o));
   o = {};
-  o.sketch_bytes = 8;
+  o.sketch_bytes = 4 * o.sketch_depth - 1;  // less than one 4-byte cell a row
   CHECK(rejected(o));
   o = {};
   o.sketch_depth = 0;

@@ -781,6 +781,8 @@ TEST_CASE("HeavyHitters: a version-5 buffer loads into a sketch of twice its wid
   // or not, reads at least what it read, and the table is as saved.
   HeavyHittersOptions o;
   o.candidates = 8;
+  o.sketch_bytes = 32 * 1024;
+  o.sketch_depth = 4;
   o.half_life = absl::Seconds(2);
   HeavyHitters hh = MustCreate(o);
   std::mt19937_64 gen(5);
@@ -814,6 +816,7 @@ TEST_CASE("HeavyHitters: a version-5 buffer whose budget held no counter is refu
   HeavyHittersOptions o;
   o.candidates = 2;
   o.sketch_bytes = 16;
+  o.sketch_depth = 4;
   HeavyHitters hh = MustCreate(o);
   hh.Update("a", Op::kRead);
   const std::string v5 = AsOlderVersion(hh.Serialize(), 5, {});

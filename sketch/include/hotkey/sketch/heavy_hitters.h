@@ -98,18 +98,18 @@ namespace hotkey::sketch {
 
 struct HeavyHittersOptions {
   // The defaults are the daemon's (config::TrackOptions reads them from here). The shape
-  // (candidates, sketch bytes, depth) is the one a sweep of every shape within a budget
-  // found most accurate per byte on skewed and flat streams (docs/benchmarks/tracker.md,
-  // `hotkey-bench-sketch --shapes`): on flat traffic the top keys' rank is decided by the
-  // count-min's width, which a row fewer doubles within the same bytes, while a third row
-  // still keeps colliding keys apart better than two of the same width.
+  // (candidates, sketch bytes, depth) is the one a sweep of shapes within the daemon's
+  // tracker budget, at its key bytes and half-life, found most accurate on the worst of
+  // skewed and flat streams (docs/benchmarks/tracker.md, `hotkey-bench-sketch --shapes`): on
+  // flat traffic the top keys' rank is decided by the count-min's width, which a row fewer
+  // widens within the same bytes, while a table of a few keys more than the top 100 holds it.
   // Table slots: how many keys are tracked exactly. A top-K needs more than K; the default
   // is measured on a top 100 (docs/benchmarks/tracker.md).
-  uint32_t candidates = 128;
+  uint32_t candidates = 104;
   // Count-min budget in bytes, and its rows (delta = e^-depth). The width is the most columns
-  // that fit: 48 KiB over 3 rows of 4-byte cells is 4096 columns.
-  size_t sketch_bytes = 48 * 1024;
-  uint32_t sketch_depth = 3;
+  // of 4-byte cells that fit; a width that is not a power of two maps by a multiply-shift.
+  size_t sketch_bytes = 52 * 1024;
+  uint32_t sketch_depth = 2;
   // Bytes of a key kept in the table; longer keys are kept truncated, plus their hash.
   uint32_t max_key_bytes = 128;
   // Exponential decay half-life; absl::InfiniteDuration() turns decay off.
