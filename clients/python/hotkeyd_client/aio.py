@@ -27,7 +27,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tup
 
 import redis
 
-from .client import HotkeyClient, KeyT, _copy, _Slot, _sum_values
+from .client import HotkeyClient, KeyT, _copy, _sum_values
 from .feed import SPLIT_MODES, Entry
 from .pipeline import SplitAwarePipeline, make_split_aware
 from .topology import ClusterFeeds
@@ -168,18 +168,9 @@ class AsyncHotkeyClient(HotkeyClient):
                        fetch: Callable[[], Awaitable[Any]], refresh: float) -> Any:
         now = self._clock()
         with self._lock:
-            per = self._cache.get(k)
-            if per is None:
-                per = self._cache[k] = {}
-            slot = per.get(read)
-            if slot is None:
-                slot = per[read] = _Slot()
-            if slot.sent is not None and now - slot.sent < refresh:
-                self._stats["cache_hits"] += 1
-                if e.ledger is not None and not e.prefix:
-                    e.ledger.add_locked(k, 1, 0)
+            slot, hit = self._slot_locked(e, k, read, now, refresh)
+            if hit:
                 return _copy(slot.value)
-            self._stats["cache_misses"] += 1
             flight: Any = slot.flight
             leader = flight is None or now - flight.sent >= refresh
             if leader:

@@ -486,23 +486,33 @@ class HotkeyClient:
         with self._lock:
             self._cache.clear()
 
+    def _slot_locked(self, e: Entry, k: bytes, read: Tuple[Any, ...], now: float,
+                     refresh: float) -> Tuple["_Slot", bool]:
+        """Under self._lock: the copy's slot for this read of key `k`, and whether the copy is
+        fresh. A fresh one is a hit, reported as demand the kit absorbed; a stale or missing
+        one is a miss. Both are counted."""
+        per = self._cache.get(k)
+        if per is None:
+            per = self._cache[k] = {}
+        slot = per.get(read)
+        if slot is None:
+            slot = per[read] = _Slot()
+        if slot.sent is not None and now - slot.sent < refresh:
+            self._stats["cache_hits"] += 1
+            if e.ledger is not None and not e.prefix:
+                e.ledger.add_locked(k, 1, 0)
+            return slot, True
+        self._stats["cache_misses"] += 1
+        return slot, False
+
     def _cached(self, e: Entry, k: bytes, read: Tuple[Any, ...], fetch: Callable[[], Any],
                 refresh: float) -> Any:
         now = self._clock()
         leader = False
         with self._lock:
-            per = self._cache.get(k)
-            if per is None:
-                per = self._cache[k] = {}
-            slot = per.get(read)
-            if slot is None:
-                slot = per[read] = _Slot()
-            if slot.sent is not None and now - slot.sent < refresh:
-                self._stats["cache_hits"] += 1
-                if e.ledger is not None and not e.prefix:
-                    e.ledger.add_locked(k, 1, 0)
+            slot, hit = self._slot_locked(e, k, read, now, refresh)
+            if hit:
                 return _copy(slot.value)
-            self._stats["cache_misses"] += 1
             flight = slot.flight
             if flight is None or now - flight.sent >= refresh:
                 flight = slot.flight = _Flight(self._clock())
