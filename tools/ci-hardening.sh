@@ -98,14 +98,13 @@ configure() {  # configure BUILD_DIR ARGS...
 # page in Chromium,
 # `hotkeyd top` in tmux, the attacks that time scrapes to 1 s (TLS churn, first logins
 # during a flood; their queue and sessions run sanitized in http_test), and the cluster lab
-# (label long; it skips under a sanitizer), and the soak tests (minutes of a real loop, label
-# soak), which only repeat the Release run.
+# (label long; it skips under a sanitizer).
 not_our_code='^(deploy_.*|docs_.*|web_page_(npm_ci|lint)|clients_python_test|e2e_(playground|history_page|demo_steady)|top_tmux_e2e|http_attack_(tls_churn|first_login_other|first_login_same))$'
 run_sanitized_tests() {
   HOTKEY_SANITIZER=address \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E "$not_our_code" -LE 'long|soak'
+    ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -E "$not_our_code" -LE long
 }
 
 fuzz_targets=(fuzz_protocol fuzz_rules_file fuzz_deserialize fuzz_http fuzz_resp fuzz_memcached

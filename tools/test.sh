@@ -10,11 +10,8 @@
 #                               are not labelled `long` run (CI compiles its other trees
 #                               there: the tests mostly wait on sockets and timers); its
 #                               output goes to WHILE_TESTING.log in the build directory, and
-#                               a failure fails this script. The `soak` tests (minutes of a
-#                               real loop whose checks do not depend on the cores) run beside
-#                               them, one at a time, output in soak.log in the build
-#                               directory. The `long` tests (the cluster lab, which measures
-#                               CPU-bound shards) run after both, alone.
+#                               a failure fails this script. The `long` tests (the cluster
+#                               lab, which measures CPU-bound shards) run after it, alone.
 # ccache, when installed (tools/install-test-deps.sh installs it), keeps what a later run
 # compiles again. Each stage prints its duration.
 set -euo pipefail
@@ -42,17 +39,9 @@ fi
 log=$build/WHILE_TESTING.log
 nice -n 19 bash -c "$WHILE_TESTING" >"$log" 2>&1 &
 background=$!
-soak_log=$build/soak.log
-ctest --test-dir "$build" --output-on-failure -L soak >"$soak_log" 2>&1 &
-soak=$!
 rc=0
-ctest --test-dir "$build" --output-on-failure -j"$jobs" -LE 'long|soak' || rc=$?
+ctest --test-dir "$build" --output-on-failure -j"$jobs" -LE long || rc=$?
 took "tests (not long)"
-soak_rc=0
-wait "$soak" || soak_rc=$?
-took "the rest of the soak tests"
-cat "$soak_log"
-[[ $soak_rc -eq 0 ]] || rc=$soak_rc
 background_rc=0
 wait "$background" || background_rc=$?
 took "the rest of WHILE_TESTING"
