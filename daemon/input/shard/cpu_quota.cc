@@ -1,5 +1,7 @@
 #include "hotkey/shard/cpu_quota.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -219,10 +221,17 @@ constexpr size_t kMaxFileBytes = size_t{1} << 20;
 std::optional<std::string> ReadSmallFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string out(kMaxFileBytes, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  // Read as the file comes, not into a zeroed buffer of the cap: the files are a line or a
+  // few KiB, and each answer of every shard asked (peers included) reads several.
+  std::string out;
+  std::array<char, 4096> chunk;
+  while (out.size() < kMaxFileBytes) {
+    const size_t want = std::min(chunk.size(), kMaxFileBytes - out.size());
+    in.read(chunk.data(), static_cast<std::streamsize>(want));
+    out.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (!in) break;
+  }
   if (in.bad()) return std::nullopt;
-  out.resize(static_cast<size_t>(in.gcount()));
   return out;
 }
 
