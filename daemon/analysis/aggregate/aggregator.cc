@@ -216,28 +216,27 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
       shard_ops += Rate(point.sources[i].raw_total[o] - then, now - bases[i].time);
     }
   }
-  // What the kits kept off the shard over the same span goes back on it: the projections
-  // are of the shard without the fix in force, each absorbed op at the measured cost of one.
+  // The projections are of the shard as it measures itself, the fix in force included: a
+  // fix that works lowers them, so a page on the load with no fix resolves once the kits
+  // apply it. What the kits absorbed keeps the key hot and its entry alive (the demand,
+  // above), and is reported beside the figures the advice used.
   DemandLedger::Absorbed absorbed;
   if (demand_) {
     if (std::optional<DemandLedger::Absorbed> a = demand_->Over(k->key, since, now)) absorbed = *a;
   }
   if (shard_ops <= 0) return;
-  const double demand_ops = shard_ops + absorbed.total();
-  double key_ops[kNumOps];
-  for (int o = 0; o < kNumOps; ++o) key_ops[o] = own.ops_per_second[o] + absorbed.ops_per_second[o];
-  const double key_total = key_ops[0] + key_ops[1];
+  const double key_total = own.ops_per_second[0] + own.ops_per_second[1];
   if (key_total <= 0) return;
-  const double share = std::min(1.0, key_total / demand_ops);
-  const double writes = key_ops[1] / key_total;
-  const double busy_no_fix = busy ? busy->busy * demand_ops / shard_ops : 0;
+  const double share = std::min(1.0, key_total / shard_ops);
+  const double writes = own.ops_per_second[1] / key_total;
+  const double busy_no_fix = busy ? busy->busy : 0;
   absl::StatusOr<model::Projection> p =
-      measured ? model::ProjectBusy(resolved_.cluster, busy_no_fix, demand_ops, share, writes)
-               : model::ProjectShare(resolved_.cluster, demand_ops, share, writes);
+      measured ? model::ProjectBusy(resolved_.cluster, busy_no_fix, shard_ops, share, writes)
+               : model::ProjectShare(resolved_.cluster, shard_ops, share, writes);
   if (!p.ok()) return;  // the inputs are validated where they are set; nothing to advise
   for (const model::StrategyLoad& l : p->loads)
     k->projected_load.emplace_back(l.strategy, l.busiest);
-  k->advised_on = {demand_ops,
+  k->advised_on = {shard_ops,
                    absorbed.total(),
                    share,
                    writes,
