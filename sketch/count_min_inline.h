@@ -4,9 +4,9 @@
 // Depths 2 to 4 have their rows unrolled, each by its own instance of one template: one
 // minimum of the key's cells, the weight in whole units rounded up, one integer sum and one
 // max-store a row, so that fewer rows cost fewer instructions; a width that is not a power of
-// two takes the instances with a multiply-shift in place of the mask. Other depths take the loop. An
-// add that would pass kCellMax leaves through UpdateSaturating(), which makes room and adds.
-// All follow Column()'s mapping (pinned by heavy_hitters_eviction_test.cc).
+// two takes the instances with a multiply-shift in place of the mask. Other depths take the loop.
+// An add that would pass kCellMax leaves through UpdateSaturating(), which makes room and adds. All
+// follow Column()'s mapping (pinned by heavy_hitters_eviction_test.cc).
 
 #ifndef HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
 #define HOTKEY_SKETCH_COUNT_MIN_INLINE_H_
