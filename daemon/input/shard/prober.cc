@@ -455,10 +455,15 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
     }
     Disarm();
     SetCpus(*reading, m);
-    if (last_) m.load = LoadBetween(*last_, last_time_, *reading, m.time, m.cpus);
+    // A window across a change of the CPUs (a quota set or lifted) was spent under two
+    // limits and its busy fraction is of neither: the load starts again from this reading.
+    if (last_ && m.cpus == last_cpus_) {
+      m.load = LoadBetween(*last_, last_time_, *reading, m.time, m.cpus);
+    }
     // The next pair is judged afresh from this reading, whatever this one's fate.
     last_ = *reading;
     last_time_ = m.time;
+    last_cpus_ = m.cpus;
     if (m.load) {
       if (absl::Status s = CheckLoad(*m.load, m.cpus); !s.ok()) {
         rejected_ = Rejection::kBusy;
@@ -528,6 +533,7 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
   size_t consumed_ = 0;
   std::optional<Reading> last_;
   absl::Time last_time_;
+  double last_cpus_ = 0;
   std::optional<Rejection> rejected_;  // why the round in progress was refused, if it was
 };
 

@@ -227,10 +227,13 @@ TEST_CASE(
   CHECK(first.cpus == 1);
   REQUIRE(cgroup.Add(first.reading->pid));
   const Measurement quoted = probing.Next();
+  INFO(quoted.status.ToString());
   REQUIRE(quoted.status.ok());
   CHECK(quoted.cpus == 0.2);
   CHECK(quoted.cpus_source == CpusSource::kCgroupQuota);
   CHECK(quoted.cpus_detail == cgroup.limit_file());
+  // The window since `first` ran without the quota: no load is judged on 0.2 CPUs from it.
+  CHECK_FALSE(quoted.load.has_value());
   redis.StartLoad();
   const Load load = MeasureUnderLoad(probing, 0.2);
   // Saturated: the server uses all its quota allows. CFS hands out the quota per 100 ms

@@ -90,7 +90,8 @@ struct Measurement {
   std::optional<Rejection> rejected;
   std::optional<Reading> reading;
   // Between the last good reading and this one; nullopt at the first reading, after a
-  // restart of the shard (reading.h: LoadBetween) or when this round failed.
+  // restart of the shard (reading.h: LoadBetween), when `cpus` changed since the last
+  // reading, or when this round failed.
   std::optional<Load> load;
   // The CPUs the shard's bottleneck may use, which `load` was computed with.
   double cpus = 1;
