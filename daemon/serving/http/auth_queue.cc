@@ -25,14 +25,14 @@ AuthQueue::Admission AuthQueue::Enqueue(std::string_view address) {
   Admission a;
   const std::string key(address);
   const auto own = addresses_.find(key);
-  const size_t own_weight = own == addresses_.end() ? 0 : own->second.Weight();
+  const size_t own_weight = own == addresses_.end() ? 0 : Weight(key, own->second.fifo.size());
   if (queued_ >= max_queued_) {
     // Pushing out a ticket of an address weighing at least two more than the newcomer's
     // keeps it at or above the newcomer's afterwards, so two addresses never push each
     // other out in turn.
     const std::optional<Ticket> victim = Victim(own_weight + 2);
     if (!victim.has_value()) {
-      if (own != addresses_.end()) ++own->second.refused;
+      if (own != addresses_.end()) Strike(key);
       return a;
     }
     a.displaced = victim;
@@ -90,15 +90,47 @@ void AuthQueue::Remove(const std::string& address, Ticket ticket) {
 
 std::optional<AuthQueue::Ticket> AuthQueue::Victim(size_t min_weight) const {
   const Address* best = nullptr;
+  size_t best_weight = 0;
   for (const auto& [key, a] : addresses_) {
-    if (a.Weight() < std::max<size_t>(min_weight, 1)) continue;
-    if (best == nullptr || a.Weight() > best->Weight() ||
-        (a.Weight() == best->Weight() && a.fifo.back() > best->fifo.back())) {
+    const size_t weight = Weight(key, a.fifo.size());
+    if (weight < std::max<size_t>(min_weight, 1)) continue;
+    if (best == nullptr || weight > best_weight ||
+        (weight == best_weight && a.fifo.back() > best->fifo.back())) {
       best = &a;
+      best_weight = weight;
     }
   }
   if (best == nullptr) return std::nullopt;
   return best->fifo.back();
+}
+
+void AuthQueue::Checked(std::string_view address, bool right) {
+  const std::string key(address);
+  if (right) {
+    strikes_.erase(key);
+  } else {
+    Strike(key);
+  }
+}
+
+size_t AuthQueue::Weight(const std::string& address, size_t waiting) const {
+  const auto it = strikes_.find(address);
+  return waiting + (it == strikes_.end() ? 0 : it->second);
+}
+
+void AuthQueue::Strike(const std::string& address) {
+  if (const auto it = strikes_.find(address); it != strikes_.end()) {
+    ++it->second;
+    return;
+  }
+  if (strikes_.size() >= kMaxRemembered) {
+    auto fewest = strikes_.begin();
+    for (auto it = strikes_.begin(); it != strikes_.end(); ++it) {
+      if (it->second < fewest->second) fewest = it;
+    }
+    strikes_.erase(fewest);
+  }
+  strikes_.emplace(address, 1);
 }
 
 }  // namespace hotkey::http

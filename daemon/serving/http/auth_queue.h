@@ -9,13 +9,16 @@
 //     host can own a whole /64), and Next() takes the addresses in turn (round robin), the
 //     oldest ticket of each;
 //   - at most `max_queued` tickets wait, all addresses together. An address weighs its
-//     tickets waiting plus the requests refused to it since it has had one waiting (how
-//     much more it asks than it is given). When max_queued wait, a new ticket takes the
-//     place of the newest ticket of the heaviest address, if that one weighs at least two
-//     more than the newcomer's; otherwise the newcomer is refused. So an address weighing
-//     one (one ticket, nothing refused: a scraper's first login) is never pushed out, and a
-//     newcomer from an address with none waiting is refused only when every address
-//     waiting weighs one: at most max_queued clients that each wait their turn;
+//     tickets waiting plus its strikes: its requests refused while it had a ticket waiting
+//     (it asks more than it is given) and its passwords checked and found wrong. Strikes
+//     outlive the address's tickets, for at most kMaxRemembered addresses (a new one
+//     pushes out the one with the fewest), and a right password clears them. When max_queued wait,
+//     a new ticket takes the place of the newest ticket of the heaviest address, if that
+//     one weighs at least two more than the newcomer's; otherwise the newcomer is refused.
+//     So an address weighing one (one ticket, no strike: a scraper's first login) is never
+//     pushed out, and a newcomer from an address with none waiting and no strike is refused
+//     only when every address waiting weighs one: at most max_queued clients that each
+//     wait their turn and never sent a wrong password;
 //   - a refused or pushed-out request is answered 429 with Retry-After, never 401: its
 //     credentials were not checked.
 // Bound: a ticket that is its address's only one is taken by Next() after at most one
@@ -29,7 +32,8 @@
 // the queue holds max_queued of that address's tickets.
 //
 // Cost: Next is O(1); Victim, and Enqueue when max_queued wait, are O(addresses waiting),
-// at most max_queued; Cancel is O(tickets of its address + addresses waiting).
+// at most max_queued; Cancel is O(tickets of its address + addresses waiting); a strike for
+// an address not remembered yet, once kMaxRemembered are, is O(kMaxRemembered).
 //
 // Thread-compatible: the server calls it from its io_context's thread only.
 
@@ -77,6 +81,10 @@ class AuthQueue {
   // when it is not waiting.
   bool Cancel(Ticket ticket);
 
+  // The password of a request from `address` was checked: a wrong one is a strike, a right
+  // one clears the address's strikes.
+  void Checked(std::string_view address, bool right);
+
   // The ticket to close when a connection must make room: the newest ticket of the
   // heaviest address (of those, the address whose newest ticket is newest), if it weighs
   // at least `min_weight`; nullopt otherwise.
@@ -85,21 +93,27 @@ class AuthQueue {
   // Tickets waiting, all addresses together; addresses with at least one waiting.
   size_t queued() const { return queued_; }
   size_t addresses() const { return addresses_.size(); }
+  // Addresses whose strikes are remembered, at most kMaxRemembered.
+  size_t remembered() const { return strikes_.size(); }
+
+  static constexpr size_t kMaxRemembered = 256;
 
  private:
   // Takes `ticket` out of its address's FIFO; forgets the address once empty.
   void Remove(const std::string& address, Ticket ticket);
+  size_t Weight(const std::string& address, size_t waiting) const;
+  void Strike(const std::string& address);
 
   const size_t max_queued_;
   Ticket next_ticket_ = 1;
   size_t queued_ = 0;
   struct Address {
     std::deque<Ticket> fifo;  // oldest first (tickets are numbered in order of arrival)
-    size_t refused = 0;       // requests refused since it has had a ticket waiting
-    size_t Weight() const { return fifo.size() + refused; }
   };
   // The addresses with a ticket waiting.
   absl::flat_hash_map<std::string, Address> addresses_;
+  // The strikes of the last kMaxRemembered addresses struck, waiting or not.
+  absl::flat_hash_map<std::string, size_t> strikes_;
   // The addresses with a ticket waiting, in the order Next() takes them.
   std::deque<std::string> turn_;
   absl::flat_hash_map<Ticket, std::string> owner_;  // a waiting ticket's address

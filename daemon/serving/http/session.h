@@ -336,6 +336,7 @@ class Session : public Waiting,
 
   // The worker's answer, on the io thread.
   void OnChecked(bool ok) {
+    shared_->auth_queue.Checked(peer_, ok);  // before the next check is taken
     shared_->CheckDone(shared_->now() - check_started_);
     if (abandoned_.load(std::memory_order_relaxed)) return;
     if (shared_->stopped) {

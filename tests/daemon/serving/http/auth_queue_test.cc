@@ -101,6 +101,45 @@ TEST_CASE("AuthQueue: an address refused while its one ticket waits yields it to
   CHECK(q.Cancel(login.ticket));  // s kept its place
 }
 
+TEST_CASE("AuthQueue: wrong passwords are strikes that outlive the address's tickets",
+          "[http][auth_queue]") {
+  // More flooding addresses than places, each sending one guess at a time: each waits with
+  // one ticket, and no request of theirs is refused while it waits. Their wrong passwords,
+  // checked before, make them weigh two; without the strikes a first login finds no place.
+  AuthQueue q(3);
+  for (const char* a : {"f1", "f2", "f3"}) q.Checked(a, /*right=*/false);
+  CHECK(q.remembered() == 3);
+  for (const char* a : {"f1", "f2", "f3"}) REQUIRE(q.Enqueue(a).queued);
+  const AuthQueue::Admission login = q.Enqueue("s");
+  REQUIRE(login.queued);
+  REQUIRE(login.displaced.has_value());
+  // s weighs one, no strike: the connection cap's victim is a flooder's ticket.
+  CHECK(q.Victim(1) != login.ticket);
+  CHECK(q.Victim(2).has_value());
+  // A right password clears an address's strikes: f1 and f2 then weigh what s does.
+  q.Checked("f1", /*right=*/true);
+  CHECK(q.remembered() == 2);
+}
+
+TEST_CASE("AuthQueue: strikes are remembered for a bounded number of addresses",
+          "[http][auth_queue]") {
+  AuthQueue q(4);
+  for (int i = 0; i < 5; ++i) q.Checked("heavy", /*right=*/false);
+  for (int i = 0; i < 10 * static_cast<int>(AuthQueue::kMaxRemembered); ++i) {
+    q.Checked(std::to_string(i), /*right=*/false);
+    CHECK(q.remembered() <= AuthQueue::kMaxRemembered);
+  }
+  CHECK(q.remembered() == AuthQueue::kMaxRemembered);
+  // The one with the fewest strikes goes first: "heavy" (5) is still remembered, so its
+  // one ticket weighs six and yields to a newcomer's.
+  const Ticket heavy = q.Enqueue("heavy").ticket;
+  for (const char* a : {"a", "b", "c"}) REQUIRE(q.Enqueue(a).queued);
+  const AuthQueue::Admission login = q.Enqueue("s");
+  REQUIRE(login.queued);
+  REQUIRE(login.displaced.has_value());
+  CHECK(*login.displaced == heavy);
+}
+
 TEST_CASE("AuthQueue: an address's only ticket survives any flood of newcomers",
           "[http][auth_queue]") {
   AuthQueue q(8);
