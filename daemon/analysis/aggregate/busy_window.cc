@@ -7,9 +7,24 @@ namespace hotkey::aggregate {
 void BusyWindow::Add(const Sample& s) {
   if (!(s.end > s.start) || !std::isfinite(s.busy) || s.busy < 0) return;
   while (!samples_.empty() && samples_.front().end <= s.end - window_) samples_.pop_front();
-  if (std::optional<Sample> mean = Over(s.end); mean && std::abs(s.busy - mean->busy) > kLoadStep) {
-    samples_.clear();
+  if (samples_.empty()) departed_ = 0;  // nothing left to have departed from
+  // An answer that departed waits for the next: both are judged against the load before it.
+  std::optional<double> reference;
+  if (departed_ != 0) {
+    reference = reference_;
+  } else if (std::optional<Sample> mean = Over(s.end)) {
+    reference = mean->busy;
   }
+  int departs = 0;
+  if (reference && std::abs(s.busy - *reference) > kLoadStep) {
+    departs = s.busy > *reference ? 1 : -1;
+  }
+  if (departs != 0 && departs == departed_) {
+    samples_.clear();
+    departs = 0;  // the next answer is judged against the new window
+  }
+  departed_ = departs;
+  if (departs != 0) reference_ = *reference;
   if (samples_.size() == kMaxSamples) samples_.pop_front();
   samples_.push_back(s);
 }

@@ -1222,20 +1222,31 @@ TEST_CASE("Aggregator: the load with no fix is the shard's busy fraction, howeve
   REQUIRE_FALSE(a->projected_load.empty());
   CHECK(a->advice == model::Strategy::kNone);
   CHECK(Loads(*a)[model::Strategy::kNone] == Approx(0.02));
-  // Answers within a tenth of each other average over the window, each by its span.
-  // (The 0.45 answer is a change of load from 0.02: the window starts afresh there.)
+  // A change of load: 0.45 differs from 0.02 by more than a tenth and is averaged in; 0.5
+  // differs from 0.02 the same way and starts the window afresh (busy_window.h).
   while (ticks.Now() < kT0 + absl::Seconds(3)) snap = ticks.Next();
   agg.SetModelInputs(Answered(r, 2, 0.45, 2, 3));
+  snap = ticks.Next();
+  a = FindKey(*snap, "A");
+  REQUIRE(a);
+  CHECK(Loads(*a)[model::Strategy::kNone] == Approx((0.02 * 1 + 0.45 * 1) / 2));
   while (ticks.Now() < kT0 + absl::Seconds(3.5)) snap = ticks.Next();
   agg.SetModelInputs(Answered(r, 3, 0.5, 3, 3.5));
   snap = ticks.Next();
   a = FindKey(*snap, "A");
   REQUIRE(a);
+  CHECK(Loads(*a)[model::Strategy::kNone] == Approx(0.5));
+  // Answers within a tenth of each other average over the window, each by its span.
+  while (ticks.Now() < kT0 + absl::Seconds(4)) snap = ticks.Next();
+  agg.SetModelInputs(Answered(r, 4, 0.56, 3.5, 4));
+  snap = ticks.Next();
+  a = FindKey(*snap, "A");
+  REQUIRE(a);
   REQUIRE_FALSE(a->projected_load.empty());
-  CHECK(Loads(*a)[model::Strategy::kNone] == Approx((0.45 * 1 + 0.5 * 0.5) / 1.5));
+  CHECK(Loads(*a)[model::Strategy::kNone] == Approx((0.5 * 0.5 + 0.56 * 0.5) / 1.0));
   // The shard stops answering: once its last answer is older than the window, the headroom
   // is unknown again and no stale load is advised on.
-  while (ticks.Now() < kT0 + absl::Seconds(6)) snap = ticks.Next();
+  while (ticks.Now() < kT0 + absl::Seconds(6.5)) snap = ticks.Next();
   CHECK(snap->model.capacity == InputOrigin::kUnknown);
   CHECK(snap->model.capacity_reason.find("older than the rate window") != std::string::npos);
   a = FindKey(*snap, "A");

@@ -6,8 +6,11 @@
 // within the rate window: with the defaults (10 s window, 5 s answers) the last two, so a
 // steady load reads the same from one answer to the next. A real change of load (a CPU
 // quota, a new mix, a key turning hot) should not wait for the window to forget the old
-// one: an answer that differs from the mean of those kept by more than kLoadStep starts the
-// window afresh, so the load after a change is read from the first answer that covers it.
+// one, and one burst should not decide alone: an answer that differs from the mean of those
+// kept by more than kLoadStep is averaged in, and if the next answer differs from that same
+// mean by more than kLoadStep in the same direction, the window starts afresh with it. The
+// first answer to differ may straddle the change; the second, wholly after it, is the load
+// from then on. An answer back within kLoadStep of the mean was a burst.
 // Over(since) reads only the answers whose interval began at or after `since`: a hot key's
 // episode is advised on its own time, never on the quiet before its onset.
 //
@@ -52,12 +55,19 @@ class BusyWindow {
   // began at or after `since`, with the span they cover (start of the oldest, end of the
   // newest); nullopt when there is none.
   std::optional<Sample> Over(absl::Time now, absl::Time since = absl::InfinitePast()) const;
-  void Clear() { samples_.clear(); }
+  void Clear() {
+    samples_.clear();
+    departed_ = 0;
+  }
   size_t size() const { return samples_.size(); }
 
  private:
   absl::Duration window_;
   std::deque<Sample> samples_;  // oldest first
+  // The direction (+1 or -1) in which the last answer differed by more than kLoadStep from
+  // the mean before it (`reference_`); 0 when it did not.
+  int departed_ = 0;
+  double reference_ = 0;
 };
 
 }  // namespace hotkey::aggregate
