@@ -6,12 +6,13 @@
 #   BUILD_DIR (default build)   where to build
 #   JOBS (default 2)            build and test parallelism
 #   CMAKE_ARGS                  extra configure flags
-#   WHILE_TESTING               a command run at the lowest CPU priority while the tests that
-#                               are not labelled `long` run (CI compiles its other trees
-#                               there: the tests mostly wait on sockets and timers); its
+#   WHILE_TESTING               a command run at the lowest CPU priority (nice 19) while the
+#                               tests run (CI compiles and runs its sanitized trees there:
+#                               the tests mostly wait on sockets, timers and CPU quotas); its
 #                               output goes to WHILE_TESTING.log in the build directory, and
-#                               a failure fails this script. The `long` tests (the cluster
-#                               lab, which measures CPU-bound shards) run after it, alone.
+#                               a failure fails this script. The tests labelled `long` (real
+#                               shards under CPU quotas, one at a time) run after the others;
+#                               at nice 19 the command takes only the CPU they leave.
 # ccache, when installed (tools/install-test-deps.sh installs it), keeps what a later run
 # compiles again. Each stage prints its duration.
 set -euo pipefail
@@ -42,6 +43,8 @@ background=$!
 rc=0
 ctest --test-dir "$build" --output-on-failure -j"$jobs" -LE long || rc=$?
 took "tests (not long)"
+ctest --test-dir "$build" --output-on-failure -j"$jobs" -L long || rc=$?
+took "tests (long)"
 background_rc=0
 wait "$background" || background_rc=$?
 took "the rest of WHILE_TESTING"
@@ -50,6 +53,4 @@ if [[ $background_rc -ne 0 ]]; then
   echo "WHILE_TESTING failed (exit $background_rc): $WHILE_TESTING" >&2
   exit "$background_rc"
 fi
-ctest --test-dir "$build" --output-on-failure -j"$jobs" -L long || rc=$?
-took "tests (long)"
 exit "$rc"
