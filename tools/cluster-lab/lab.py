@@ -608,8 +608,12 @@ class Lab:
         # time scale is seconds).
         rules_path = os.path.join(self.tmp, "hotkeyd-rules.yml")
         with open(rules_path, "w") as f:
-            # A fix the feed published is withdrawn 2 s after its key stops being hot.
-            f.write("alert:\n  min_dwell: 0s\nfeed:\n  hold: 2s\n")
+            # A fix the feed published is withdrawn 2 s after its key stops being hot (this
+            # ends a mix sooner; it does not bear on onset to relief).
+            f.write(("" if a.defaults else "alert:\n  min_dwell: 0s\n") + "feed:\n  hold: 2s\n")
+        # The lab's time scale, or with --defaults the shipped one.
+        time_scale = [] if a.defaults else [
+            "--shard.interval=1s", "--track.half-life=1s", "--track.rate-window=2s"]
         for i, port in enumerate(self.ports):
             wp = free_port()
             self.web_ports.append(wp)
@@ -620,11 +624,11 @@ class Lab:
                 # read the lab's private directory.
                 *(["--run-as=root"] if os.geteuid() == 0 else []),
                 "--tap.interface=lo", f"--tap.port={port}", "--tap.protocol=redis",
-                "--tap.snaplen=4096", "--tap.buffer-bytes=4MiB", "--shard.interval=1s",
+                "--tap.snaplen=4096", "--tap.buffer-bytes=4MiB", *time_scale,
                 f"--cluster.refresh={a.ttl:g}s",
                 f"--cluster.replicas={a.replicas}", f"--cluster.split={a.split}",
                 f"--cluster.target={a.target:g}",
-                "--track.half-life=1s", "--track.rate-window=2s", f"--config.file={rules_path}",
+                f"--config.file={rules_path}",
                 f"--model.measured-loads-file={self.loads_file}",
                 "--model.measured-loads-max-age=15s", "--log.level=warn"])
         for i, wp in enumerate(self.web_ports):
@@ -1640,6 +1644,10 @@ def main():
                    help="instead of switching fixes by hand, let hotkeyd's feed and the "
                    "client kit (clients/python) close the loop for each mix")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    p.add_argument("--defaults", action="store_true",
+                   help="the hotkeyds at the shipped time scale (no --shard.interval, "
+                   "--track.half-life, --track.rate-window or alert.min_dwell), to measure "
+                   "onset to relief as users get it; feed.hold stays 2 s")
     a = p.parse_args()
     a.ops = a.ops or (4000 if a.loop else 5000)
     a.hotkeyd = os.path.abspath(a.hotkeyd)  # the daemons run in the lab's directory
