@@ -1,5 +1,5 @@
 // Tests of BusyWindow (aggregate/busy_window.h) on a fake time line: the shard's answers
-// every 5 s, a 10 s window (the defaults).
+// every 5 s, a 10 s window.
 
 #include "hotkey/aggregate/busy_window.h"
 
