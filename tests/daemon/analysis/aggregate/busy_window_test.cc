@@ -68,26 +68,26 @@ TEST_CASE("BusyWindow: a change of load starts the window afresh at its second a
 
 TEST_CASE("BusyWindow: one burst is averaged, not read alone",
           "[aggregate][advice]") {
-  // A steady 0.60 with one answer at 0.80 and one at 0.42: each differs from the window
+  // A steady 0.60 with one answer at 0.72 and one at 0.47: each differs from the window
   // by more than kLoadStep, the next answer goes back. Started afresh at each, the load
-  // read would jump to 0.80, back to 0.60, down to 0.42: a fix advised and withdrawn.
+  // read would jump to 0.72, back to 0.60, down to 0.47: a fix advised and withdrawn.
   BusyWindow w(absl::Seconds(10));
   w.Add(Answer(5, 0.60));
   w.Add(Answer(10, 0.60));
-  w.Add(Answer(15, 0.80));
+  w.Add(Answer(15, 0.72));
   std::optional<BusyWindow::Sample> m = w.Over(At(15));
   REQUIRE(m);
-  CHECK(m->busy == Approx(0.70));
-  // 0.60 differs from 0.80 by more than kLoadStep too, but it is back at the mean before.
+  CHECK(m->busy == Approx(0.66));
+  // 0.60 differs from 0.72 by more than kLoadStep too, but in the other direction.
   w.Add(Answer(20, 0.60));
   m = w.Over(At(20));
   REQUIRE(m);
-  CHECK(m->busy == Approx(0.70));
-  w.Add(Answer(25, 0.42));
+  CHECK(m->busy == Approx(0.66));
+  w.Add(Answer(25, 0.47));
   w.Add(Answer(30, 0.60));
   m = w.Over(At(30));
   REQUIRE(m);
-  CHECK(m->busy == Approx(0.51));
+  CHECK(m->busy == Approx(0.535));
   CHECK(w.size() == 2);
 }
 

@@ -33,11 +33,10 @@ namespace hotkey::aggregate {
 
 class BusyWindow {
  public:
-  // 0.15 of a CPU: a steady shard's 2 s answers differ by a few hundredths, and by up to
-  // about a tenth under a CPU quota of a few milliseconds a second (tap_advice_steady_e2e),
-  // where the quota is handed out per 100 ms period; a change the advice must follow moves
+  // A tenth of a CPU: a steady shard's answers differ by a few hundredths (the
+  // CPU clock's ticks and the load's own jitter), and a change the advice must follow moves
   // the load by more (busy_window_test.cc).
-  static constexpr double kLoadStep = 0.15;
+  static constexpr double kLoadStep = 0.1;
   static constexpr size_t kMaxSamples = 64;
 
   struct Sample {
