@@ -24,7 +24,7 @@ TEST_CASE("ShardOptions: no address and no tap means no probing", "[config][shar
   CHECK(s.address.empty());
   CHECK(s.protocol == TapProtocol::kRedis);
   CHECK(s.cpus == 0);
-  CHECK(s.interval == absl::Seconds(2));
+  CHECK(s.interval == absl::Seconds(5));
 }
 
 TEST_CASE("ShardOptions: the address and protocol follow the tap unless given", "[config][shard]") {

@@ -18,14 +18,11 @@ namespace {
 using sketch::kNumOps;
 
 // The shortest span a key's advice is read over against a configured capacity (or the
-// rate window, if shorter). Shorter spans let a start-up's lagging rate (a source still
-// catching up) decide a fix that the hysteresis then keeps.
+// rate window, if shorter): one answer of a shard at the default --shard.interval, the
+// span a measured load gives, so both give a first advice at the same pace. Shorter spans
+// let a start-up's lagging rate (a source still catching up) decide a fix that the
+// hysteresis then keeps.
 constexpr absl::Duration kMinAdviceSpan = absl::Seconds(5);
-
-// The shortest span of the shard's answers an episode's first advice is read over (or the
-// rate window, if shorter): two answers at the default --shard.interval. The first answer
-// after onset alone follows its own jitter, and the fix it picks is held by the hysteresis.
-constexpr absl::Duration kMinFirstMeasuredSpan = absl::Seconds(3);
 
 // The span of the kits' reports a key's demand share (its hot state) reads: kits report
 // once a second, so three seconds hold two or three reports of each, and the figure ends
@@ -200,10 +197,6 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
   if (measured) {
     busy = busy_.Over(now, onset);
     if (!busy) return;  // no answer of the shard covers the episode's own time yet
-    if (!advice_hold_.holds(k->hash) &&
-        busy->end - busy->start < std::min(kMinFirstMeasuredSpan, track_.rate_window)) {
-      return;
-    }
     since = std::max(since, busy->start);
   }
   since = std::max(since, now - track_.rate_window);

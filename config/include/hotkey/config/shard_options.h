@@ -41,7 +41,7 @@ struct ShardOptions {
   // cgroup's CPU quota where that is less; memcached: its threads or the quota). In [0, 1024].
   double cpus = 0;
   // How often the shard is asked; in [1s, 1h].
-  absl::Duration interval = absl::Seconds(2);
+  absl::Duration interval = absl::Seconds(5);
   // Bound on connecting (TCP, TLS handshake, AUTH) and on each reply; in [1ms, 1h], and at
   // most the interval once Resolved().
   // Not a flag: a shard slower than this to answer INFO is no state to measure.

@@ -1211,16 +1211,8 @@ TEST_CASE("Aggregator: the load with no fix is the shard's busy fraction, howeve
   CHECK(snap->model.capacity == InputOrigin::kUnknown);  // no answer with a load yet
   REQUIRE(FindKey(*snap, "A"));
   CHECK(FindKey(*snap, "A")->projected_load.empty());
-  // An answer over 1-2 s: A's episode began at 0.1 s, so it is A's own time, but one
-  // second of it is too short for a first advice (the 2 s window's worth is needed).
+  // The shard's answer over 1-2 s: A's episode began at 0.1 s, so 1-2 s is its own time.
   agg.SetModelInputs(Answered(r, 1, 0.02, 1, 2));
-  snap = ticks.Next();
-  CHECK(snap->model.capacity == InputOrigin::kMeasured);
-  REQUIRE(FindKey(*snap, "A"));
-  CHECK(FindKey(*snap, "A")->projected_load.empty());
-  // The next, over 2-3 s: 2 s of A's own time.
-  while (ticks.Now() < kT0 + absl::Seconds(3)) snap = ticks.Next();
-  agg.SetModelInputs(Answered(r, 2, 0.02, 2, 3));
   snap = ticks.Next();
   CHECK(snap->model.capacity == InputOrigin::kMeasured);
   CHECK(snap->model.cluster.capacity == Approx(10000 / 0.02).epsilon(0.02));
@@ -1232,21 +1224,21 @@ TEST_CASE("Aggregator: the load with no fix is the shard's busy fraction, howeve
   CHECK(Loads(*a)[model::Strategy::kNone] == Approx(0.02));
   // A change of load: 0.45 differs from 0.02 by more than a tenth and is averaged in; 0.5
   // differs from 0.02 the same way and starts the window afresh (busy_window.h).
-  while (ticks.Now() < kT0 + absl::Seconds(4)) snap = ticks.Next();
-  agg.SetModelInputs(Answered(r, 3, 0.45, 3, 4));
+  while (ticks.Now() < kT0 + absl::Seconds(3)) snap = ticks.Next();
+  agg.SetModelInputs(Answered(r, 2, 0.45, 2, 3));
   snap = ticks.Next();
   a = FindKey(*snap, "A");
   REQUIRE(a);
-  CHECK(Loads(*a)[model::Strategy::kNone] == Approx((0.02 + 0.45) / 2));
-  while (ticks.Now() < kT0 + absl::Seconds(4.5)) snap = ticks.Next();
-  agg.SetModelInputs(Answered(r, 4, 0.5, 4, 4.5));
+  CHECK(Loads(*a)[model::Strategy::kNone] == Approx((0.02 * 1 + 0.45 * 1) / 2));
+  while (ticks.Now() < kT0 + absl::Seconds(3.5)) snap = ticks.Next();
+  agg.SetModelInputs(Answered(r, 3, 0.5, 3, 3.5));
   snap = ticks.Next();
   a = FindKey(*snap, "A");
   REQUIRE(a);
   CHECK(Loads(*a)[model::Strategy::kNone] == Approx(0.5));
   // Answers within a tenth of each other average over the window, each by its span.
-  while (ticks.Now() < kT0 + absl::Seconds(5)) snap = ticks.Next();
-  agg.SetModelInputs(Answered(r, 5, 0.56, 4.5, 5));
+  while (ticks.Now() < kT0 + absl::Seconds(4)) snap = ticks.Next();
+  agg.SetModelInputs(Answered(r, 4, 0.56, 3.5, 4));
   snap = ticks.Next();
   a = FindKey(*snap, "A");
   REQUIRE(a);
@@ -1254,14 +1246,14 @@ TEST_CASE("Aggregator: the load with no fix is the shard's busy fraction, howeve
   CHECK(Loads(*a)[model::Strategy::kNone] == Approx((0.5 * 0.5 + 0.56 * 0.5) / 1.0));
   // The shard stops answering: once its last answer is older than the window, the headroom
   // is unknown again and no stale load is advised on.
-  while (ticks.Now() < kT0 + absl::Seconds(7.5)) snap = ticks.Next();
+  while (ticks.Now() < kT0 + absl::Seconds(6.5)) snap = ticks.Next();
   CHECK(snap->model.capacity == InputOrigin::kUnknown);
   CHECK(snap->model.capacity_reason.find("older than the rate window") != std::string::npos);
   a = FindKey(*snap, "A");
   REQUIRE(a);
   CHECK(a->projected_load.empty());
   // A flag given (measure_capacity off) wins.
-  ModelInputs given = Answered(r, 6, 0.5, 7, 7.5);
+  ModelInputs given = Answered(r, 4, 0.5, 5, 6);
   given.measure_capacity = false;
   given.capacity = InputOrigin::kConfigured;
   agg.SetModelInputs(given);
@@ -1272,8 +1264,7 @@ TEST_CASE("Aggregator: the load with no fix is the shard's busy fraction, howeve
 
 // A key the tracker knows at 5% turns hot (30%) at 3 s on a shard that was at 30% busy
 // before and is at 95% after. The window before onset says "none"; the episode's own
-// figures say cache, and its first advice is cache, logged with the loads that decided it,
-// once its own answers span 3 s (one alone follows its jitter).
+// figures say cache, and its first advice is cache, logged with the loads that decided it.
 TEST_CASE(
     "Aggregator: an episode's first advice comes from its own traffic, not the quiet "
     "before it",
@@ -1312,8 +1303,8 @@ TEST_CASE(
   }
   REQUIRE(first_advice);
   CHECK(first == model::Strategy::kCache);
-  // The answers begun after the onset: 4-6 s and 6-8 s.
-  CHECK(*first_advice == kT0 + absl::Seconds(8));
+  // The first answer begun after the onset ends at 6 s.
+  CHECK(*first_advice == kT0 + absl::Seconds(6));
   std::string changed;
   for (const std::string& l : logs) {
     if (l.find("advised fix changed") != std::string::npos) changed += l + "\n";

@@ -54,8 +54,6 @@ class AdviceHold {
   void Finish();
 
   size_t size() const { return keys_.size(); }
-  // Whether key `id` has a fix held (it was observed at the last tick).
-  bool holds(uint64_t id) const { return keys_.contains(id); }
 
  private:
   struct Entry {

@@ -1,9 +1,9 @@
 // BusyWindow: the shard's busy fraction over the rate window, from its answers.
 //
 // Each answer of the shard (shard/prober.h) gives the fraction of its CPU the shard used
-// between its previous reading and this one (2 s apart by default). The load the advice
+// between its previous reading and this one (5 s apart by default). The load the advice
 // starts from is their mean, weighted by the time each covers, over the answers that ended
-// within the rate window: with the defaults (10 s window, 2 s answers) the last five, so a
+// within the rate window: with the defaults (10 s window, 5 s answers) the last two, so a
 // steady load reads the same from one answer to the next. A real change of load (a CPU
 // quota, a new mix, a key turning hot) should not wait for the window to forget the old
 // one, and one burst should not decide alone: an answer that differs from the mean of those
@@ -33,7 +33,7 @@ namespace hotkey::aggregate {
 
 class BusyWindow {
  public:
-  // A tenth of a CPU: a steady shard's answers differ by a few hundredths (the
+  // A tenth of a CPU: a steady shard's 5 s answers differ by a few hundredths (the
   // CPU clock's ticks and the load's own jitter), and a change the advice must follow moves
   // the load by more (busy_window_test.cc).
   static constexpr double kLoadStep = 0.1;
