@@ -66,8 +66,7 @@ TEST_CASE("BusyWindow: a change of load starts the window afresh at its second a
   CHECK(w.size() == 1);
 }
 
-TEST_CASE("BusyWindow: one burst is averaged, not read alone",
-          "[aggregate][advice]") {
+TEST_CASE("BusyWindow: one burst is averaged, not read alone", "[aggregate][advice]") {
   // A steady 0.60 with one answer at 0.72 and one at 0.47: each differs from the window
   // by more than kLoadStep, the next answer goes back. Started afresh at each, the load
   // read would jump to 0.72, back to 0.60, down to 0.47: a fix advised and withdrawn.
