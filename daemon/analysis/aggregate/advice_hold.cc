@@ -2,7 +2,8 @@
 
 namespace hotkey::aggregate {
 
-AdviceHold::Decision AdviceHold::Observe(uint64_t id, const model::Projection& p, double target) {
+AdviceHold::Decision AdviceHold::Observe(uint64_t id, const model::Projection& p, double target,
+                                         bool settled) {
   auto [it, fresh] = keys_.try_emplace(id, Entry{p.advice, tick_});
   Entry& e = it->second;
   e.seen_tick = tick_;
@@ -18,9 +19,11 @@ AdviceHold::Decision AdviceHold::Observe(uint64_t id, const model::Projection& p
     }
     if (!cheaper && l.busiest <= target - margin_) cheaper = &l;
   }
-  if (held != model::Strategy::kIsolate && (!own || own->busiest > target + margin_)) {
+  if (!own && held != model::Strategy::kIsolate) {  // dropped from the order
     e.held = p.advice;
-  } else if (cheaper) {
+  } else if (settled && own && own->busiest > target + margin_) {
+    e.held = p.advice;
+  } else if (settled && cheaper) {
     e.held = cheaper->strategy;
   }
   return Decision{e.held, held, e.held != held};

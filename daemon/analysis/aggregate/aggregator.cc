@@ -244,7 +244,8 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
                    : busy->busy > 0 ? shard_ops / busy->busy
                                     : std::numeric_limits<double>::infinity(),
                    absl::ToDoubleSeconds(now - since)};
-  const AdviceHold::Decision d = advice_hold_.Observe(k->hash, *p, resolved_.cluster.target);
+  const AdviceHold::Decision d =
+      advice_hold_.Observe(k->hash, *p, resolved_.cluster.target, !measured || busy_.Settled(now));
   k->advice = d.fix;
   if (!d.changed || !log_) return;
   log::LogLine line(wall_, "info", "advised fix changed");

@@ -24,10 +24,10 @@ model::Projection At(double busy, const model::Cluster& c = model::Cluster()) {
 }
 
 // One tick observing key 1 at `busy`; returns the decision.
-AdviceHold::Decision Tick(AdviceHold& hold, double busy,
-                          const model::Cluster& c = model::Cluster()) {
+AdviceHold::Decision Tick(AdviceHold& hold, double busy, const model::Cluster& c = model::Cluster(),
+                          bool settled = true) {
   hold.Begin();
-  const AdviceHold::Decision d = hold.Observe(1, At(busy, c), kTarget);
+  const AdviceHold::Decision d = hold.Observe(1, At(busy, c), kTarget, settled);
   hold.Finish();
   return d;
 }
@@ -79,6 +79,32 @@ TEST_CASE("AdviceHold: a change past the margin takes effect at the tick that sh
   CHECK(d.fix == Strategy::kNone);
   CHECK(d.changed);
   CHECK(d.from == Strategy::kCache);
+}
+
+TEST_CASE("AdviceHold: a load that is not settled changes no held fix, either way",
+          "[aggregate][advice]") {
+  const model::Cluster c;
+  AdviceHold hold(kMargin);
+  CHECK(Tick(hold, 0.9).fix == Strategy::kCache);
+  // A dip the next answer has not confirmed: none would fit with room, and waits.
+  AdviceHold::Decision d = Tick(hold, 0.6, c, false);
+  CHECK(d.fix == Strategy::kCache);
+  CHECK_FALSE(d.changed);
+  // A burst the next answer has not confirmed: cache would no longer fit, and waits.
+  CHECK(Tick(hold, 1.5, c, false).fix == Strategy::kCache);
+  // Settled, the same figures decide.
+  d = Tick(hold, 0.6, c, true);
+  CHECK(d.fix == Strategy::kNone);
+  CHECK(d.changed);
+  CHECK(Tick(hold, 1.5, c, false).fix == Strategy::kNone);
+  CHECK(Tick(hold, 1.5, c, true).fix == Strategy::kIsolate);
+  // A first answer is taken at once, settled or not.
+  AdviceHold fresh(kMargin);
+  CHECK(Tick(fresh, 0.9, c, false).fix == Strategy::kCache);
+  // A held fix dropped from the order gives way at once, settled or not.
+  model::Cluster no_cache;
+  no_cache.order = {Strategy::kNone, Strategy::kReplicate, Strategy::kSplit};
+  CHECK(Tick(fresh, 0.95, no_cache, false).fix == At(0.95, no_cache).advice);
 }
 
 TEST_CASE("AdviceHold: a fix that no longer fits gives way to the model's answer",

@@ -1262,6 +1262,49 @@ TEST_CASE("Aggregator: the load with no fix is the shard's busy fraction, howeve
   CHECK(snap->model.cluster.capacity == 1000);
 }
 
+// A shard near 0.9 busy with cache advised gets one answer at 0.5 (a neighbour took the
+// CPU for a while). Averaged in, the window reads about 0.7, where none fits with room: the
+// fix is held while that answer is in the window unconfirmed, and a drop the next answer
+// confirms withdraws it (busy_window.h, advice_hold.h).
+TEST_CASE("Aggregator: one answer's dip withdraws no fix; a confirmed drop does",
+          "[daemon][aggregator]") {
+  config::ReloadableOptions r = Reloadable();
+  Aggregator agg(Track(), r, "secret", kT0, nullptr);  // 2 s window
+  Stream s;
+  Ticker ticks{agg, s};
+  std::shared_ptr<const Snapshot> snap;
+  agg.SetModelInputs(Answered(r, 0, NAN, 0, 0));
+  while (ticks.tick < 10) snap = ticks.Next();
+  uint64_t answers = 0;
+  // The shard's answer over (end - 1, end] s; returns A at the next tick.
+  auto answer = [&](double busy, double end) {
+    while (ticks.Now() < kT0 + absl::Seconds(end)) snap = ticks.Next();
+    agg.SetModelInputs(Answered(r, ++answers, busy, end - 1, end));
+    snap = ticks.Next();
+    const KeySnapshot* a = FindKey(*snap, "A");
+    REQUIRE(a);
+    REQUIRE_FALSE(a->projected_load.empty());
+    return *a;
+  };
+  KeySnapshot a = answer(0.9, 2);
+  const model::Strategy fix = a.advice;
+  REQUIRE(fix != model::Strategy::kNone);
+  CHECK(answer(0.92, 3).advice == fix);
+  a = answer(0.5, 4);
+  CHECK(Loads(a)[model::Strategy::kNone] == Approx(0.71));
+  CHECK(a.advice == fix);  // none fits with room, but on an answer not confirmed
+  a = answer(0.9, 5);      // back: the dip was not a change, and is still in the window
+  CHECK(Loads(a)[model::Strategy::kNone] == Approx(0.7));
+  CHECK(a.advice == fix);
+  CHECK(answer(0.9, 6).advice == fix);
+  // A real drop: the first answer waits, the second confirms it and the window starts
+  // afresh there.
+  CHECK(answer(0.4, 7).advice == fix);
+  a = answer(0.4, 8);
+  CHECK(Loads(a)[model::Strategy::kNone] == Approx(0.4));
+  CHECK(a.advice == model::Strategy::kNone);
+}
+
 // A key the tracker knows at 5% turns hot (30%) at 3 s on a shard that was at 30% busy
 // before and is at 95% after. The window before onset says "none"; the episode's own
 // figures say cache, and its first advice is cache, logged with the loads that decided it.

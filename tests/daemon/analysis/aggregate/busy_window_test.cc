@@ -46,11 +46,13 @@ TEST_CASE("BusyWindow: a change of load starts the window afresh at its second a
   std::optional<BusyWindow::Sample> m = w.Over(At(15));
   REQUIRE(m);
   CHECK(m->busy == Approx((0.31 + 0.56) / 2));  // one answer alone could be a burst
+  CHECK_FALSE(w.Settled(At(15)));               // so a held fix waits for the next
   w.Add(Answer(20, 0.97));
   m = w.Over(At(20));
   REQUIRE(m);
   CHECK(m->busy == Approx(0.97));  // the second confirms it: not (0.56 + 0.97) / 2
   CHECK(m->start == At(15));
+  CHECK(w.Settled(At(20)));
   // Within kLoadStep it averages: 0.97 and 0.93.
   w.Add(Answer(25, 0.93));
   m = w.Over(At(25));
@@ -59,7 +61,9 @@ TEST_CASE("BusyWindow: a change of load starts the window afresh at its second a
   CHECK(w.size() == 2);
   // Down as up: a quota lifted at 27 s.
   w.Add(Answer(30, 0.62));
+  CHECK_FALSE(w.Settled(At(30)));
   w.Add(Answer(35, 0.40));
+  CHECK(w.Settled(At(35)));
   m = w.Over(At(35));
   REQUIRE(m);
   CHECK(m->busy == Approx(0.40));
@@ -77,17 +81,21 @@ TEST_CASE("BusyWindow: one burst is averaged, not read alone", "[aggregate][advi
   std::optional<BusyWindow::Sample> m = w.Over(At(15));
   REQUIRE(m);
   CHECK(m->busy == Approx(0.66));
+  CHECK_FALSE(w.Settled(At(15)));
   // 0.60 differs from 0.72 by more than kLoadStep too, but in the other direction.
   w.Add(Answer(20, 0.60));
   m = w.Over(At(20));
   REQUIRE(m);
   CHECK(m->busy == Approx(0.66));
+  CHECK_FALSE(w.Settled(At(20)));  // the burst is still in the window
   w.Add(Answer(25, 0.47));
   w.Add(Answer(30, 0.60));
   m = w.Over(At(30));
   REQUIRE(m);
   CHECK(m->busy == Approx(0.535));
   CHECK(w.size() == 2);
+  CHECK_FALSE(w.Settled(At(30)));
+  CHECK(w.Settled(At(35)));  // the 0.47 answer has left the window
 }
 
 TEST_CASE("BusyWindow: Over(since) reads only the answers begun since, as an episode's own",

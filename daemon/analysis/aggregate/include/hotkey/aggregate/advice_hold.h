@@ -13,8 +13,13 @@
 //     target - margin, the first such replaces it (the cheaper fix fits with room);
 //   - else it stays. kIsolate (no projection of its own) stays until a strategy fits
 //     within target - margin.
+// Those changes wait while the projection is not settled: the shard's load is read from a
+// window that holds an answer departing from the load before it, unconfirmed
+// (BusyWindow::Settled), which is a burst or half of a change. Either the next answer
+// confirms the change, and the window starts afresh from it, or the hold waits until the
+// answer has left the window. Only a fix dropped from the order gives way at once.
 // So a load whose projections move by less than the margin around the target keeps one
-// fix, and a change past it takes effect at the tick that shows it. Once replaced for
+// fix, and a change past it takes effect at the first settled tick that shows it. Once replaced for
 // exceeding target + margin, the new fix (the first fitting the target) cannot be replaced
 // by a cheaper one at the same figures: those project over the target. A key not observed
 // at a tick is forgotten, so the hold keeps at most the keys observed at one tick, and a
@@ -48,8 +53,9 @@ class AdviceHold {
 
   // One tick: Begin(), Observe() for each key with a projection, then Finish().
   void Begin() { ++tick_; }
-  // The fix for key `id` whose projection at this tick is `p`, at the model's `target`.
-  Decision Observe(uint64_t id, const model::Projection& p, double target);
+  // The fix for key `id` whose projection at this tick is `p`, at the model's `target`;
+  // `settled`: the load it starts from is settled (above).
+  Decision Observe(uint64_t id, const model::Projection& p, double target, bool settled);
   // Forgets the keys not observed since Begin().
   void Finish();
 

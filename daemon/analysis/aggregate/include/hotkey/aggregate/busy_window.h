@@ -11,6 +11,8 @@
 // mean by more than kLoadStep in the same direction, the window starts afresh with it. The
 // first answer to differ may straddle the change; the second, wholly after it, is the load
 // from then on. An answer back within kLoadStep of the mean was a burst.
+// Settled(now) is false while an answer that departed and was not confirmed is within the
+// window: the read is a burst, or half of a change, and a fix held on it waits.
 // Over(since) reads only the answers whose interval began at or after `since`: a hot key's
 // episode is advised on its own time, never on the quiet before its onset.
 //
@@ -59,11 +61,17 @@ class BusyWindow {
     samples_.clear();
     departed_ = 0;
   }
+  // No answer within the window before `now` departed without being confirmed.
+  bool Settled(absl::Time now) const;
   size_t size() const { return samples_.size(); }
 
  private:
+  struct Kept {
+    Sample sample;
+    bool departed = false;  // it differed from the load before it by more than kLoadStep
+  };
   absl::Duration window_;
-  std::deque<Sample> samples_;  // oldest first
+  std::deque<Kept> samples_;  // oldest first
   // The direction (+1 or -1) in which the last answer differed by more than kLoadStep from
   // the mean before it (`reference_`); 0 when it did not.
   int departed_ = 0;
