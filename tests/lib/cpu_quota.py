@@ -40,9 +40,6 @@ class CpuQuota:
     def __init__(self, name, cpus):
         """A quota of `cpus` CPUs; below 1% of one the period grows so the quota stays at
         the kernel's minimum of 1 ms (`self.cpus` is the quota set)."""
-        period = max(self.PERIOD_US, int(self.MIN_QUOTA_US / cpus))
-        quota = max(self.MIN_QUOTA_US, int(cpus * period))
-        self.cpus = quota / period
         mount = _cpu_mount()
         if mount is None:
             raise Unavailable("no cgroup hierarchy with the cpu controller is mounted")
@@ -54,15 +51,24 @@ class CpuQuota:
                 with open(os.path.join(root, "cgroup.subtree_control"), "w") as f:
                     f.write("+cpu")
             os.mkdir(self.path)
-            if self.kind == "v1":
-                self._write("cpu.cfs_period_us", period)
-                self._write("cpu.cfs_quota_us", quota)
-            else:
-                self._write("cpu.max", f"{quota} {period}")
+            self.set(cpus)
         except OSError as e:
             raise Unavailable(f"cannot make a cgroup under {root} ({e}): not root, or "
                               "the hierarchy is read-only") from e
         self.pids = []
+
+    def set(self, cpus):
+        """Changes the quota to `cpus` CPUs, as the constructor sets it."""
+        period = max(self.PERIOD_US, int(self.MIN_QUOTA_US / cpus))
+        quota = max(self.MIN_QUOTA_US, int(cpus * period))
+        if self.kind == "v1":
+            # The quota first: a period shorter than the old one's quota allows is refused.
+            self._write("cpu.cfs_quota_us", -1)
+            self._write("cpu.cfs_period_us", period)
+            self._write("cpu.cfs_quota_us", quota)
+        else:
+            self._write("cpu.max", f"{quota} {period}")
+        self.cpus = quota / period
 
     def _write(self, name, value):
         with open(os.path.join(self.path, name), "w") as f:
