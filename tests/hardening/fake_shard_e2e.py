@@ -15,6 +15,11 @@ over UDP at about 3,000 ops/s):
   stops         the shard answers possible figures (busy 0.5), then stops answering: the
                 measured capacity is used, then, once its last load leaves the rate window
                 (10 s), the headroom is unknown and no key is advised, as the log says
+  onset         with --shard.interval=10s, the hot key starts after the first scheduled
+                answer: the shard is asked within 2 s of the key turning hot (not at its
+                schedule), and the first advice comes one interval after that, within 14 s
+                (at the schedule it would wait for the answer begun after the onset: about
+                19 s)
 
 Usage: fake_shard_e2e.py HOTKEYD [CASE ...]
 """
@@ -41,6 +46,7 @@ class FakeShard:
         self.t0 = time.monotonic()
         self.info, self.nodes = info, nodes
         self.conns = []
+        self.asked = []  # when each INFO came (time.monotonic())
         shard = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -60,6 +66,7 @@ class FakeShard:
                     if b"CLUSTER" in buf:
                         body = (shard.nodes() or "").encode()
                     else:
+                        shard.asked.append(time.monotonic())
                         fields = shard.info(time.monotonic() - shard.t0)
                         body = "".join(f"{k}:{v}\r\n" for k, v in fields.items()).encode()
                     buf = b""
@@ -92,12 +99,13 @@ def redis_info(cpu_per_second, ops_per_second=3000, cluster=False):
     return info
 
 
-def start(work, shard, *flags):
+def start(work, shard, *flags, interval="1s", window="2s"):
     rules = work.file("rules.yml")
     with open(rules, "w") as f:
         f.write("alert:\n  share_threshold: 0.1\n  min_dwell: 0s\n")
-    return e2e.Hotkeyd(HOTKEYD, f"--shard.address=127.0.0.1:{shard.port}", "--shard.interval=1s",
-                       f"--config.file={rules}", "--track.rate-window=2s", *flags, work=work)
+    return e2e.Hotkeyd(HOTKEYD, f"--shard.address=127.0.0.1:{shard.port}",
+                       f"--shard.interval={interval}", f"--config.file={rules}",
+                       f"--track.rate-window={window}", *flags, work=work)
 
 
 class Load:
@@ -214,8 +222,35 @@ def case_stops(work):
         load.stop()
 
 
+def case_onset(work):
+    shard = FakeShard(redis_info(0.5))
+    d = start(work, shard, interval="10s", window="20s")
+    e2e.wait_until(lambda: shard.asked, 15, "the first scheduled answer")
+    load = Load(d)
+    try:
+        def hot():
+            return any(k["hot"] for k in d.top()["keys"])
+        e2e.wait_until(hot, 5, "the key hot")
+        hot_at = time.monotonic()
+        asked = e2e.wait_until(lambda: [t for t in shard.asked if t > shard.asked[0]], 5,
+                               "the shard asked at the onset")
+        e2e.log(f"  asked {asked[0] - hot_at:+.2f} s from the key seen hot; the last scheduled "
+                f"answer {hot_at - shard.asked[0]:.2f} s before")
+
+        def advised():
+            return any(k["hot"] and k.get("advice") for k in d.top()["keys"])
+        e2e.wait_until(advised, 30, "the first advice")
+        e2e.log(f"  first advice {time.monotonic() - hot_at:.2f} s after the key was seen hot")
+        e2e.check(asked[0] - hot_at < 2, "the shard is asked at the onset, not at its schedule")
+        e2e.check(time.monotonic() - hot_at < 14,
+                  "the first advice one interval (10 s) after the onset, not two")
+    finally:
+        load.stop()
+        shard.stop()
+
+
 CASES = [("busy_1000", case_busy_1000), ("cpu_1e300", case_cpu_1e300), ("overlap", case_overlap),
-         ("stops", case_stops)]
+         ("stops", case_stops), ("onset", case_onset)]
 
 if __name__ == "__main__":
     e2e.run_cases("fake-shard", CASES, sys.argv[2:])

@@ -65,6 +65,7 @@ bool Alerter::Observe(uint64_t id, double share, double threshold,
   if (now_ - s.over_since >= options_.min_dwell) {
     s.hot = true;
     s.hot_since = now_;
+    ++started_;
     Log(/*start=*/true, s, share, threshold);
   }
   return s.hot;

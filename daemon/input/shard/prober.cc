@@ -131,9 +131,40 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
 
   void Probe() {
     if (stopped_) return;
+    asio::post(io_, [self = shared_from_this()] { self->StartRound(); });
+  }
+
+  // The schedule (Prober::ScheduleOn): a round once the next one is due.
+  void Due(absl::Time now) {
+    if (stopped_) return;
+    asio::post(io_, [self = shared_from_this(), now] {
+      if (now < self->next_due_) return;
+      self->next_due_ += self->options_.interval;
+      if (self->next_due_ <= now) self->next_due_ = now + self->options_.interval;
+      self->StartRound();
+    });
+  }
+
+  void AskNow() {
+    if (stopped_) return;
     asio::post(io_, [self = shared_from_this()] {
-      if (self->stopped_ || self->busy_) return;
-      self->busy_ = true;
+      if (self->stopped_ || self->busy_) return;  // the round in progress reads now
+      const absl::Time now = self->clock_.Now();
+      if (self->last_ && now - self->last_time_ < self->options_.interval / 2) {
+        if (now - self->last_cut_ < self->options_.interval) return;
+        self->last_cut_ = now;
+        self->cut_ = true;
+      }
+      self->next_due_ = now + self->options_.interval;
+      self->StartRound();
+    });
+  }
+
+  void StartRound() {
+    if (stopped_ || busy_) return;
+    busy_ = true;
+    {
+      auto self = shared_from_this();
       asio::co_spawn(self->io_, self->Round(), [self](std::exception_ptr e) {
         if (!e) return;
         if (!self->busy_) std::rethrow_exception(e);  // the callback's own: the caller's
@@ -156,8 +187,11 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
         }
         if (!self->stopped_) self->callback_(m);
       });
-    });
+    }
   }
+
+  // Before the ticker starts: the first round one interval from now.
+  void StartSchedule() { next_due_ = clock_.Now() + options_.interval; }
 
   void Stop() {
     stopped_ = true;
@@ -174,6 +208,7 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
     Measurement m = co_await Ask();
     Disarm();
     busy_ = false;
+    cut_ = false;  // this round's, read or failed
     if (!stopped_) callback_(m);
   }
 
@@ -457,7 +492,8 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
     SetCpus(*reading, m);
     // A window across a change of the CPUs (a quota set or lifted) was spent under two
     // limits and its busy fraction is of neither: the load starts again from this reading.
-    if (last_ && m.cpus == last_cpus_) {
+    // A reading cut short by AskNow() only starts the next interval.
+    if (last_ && m.cpus == last_cpus_ && !std::exchange(cut_, false)) {
       m.load = LoadBetween(*last_, last_time_, *reading, m.time, m.cpus);
     }
     // The next pair is judged afresh from this reading, whatever this one's fate.
@@ -534,6 +570,11 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
   std::optional<Reading> last_;
   absl::Time last_time_;
   double last_cpus_ = 0;
+  absl::Time next_due_ = absl::InfiniteFuture();  // the next scheduled round
+  // AskNow() less than half an interval after the last reading: that reading gives no
+  // load (cut_), and at most one is cut so an interval (last_cut_).
+  bool cut_ = false;
+  absl::Time last_cut_ = absl::InfinitePast();
   std::optional<Rejection> rejected_;  // why the round in progress was refused, if it was
 };
 
@@ -546,8 +587,12 @@ Prober::~Prober() { Stop(); }
 
 void Prober::Probe() { impl_->Probe(); }
 
+void Prober::AskNow() { impl_->AskNow(); }
+
 void Prober::ScheduleOn(clock::Ticker& ticker) {
-  ticker.Every(interval_, [impl = impl_](absl::Time) { impl->Probe(); });
+  impl_->StartSchedule();
+  ticker.Every(std::min(interval_, kScheduleStep),
+               [impl = impl_](absl::Time now) { impl->Due(now); });
 }
 
 void Prober::Stop() { impl_->Stop(); }

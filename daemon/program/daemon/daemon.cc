@@ -186,6 +186,7 @@ class Daemon::Impl {
   std::unique_ptr<shard::PeerProbers> peers_;
   std::optional<shard::Measurement> measured_;  // io thread: the last answer
   uint64_t shard_answers_ = 0;                  // io thread: answers with a load
+  uint64_t key_episodes_started_ = 0;           // io thread: at the last AskNow()
   // io thread: when the shard's last reading was taken (the start of the next load's
   // interval), and the CPUs the last answer with a reading said it may use.
   absl::Time last_reading_ = absl::InfinitePast();
@@ -619,6 +620,13 @@ void Daemon::Impl::DoShutdown() {
 void Daemon::Impl::Build() {
   build_pending_ = false;
   auto snap = aggregator_->Build(reports_, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
+  // A key turned hot: its first advice waits for an answer of the shard begun since its
+  // onset, so ask now, and the next answer is the episode's own.
+  if (const uint64_t started = aggregator_->key_episodes_started();
+      prober_ && started != key_episodes_started_) {
+    key_episodes_started_ = started;
+    prober_->AskNow();
+  }
   feed_->Update(*snap, mono_.Now());
   store_->Publish(std::move(snap));
 }

@@ -213,6 +213,75 @@ TEST_CASE("Prober: on a ticker it asks every interval of the clock's time", "[sh
   ticker.Stop();
 }
 
+// A hot key's onset (the daemon calls AskNow): a round at once, and the schedule again from
+// it, so the next answer covers the episode's own time only.
+TEST_CASE("Prober: AskNow reads at once and starts the schedule again from there",
+          "[shard][redis]") {
+  Redis redis("--port 0");
+  testing::FakeClock clock;
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::vector<Measurement> got;
+  config::ShardOptions o = Options(redis.socket());
+  o.interval = absl::Seconds(5);
+  Prober prober(io, o, clock, [&](const Measurement& m) { got.push_back(m); });
+  clock::Ticker ticker(clock);
+  prober.ScheduleOn(ticker);
+  const absl::Time start = clock.Now();
+  ticker.Start(start);
+  auto at = [&](double seconds) { return start + absl::Seconds(seconds); };
+  auto advance_to = [&](double seconds) {
+    clock.Advance(at(seconds) - clock.Now());
+    io.run_for(std::chrono::milliseconds(300));  // the ticker's check, and any round
+  };
+  auto next = [&](size_t n) {
+    while (got.size() < n) REQUIRE(io.run_one() > 0);
+    REQUIRE(got.size() == n);
+    REQUIRE(got.back().status.ok());
+    return got.back();
+  };
+  advance_to(5);
+  CHECK(next(1).time == at(5));
+  // 2 s after the last reading: less than half an interval, so this reading only starts
+  // the next interval, with no load.
+  advance_to(7);
+  prober.AskNow();
+  Measurement m = next(2);
+  CHECK(m.time == at(7));
+  CHECK_FALSE(m.load);
+  // The schedule starts again from 7 s: nothing at 10 s, a round at 12 s with the load
+  // over 7-12 s (one INFO of the prober's: 0.2 ops/s).
+  advance_to(10);
+  CHECK(got.size() == 2);
+  advance_to(12);
+  m = next(3);
+  CHECK(m.time == at(12));
+  REQUIRE(m.load);
+  CHECK(m.load->ops_per_second == 0.2);
+  // At most one reading an interval is cut short: at 12.5 s (5.5 s after the last cut) it
+  // is, at 13 s it is not, and no round starts.
+  advance_to(12.5);
+  prober.AskNow();
+  CHECK_FALSE(next(4).load);
+  advance_to(13);
+  prober.AskNow();
+  io.run_for(std::chrono::milliseconds(300));
+  CHECK(got.size() == 4);
+  // Half an interval after the last reading or more, AskNow reads with a load.
+  advance_to(15.5);
+  prober.AskNow();
+  m = next(5);
+  CHECK(m.time == at(15.5));
+  REQUIRE(m.load);
+  CHECK(m.load->ops_per_second == Approx(1 / 3.0));
+  // And the schedule goes on from there: the next round at 20.5 s.
+  advance_to(20);
+  CHECK(got.size() == 5);
+  advance_to(20.5);
+  CHECK(next(6).time == at(20.5));
+  ticker.Stop();
+}
+
 TEST_CASE("Prober: no callback after Stop(), even for a round in progress", "[shard]") {
   boost::asio::io_context io;
   boost::asio::ip::tcp::acceptor hung(io, {boost::asio::ip::address_v4::loopback(), 0});

@@ -118,6 +118,9 @@ class Aggregator {
   const History& history() const { return windows_; }
   EpisodeLog& episodes() { return episodes_; }
   const EpisodeLog& episodes() const { return episodes_; }
+  // Hot key episodes started since construction: the daemon asks the shard at each onset
+  // (shard::Prober::AskNow), so the episode's first advice comes one answer after it.
+  uint64_t key_episodes_started() const { return alerter_.started(); }
   // On by default; off only to measure what recording costs (history_test.cc's benchmark).
   void SetHistoryEnabled(bool on) { history_enabled_ = on; }
 

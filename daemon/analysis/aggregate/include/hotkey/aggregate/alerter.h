@@ -81,6 +81,8 @@ class Alerter {
   // The state of a key, or null if it is neither hot nor pending.
   const KeyState* Find(uint64_t id) const;
   size_t hot_count() const;
+  // Episodes started since construction.
+  uint64_t started() const { return started_; }
 
  private:
   void Log(bool start, const KeyState& s, double share, double threshold);
@@ -98,6 +100,7 @@ class Alerter {
   };
   absl::flat_hash_map<uint64_t, Entry> keys_;
   uint64_t tick_ = 0;
+  uint64_t started_ = 0;
 };
 
 }  // namespace hotkey::aggregate

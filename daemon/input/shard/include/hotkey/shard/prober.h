@@ -117,6 +117,8 @@ class Prober {
   // its slot ranges, so 1 MiB holds some thousands of nodes, past Redis's suggested
   // maximum of 1000.
   static constexpr size_t kMaxReplyBytes = size_t{1} << 20;
+  // How often the schedule is checked, so a round starts at most this late.
+  static constexpr absl::Duration kScheduleStep = absl::Milliseconds(250);
 
   // `options` must be validated and Resolved() with a non-empty address. `clock` (which
   // must outlive the prober) stamps each measurement. Nothing is sent before Probe().
@@ -129,8 +131,17 @@ class Prober {
   // Starts a round (connect if need be, ask, call back) on the io_context; a call while a
   // round runs is dropped, since that round's answer is as fresh. Thread-safe.
   void Probe();
-  // Calls Probe() every options.interval on `ticker`'s clock. Before ticker.Start().
+  // Starts a round every options.interval on `ticker`'s clock, the first one interval from
+  // now: the schedule is checked every kScheduleStep (or interval, if shorter). Before
+  // ticker.Start().
   void ScheduleOn(clock::Ticker& ticker);
+  // Starts a round now, out of the schedule, and the schedule again from it: at a hot key's
+  // onset, so that the next answer, one interval later, covers the episode's own time
+  // only. A reading less than half an interval after the last one only starts the next
+  // interval (the load over so short a time is not reported), and at most one reading an
+  // interval is cut so, so onsets one after another never keep the load from being
+  // measured. Thread-safe.
+  void AskNow();
   // Closes the connection and ends a round in progress; no callback is called after it
   // returns on the io_context's thread. Thread-safe; idempotent.
   void Stop();
