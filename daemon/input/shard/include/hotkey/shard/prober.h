@@ -25,7 +25,8 @@
 //
 // Each round adds the prober's own commands to the shard's count: one INFO (and CLUSTER
 // NODES in a cluster; AUTH at each connect), so 0.2 ops/s outside a cluster at the default
-// 5 s interval (tests/daemon/input/shard/prober_test.cc).
+// 5 s interval (tests/daemon/input/shard/prober_test.cc), and one round more at each
+// AskNow().
 //
 // Thread safety: Probe() and Stop() may be called from any thread; everything else runs on
 // the io_context's thread, where the callback is called. Destroy the prober on that thread
