@@ -163,31 +163,29 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
   void StartRound() {
     if (stopped_ || busy_) return;
     busy_ = true;
-    {
-      auto self = shared_from_this();
-      asio::co_spawn(self->io_, self->Round(), [self](std::exception_ptr e) {
-        if (!e) return;
-        if (!self->busy_) std::rethrow_exception(e);  // the callback's own: the caller's
-        // Asio's and OpenSSL's throwing paths (allocation, SSL_new): this round fails, the
-        // next starts afresh.
-        self->busy_ = false;
-        self->Disarm();
-        self->CloseConn();
-        self->conn_.reset();
-        self->in_.clear();
-        self->consumed_ = 0;
-        Measurement m;
-        m.time = self->clock_.Now();
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& x) {
-          m.status = absl::InternalError(absl::StrCat("asking the shard: ", x.what()));
-        } catch (...) {
-          m.status = absl::InternalError("asking the shard: an unknown exception");
-        }
-        if (!self->stopped_) self->callback_(m);
-      });
-    }
+    asio::co_spawn(io_, Round(), [self = shared_from_this()](std::exception_ptr e) {
+      if (!e) return;
+      if (!self->busy_) std::rethrow_exception(e);  // the callback's own: the caller's
+      // Asio's and OpenSSL's throwing paths (allocation, SSL_new): this round fails, the
+      // next starts afresh.
+      self->busy_ = false;
+      self->cut_ = false;
+      self->Disarm();
+      self->CloseConn();
+      self->conn_.reset();
+      self->in_.clear();
+      self->consumed_ = 0;
+      Measurement m;
+      m.time = self->clock_.Now();
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        m.status = absl::InternalError(absl::StrCat("asking the shard: ", x.what()));
+      } catch (...) {
+        m.status = absl::InternalError("asking the shard: an unknown exception");
+      }
+      if (!self->stopped_) self->callback_(m);
+    });
   }
 
   // Before the ticker starts: the first round one interval from now.
