@@ -38,14 +38,6 @@ constexpr absl::Duration kDemandSpan = absl::Seconds(3);
 // ended cools this much later.
 constexpr absl::Duration kFixCoolGrace = absl::Seconds(2);
 
-// A shard whose busy fraction reaches kSaturatedBusy served all it could: its clients
-// queue, and the key's demand may be more than the shard served. The fix advised there
-// must fit with the key's ops at kSaturatedDemand times those served (the background's
-// stay as measured), so a key whose fix only fits the load the shard could serve is not
-// given that fix first and a stronger one only once the first has shown the rest.
-constexpr double kSaturatedBusy = 0.97;
-constexpr double kSaturatedDemand = 2;
-
 // The key's demand share: `share` of a shard serving `shard_ops` ops/s, plus `absorbed`
 // ops/s the kits kept off it.
 double DemandShare(double share, double shard_ops, double absorbed) {
@@ -235,16 +227,9 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
   if (shard_ops <= 0) return;
   const double key_total = own.ops_per_second[0] + own.ops_per_second[1];
   if (key_total <= 0) return;
-  double share = std::min(1.0, key_total / shard_ops);
+  const double share = std::min(1.0, key_total / shard_ops);
   const double writes = own.ops_per_second[1] / key_total;
-  double busy_no_fix = busy ? busy->busy : 0;
-  const bool saturated = measured && busy_no_fix >= kSaturatedBusy;
-  if (saturated) {  // the key's extra ops, each at the cost per op measured
-    const double extra = (kSaturatedDemand - 1) * share * shard_ops;
-    busy_no_fix *= (shard_ops + extra) / shard_ops;
-    share = (share * shard_ops + extra) / (shard_ops + extra);
-    shard_ops += extra;
-  }
+  const double busy_no_fix = busy ? busy->busy : 0;
   absl::StatusOr<model::Projection> p =
       measured ? model::ProjectBusy(resolved_.cluster, busy_no_fix, shard_ops, share, writes)
                : model::ProjectShare(resolved_.cluster, shard_ops, share, writes);
@@ -255,11 +240,10 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
                    absorbed.total(),
                    share,
                    writes,
-                   !measured         ? resolved_.cluster.capacity
-                   : busy_no_fix > 0 ? shard_ops / busy_no_fix
-                                     : std::numeric_limits<double>::infinity(),
-                   absl::ToDoubleSeconds(now - since),
-                   saturated};
+                   !measured        ? resolved_.cluster.capacity
+                   : busy->busy > 0 ? shard_ops / busy->busy
+                                    : std::numeric_limits<double>::infinity(),
+                   absl::ToDoubleSeconds(now - since)};
   const AdviceHold::Decision d =
       advice_hold_.Observe(k->hash, *p, resolved_.cluster.target, !measured || busy_.Settled(now));
   k->advice = d.fix;
@@ -280,7 +264,6 @@ void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time on
       .Value("span", absl::FormatDuration(absl::Trunc(now - since, absl::Milliseconds(1))));
   if (busy) {
     line.Value("busy", absl::StrFormat("%.3f", busy->busy));
-    if (saturated) line.Value("saturated", "true");
   } else {
     line.Value("capacity", absl::StrFormat("%g", resolved_.cluster.capacity))
         .Value("capacity_origin", InputOriginName(resolved_.capacity));

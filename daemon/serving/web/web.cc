@@ -331,8 +331,7 @@ std::string SnapshotJson(const Snapshot& s) {
           {"share", a.share},
           {"write_ratio", a.write_ratio},
           {"capacity", std::isfinite(a.capacity) ? json::value(a.capacity) : json::value(nullptr)},
-          {"seconds", a.seconds},
-          {"saturated", a.saturated}};
+          {"seconds", a.seconds}};
     }
     keys.emplace_back(std::move(key));
   }

@@ -37,12 +37,6 @@ const runbook = (advice) => runbookBase + "fix-" + advice;
 // the fix (a fraction of a shard's capacity).
 function fixLine(k, m) {
   if (k.advice == null) return "not advised yet";
-  const line = fixText(k, m);
-  return k.advised_on && k.advised_on.saturated
-    ? `${line} (the shard is saturated: the key's demand taken at twice what it served)`
-    : line;
-}
-function fixText(k, m) {
   const load = fmt(k.projected_load[k.advice], 0);
   const every = `refreshed every ${count(m.refresh)} s`;
   switch (k.advice) {

@@ -1305,50 +1305,6 @@ TEST_CASE("Aggregator: one answer's dip withdraws no fix; a confirmed drop does"
   CHECK(a.advice == model::Strategy::kNone);
 }
 
-// A saturated shard served all it could, so A's demand may be more than it served. A (30%,
-// a quarter writes) on a shard of 10,000 ops/s: at 0.9 busy cache fits (B 0.7 + Hw 0.075
-// + A/refresh 0.005, times 0.9: 0.70). At 1.0, served, it would fit too (0.78), but with A's
-// ops taken at twice those served (13,000 ops/s, A 46%) only split_cache does (B 0.7 +
-// Hw/S 0.019 + 0.005 = 0.72; cache 0.855, replicate 0.96, split 1.17).
-TEST_CASE("Aggregator: on a saturated shard a fix must fit twice the key's ops it served",
-          "[daemon][aggregator]") {
-  auto advised_at = [](double busy) {
-    config::ReloadableOptions r = Reloadable();
-    Aggregator agg(Track(), r, "secret", kT0, nullptr);  // 2 s window
-    Stream s;
-    Ticker ticks{agg, s};
-    std::shared_ptr<const Snapshot> snap;
-    agg.SetModelInputs(Answered(r, 0, NAN, 0, 0));
-    while (ticks.Now() < kT0 + absl::Seconds(2)) snap = ticks.Next();
-    agg.SetModelInputs(Answered(r, 1, busy, 1, 2));
-    snap = ticks.Next();
-    const KeySnapshot* a = FindKey(*snap, "A");
-    REQUIRE(a);
-    REQUIRE_FALSE(a->projected_load.empty());
-    return *a;
-  };
-  const KeySnapshot under = advised_at(0.9);
-  CHECK_FALSE(under.advised_on.saturated);
-  CHECK(under.advised_on.share == Approx(0.3).margin(0.01));
-  CHECK(Loads(under)[model::Strategy::kNone] == Approx(0.9));
-  CHECK(under.advice == model::Strategy::kCache);
-  const KeySnapshot full = advised_at(1.0);
-  CHECK(full.advised_on.saturated);
-  CHECK(full.advised_on.shard_ops == Approx(under.advised_on.shard_ops * 1.3).epsilon(0.01));
-  CHECK(full.advised_on.share == Approx(0.6 / 1.3).epsilon(0.02));
-  CHECK(full.advised_on.capacity == Approx(under.advised_on.capacity * 0.9).epsilon(0.01));
-  CHECK(Loads(full)[model::Strategy::kNone] == Approx(1.3).epsilon(0.02));
-  CHECK(Loads(full)[model::Strategy::kCache] == Approx(0.855).epsilon(0.02));
-  CHECK(full.advice == model::Strategy::kSplitCache);
-  // The figures advised on give the advice back, as the playground redoes it.
-  model::Cluster c = Reloadable().cluster;
-  c.capacity = full.advised_on.capacity;
-  absl::StatusOr<model::Projection> p = model::ProjectShare(
-      c, full.advised_on.shard_ops, full.advised_on.share, full.advised_on.write_ratio);
-  REQUIRE(p.ok());
-  CHECK(p->advice == full.advice);
-}
-
 // A key the tracker knows at 5% turns hot (30%) at 3 s on a shard that was at 30% busy
 // before and is at 95% after. The window before onset says "none"; the episode's own
 // figures say cache, and its first advice is cache, logged with the loads that decided it.

@@ -11,8 +11,7 @@
 // the alerter, are passed over uncopied); and the shard model's projection and advice for
 // every hot key (hotkey::model), on its episode's own figures: the key's share and the
 // shard's load (busy_window.h) over the time since its onset, once an answer of the shard
-// covers it (on a saturated shard, with the key's ops taken at more than it served), and
-// held by hysteresis on the projected loads (advice_hold.h). A key that is
+// covers it, and held by hysteresis on the projected loads (advice_hold.h). A key that is
 // not hot gets no advice, and no key gets any while the shard's headroom is unknown. Labels
 // (key_label.h, an HMAC in the hash modes) are made for the exported keys and for the few keys the
 // alerter holds, not for every tracked key.

@@ -78,9 +78,6 @@ struct KeySnapshot {
     double write_ratio = 0;
     double capacity = 0;
     double seconds = 0;
-    // The shard was saturated: shard_ops and share take the key's ops at more than it
-    // served, since its clients queue (aggregator.cc: kSaturatedBusy, kSaturatedDemand).
-    bool saturated = false;
   } advised_on;
 };
 
