@@ -5,8 +5,12 @@ Usage: demo_steady_test.py HOTKEYD_BIN
 
 The demo's three celebrity keys each need a different fix (cache, split, split_cache) on
 the default cluster, near the model's target: the advice must not flip. Once every hot key
-is advised (bounded wait), /api/v1/top is polled four times a second for 30 s; every hot
-key must keep one advice, and the three must differ. Everything it starts is
+is advised on a whole rate window (bounded wait), /api/v1/top is polled four times a second
+for 30 s; every hot key must keep one advice, and the three must differ. (A first advice
+comes over 5 s of the episode: on a loaded host the demo's first seconds run a few % slow,
+and a key near the target may move once when its span reaches the window. Seen in CI
+beside a sanitizer build: item:flash-sale:stock's cache projected 0.797 at 9,047 ops/s, 0.858
+at 9,743.) Everything it starts is
 stopped on exit.
 """
 
@@ -20,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import hotkeyd_e2e as e2e  # noqa: E402
 
 POLL_SECONDS = 30
+RATE_WINDOW = 10  # --track.rate-window's default
 WANT = {"user:celebrity:profile": "cache", "post:viral:likes": "split",
         "item:flash-sale:stock": "split_cache"}
 
@@ -31,8 +36,9 @@ def main():
     ok = False
     try:
         d = e2e.Hotkeyd(sys.argv[1], "--demo", work=work)
-        d.wait_top(lambda t: sum(1 for k in t["keys"] if k["hot"] and k["advice"]) >= 3,
-                   "the demo's three hot keys advised", timeout=40)
+        d.wait_top(lambda t: sum(1 for k in t["keys"] if k["hot"] and k["advice"] and
+                                 k["advised_on"]["seconds"] >= RATE_WINDOW - 0.5) >= 3,
+                   "the demo's three hot keys advised on a whole rate window", timeout=60)
         seen = collections.defaultdict(collections.Counter)
         polls = 0
         end = time.monotonic() + POLL_SECONDS
