@@ -47,8 +47,8 @@ struct AlertOptions {
   // Hysteresis of a key's advised fix (aggregate/advice_hold.h), as a fraction of the
   // shard's capacity: the held fix gives way when its projected load passes the model's
   // target by more than this, or a cheaper fix projects under the target by more than this.
-  // 0.05: a steady shard's busy fraction, measured over 5 s answers, moves by a few
-  // hundredths; a real change (a CPU quota, a new mix) moves it by more. In [0, 1).
+  // A steady shard's load moves by less; a real change (a CPU quota, a new mix) by more
+  // (docs/model.md). In [0, 1).
   double advice_margin = 0.05;
   // Idle guard: no key is hot while the shard's ops/s over the rate window
   // (TrackOptions::rate_window, sampling-scaled like hotkey_shard_ops_per_second) are

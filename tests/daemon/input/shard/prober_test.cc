@@ -188,71 +188,79 @@ TEST_CASE("Prober: --shard.cpus overrides what is measured", "[shard][redis]") {
   CHECK(CpusSourceName(CpusSource::kCgroupQuota) == "cgroup_quota");
 }
 
-TEST_CASE("Prober: on a ticker it asks every interval of the clock's time", "[shard][redis]") {
-  Redis redis("--port 0");
+// A prober asking a real redis-server every 5 s on a ticker of a fake clock, started at
+// `start`; `got` holds its measurements, in order.
+struct Scheduled {
+  Scheduled()
+      : prober(io, Interval(Options(redis.socket())), clock,
+               [this](const Measurement& m) { got.push_back(m); }) {
+    prober.ScheduleOn(ticker);
+    ticker.Start(start);
+  }
+  ~Scheduled() { ticker.Stop(); }
+  static config::ShardOptions Interval(config::ShardOptions o) {
+    o.interval = absl::Seconds(5);
+    return o;
+  }
+  // Runs the io_context until the `n`th measurement is in.
+  const Measurement& Next(size_t n) {
+    while (got.size() < n) REQUIRE(io.run_one() > 0);
+    REQUIRE(got.size() == n);
+    return got.back();
+  }
+
+  Redis redis{"--port 0"};
   testing::FakeClock clock;
   boost::asio::io_context io;
-  auto work = boost::asio::make_work_guard(io);
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work =
+      boost::asio::make_work_guard(io);
   std::vector<Measurement> got;
-  config::ShardOptions o = Options(redis.socket());
-  o.interval = absl::Seconds(5);
-  Prober prober(io, o, clock, [&](const Measurement& m) { got.push_back(m); });
-  clock::Ticker ticker(clock);
-  prober.ScheduleOn(ticker);
+  Prober prober;
+  clock::Ticker ticker{clock};
   const absl::Time start = clock.Now();
-  ticker.Start(start);
-  for (int round = 1; round <= 3; ++round) {
-    clock.Advance(absl::Seconds(5));
-    while (got.size() < static_cast<size_t>(round)) REQUIRE(io.run_one() > 0);
-    CHECK(got.back().status.ok());
-    CHECK(got.back().time == start + absl::Seconds(5 * round));
+};
+
+TEST_CASE("Prober: on a ticker it asks every interval of the clock's time", "[shard][redis]") {
+  Scheduled p;
+  for (size_t round = 1; round <= 3; ++round) {
+    p.clock.Advance(absl::Seconds(5));
+    const Measurement& m = p.Next(round);
+    CHECK(m.status.ok());
+    CHECK(m.time == p.start + absl::Seconds(5 * static_cast<double>(round)));
   }
-  REQUIRE(got[2].load);
+  REQUIRE(p.got[2].load);
   // Each interval holds one INFO of the prober's: 1 / 5 s.
-  CHECK(got[2].load->ops_per_second == 0.2);
-  ticker.Stop();
+  CHECK(p.got[2].load->ops_per_second == 0.2);
 }
 
 // A hot key's onset (the daemon calls AskNow): a round at once, and the schedule again from
 // it, so the next answer covers the episode's own time only.
 TEST_CASE("Prober: AskNow reads at once and starts the schedule again from there",
           "[shard][redis]") {
-  Redis redis("--port 0");
-  testing::FakeClock clock;
-  boost::asio::io_context io;
-  auto work = boost::asio::make_work_guard(io);
-  std::vector<Measurement> got;
-  config::ShardOptions o = Options(redis.socket());
-  o.interval = absl::Seconds(5);
-  Prober prober(io, o, clock, [&](const Measurement& m) { got.push_back(m); });
-  clock::Ticker ticker(clock);
-  prober.ScheduleOn(ticker);
-  const absl::Time start = clock.Now();
-  ticker.Start(start);
-  auto at = [&](double seconds) { return start + absl::Seconds(seconds); };
+  Scheduled p;
+  auto at = [&](double seconds) { return p.start + absl::Seconds(seconds); };
   auto advance_to = [&](double seconds) {
-    clock.Advance(at(seconds) - clock.Now());
-    io.run_for(std::chrono::milliseconds(300));  // the ticker's check, and any round
+    p.clock.Advance(at(seconds) - p.clock.Now());
+    p.io.run_for(std::chrono::milliseconds(300));  // the ticker's check, and any round
   };
   auto next = [&](size_t n) {
-    while (got.size() < n) REQUIRE(io.run_one() > 0);
-    REQUIRE(got.size() == n);
-    REQUIRE(got.back().status.ok());
-    return got.back();
+    const Measurement& m = p.Next(n);
+    REQUIRE(m.status.ok());
+    return m;
   };
   advance_to(5);
   CHECK(next(1).time == at(5));
   // 2 s after the last reading: less than half an interval, so this reading only starts
   // the next interval, with no load.
   advance_to(7);
-  prober.AskNow();
+  p.prober.AskNow();
   Measurement m = next(2);
   CHECK(m.time == at(7));
   CHECK_FALSE(m.load);
   // The schedule starts again from 7 s: nothing at 10 s, a round at 12 s with the load
   // over 7-12 s (one INFO of the prober's: 0.2 ops/s).
   advance_to(10);
-  CHECK(got.size() == 2);
+  CHECK(p.got.size() == 2);
   advance_to(12);
   m = next(3);
   CHECK(m.time == at(12));
@@ -261,25 +269,24 @@ TEST_CASE("Prober: AskNow reads at once and starts the schedule again from there
   // At most one reading an interval is cut short: at 12.5 s (5.5 s after the last cut) it
   // is, at 13 s it is not, and no round starts.
   advance_to(12.5);
-  prober.AskNow();
+  p.prober.AskNow();
   CHECK_FALSE(next(4).load);
   advance_to(13);
-  prober.AskNow();
-  io.run_for(std::chrono::milliseconds(300));
-  CHECK(got.size() == 4);
+  p.prober.AskNow();
+  p.io.run_for(std::chrono::milliseconds(300));
+  CHECK(p.got.size() == 4);
   // Half an interval after the last reading or more, AskNow reads with a load.
   advance_to(15.5);
-  prober.AskNow();
+  p.prober.AskNow();
   m = next(5);
   CHECK(m.time == at(15.5));
   REQUIRE(m.load);
   CHECK(m.load->ops_per_second == Approx(1 / 3.0));
   // And the schedule goes on from there: the next round at 20.5 s.
   advance_to(20);
-  CHECK(got.size() == 5);
+  CHECK(p.got.size() == 5);
   advance_to(20.5);
   CHECK(next(6).time == at(20.5));
-  ticker.Stop();
 }
 
 TEST_CASE("Prober: no callback after Stop(), even for a round in progress", "[shard]") {

@@ -35,9 +35,8 @@ namespace hotkey::aggregate {
 
 class BusyWindow {
  public:
-  // A tenth of a CPU: a steady shard's 5 s answers differ by a few hundredths (the
-  // CPU clock's ticks and the load's own jitter), and a change the advice must follow moves
-  // the load by more (busy_window_test.cc).
+  // A tenth of a CPU: more than a steady shard's answers differ by (the CPU clock's ticks
+  // and the load's own jitter), less than a change the advice must follow.
   static constexpr double kLoadStep = 0.1;
   static constexpr size_t kMaxSamples = 64;
 

@@ -28,7 +28,7 @@
 // 5 s interval (tests/daemon/input/shard/prober_test.cc), and one round more at each
 // AskNow().
 //
-// Thread safety: Probe() and Stop() may be called from any thread; everything else runs on
+// Thread safety: Probe(), AskNow() and Stop() may be called from any thread; everything else runs on
 // the io_context's thread, where the callback is called. Destroy the prober on that thread
 // or once the io_context has stopped running.
 
