@@ -97,9 +97,12 @@ configure() {  # configure BUILD_DIR ARGS...
 # configs, the docs, the page's linters, the Python kit, the Prometheus end-to-end run, the
 # page in Chromium,
 # `hotkeyd top` in tmux, the attacks that time scrapes to 1 s (TLS churn, first logins
-# during a flood; their queue and sessions run sanitized in http_test), and the cluster lab
-# (label long; it skips under a sanitizer).
-not_our_code='^(deploy_.*|docs_.*|web_page_(npm_ci|lint)|clients_python_test|e2e_(playground|history_page|demo_steady)|top_tmux_e2e|http_attack_(tls_churn|first_login_other|first_login_same))$'
+# during a flood; their queue and sessions run sanitized in http_test), the steady advice
+# beside a Redis under a CPU quota (its load is timed, and at nice 19 beside the Release
+# tests its shard gets less than its quota; the prober and the advice run sanitized in
+# fake_shard_e2e and tap_redis_e2e), and the cluster lab (label long; it skips under a
+# sanitizer).
+not_our_code='^(deploy_.*|docs_.*|web_page_(npm_ci|lint)|clients_python_test|e2e_(playground|history_page|demo_steady)|top_tmux_e2e|tap_advice_steady_e2e|http_attack_(tls_churn|first_login_other|first_login_same))$'
 run_sanitized_tests() {
   HOTKEY_SANITIZER=address \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
