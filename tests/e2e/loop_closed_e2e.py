@@ -372,6 +372,12 @@ def main():
         if t_gone is None:
             failures.append(f"the fix was not withdrawn within {HOLD + COOL_MARGIN:.0f} s "
                             "of the demand's end")
+        if failures:  # last, where a truncated CI log still shows them
+            gap_rows = [s for s in timeline if gap and gap[0] - 15 <= s["t"] <= gap[-1] + 5]
+            for row in gap_rows[::2]:
+                log(f"  around the gap: {json.dumps(row)}")
+            for line in lines[-40:]:
+                log(f"  hotkeyd: {line}")
         return 1 if failures else 0
     finally:
         for f in failures:

@@ -3,7 +3,9 @@
 #include "hotkey/web/feed.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_family.h>
@@ -13,7 +15,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "hotkey/aggregate/key_label.h"
-#include "hotkey/shard/reading.h"
 #include "hotkey/text/json.h"
 #include "hotkey/text/utf8.h"
 
@@ -167,24 +168,34 @@ std::vector<FeedEvent> FeedState::Update(const Snapshot& snap,
     e.share = k.share;
     e.write_ratio = k.write_ratio;
   }
-  // A node that became a replica no longer serves its keys: its clients moved to the
-  // promoted primary, whose hotkeyd sees little of a key the kits' fix hides. Its advised
-  // entries stay though their keys have left the Snapshot: while the kits report the
-  // demand they absorb (the hold restarts), then for the hold. No key enters this way, so
-  // what the set remembers only shrinks.
-  if (snap.model.shard_role == shard::RoleName(shard::Role::kReplica)) {
-    for (const auto& [key, held] : advised_) {
-      if (advised.contains(key) || blocked(key)) continue;
-      Advised a = held;
-      if (std::binary_search(snap.absorbed_keys.begin(), snap.absorbed_keys.end(), key)) {
-        a.last_hot = now;
-      }
-      if (now - a.last_hot >= options.feed.hold) continue;
-      const auto old = entries_.find(key);
-      if (old == entries_.end() || old->second.pinned) continue;
-      advised.emplace(key, a);
-      next.try_emplace(key, old->second);
+  // An advised key that left the Snapshot keeps its entry for the hold after it was last
+  // hot, as a key still in it does. A fix that hides nearly all of a key's traffic takes the
+  // key out of the tracker, and then out of the Snapshot as soon as a report of the kits is
+  // late; a node that became a replica no longer sees its keys at all (its clients moved to
+  // the promoted primary, whose hotkeyd takes over). While the kits report the demand they
+  // absorb of a key, its hold starts again. No key enters this way, and at most top_k are
+  // held so (the most recently hot), so the set stays within the pins and twice top_k.
+  std::vector<std::pair<absl::Time, std::string>> gone;
+  for (const auto& [key, held] : advised_) {
+    if (advised.contains(key) || blocked(key)) continue;
+    const auto old = entries_.find(key);
+    if (old == entries_.end() || old->second.pinned) continue;
+    absl::Time last_hot = held.last_hot;
+    if (std::binary_search(snap.absorbed_keys.begin(), snap.absorbed_keys.end(), key)) {
+      last_hot = now;
     }
+    if (now - last_hot < options.feed.hold) gone.emplace_back(last_hot, key);
+  }
+  if (gone.size() > options.exporter.top_k) {
+    std::partial_sort(gone.begin(), gone.begin() + options.exporter.top_k, gone.end(),
+                      [](const auto& x, const auto& y) {
+                        return x.first != y.first ? x.first > y.first : x.second < y.second;
+                      });
+    gone.resize(options.exporter.top_k);
+  }
+  for (auto& [last_hot, key] : gone) {
+    advised.emplace(key, Advised{advised_.at(key).mode, last_hot});
+    next.try_emplace(key, entries_.at(key));
   }
   std::erase_if(next, [&](const auto& kv) { return blocked(kv.first); });
   advised_ = std::move(advised);

@@ -19,16 +19,17 @@
 // shard sees. Were the entry to follow the advice, it would leave, the kits would undo the fix, the
 // shard would overload again, and the set would flap with a period of a few seconds. The
 // entry leaves once its key has not been hot for FeedOptions::hold (0: at the first tick it
-// is not hot), or at once when the key is no longer among the Snapshot's keys (the exported
-// keys), so that what the set remembers is bounded by the pins plus the Snapshot, whatever
-// the churn. A block takes it out, and forgets it. The limit: a fix that takes nearly all of
-// a key's traffic off the shard (a cache of a read-only key) ends its hot episode, so the
-// entry leaves after `hold` (or sooner, with the key out of the exported keys) and comes back
-// within detection time if the load returns; `hold` is how long such a fix outlives its last
-// sign. Kits report the demand they absorb (demand.h), which keeps such a key hot while its
-// demand lasts. A node that became a replica (Snapshot::model.shard_role) keeps its advised
-// entries for `hold` after their keys were last hot, even once they leave the Snapshot: its
-// clients moved to the promoted primary, whose hotkeyd takes over within detection time.
+// is not hot), whether or not the key is still among the Snapshot's keys (the exported
+// keys): a fix that hides nearly all of a key's traffic takes the key out of the tracker, and
+// out of the Snapshot whenever a report of the kits is late, and a node that became a replica
+// (Snapshot::model.shard_role) no longer sees its keys at all (its clients moved to the
+// promoted primary, whose hotkeyd takes over within detection time). While the kits report
+// the demand they absorb of a key gone from the Snapshot (demand.h), its hold starts again.
+// At most ExportOptions::top_k entries are held for keys gone from the Snapshot (the most
+// recently hot), so what the set remembers is bounded by the pins plus twice top_k,
+// whatever the churn. A block takes an entry out, and forgets it. `hold` is how long a fix
+// outlives its key's last sign; a key whose load returns after that is added again within
+// detection time.
 //
 // FeedHub serves the set: GET's JSON, and the streams. Each stream is an http::EventStream
 // bounded at kMaxUnsentBytes unsent (a slower reader is dropped and counted, never waited
