@@ -272,9 +272,10 @@ TEST_CASE("Feed hold: a hot tick within the hold starts it again", "[web][feed][
   CHECK(ev[0].type == Type::kRemove);
 }
 
-TEST_CASE("Feed hold: a key gone from the snapshot keeps its entry for the hold, then is "
-          "forgotten",
-          "[web][feed][hold]") {
+TEST_CASE(
+    "Feed hold: a key gone from the snapshot keeps its entry for the hold, then is "
+    "forgotten",
+    "[web][feed][hold]") {
   testing::FakeClock clock;
   FeedState state("secret");
   config::ReloadableOptions o = Options();
@@ -322,7 +323,8 @@ TEST_CASE("Feed hold: at most top_k entries are held for keys gone from the snap
   // Churn: each tick three new hot keys with a fix, the last tick's gone from the snapshot.
   for (int tick = 0; tick < 20; ++tick) {
     std::vector<KeySnapshot> keys;
-    for (int i = 0; i < 3; ++i) keys.push_back(Hot(absl::StrCat("k", tick, "_", i), Strategy::kCache));
+    for (int i = 0; i < 3; ++i)
+      keys.push_back(Hot(absl::StrCat("k", tick, "_", i), Strategy::kCache));
     state.Update(With(std::move(keys)), o, clock.Now());
     // The three in the snapshot, and the three most recently hot of those gone from it.
     CHECK(state.entries().size() == (tick == 0 ? 3u : 6u));

@@ -28,9 +28,9 @@
 // 5 s interval (tests/daemon/input/shard/prober_test.cc), and one round more at each
 // AskNow().
 //
-// Thread safety: Probe(), AskNow() and Stop() may be called from any thread; everything else runs on
-// the io_context's thread, where the callback is called. Destroy the prober on that thread
-// or once the io_context has stopped running.
+// Thread safety: Probe(), AskNow() and Stop() may be called from any thread; everything else runs
+// on the io_context's thread, where the callback is called. Destroy the prober on that thread or
+// once the io_context has stopped running.
 
 #ifndef HOTKEY_SHARD_PROBER_H_
 #define HOTKEY_SHARD_PROBER_H_
