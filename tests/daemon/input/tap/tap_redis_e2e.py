@@ -55,9 +55,16 @@ def counted_commands(cs0, cs1, exclude=()):
     return sum(v - cs0.get(k, 0) for k, v in cs1.items() if k not in exclude)
 
 
-def snapshot(d, server, client):
+def snapshot(d, server, client, since=None, less=0, exclude=()):
     """(tap counts, commandstats) with the INFO that reads commandstats after the tap's
-    read: the tap then counts each INFO in the next snapshot, as commandstats does."""
+    read: the tap then counts each INFO in the next snapshot, as commandstats does.
+    `since`, the (counts, commandstats) of an earlier snapshot: first waits until the tap
+    has counted the commands the server ran since then (less `less` it never sees on the
+    wire, commands in `exclude` left out), as a quiet spell alone does not show that a tap
+    slowed down (a sanitized build at the lowest priority) has drained its ring."""
+    if since:
+        base, cs0 = since
+        d.wait_counted(base, counted_commands(cs0, server.commandstats(client), exclude) - less)
     counts = d.settled()
     return counts, server.commandstats(client)
 
@@ -252,7 +259,7 @@ def case_mix(work):
     resp3 = resp3_session(r.port, password, mix, 200)
     batches.update(mix.run(r.client(), touches=36000))
     elapsed = time.monotonic() - t0
-    after, cs1 = snapshot(d, r, c)
+    after, cs1 = snapshot(d, r, c, since=(before, cs0), less=mix.script_calls)
     delta = after - before
     t = mix.truth
     log(f"  sent {t.total()} key touches in {elapsed:.1f} s ({batches}); celebrity share "
@@ -321,9 +328,9 @@ def case_replication(work):
     mid = d.counts()
     wait_until(lambda: d.counts().excluded_requests > mid.excluded_requests, 10,
                "the replica's next REPLCONF ACK to be excluded")
-    after, cs1 = snapshot(d, m, c)
-    delta = after - before
     replication = ("replconf", "psync", "sync")
+    after, cs1 = snapshot(d, m, c, since=(before, cs0), exclude=replication)
+    delta = after - before
     link = counted_commands(cs0, cs1) - counted_commands(cs0, cs1, exclude=replication)
     check(link > 0, f"the master served {link} replication-link commands")
     check(delta.excluded_requests > 0,
