@@ -463,6 +463,30 @@ const std::vector<Aggregator::Base>& Aggregator::WindowRates(
   return bases;
 }
 
+void Aggregator::SetFixesInForce(const std::vector<FixInForce>& fixes) {
+  fixes_in_force_.clear();
+  prefix_fixes_in_force_.clear();
+  for (const FixInForce& f : fixes) {
+    if (f.mode == model::Strategy::kNone) continue;
+    if (f.prefix) {
+      prefix_fixes_in_force_.push_back(f);
+    } else {
+      fixes_in_force_.insert_or_assign(f.key, f.mode);
+    }
+  }
+}
+
+std::string_view Aggregator::FixInForceFor(std::string_view key) const {
+  if (auto it = fixes_in_force_.find(absl::string_view(key.data(), key.size()));
+      it != fixes_in_force_.end()) {
+    return model::StrategyName(it->second);
+  }
+  for (const FixInForce& f : prefix_fixes_in_force_) {
+    if (key.starts_with(f.key)) return model::StrategyName(f.mode);
+  }
+  return "";
+}
+
 void Aggregator::GatherDemand(absl::Time now, uint64_t seed) {
   demand_now_.clear();
   if (!demand_) return;
@@ -558,11 +582,17 @@ void Aggregator::ObserveKey(const HistoryPoint& point, const std::vector<Base>& 
     }
   }
   // Advice is worked out for hot keys only, on their episode's own figures; the alerter
-  // keeps the fix in force for the episode's log lines and history.
+  // keeps the fix advised and the fix in force for the episode's log lines, as the
+  // history does. Noted before the observation, so that an episode's first line names a
+  // fix the kits still apply from the one before.
+  const std::string_view in_force = FixInForceFor(k.key);
+  alerter_.NoteInForce(k.hash, in_force);
   const Alerter::KeyState* before = alerter_.Find(k.hash);
   // Only where kits may report (a ledger is set) is there a first report to wait for.
-  const bool fixed = demand_ && before && before->hot && !before->strategy.empty() &&
-                     before->strategy != model::StrategyName(model::Strategy::kNone);
+  const bool fixed = demand_ && before && before->hot &&
+                     ((!before->strategy.empty() &&
+                       before->strategy != model::StrategyName(model::Strategy::kNone)) ||
+                      !in_force.empty());
   k.hot = alerter_.Observe(
       k.hash, k.demand_share, k.threshold,
       [&] { return labeler.Label(k.key, k.truncated, k.hash); }, "",
@@ -575,7 +605,7 @@ void Aggregator::ObserveKey(const HistoryPoint& point, const std::vector<Base>& 
     if (!k.projected_load.empty()) alerter_.NoteFix(k.hash, model::StrategyName(k.advice));
     if (history_enabled_) {
       episodes_.Hot(EpisodeLog::Kind::kKey, k.hash, s->label, k.demand_share,
-                    k.ops_per_second[0] + k.ops_per_second[1], k.threshold, s->strategy);
+                    k.ops_per_second[0] + k.ops_per_second[1], k.threshold, s->strategy, in_force);
     }
   }
   keys->push_back(std::move(k));

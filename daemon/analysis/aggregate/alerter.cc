@@ -85,6 +85,13 @@ void Alerter::NoteFix(uint64_t id, std::string_view strategy) {
     it->second.state.strategy = std::string(strategy);
 }
 
+void Alerter::NoteInForce(uint64_t id, std::string_view strategy) {
+  if (strategy.empty()) return;
+  if (auto it = keys_.find(id); it != keys_.end() && it->second.state.in_force != strategy) {
+    it->second.state.in_force = std::string(strategy);
+  }
+}
+
 const Alerter::KeyState* Alerter::Find(uint64_t id) const {
   auto it = keys_.find(id);
   return it == keys_.end() ? nullptr : &it->second.state;
@@ -105,6 +112,7 @@ void Alerter::Log(bool start, const KeyState& s, double share, double threshold)
       .Value("peak_share", absl::StrFormat("%.4f", s.peak_share));
   if (threshold > 0) line.Value("threshold", absl::StrFormat("%.4f", threshold));
   if (!s.strategy.empty()) line.Value("strategy", s.strategy);
+  if (!s.in_force.empty()) line.Value("in_force", s.in_force);
   if (!start) line.Value("duration", absl::FormatDuration(now_ - s.hot_since));
   log_(line.text());
 }

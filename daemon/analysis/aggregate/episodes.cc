@@ -22,12 +22,15 @@ json::value Stamp(int64_t ns) {
       absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone()));
 }
 
-constexpr uint8_t kFormatVersion = 1;
+// Version 2 added who says the fix is in force (a byte after its strategy); version 1's
+// came from the measured loads file.
+constexpr uint8_t kFormatVersion = 2;
 // Serialize()'s bytes per episode besides its label and changes: seq, kind, id, start, end,
-// interrupted, peak share, peak ops, threshold, change count, dropped, measured strategy,
-// since, last, label length.
-constexpr size_t kEpisodeBytes =
+// interrupted, peak share, peak ops, threshold, change count, dropped, in-force strategy,
+// by (version 2), since, last, label length.
+constexpr size_t kEpisodeBytesV1 =
     8 + 1 + 8 + 8 + 8 + 1 + 3 * 8 + 1 + 4 + (EpisodeLog::kStrategyBytes + 1) + 8 + 8 + 2;
+constexpr size_t kEpisodeBytes = kEpisodeBytesV1 + 1;
 constexpr size_t kChangeBytes = 8 + EpisodeLog::kStrategyBytes + 1;
 // Labels are cut to the history's cap (HistoryOptions::kMaxLabelBytes) or less.
 constexpr size_t kMaxLabelBytes = 256;
@@ -81,8 +84,18 @@ void EpisodeLog::Begin(absl::Time wall) {
   ++tick_;
 }
 
+void EpisodeLog::NoteInForce(Episode& e, InForceBy by, std::string_view strategy, int64_t t) {
+  if (e.in_force_since_ns == 0 || by != e.in_force_by ||
+      strategy.substr(0, kStrategyBytes) != e.in_force) {
+    SetStrategy(e.in_force, strategy);
+    e.in_force_by = by;
+    e.in_force_since_ns = t;
+  }
+  e.in_force_last_ns = std::max(e.in_force_last_ns, t);
+}
+
 void EpisodeLog::Hot(Kind kind, uint64_t id, std::string_view label, double share, double ops,
-                     double threshold, std::string_view strategy) {
+                     double threshold, std::string_view strategy, std::string_view in_force) {
   std::lock_guard<std::mutex> l(mu_);
   const std::pair<uint8_t, uint64_t> k{static_cast<uint8_t>(kind), id};
   auto it = open_.find(k);
@@ -100,6 +113,7 @@ void EpisodeLog::Hot(Kind kind, uint64_t id, std::string_view label, double shar
   e.peak_share = std::max(e.peak_share, share);
   e.peak_ops = std::max(e.peak_ops, ops);
   e.threshold = threshold;
+  if (!in_force.empty()) NoteInForce(e, InForceBy::kFeed, in_force, now_ns_);
   if (strategy.empty()) return;
   const std::string_view last =
       e.change_count > 0 ? std::string_view(e.changes[e.change_count - 1].strategy) : "";
@@ -129,11 +143,8 @@ void EpisodeLog::NoteMeasured(std::string_view strategy, std::string_view key, a
   for (const auto& [k, open] : open_) {
     Episode& e = ring_[open.index];
     if (e.kind != Kind::kKey || (!key.empty() && key != e.label)) continue;
-    if (e.measured_since_ns == 0 || strategy.substr(0, kStrategyBytes) != e.measured) {
-      SetStrategy(e.measured, strategy);
-      e.measured_since_ns = t;
-    }
-    e.measured_last_ns = std::max(e.measured_last_ns, t);
+    if (e.in_force_since_ns != 0 && e.in_force_by == InForceBy::kFeed) continue;
+    NoteInForce(e, InForceBy::kMeasuredLoads, strategy, t);
   }
 }
 
@@ -173,11 +184,12 @@ std::string EpisodeLog::Json(size_t limit) const {
         {"changes", std::move(changes)},
         {"changes_dropped", e.changes_dropped},
         {"in_force",
-         e.measured_since_ns == 0
+         e.in_force_since_ns == 0
              ? json::value(nullptr)
-             : json::value(json::object{{"strategy", std::string_view(e.measured)},
-                                        {"since", Stamp(e.measured_since_ns)},
-                                        {"last_measured", Stamp(e.measured_last_ns)}})}};
+             : json::value(json::object{{"strategy", std::string_view(e.in_force)},
+                                        {"by", text::NameOf(kInForceByNames, e.in_force_by)},
+                                        {"since", Stamp(e.in_force_since_ns)},
+                                        {"last", Stamp(e.in_force_last_ns)}})}};
     episodes.push_back(std::move(o));
   }
   return text::JsonText(json::object{{"capacity", capacity_},
@@ -230,9 +242,10 @@ std::string EpisodeLog::Serialize() const {
     bw.Put(e.threshold);
     bw.Put(e.change_count);
     bw.Put(e.changes_dropped);
-    bw.Bytes(std::string_view(e.measured, kStrategyBytes + 1));
-    bw.Put(e.measured_since_ns);
-    bw.Put(e.measured_last_ns);
+    bw.Bytes(std::string_view(e.in_force, kStrategyBytes + 1));
+    bw.Put(static_cast<uint8_t>(e.in_force_by));
+    bw.Put(e.in_force_since_ns);
+    bw.Put(e.in_force_last_ns);
     bw.Put(static_cast<uint16_t>(e.label.size()));
     bw.Bytes(e.label);
     for (size_t i = 0; i < e.change_count; ++i) {
@@ -250,12 +263,13 @@ size_t EpisodeLog::MaxSerializedBytes(size_t capacity) {
 absl::Status EpisodeLog::Deserialize(std::string_view data, absl::Time saved) {
   const auto bad = [] { return absl::DataLossError("episodes: truncated or corrupt"); };
   internal::ByteReader in(data);
-  if (in.Get<uint8_t>() != kFormatVersion || !in.ok()) {
+  const uint8_t version = in.Get<uint8_t>();
+  if ((version != 1 && version != kFormatVersion) || !in.ok()) {
     return absl::DataLossError("episodes: unknown format version");
   }
   const uint64_t next_seq = in.Get<uint64_t>();
   const uint32_t count = in.Get<uint32_t>();
-  if (!in.ok() || count > in.remaining() / kEpisodeBytes) return bad();
+  if (!in.ok() || count > in.remaining() / kEpisodeBytesV1) return bad();
   // Parsed first, swapped in only once the whole section reads.
   std::vector<Episode> parsed(std::min<size_t>(count, capacity_));
   const size_t skip = count - parsed.size();  // the oldest, beyond this log's capacity
@@ -277,14 +291,16 @@ absl::Status EpisodeLog::Deserialize(std::string_view data, absl::Time saved) {
     e.threshold = in.Get<double>();
     e.change_count = in.Get<uint8_t>();
     e.changes_dropped = in.Get<uint32_t>();
-    strategy(e.measured);
-    e.measured_since_ns = in.Get<int64_t>();
-    e.measured_last_ns = in.Get<int64_t>();
+    strategy(e.in_force);
+    const uint8_t by = version == 1 ? 0 : in.Get<uint8_t>();
+    e.in_force_by = static_cast<InForceBy>(by);
+    e.in_force_since_ns = in.Get<int64_t>();
+    e.in_force_last_ns = in.Get<int64_t>();
     const uint16_t label_len = in.Get<uint16_t>();
     const std::string_view label = in.Bytes(label_len);
     if (!in.ok() || label_len > kMaxLabelBytes || kind > static_cast<uint8_t>(Kind::kTag) ||
-        e.change_count > kMaxChanges || !std::isfinite(e.peak_share) ||
-        !std::isfinite(e.peak_ops)) {
+        e.change_count > kMaxChanges || by > static_cast<uint8_t>(InForceBy::kFeed) ||
+        !std::isfinite(e.peak_share) || !std::isfinite(e.peak_ops)) {
       return bad();
     }
     e.kind = static_cast<Kind>(kind);

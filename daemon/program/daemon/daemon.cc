@@ -628,6 +628,11 @@ void Daemon::Impl::Build() {
     prober_->AskNow();
   }
   feed_->Update(*snap, mono_.Now());
+  // What the kits apply from now on: the next tick's episodes name it as the fix in force.
+  std::vector<aggregate::Aggregator::FixInForce> fixes;
+  fixes.reserve(feed_->state().entries().size());
+  for (const auto& [key, e] : feed_->state().entries()) fixes.push_back({key, e.prefix, e.mode});
+  aggregator_->SetFixesInForce(fixes);
   store_->Publish(std::move(snap));
 }
 

@@ -16,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include <boost/json/parse.hpp>
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "checkers.h"
 #include "hotkey/parsers/wire.h"
@@ -1407,6 +1409,48 @@ TEST_CASE(
   CHECK(snap->history_windows[0] == 1);
   CHECK(agg.history().fine_count() == 1);
   CHECK(snap->history_bytes == snap->history_bound_bytes);
+}
+
+TEST_CASE(
+    "Aggregator: the fixes the kits apply are the fix in force in a hot key's episode lines "
+    "and history, by exact key or by prefix",
+    "[daemon][aggregator]") {
+  const bool by_prefix = GENERATE(false, true);
+  std::vector<std::string> logs;
+  Aggregator agg(Track(), Reloadable(), "", kT0, [&](std::string_view l) { logs.emplace_back(l); });
+  Stream s(absl::Seconds(1));
+  std::shared_ptr<const Snapshot> snap;
+  int step = 0;
+  auto tick = [&](int hot) {
+    const absl::Time t = kT0 + absl::Milliseconds(100 * ++step);
+    s.AdvanceTo(t);
+    for (int i = 0; i < 1000; ++i) s.Feed(i < hot ? "hot" : absl::StrCat("bg:", i % 200));
+    snap = BuildOne(agg, s, t);
+  };
+  // A background key's fix, and one of a key never seen: neither is hot, neither is named.
+  agg.SetFixesInForce({{"bg:1", false, model::Strategy::kSplit},
+                       {"gone", false, model::Strategy::kReplicate},
+                       {by_prefix ? "ho" : "hot", by_prefix, model::Strategy::kSplitCache}});
+  for (int i = 0; i < 50; ++i) tick(300);
+  REQUIRE(snap->keys[0].hot);
+  agg.SetFixesInForce({});  // the entry left: the episode keeps the last fix seen in force
+  for (int i = 0; i < 60; ++i) tick(0);
+  REQUIRE(agg.episodes().open_count() == 0);
+  std::string started, ended;
+  for (const std::string& l : logs) {
+    if (l.find("hot key episode started") != std::string::npos) started += l + "\n";
+    if (l.find("hot key episode ended") != std::string::npos) ended += l + "\n";
+  }
+  INFO(started << ended);
+  CHECK(started.find("key=\"hot\"") != std::string::npos);
+  CHECK(started.find("in_force=split_cache") != std::string::npos);
+  CHECK(ended.find("in_force=split_cache") != std::string::npos);
+  CHECK(absl::StrContains(started + ended, "in_force=split ") == false);
+  CHECK(absl::StrContains(started + ended, "replicate") == false);
+  const boost::json::value e = boost::json::parse(agg.episodes().Json(10)).at("episodes").at(0);
+  CHECK(e.at("key").as_string() == "hot");
+  CHECK(e.at("in_force").at("strategy").as_string() == "split_cache");
+  CHECK(e.at("in_force").at("by").as_string() == "feed");
 }
 
 // A read-mostly key the kits cache: 3,000 of the shard's 10,000 ops/s (5% writes) on a shard

@@ -200,6 +200,35 @@ TEST_CASE("Alerter: an episode's end names the fix it had, though the cooling ti
   CHECK(h.logs[1].find("strategy=replicate") != std::string::npos);
 }
 
+TEST_CASE(
+    "Alerter: the episode's lines name the fix in force beside the fix advised, the start "
+    "line one noted while the key was pending",
+    "[daemon][alerter]") {
+  Harness h;
+  h.alerter.Begin(kT0, 1000);
+  h.alerter.NoteInForce(1, "cache");  // neither hot nor pending: left alone
+  h.alerter.Observe(1, 0.3, 0.1, "k", "");
+  h.alerter.Finish();
+  CHECK(h.alerter.Find(1)->in_force.empty());
+  h.alerter.Begin(kT0 + absl::Milliseconds(300), 1000);
+  h.alerter.NoteInForce(1, "cache");  // pending: the kits still apply the last episode's fix
+  h.alerter.Observe(1, 0.3, 0.1, "k", "");
+  h.alerter.Finish();
+  REQUIRE(h.logs.size() == 1);
+  CHECK(h.logs[0].find("in_force=cache") != std::string::npos);
+  // The fix works: the advice turns to none, the fix stays in force, then split_cache.
+  h.alerter.Begin(kT0 + absl::Milliseconds(600), 1000);
+  h.alerter.NoteInForce(1, "split_cache");
+  h.alerter.Observe(1, 0.3, 0.1, "k", "none");
+  h.alerter.Finish();
+  h.alerter.Begin(kT0 + absl::Milliseconds(900), 1000);
+  h.alerter.NoteInForce(1, "");  // the entry left: the last one stands
+  h.alerter.Observe(1, 0.01, 0.1, "k", "");
+  h.alerter.Finish();
+  REQUIRE(h.logs.size() == 2);
+  CHECK(h.logs[1].find("strategy=none in_force=split_cache") != std::string::npos);
+}
+
 TEST_CASE("Alerter: the log line quotes labels holding quotes and backslashes",
           "[daemon][alerter]") {
   config::AlertOptions o = Options();

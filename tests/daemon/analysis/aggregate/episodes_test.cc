@@ -1,6 +1,6 @@
 // Tests of EpisodeLog (aggregate/episodes.h): episodes open and close with the hot state,
-// keep their peak, the fix advised and its changes, the fix measured in force; the ring's
-// bound; the serialised form and a restart's interrupted episodes.
+// keep their peak, the fix advised and its changes, the fix in force (the feed's, or
+// measured); the ring's bound; the serialised form and a restart's interrupted episodes.
 
 #include "hotkey/aggregate/episodes.h"
 
@@ -83,8 +83,61 @@ TEST_CASE("EpisodeLog: measurements name the fix in force for the key's open epi
   json::value v = Episodes(log);
   const json::value& f = v.at("episodes").at(0).at("in_force");
   CHECK(f.at("strategy").as_string() == "cache");
+  CHECK(f.at("by").as_string() == "measured_loads");
   CHECK(f.at("since").as_string() == "2027-01-15T08:00:03.000Z");
-  CHECK(f.at("last_measured").as_string() == "2027-01-15T08:00:04.000Z");
+  CHECK(f.at("last").as_string() == "2027-01-15T08:00:04.000Z");
+}
+
+TEST_CASE(
+    "EpisodeLog: the feed's fix is the fix in force, over the measured loads' and whatever "
+    "is advised",
+    "[aggregate][episodes]") {
+  EpisodeLog log(10, 128);
+  const auto hot = [&](int s, std::string_view advised, std::string_view in_force) {
+    log.Begin(kWall0 + absl::Seconds(s));
+    log.Hot(Kind::kKey, 1, "user:42", 0.3, 300, 0.1, advised, in_force);
+    log.Finish();
+  };
+  hot(0, "cache", "");
+  log.NoteMeasured("none", "user:42", kWall0);  // before the kits apply anything
+  hot(1, "cache", "cache");
+  hot(2, "none", "cache");  // the fix works: the advice follows what the shard sees
+  log.NoteMeasured("none", "user:42", kWall0 + absl::Seconds(2));  // the feed's stands
+  hot(3, "none", "split_cache");
+  hot(4, "none", "");  // the entry left: the last one stands
+  Tick(log, 5, 0);
+  const json::value v = Episodes(log);
+  const json::value& e = v.at("episodes").at(0);
+  CHECK(e.at("strategy").as_string() == "none");
+  const json::value& f = e.at("in_force");
+  CHECK(f.at("strategy").as_string() == "split_cache");
+  CHECK(f.at("by").as_string() == "feed");
+  CHECK(f.at("since").as_string() == "2027-01-15T08:00:03.000Z");
+  CHECK(f.at("last").as_string() == "2027-01-15T08:00:03.000Z");
+  // And so after a restart.
+  EpisodeLog back(10, 128);
+  REQUIRE(back.Deserialize(log.Serialize(), kWall0 + absl::Seconds(6)).ok());
+  CHECK(Episodes(back).at("episodes").at(0).at("in_force") == f);
+}
+
+TEST_CASE("EpisodeLog: a state file of format 1 (no `by`) reads, its fix in force measured",
+          "[aggregate][episodes]") {
+  EpisodeLog log(10, 128);
+  Tick(log, 0, 0.3, "split");
+  log.NoteMeasured("split", "", kWall0);
+  Tick(log, 1, 0);
+  std::string bytes = log.Serialize();
+  // Format 1: the version byte, then no `by` byte after the fix in force's strategy (seq,
+  // kind, id, start, end, interrupted, peak share, peak ops, threshold, change count,
+  // dropped, strategy: 1 + 8 + 4 + 8 + 1 + 8 + 8 + 8 + 1 + 3 * 8 + 1 + 4 + 16 bytes in).
+  REQUIRE(bytes[0] == 2);
+  bytes[0] = 1;
+  const size_t by = 1 + 8 + 4 + 8 + 1 + 8 + 8 + 8 + 1 + 3 * 8 + 1 + 4 + 16;
+  REQUIRE(bytes[by] == 0);  // kMeasuredLoads
+  bytes.erase(by, 1);
+  EpisodeLog back(10, 128);
+  REQUIRE(back.Deserialize(bytes, kWall0).ok());
+  CHECK(Episodes(back) == Episodes(log));
 }
 
 TEST_CASE("EpisodeLog: keys, slots and tags are separate episodes; the ring keeps the newest",

@@ -45,6 +45,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -94,6 +96,18 @@ class Aggregator {
   // load with no fix; null (the default): nothing. Build() expires its old reports. Must
   // outlive the aggregator, and be used on its thread.
   void SetDemand(DemandLedger* demand) { demand_ = demand; }
+  // The fixes the kits apply: the feed's entries (web/feed.h), each a key's exact bytes, or a
+  // prefix (a pin) that every key starting with it matches. A hot key's episode log lines
+  // and its history name the fix in force for its key, beside the fix advised (which
+  // follows what the shard sees, and so turns to none while a fix works). Replaces the
+  // last set; takes effect at the next Build(). Held until the next call: at most the
+  // feed's entries.
+  struct FixInForce {
+    std::string key;
+    bool prefix = false;
+    model::Strategy mode = model::Strategy::kNone;
+  };
+  void SetFixesInForce(const std::vector<FixInForce>& fixes);
 
   // Builds the snapshot for `now` (monotonic) from the latest report of each receiver (nulls
   // are skipped). `wall` is the same instant on the wall clock: it stamps the snapshot's
@@ -260,6 +274,11 @@ class Aggregator {
     bool tracked = false;
   };
   absl::flat_hash_map<uint64_t, KeyDemand> demand_now_;
+  // SetFixesInForce(): exact keys, and the prefixes.
+  absl::flat_hash_map<std::string, model::Strategy> fixes_in_force_;
+  std::vector<FixInForce> prefix_fixes_in_force_;
+  // The fix in force for `key` ("" for none).
+  std::string_view FixInForceFor(std::string_view key) const;
   // The merge target, allocated at the first merge and copy-assigned into afterwards (same
   // shape, so no allocation); and the report whose tracker is read when there is only one.
   std::optional<sketch::HeavyHitters> merged_;

@@ -12,8 +12,10 @@
 // log lines.
 //
 // Episode logs are logfmt lines with the key's label (never raw bytes when the operator
-// hides keys), the peak share, the duration and the fix advised: an episode's end names the
-// last fix advised during it (the cooling tick, under the threshold, is advised on no more).
+// hides keys), the peak share, the duration, the fix advised and the fix in force: an
+// episode's end names the last fix advised during it (the cooling tick, under the
+// threshold, is advised on no more), and `in_force` the fix the kits applied last (the
+// feed's, NoteInForce()), which the advice does not show once the fix works.
 //
 // Thread-compatible: the aggregator calls it from one thread.
 
@@ -54,6 +56,7 @@ class Alerter {
     absl::Time under_since = absl::InfiniteFuture();
     std::string label;     // for the episode-end log line
     std::string strategy;  // the last non-empty strategy observed
+    std::string in_force;  // the last fix in force noted (NoteInForce)
   };
 
   // One evaluation tick: call Observe() for every tracked key, then Finish(). The shard is
@@ -75,6 +78,9 @@ class Alerter {
   // The fix in force for hot key `id` (a strategy name), for its episode's end line; a key
   // neither hot nor pending is left alone.
   void NoteFix(uint64_t id, std::string_view strategy);
+  // The fix the kits apply to key `id` ("" for none); the episode's lines name the last
+  // one noted. A key neither hot nor pending is left alone.
+  void NoteInForce(uint64_t id, std::string_view strategy);
   // Keys not observed this tick are treated as share 0: hot ones cool, pending ones reset.
   void Finish();
 

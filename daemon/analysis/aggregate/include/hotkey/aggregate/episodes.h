@@ -5,10 +5,11 @@
 // first tick it is no longer hot (cooled, idle shard, left the tracker). Each holds its
 // start and end (wall stamps; open: no end), its peak share (of the alerter's share, as the
 // episode's log lines print it) and peak ops/s, its threshold, the fix advised and each
-// change of it (the first kMaxChanges, the rest counted), and the fix in force as the
-// measured loads file says so (config/measured_loads.h): the strategy of the measurements
-// naming the episode's key (or naming no key) while it was open, with the first and last
-// measurement's time of that strategy.
+// change of it (the first kMaxChanges, the rest counted), and the fix in force, with the
+// first and last time it was seen so: the feed's fix for the key (what the kits apply,
+// Hot()'s `in_force`), which the advice no longer shows once the fix works; for a key the
+// feed never named, the strategy of the measured loads file's measurements naming the
+// episode's key (or naming no key) while it was open (config/measured_loads.h).
 //
 // Bounded: a ring of `capacity` episodes; the oldest gives way. Labels are cut to
 // `label_bytes`, kept in storage reserved at construction, as is the index of open
@@ -46,6 +47,11 @@ class EpisodeLog {
       {Kind::kKey, "key"}, {Kind::kSlot, "slot"}, {Kind::kTag, "tag"}};
   static constexpr std::string_view KindName(Kind k) { return text::NameOf(kKindNames, k); }
 
+  // Who says a fix is in force: the feed (the kits apply it), or the measured loads file.
+  enum class InForceBy : uint8_t { kMeasuredLoads, kFeed };
+  static constexpr text::EnumName<InForceBy> kInForceByNames[] = {
+      {InForceBy::kMeasuredLoads, "measured_loads"}, {InForceBy::kFeed, "feed"}};
+
   struct Change {
     int64_t time_ns = 0;  // wall
     char strategy[kStrategyBytes + 1] = {};
@@ -64,10 +70,11 @@ class EpisodeLog {
     std::array<Change, kMaxChanges> changes;
     uint8_t change_count = 0;
     uint32_t changes_dropped = 0;
-    // The fix in force by the measured loads; measured_since_ns 0: none measured.
-    char measured[kStrategyBytes + 1] = {};
-    int64_t measured_since_ns = 0;
-    int64_t measured_last_ns = 0;
+    // The fix in force; in_force_since_ns 0: none seen.
+    char in_force[kStrategyBytes + 1] = {};
+    InForceBy in_force_by = InForceBy::kMeasuredLoads;
+    int64_t in_force_since_ns = 0;
+    int64_t in_force_last_ns = 0;
   };
 
   EpisodeLog(size_t capacity, size_t label_bytes);
@@ -75,13 +82,15 @@ class EpisodeLog {
   // One tick at wall time `wall`: Hot() for every hot subject, then Finish(), which closes
   // the open episodes not seen.
   void Begin(absl::Time wall);
-  // `strategy`: the fix advised now ("" before any advice).
+  // `strategy`: the fix advised now ("" before any advice); `in_force`: the feed's fix for
+  // the key now ("" for none).
   void Hot(Kind kind, uint64_t id, std::string_view label, double share, double ops,
-           double threshold, std::string_view strategy);
+           double threshold, std::string_view strategy, std::string_view in_force = "");
   void Finish();
 
   // A measurement of the shards' loads taken at `time` under fix `strategy`, for key `key`
-  // (empty: every open key episode).
+  // (empty: every open key episode); an episode the feed has named a fix for keeps the
+  // feed's.
   void NoteMeasured(std::string_view strategy, std::string_view key, absl::Time time);
 
   // The JSON of /api/v1/episodes (docs/history.md): the newest `limit` episodes, newest first.
@@ -104,6 +113,7 @@ class EpisodeLog {
 
  private:
   static void SetStrategy(char* dst, std::string_view s);
+  static void NoteInForce(Episode& e, InForceBy by, std::string_view strategy, int64_t t);
   Episode& Push();  // the ring's next slot, cleared
 
   const size_t capacity_;
