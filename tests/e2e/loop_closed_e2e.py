@@ -5,18 +5,24 @@ redis-server kept about 90% busy by a CPU quota, hotkeyd beside it with the ship
 
   warm      background GETs (pipelined) and `user:42` through the kit (HotkeyClient: GETs,
             5% INCRs), about 30% of the shard's ops; no quota, no fix
-  quota     a CPU quota under which the shard would be ~90% busy with no fix; hotkeyd
-            advises `cache`, the feed pushes it, the kit applies it and reports the reads it
-            serves from its copy (POST /api/v1/hotkeys/demand)
+  quota     a CPU quota under which the shard would be ~90% busy with no fix; `user:42`
+            stops for 15 s, the shard runs at about 60%
+  onset     `user:42` comes back: hotkeyd advises `cache`, the feed pushes it, the kit
+            applies it and reports the reads it serves from its copy (POST
+            /api/v1/hotkeys/demand); relief (the fix in force at the kit, the shard under the
+            0.8 target by its own INFO) must come within 10 s of the onset
   demand    the demand lasts: the fix must stay in force at the kit with no gap, though
             the shard no longer sees the key's reads
   stop      `user:42`'s demand stops: the entry must leave the kit within feed.hold (60 s)
             plus the seconds the key takes to cool
 
-Every 500 ms the test records the fix in force at the kit, the shard's busy fraction and the
-key's absorbed ops/s and hot state (/api/v1/top), and prints the timeline as JSON on stdout
-(the closing note's). Fails when the fix has a gap while the demand lasts, or is not
-withdrawn in time; without demand reports the kit's fix switches itself off (the issue).
+Every 500 ms the test records the fix in force at the kit, the shard's busy fraction (its own
+INFO since the last sample, and hotkeyd's over its window) and the key's absorbed ops/s and
+hot state (/api/v1/top), and prints the timeline as JSON on stdout (the closing note's).
+Fails when relief comes more than 10 s after onset, when the fix has a gap while the demand
+lasts, when it is not withdrawn in time (without demand reports the kit's fix switches
+itself off: the issue), or when the key's last episode (its end line, /api/v1/episodes) does
+not name the fix in force.
 
 --report-from-test sends the demand reports from the test (the kit's cache hits, once a
 second, as docs/feed.md specifies) for a kit that does not send them yet.
@@ -52,6 +58,10 @@ HOT = "user:42"
 HOLD = 60.0          # feed.hold's default
 COOL_MARGIN = 15.0   # the key cools within seconds of its last report, and the feed's
                      # remove reaches the kit at the next tick
+QUIET = 15.0         # from the quota to the onset: the key cools, the prober's window
+                     # restarts at the change of CPUs and is whole again
+TARGET = 0.8         # --model.target-load's default: relief is the shard under it
+ONSET_TO_RELIEF = 10.0  # the issue's bound, with the shipped defaults
 T0 = time.monotonic()
 
 
@@ -286,17 +296,33 @@ def main():
         used = (cpu() - c0) / (time.monotonic() - t0)
         cpus = used / a.busy
         log(f"the shard used {used:.4f} CPUs; quota {cpus:.4f} CPUs (busy {a.busy} with no fix)")
+        hot.on.clear()
         quota.set(cpus)
-        t_quota = time.monotonic()
+        log(f"quota set, {HOT} stopped: waiting {QUIET:.0f} s for it to cool and the shard to "
+            "answer under the quota")
+        time.sleep(QUIET)
+        wait_until = time.monotonic() + 20
+        while time.monotonic() < wait_until and any(
+                k["key"] == HOT and k["hot"] for k in get_json(web + "/api/v1/top")["keys"]):
+            time.sleep(0.5)
+        hot.on.set()
+        t_onset = time.monotonic()
         total = a.minutes * 60
         t_stop = T0 + total - HOLD - COOL_MARGIN - 5
         timeline = []
-        t_fix = None
+        t_fix = t_relief = None
         gap = []
+        last_cpu = [cpu(), t_onset]
 
         def sample(phase):
-            s = {"t": round(time.monotonic() - t_quota, 2), "phase": phase,
+            s = {"t": round(time.monotonic() - t_onset, 2), "phase": phase,
                  "fix": fix_in_force(kit)}
+            try:  # the shard's own busy fraction since the last sample, from its INFO
+                c, t = cpu(), time.monotonic()
+                s["shard_busy"] = round((c - last_cpu[0]) / (t - last_cpu[1]) / cpus, 3)
+                last_cpu[:] = [c, t]
+            except (OSError, redis.RedisError, ZeroDivisionError) as e:
+                s["error"] = str(e)
             try:
                 top = get_json(web + "/api/v1/top")
                 k = next((k for k in top["keys"] if k["key"] == HOT), None)
@@ -313,14 +339,19 @@ def main():
             timeline.append(s)
             return s
 
-        log("quota set: waiting for the fix, then the demand lasts")
+        log(f"onset: {HOT} through the kit again; waiting for the fix, then the demand lasts")
         while time.monotonic() < t_stop:
             s = sample("demand")
             if s["fix"] and t_fix is None:
                 t_fix = time.monotonic()
-                log(f"fix {s['fix']} in force at the kit {t_fix - t_quota:.1f} s after the quota")
+                log(f"fix {s['fix']} in force at the kit {t_fix - t_onset:.1f} s after onset")
             elif t_fix is not None and not s["fix"]:
                 gap.append(s["t"])
+            if (t_fix is not None and t_relief is None and s.get("shard_busy") is not None
+                    and s["shard_busy"] < TARGET):
+                t_relief = time.monotonic()
+                log(f"relief: the shard {s['shard_busy']} busy {t_relief - t_onset:.1f} s after "
+                    "onset")
             time.sleep(0.5)
         hot.on.clear()
         t_end = time.monotonic()
@@ -332,6 +363,9 @@ def main():
                 t_gone = time.monotonic()
                 break
             time.sleep(0.5)
+        fixes = {s["fix"] for s in timeline if s["fix"]}
+        episodes = [e for e in get_json(web + "/api/v1/episodes")["episodes"]
+                    if e.get("key") == HOT]
         reports = metric(web, 'hotkey_demand_reports_total{result="accepted"}')
         keys = metric(web, 'hotkey_demand_keys_total{result="accepted"}')
         hk_log.flush()
@@ -339,12 +373,16 @@ def main():
             lines = [l.rstrip() for l in f if any(
                 m in l for m in ("advised fix changed", "CPUs changed", "episode"))]
         demand = [s for s in timeline if s["phase"] == "demand" and t_fix is not None
-                  and s["t"] >= t_fix - t_quota]
+                  and s["t"] >= t_fix - t_onset]
         busy = [s["busy"] for s in demand if s.get("busy") is not None]
+        ended = [l for l in lines if "hot key episode ended" in l and f'key="{HOT}"' in l]
         result = {
             "cpus_used_no_quota": round(used, 4),
             "quota_cpus": round(cpus, 4),
-            "seconds_quota_to_fix": None if t_fix is None else round(t_fix - t_quota, 1),
+            "seconds_onset_to_fix": None if t_fix is None else round(t_fix - t_onset, 1),
+            "seconds_onset_to_relief": None if t_relief is None else round(t_relief - t_onset, 1),
+            "shard_busy_before_fix": [s.get("shard_busy") for s in timeline
+                                      if t_fix is None or s["t"] < t_fix - t_onset],
             "seconds_fix_in_force": None if t_fix is None else round(t_end - t_fix, 1),
             "gaps_at": gap,
             "seconds_stop_to_withdrawn": None if t_gone is None else round(t_gone - t_end, 1),
@@ -358,12 +396,16 @@ def main():
             "kit": kit.stats(),
             "hot_calls": hot.calls,
             "hot_errors": hot.errors,
+            "episodes": episodes[:3],
             "log": lines,
             "timeline": timeline[::10],
         }
         print(json.dumps(result, indent=1))
         if t_fix is None:
             failures.append("no fix reached the kit")
+        elif t_relief is None or t_relief - t_onset > ONSET_TO_RELIEF:
+            failures.append(f"onset to relief {result['seconds_onset_to_relief']} s, over "
+                            f"{ONSET_TO_RELIEF:.0f} s")
         if reports == 0:
             failures.append("hotkeyd accepted no demand report (does the kit send them? "
                             "--report-from-test sends them from the test)")
@@ -372,6 +414,16 @@ def main():
         if t_gone is None:
             failures.append(f"the fix was not withdrawn within {HOLD + COOL_MARGIN:.0f} s "
                             "of the demand's end")
+        # The episodes say what the kits applied: the advice turns to none while the fix
+        # works, the fix in force does not.
+        last_in_force = (episodes[0].get("in_force") or {}) if episodes else {}
+        if fixes and (last_in_force.get("by") != "feed" or
+                      last_in_force.get("strategy") not in fixes):
+            failures.append(f"the key's last episode names {last_in_force or 'no fix'} in "
+                            f"force, not the feed's {sorted(fixes)}")
+        if fixes and not (ended and any(f"in_force={f}" in ended[-1] for f in fixes)):
+            failures.append(f"the key's last episode end line names no fix in force: "
+                            f"{ended[-1] if ended else 'no end line'}")
         if failures:  # last, where a truncated CI log still shows them
             gap_rows = [s for s in timeline if gap and gap[0] - 15 <= s["t"] <= gap[-1] + 5]
             for row in gap_rows[::2]:
