@@ -3,12 +3,14 @@
 redis-server kept about 90% busy by a CPU quota, hotkeyd beside it with the shipped defaults
 (a tap on loopback, nothing else set), for about ten minutes.
 
-  warm      background GETs (pipelined) and `user:42` through the kit (HotkeyClient: GETs,
-            5% INCRs), about 30% of the shard's ops; no quota, no fix
-  quota     a CPU quota under which the shard would be ~90% busy with no fix; `user:42`
-            stops for 15 s, the shard runs at about 60%
-  onset     `user:42` comes back: hotkeyd advises `cache`, the feed pushes it, the kit
-            applies it and reports the reads it serves from its copy (POST
+  warm      background GETs (pipelined) and `warm:42` (GETs, 5% INCRs, plain calls: the
+            load `user:42` will bring, on a key the kit never sees), about 30% of the shard's
+            ops; no quota
+  quota     a CPU quota under which the shard is ~90% busy, set from the CPU the load used,
+            then again from the busy fraction read under it (an op costs less under a
+            quota); `warm:42` stops for 15 s, the shard runs at about 60%
+  onset     `user:42` starts, through the kit: hotkeyd advises `cache`, the feed pushes it,
+            the kit applies it and reports the reads it serves from its copy (POST
             /api/v1/hotkeys/demand); relief (the fix in force at the kit, the shard under the
             0.8 target by its own INFO) must come within 10 s of the onset
   demand    the demand lasts: the fix must stay in force at the kit with no gap, though
@@ -55,11 +57,12 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "cluster-lab"))
 sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
 
 HOT = "user:42"
+WARM = "warm:42"     # the quota's calibration load, sent past the kit
 HOLD = 60.0          # feed.hold's default
 COOL_MARGIN = 15.0   # the key cools within seconds of its last report, and the feed's
                      # remove reaches the kit at the next tick
-QUIET = 15.0         # from the quota to the onset: the key cools, the prober's window
-                     # restarts at the change of CPUs and is whole again
+QUIET = 15.0         # from the calibration to the onset: its key cools, the prober's
+                     # window restarts at the last change of CPUs and is whole again
 TARGET = 0.8         # --model.target-load's default: relief is the shard under it
 ONSET_TO_RELIEF = 10.0  # the issue's bound, with the shipped defaults
 T0 = time.monotonic()
@@ -121,11 +124,12 @@ class Background(threading.Thread):
 
 
 class Hot(threading.Thread):
-    """`user:42` through the kit at `ops` per second (5% INCRs), while `on` is set."""
+    """`key` through `kit` (the kit, or a plain client) at `ops` per second (5% INCRs), while
+    `on` is set."""
 
-    def __init__(self, kit, ops):
+    def __init__(self, kit, ops, key=HOT):
         super().__init__(daemon=True)
-        self.kit, self.ops = kit, ops
+        self.kit, self.ops, self.key = kit, ops, key
         self.on = threading.Event()
         self.stop = threading.Event()
         self.calls = 0
@@ -144,9 +148,9 @@ class Hot(threading.Thread):
             for _ in range(batch):
                 try:
                     if rnd.random() < 0.05:
-                        self.kit.incr(HOT)
+                        self.kit.incr(self.key)
                     else:
-                        self.kit.get(HOT)
+                        self.kit.get(self.key)
                     self.calls += 1
                 except Exception:  # noqa: BLE001: counted; a saturated shard may time out
                     self.errors += 1
@@ -273,11 +277,14 @@ def main():
             failures.append("the kit did not sync with the feed")
             return 1
         bg = Background(port, a.bg_ops)
+        # The calibration's load: user:42's, on another key and not through the kit, so that
+        # a fix advised while the quota is sized never reaches user:42.
+        warm = Hot(r, a.hot_ops, key=WARM)
         hot = Hot(kit, a.hot_ops)
-        threads += [bg, hot]
-        bg.start()
-        hot.start()
-        hot.on.set()
+        threads += [bg, warm, hot]
+        for t in (bg, warm, hot):
+            t.start()
+        warm.on.set()
         if a.report_from_test:
             sender = TestSender(kit, web)
             threads.append(sender)
@@ -289,17 +296,30 @@ def main():
                 info["used_cpu_user_main_thread"]) if "used_cpu_sys_main_thread" in info else (
                 float(info["used_cpu_sys"]) + float(info["used_cpu_user"]))
 
-        log("warm: background and user:42 through the kit, no quota")
+        def busy_over(seconds, cpus):
+            c0, t0 = cpu(), time.monotonic()
+            time.sleep(seconds)
+            return (cpu() - c0) / (time.monotonic() - t0) / cpus
+
+        log(f"warm: background and {WARM} (plain calls), no quota")
         time.sleep(12)
-        c0, t0 = cpu(), time.monotonic()
-        time.sleep(10)
-        used = (cpu() - c0) / (time.monotonic() - t0)
+        used = busy_over(10, 1)
         cpus = used / a.busy
         log(f"the shard used {used:.4f} CPUs; quota {cpus:.4f} CPUs (busy {a.busy} with no fix)")
-        hot.on.clear()
         quota.set(cpus)
-        log(f"quota set, {HOT} stopped: waiting {QUIET:.0f} s for it to cool and the shard to "
-            "answer under the quota")
+        # An op costs less under the quota (more so the tighter it is, and it moves with what
+        # shares the CPU): read the busy fraction under it, and set it again until the load
+        # is near --busy, clearly over the advice's target.
+        for _ in range(5):
+            time.sleep(1)
+            busy = busy_over(5, cpus)
+            log(f"under {cpus:.4f} CPUs: {busy:.3f} busy")
+            if abs(busy - a.busy) <= 0.03 or busy >= 0.99:
+                break
+            cpus *= busy / a.busy
+            quota.set(cpus)
+        warm.on.clear()
+        log(f"{WARM} stopped: waiting {QUIET:.0f} s (the shard at the background's load)")
         time.sleep(QUIET)
         wait_until = time.monotonic() + 20
         while time.monotonic() < wait_until and any(
@@ -339,7 +359,7 @@ def main():
             timeline.append(s)
             return s
 
-        log(f"onset: {HOT} through the kit again; waiting for the fix, then the demand lasts")
+        log(f"onset: {HOT} through the kit; waiting for the fix, then the demand lasts")
         while time.monotonic() < t_stop:
             s = sample("demand")
             if s["fix"] and t_fix is None:
