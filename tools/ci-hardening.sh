@@ -103,8 +103,7 @@ configure() {  # configure BUILD_DIR ARGS...
 # fake_shard_e2e and tap_redis_e2e), the prober's load against a loaded Redis's own clock
 # (shard_load_test: timed to 5%, and a Redis under 0.2 CPUs that must saturate; at nice 19
 # the prober's thread and the Redis wait for a core; the rest of shard_test runs
-# sanitized), and the cluster lab (label long; it skips under a
-# sanitizer).
+# sanitized), and the cluster lab (label long; it skips under a sanitizer).
 not_our_code='^(deploy_.*|docs_.*|web_page_(npm_ci|lint)|clients_python_test|e2e_(playground|history_page|demo_steady)|top_tmux_e2e|tap_advice_steady_e2e|shard_load_test|http_attack_(tls_churn|first_login_other|first_login_same))$'
 run_sanitized_tests() {
   HOTKEY_SANITIZER=address \

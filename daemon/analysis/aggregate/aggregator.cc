@@ -583,11 +583,12 @@ void Aggregator::ObserveKey(const HistoryPoint& point, const std::vector<Base>& 
   }
   // Advice is worked out for hot keys only, on their episode's own figures; the alerter
   // keeps the fix advised and the fix in force for the episode's log lines, as the
-  // history does. Noted before the observation, so that an episode's first line names a
-  // fix the kits still apply from the one before.
-  const std::string_view in_force = FixInForceFor(k.key);
-  alerter_.NoteInForce(k.hash, in_force);
+  // history does. Looked up for pending and hot keys only (the few the alerter holds), and
+  // noted before the observation, so that an episode's first line names a fix the kits
+  // still apply from the one before.
   const Alerter::KeyState* before = alerter_.Find(k.hash);
+  const std::string_view in_force = before ? FixInForceFor(k.key) : "";
+  alerter_.NoteInForce(k.hash, in_force);
   // Only where kits may report (a ledger is set) is there a first report to wait for.
   const bool fixed = demand_ && before && before->hot &&
                      ((!before->strategy.empty() &&

@@ -87,9 +87,7 @@ void Alerter::NoteFix(uint64_t id, std::string_view strategy) {
 
 void Alerter::NoteInForce(uint64_t id, std::string_view strategy) {
   if (strategy.empty()) return;
-  if (auto it = keys_.find(id); it != keys_.end() && it->second.state.in_force != strategy) {
-    it->second.state.in_force = std::string(strategy);
-  }
+  if (auto it = keys_.find(id); it != keys_.end()) it->second.state.in_force.assign(strategy);
 }
 
 const Alerter::KeyState* Alerter::Find(uint64_t id) const {

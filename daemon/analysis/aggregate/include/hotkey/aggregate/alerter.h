@@ -75,7 +75,7 @@ class Alerter {
   // all (a hashed label costs an HMAC).
   bool Observe(uint64_t id, double share, double threshold, absl::FunctionRef<std::string()> label,
                std::string_view strategy, absl::Duration cool_grace = absl::ZeroDuration());
-  // The fix in force for hot key `id` (a strategy name), for its episode's end line; a key
+  // The fix advised for hot key `id` (a strategy name), for its episode's end line; a key
   // neither hot nor pending is left alone.
   void NoteFix(uint64_t id, std::string_view strategy);
   // The fix the kits apply to key `id` ("" for none); the episode's lines name the last
