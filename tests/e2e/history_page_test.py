@@ -111,7 +111,8 @@ PAGE_JS = r"""(() => ({
   }),
   lines: Array.from(document.querySelectorAll("#timeline polyline")).map(p => p.dataset.key),
   legend: Array.from(document.querySelectorAll("#heat-legend span")).map(s => s.dataset.colour),
-  episodes: Array.from(document.querySelectorAll("#episodes tbody tr")).map(tr => ({id: +tr.dataset.id, start: +tr.dataset.start})),
+  episodes: Array.from(document.querySelectorAll("#episodes tbody tr")).map(tr => ({id: +tr.dataset.id, start: +tr.dataset.start,
+                                                                                   in_force: tr.cells[8].textContent})),
 }))()"""
 
 
@@ -194,9 +195,16 @@ def run(args, tmp, procs):
         # (d) the episodes, and their links to their windows.
         api_ep = json.loads(http_get(base + "/api/v1/episodes?limit=100"))["episodes"]
         have = {e["id"]: e["start_unix"] for e in api_ep}
+        by = {"feed": "by the feed", "measured_loads": "by the measured loads file"}
+        in_force = {e["id"]: e.get("in_force") for e in api_ep}
         for e in page["episodes"]:
             if have.get(e["id"]) != e["start"]:
                 raise Failure(f"(d) episode {e} not as /api/v1/episodes: {have.get(e['id'])}")
+            f = in_force.get(e["id"])
+            want = "–" if not f else f"since {f['since'][11:19]}, {by[f['by']]}"
+            if not e["in_force"].endswith(want):
+                raise Failure(f"(d) episode {e['id']}'s fix in force reads {e['in_force']!r}, "
+                              f"the API's is {f}")
         if len(page["episodes"]) != min(len(api_ep), 100) or not page["episodes"]:
             raise Failure(f"(d) {len(page['episodes'])} episodes drawn, the API has {len(api_ep)}")
         first = page["episodes"][-1]  # the oldest

@@ -601,6 +601,8 @@ function showWindow(t) {
     document.getElementById("heatmap").scrollIntoView({ block: "center" });
   });
 }
+// Who said a fix was in force (/api/v1/episodes' in_force.by).
+const inForceBy = { feed: "by the feed", measured_loads: "by the measured loads file" };
 function drawEpisodes(e) {
   const body = document.querySelector("#episodes tbody");
   document.getElementById("episodes-empty").style.display = e.episodes.length ? "none" : "";
@@ -616,7 +618,8 @@ function drawEpisodes(e) {
           .map((c) => `${names[c.strategy] || c.strategy} (${c.time.slice(11, 19)})`)
           .join(" → ") || "–";
       const inForce = x.in_force
-        ? `${names[x.in_force.strategy] || x.in_force.strategy} since ${x.in_force.since.slice(11, 19)}`
+        ? `${names[x.in_force.strategy] || x.in_force.strategy} since ${x.in_force.since.slice(11, 19)}` +
+          (inForceBy[x.in_force.by] ? `, ${inForceBy[x.in_force.by]}` : "")
         : "–";
       const cells = [
         subject,
