@@ -87,7 +87,11 @@ void Alerter::NoteFix(uint64_t id, std::string_view strategy) {
 
 void Alerter::NoteInForce(uint64_t id, std::string_view strategy) {
   if (strategy.empty()) return;
-  if (auto it = keys_.find(id); it != keys_.end()) it->second.state.in_force.assign(strategy);
+  auto it = keys_.find(id);
+  if (it == keys_.end() || it->second.state.in_force == strategy) return;
+  it->second.state.in_force.assign(strategy);
+  it->second.state.in_force_since = now_;
+  ++fixes_changed_;
 }
 
 const Alerter::KeyState* Alerter::Find(uint64_t id) const {

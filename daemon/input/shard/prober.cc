@@ -145,9 +145,9 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
     });
   }
 
-  void AskNow() {
+  void AskNow(absl::Duration next) {
     if (stopped_) return;
-    asio::post(io_, [self = shared_from_this()] {
+    asio::post(io_, [self = shared_from_this(), next] {
       if (self->stopped_ || self->busy_) return;  // the round in progress reads now
       const absl::Time now = self->clock_.Now();
       if (self->last_ && now - self->last_time_ < self->options_.interval / 2) {
@@ -155,7 +155,7 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
         self->last_cut_ = now;
         self->cut_ = true;
       }
-      self->next_due_ = now + self->options_.interval;
+      self->next_due_ = now + std::min(next, self->options_.interval);
       self->StartRound();
     });
   }
@@ -585,7 +585,7 @@ Prober::~Prober() { Stop(); }
 
 void Prober::Probe() { impl_->Probe(); }
 
-void Prober::AskNow() { impl_->AskNow(); }
+void Prober::AskNow(absl::Duration next) { impl_->AskNow(next); }
 
 void Prober::ScheduleOn(clock::Ticker& ticker) {
   impl_->StartSchedule();

@@ -57,6 +57,13 @@ namespace asio = boost::asio;
 
 namespace {
 
+// How soon after a hot key's fix in force changed the shard is asked again: the key's next
+// advice reads the shard with the new fix over this span, so a second step (cache, then
+// split_cache while the writes still load the shard) follows the first by about this
+// much, not by an interval. The shortest --shard.interval allowed; the advice's hysteresis
+// keeps a short reading within its margin from moving the fix.
+constexpr absl::Duration kFixChangeAnswer = absl::Seconds(1);
+
 std::string Endpoint(const auto& ep) {
   const auto a = ep.address();
   return a.is_v6() ? absl::StrCat("[", a.to_string(), "]:", ep.port())
@@ -186,7 +193,8 @@ class Daemon::Impl {
   std::unique_ptr<shard::PeerProbers> peers_;
   std::optional<shard::Measurement> measured_;  // io thread: the last answer
   uint64_t shard_answers_ = 0;                  // io thread: answers with a load
-  uint64_t key_episodes_started_ = 0;           // io thread: at the last AskNow()
+  uint64_t key_episodes_started_ = 0;           // io thread: at the last Build()
+  uint64_t key_fixes_changed_ = 0;              // io thread: at the last Build()
   // io thread: when the shard's last reading was taken (the start of the next load's
   // interval), and the CPUs the last answer with a reading said it may use.
   absl::Time last_reading_ = absl::InfinitePast();
@@ -621,12 +629,18 @@ void Daemon::Impl::Build() {
   build_pending_ = false;
   auto snap = aggregator_->Build(reports_, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
   // A key turned hot: its first advice waits for an answer of the shard begun since its
-  // onset, so ask now, and the next answer is the episode's own.
-  if (const uint64_t started = aggregator_->key_episodes_started();
-      prober_ && started != key_episodes_started_) {
-    key_episodes_started_ = started;
+  // onset, so ask now, and the next answer is the episode's own. A hot key's fix in force
+  // changed (the kits apply the fix the last tick pushed): its advice reads the shard's
+  // answers begun since, so ask now and again kFixChangeAnswer later.
+  const uint64_t started = aggregator_->key_episodes_started();
+  const uint64_t fixes_changed = aggregator_->key_fixes_changed();
+  if (prober_ && started != key_episodes_started_) {
     prober_->AskNow();
+  } else if (prober_ && fixes_changed != key_fixes_changed_) {
+    prober_->AskNow(kFixChangeAnswer);
   }
+  key_episodes_started_ = started;
+  key_fixes_changed_ = fixes_changed;
   feed_->Update(*snap, mono_.Now());
   // What the kits apply from now on: the next tick's episodes name it as the fix in force.
   std::vector<aggregate::Aggregator::FixInForce> fixes;

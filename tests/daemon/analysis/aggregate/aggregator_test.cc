@@ -1361,6 +1361,73 @@ TEST_CASE(
   CHECK(std::count(changed.begin(), changed.end(), '\n') == 1);  // one fix since
 }
 
+// The same key, advised cache at 6 s; the kits apply it at once and the shard, saturated,
+// stays 95% busy on the rest of its load: it now sees only the key's writes. Told the fix
+// in force (the feed's entry, SetFixesInForce), the aggregator reads the key's next advice
+// from the shard's answers begun since the change (the daemon asks the shard then, and
+// again soon after: here the answer over 6.2-8.2 s), and cache, which relieves nothing
+// more, gives way at 8.2 s. Not told, the window since the onset still holds the reads before the
+// fix, where cache fits, and cache is held.
+TEST_CASE("Aggregator: after a key's fix in force changed, its advice reads the shard since",
+          "[daemon][aggregator]") {
+  for (const bool told : {true, false}) {
+    INFO("told the fix in force: " << told);
+    std::vector<std::string> logs;
+    config::ReloadableOptions r = Reloadable();
+    config::TrackOptions track = Track();
+    track.rate_window = absl::Seconds(10);
+    Aggregator agg(track, r, "secret", kT0, [&](std::string_view l) { logs.emplace_back(l); });
+    DemandLedger ledger(track.rate_window, 16);  // the kits' reports keep the key hot
+    agg.SetDemand(&ledger);
+    Stream s(absl::Milliseconds(500), 128);
+    std::shared_ptr<const Snapshot> snap;
+    uint64_t answers = 0;
+    std::vector<std::pair<double, model::Strategy>> advice;  // (seconds, fix) at each change
+    for (int tick = 1; tick <= 100; ++tick) {                // 10 s of 100 ms ticks
+      const double now = tick / 10.0;
+      const absl::Time t = kT0 + absl::Seconds(now);
+      const bool hot = now > 3;
+      const bool cached = now > 6.05;  // the kits serve the key's reads
+      for (int i = 0; i < 1000; ++i) {
+        const bool key = i % 20 < (hot ? 6 : 1);
+        const bool write = i % 40 == 0;
+        if (key && cached && !write) continue;
+        s.Feed(key ? "item" : absl::StrCat("bg:", i % 400), write ? Op::kWrite : Op::kRead);
+      }
+      s.AdvanceTo(t);
+      if (tick == 20 || tick == 40 || tick == 60) {  // every 2 s until the fix
+        const double busy = tick == 20 ? 0.3 : tick == 40 ? 0.6 : 0.95;
+        agg.SetModelInputs(Answered(r, ++answers, busy, now - 2, now));
+      } else if (tick == 82) {  // asked at the change (6.2 s), and again
+        agg.SetModelInputs(Answered(r, ++answers, 0.95, 6.2, 8.2));
+      }
+      if (cached && tick % 10 == 0) ledger.Add(t, "item", 2750, 0, absl::Seconds(1));
+      snap = BuildOne(agg, s, t);
+      if (told && tick == 61) agg.SetFixesInForce({{"item", false, model::Strategy::kCache}});
+      const KeySnapshot* k = FindKey(*snap, "item");
+      if (k && !k->projected_load.empty() && (advice.empty() || advice.back().second != k->advice))
+        advice.emplace_back(now, k->advice);
+    }
+    REQUIRE_FALSE(advice.empty());
+    CHECK(advice[0] == std::pair{6.0, model::Strategy::kCache});
+    if (!told) {
+      CHECK(advice.size() == 1);
+      continue;
+    }
+    REQUIRE(advice.size() == 2);
+    CHECK(advice[1].first == Approx(8.2));
+    CHECK(advice[1].second != model::Strategy::kCache);
+    std::string changed;
+    for (const std::string& l : logs) {
+      if (absl::StrContains(l, "advised fix changed") && absl::StrContains(l, "from=cache"))
+        changed = l;
+    }
+    INFO(changed);
+    CHECK(absl::StrContains(changed, "span=2s"));
+    CHECK(absl::StrContains(changed, "load_cache=0.9"));
+  }
+}
+
 }  // namespace
 }  // namespace hotkey::aggregate
 

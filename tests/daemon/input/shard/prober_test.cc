@@ -289,6 +289,39 @@ TEST_CASE("Prober: AskNow reads at once and starts the schedule again from there
   CHECK(next(6).time == at(20.5));
 }
 
+// A hot key's fix in force changed (the daemon calls AskNow(2 s)): a round at once, the next
+// 2 s later with the load over those 2 s, and the schedule from there.
+TEST_CASE("Prober: AskNow(next) reads at once and again `next` later", "[shard][redis]") {
+  Scheduled p;
+  auto at = [&](double seconds) { return p.start + absl::Seconds(seconds); };
+  auto advance_to = [&](double seconds) {
+    p.clock.Advance(at(seconds) - p.clock.Now());
+    p.io.run_for(std::chrono::milliseconds(300));
+  };
+  advance_to(5);
+  REQUIRE(p.Next(1).time == at(5));
+  advance_to(6);  // within half an interval: a cut, the next interval starts here
+  p.prober.AskNow(absl::Seconds(2));
+  CHECK_FALSE(p.Next(2).load);
+  advance_to(7.75);
+  CHECK(p.got.size() == 2);
+  advance_to(8);
+  const Measurement& m = p.Next(3);
+  CHECK(m.time == at(8));
+  REQUIRE(m.load);
+  CHECK(m.load->ops_per_second == Approx(0.5));  // one INFO over 6-8 s
+  advance_to(12.75);
+  CHECK(p.got.size() == 3);
+  advance_to(13);
+  CHECK(p.Next(4).time == at(13));
+  // A `next` longer than the interval is the interval.
+  advance_to(16);
+  p.prober.AskNow(absl::Hours(1));
+  CHECK(p.Next(5).time == at(16));
+  advance_to(21);
+  CHECK(p.Next(6).time == at(21));
+}
+
 TEST_CASE("Prober: no callback after Stop(), even for a round in progress", "[shard]") {
   boost::asio::io_context io;
   boost::asio::ip::tcp::acceptor hung(io, {boost::asio::ip::address_v4::loopback(), 0});

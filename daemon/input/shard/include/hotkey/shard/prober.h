@@ -136,13 +136,15 @@ class Prober {
   // now: the schedule is checked every kScheduleStep (or interval, if shorter). Before
   // ticker.Start().
   void ScheduleOn(clock::Ticker& ticker);
-  // Starts a round now, out of the schedule, and the schedule again from it: at a hot key's
-  // onset, so that the next answer, one interval later, covers the episode's own time
-  // only. A reading less than half an interval after the last one only starts the next
-  // interval (the load over so short a time is not reported), and at most one reading an
-  // interval is cut so, so onsets one after another never keep the load from being
-  // measured. Thread-safe.
-  void AskNow();
+  // Starts a round now, out of the schedule, and the schedule again from it, its next round
+  // `next` later (at most an interval): at a hot key's onset, so that the next answer, one
+  // interval later, covers the episode's own time only; at a change of a key's fix in
+  // force, with a shorter `next`, so that the key's next advice reads the shard with the
+  // new fix within seconds. A reading less than half an interval after the last one only
+  // starts the next interval (the load over so short a time is not reported), and at most
+  // one reading an interval is cut so, so onsets one after another never keep the load from
+  // being measured. Thread-safe.
+  void AskNow(absl::Duration next = absl::InfiniteDuration());
   // Closes the connection and ends a round in progress; no callback is called after it
   // returns on the io_context's thread. Thread-safe; idempotent.
   void Stop();
