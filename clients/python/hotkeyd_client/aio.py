@@ -250,7 +250,7 @@ class AsyncHotkeyClient(HotkeyClient):
                   and (e.mode != "replicate" or self._replica is None)):
                 sent = self._clock()
                 reply = await getattr(self._r, method)(name, amount)
-                self._write_through(k, reply, sent)
+                self._write_through(e, k, reply, sent)
                 return reply
         reply = await getattr(self._r, method)(name, amount)
         self._invalidate(k)

@@ -186,14 +186,20 @@ class _Flight:
 
 
 class _Slot:
-    """One cached read of one key: the value, when its fetch was sent, the fetch in flight."""
+    """One cached read of one key under one feed entry: the value, when its fetch was sent,
+    the fetch in flight. A read under another entry (the key's fix changed) neither serves
+    the value nor joins the fetch: under cache the copy is the key's own value, under
+    split_cache the sum of its parts, and in the kits of other app servers, which take a
+    change a few milliseconds apart, the key's own value stops being the total as soon as
+    one of them writes a part."""
 
-    __slots__ = ("value", "sent", "flight")
+    __slots__ = ("value", "sent", "flight", "entry")
 
-    def __init__(self) -> None:
+    def __init__(self, entry: Optional[Entry]) -> None:
         self.value: Any = None
         self.sent: Optional[float] = None
         self.flight: Optional[_Flight] = None
+        self.entry = entry
 
 
 def _copy(value: Any) -> Any:
@@ -495,8 +501,8 @@ class HotkeyClient:
         if per is None:
             per = self._cache[k] = {}
         slot = per.get(read)
-        if slot is None:
-            slot = per[read] = _Slot()
+        if slot is None or slot.entry is not e:  # a copy made under another fix is dropped
+            slot = per[read] = _Slot(e)
         if slot.sent is not None and now - slot.sent < refresh:
             self._stats["cache_hits"] += 1
             if e.ledger is not None and not e.prefix:
@@ -648,16 +654,18 @@ class HotkeyClient:
                       and (e.mode != "replicate" or self._replica is None)):
                     sent = self._clock()
                     reply = getattr(self._r, method)(name, amount)
-                    self._write_through(k, reply, sent)
+                    self._write_through(e, k, reply, sent)
                     return reply
             reply = getattr(self._r, method)(name, amount)
             self._invalidate(k)
             return reply
         return getattr(self._r, method)(name, amount)
 
-    def _write_through(self, k: bytes, reply: Any, sent: float) -> None:
-        """Keeps a counter write's integer reply as the key's GET copy, stamped `sent`, the
-        time the write was sent, and drops the key's other cached reads.
+    def _write_through(self, e: Entry, k: bytes, reply: Any, sent: float) -> None:
+        """Keeps a counter write's integer reply as the key's GET copy under entry `e`,
+        stamped `sent`, the time the write was sent, and drops the key's other cached reads
+        (a write that returns after the key's fix changed leaves a copy no read under the
+        new fix serves).
 
         The staleness bound still holds: the origin held `reply` when it ran the write, at
         or after `sent`, so a read at t that this copy serves (t - sent < refresh) returns a
@@ -673,8 +681,8 @@ class HotkeyClient:
         with self._lock:
             per = self._cache.get(k)
             slot = per.get(("get",)) if per else None
-            if slot is None:
-                slot = _Slot()
+            if slot is None or slot.entry is not e:
+                slot = _Slot(e)
             self._cache[k] = {("get",): slot}
             if slot.sent is None or sent > slot.sent:
                 slot.value, slot.sent = text, sent

@@ -316,6 +316,40 @@ class SplitTest(KitTest):
         s = kit.stats()
         self.assertEqual((s["origin_fetches"], s["cache_hits"]), (1, 1))
 
+    def test_a_write_through_that_returns_after_the_fix_changed_is_not_the_new_fixs_copy(self):
+        # An INCR sent under cache returns after the key went split_cache, and another app
+        # server has written a part meanwhile: its reply is the key's own value, not the
+        # total, and no read under split_cache may serve it.
+        self.feed.put(entry("n", "cache", refresh=60))
+        replied, release = threading.Event(), threading.Event()
+
+        class HeldIncr:  # the INCR's reply held on its way back
+            def __init__(self, r):
+                self._r = r
+
+            def __getattr__(self, name):
+                return getattr(self._r, name)
+
+            def incr(self, name, amount=1):
+                reply = self._r.incr(name, amount)
+                replied.set()
+                release.wait(WAIT)
+                return reply
+
+        kit = self.kit(HeldIncr(self.redis.client()))
+        self.wait_mode(kit, "n", "cache")
+        writer = threading.Thread(target=kit.incr, args=("n",))
+        writer.start()
+        self.assertTrue(replied.wait(WAIT))
+        self.feed.put(entry("n", "split_cache", split=4, refresh=60))
+        self.wait_mode(kit, "n", "split_cache")
+        self.raw.incrby(sub_key_names(b"n", 4)[0], 5)
+        release.set()
+        writer.join(WAIT)
+        self.assertEqual(kit.get("n"), b"6")  # the sum of the parts, not the held reply, 1
+        self.assertEqual(kit.get("n"), b"6")  # and that sum is the copy
+        self.assertEqual(kit.stats()["cache_hits"], 1)
+
     def test_totals_are_exact_across_split_and_fold_back_with_concurrent_writers(self):
         self.feed.lease = 1.0
         kits = [self.kit(), self.kit()]  # two app processes' clients
