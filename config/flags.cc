@@ -169,7 +169,7 @@ void Register(FlagParser& p, DaemonOptions& o) {
   p.AddString("shard.tls-key-file", "Key of --shard.tls-cert-file.", &o.shard.tls_key_file);
   p.AddString("shard.tls-server-name", "Name the shard's certificate must hold (and SNI); empty: the address's host.", &o.shard.tls_server_name);
   p.AddNumber("shard.cpus", "CPUs the shard's bottleneck may use; 0: measured (1 for Redis, memcached's threads, less under a cgroup CPU quota).", &o.shard.cpus);
-  p.AddDuration("shard.interval", "How often the shard is asked (1s to 1h); once more when a key turns hot.", &o.shard.interval).Advanced();
+  p.AddDuration("shard.interval", "How often the shard is asked (1s to 1h); once more when a key turns hot, and twice, a second apart, when a hot key's fix in force changes.", &o.shard.interval).Advanced();
 
   p.Section("Keys");
   p.AddSize("key.max-bytes", "Key bytes kept per tracked key (16 to 65536). A longer key is tracked, not rejected: as its first max-bytes bytes plus a hash of the whole key, so long keys with one prefix stay apart.", &o.track.max_key_bytes)

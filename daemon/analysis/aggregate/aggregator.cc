@@ -186,18 +186,16 @@ void Aggregator::WindowFigures(const HistoryPoint& point, const std::vector<Base
 }
 
 void Aggregator::Advise(const HistoryPoint& point, absl::Time now, absl::Time onset,
-                        absl::Time fix_changed, const std::string& label, KeySnapshot* k) {
+                        const std::string& label, KeySnapshot* k) {
   k->projected_load.clear();
   if (counts_bytes_ || resolved_.capacity == InputOrigin::kUnknown) return;
   const bool measured = resolved_.capacity == InputOrigin::kMeasured;
   // The episode's own time: from its onset, and, on a measured shard, from the start of the
-  // oldest answer the load is read from (all begun since the onset, and since the fix in
-  // force last changed once an answer has), within the window.
+  // oldest answer the load is read from (all begun since the onset), within the window.
   absl::Time since = onset;
   std::optional<BusyWindow::Sample> busy;
   if (measured) {
-    if (fix_changed > onset) busy = busy_.Over(now, fix_changed);
-    if (!busy) busy = busy_.Over(now, onset);
+    busy = busy_.Over(now, onset);
     if (!busy) return;  // no answer of the shard covers the episode's own time yet
     since = std::max(since, busy->start);
   }
@@ -590,7 +588,9 @@ void Aggregator::ObserveKey(const HistoryPoint& point, const std::vector<Base>& 
   // still apply from the one before.
   const Alerter::KeyState* before = alerter_.Find(k.hash);
   const std::string_view in_force = before ? FixInForceFor(k.key) : "";
+  const uint64_t fixes_changed = alerter_.fixes_changed();
   alerter_.NoteInForce(k.hash, in_force);
+  if (alerter_.fixes_changed() != fixes_changed) busy_.ChangeAt(now);
   // Only where kits may report (a ledger is set) is there a first report to wait for.
   const bool fixed = demand_ && before && before->hot &&
                      ((!before->strategy.empty() &&
@@ -604,7 +604,7 @@ void Aggregator::ObserveKey(const HistoryPoint& point, const std::vector<Base>& 
     k.hot_since = Stamp(s->hot_since, now, wall);
     k.peak_share = s->peak_share;
     WindowFigures(point, bases, now, window_ops, &k);
-    Advise(point, now, s->over_since, s->in_force_since, s->label, &k);
+    Advise(point, now, s->over_since, s->label, &k);
     if (!k.projected_load.empty()) alerter_.NoteFix(k.hash, model::StrategyName(k.advice));
     if (history_enabled_) {
       episodes_.Hot(EpisodeLog::Kind::kKey, k.hash, s->label, k.demand_share,

@@ -89,9 +89,11 @@ void Alerter::NoteInForce(uint64_t id, std::string_view strategy) {
   if (strategy.empty()) return;
   auto it = keys_.find(id);
   if (it == keys_.end() || it->second.state.in_force == strategy) return;
-  it->second.state.in_force.assign(strategy);
-  it->second.state.in_force_since = now_;
-  ++fixes_changed_;
+  KeyState& s = it->second.state;
+  s.in_force.assign(strategy);
+  // A fix noted while the key is pending was in force before its episode (a pin, or the
+  // last episode's fix still held): its onset is the change of load, not this.
+  if (s.hot) ++fixes_changed_;
 }
 
 const Alerter::KeyState* Alerter::Find(uint64_t id) const {

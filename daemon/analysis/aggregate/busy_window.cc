@@ -7,6 +7,9 @@ namespace hotkey::aggregate {
 void BusyWindow::Add(const Sample& s) {
   if (!(s.end > s.start) || !std::isfinite(s.busy) || s.busy < 0) return;
   while (!samples_.empty() && samples_.front().sample.end <= s.end - window_) samples_.pop_front();
+  if (!samples_.empty() && s.start >= change_at_ && samples_.back().sample.start < change_at_) {
+    samples_.clear();  // the first answer after a known change: the load from then on
+  }
   if (samples_.empty()) departed_ = 0;  // nothing left to have departed from
   // An answer that departed waits for the next: both are judged against the load before it.
   std::optional<double> reference;

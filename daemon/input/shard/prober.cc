@@ -148,11 +148,18 @@ class Prober::Impl : public std::enable_shared_from_this<Impl> {
   void AskNow(absl::Duration next) {
     if (stopped_) return;
     asio::post(io_, [self = shared_from_this(), next] {
-      if (self->stopped_ || self->busy_) return;  // the round in progress reads now
+      if (self->stopped_) return;
       const absl::Time now = self->clock_.Now();
+      // A `next` shorter than the interval brings a reading with a load within it: such an
+      // ask is never refused, and does not count against the one cut an interval.
+      const bool soon = next < self->options_.interval;
+      if (self->busy_) {  // the round in progress reads now; the next comes `next` after
+        if (soon) self->next_due_ = std::min(self->next_due_, now + next);
+        return;
+      }
       if (self->last_ && now - self->last_time_ < self->options_.interval / 2) {
-        if (now - self->last_cut_ < self->options_.interval) return;
-        self->last_cut_ = now;
+        if (!soon && now - self->last_cut_ < self->options_.interval) return;
+        if (!soon) self->last_cut_ = now;
         self->cut_ = true;
       }
       self->next_due_ = now + std::min(next, self->options_.interval);

@@ -630,14 +630,15 @@ void Daemon::Impl::Build() {
   auto snap = aggregator_->Build(reports_, mono_.Now(), wall_.Now(), ReadUdpDrops(inodes_));
   // A key turned hot: its first advice waits for an answer of the shard begun since its
   // onset, so ask now, and the next answer is the episode's own. A hot key's fix in force
-  // changed (the kits apply the fix the last tick pushed): its advice reads the shard's
-  // answers begun since, so ask now and again kFixChangeAnswer later.
+  // changed (the kits apply the fix the last tick pushed): the shard's load changed, and
+  // its advice reads the answers begun since, so ask now and again kFixChangeAnswer later
+  // (an onset at the same tick gets that answer too).
   const uint64_t started = aggregator_->key_episodes_started();
   const uint64_t fixes_changed = aggregator_->key_fixes_changed();
-  if (prober_ && started != key_episodes_started_) {
-    prober_->AskNow();
-  } else if (prober_ && fixes_changed != key_fixes_changed_) {
+  if (prober_ && fixes_changed != key_fixes_changed_) {
     prober_->AskNow(kFixChangeAnswer);
+  } else if (prober_ && started != key_episodes_started_) {
+    prober_->AskNow();
   }
   key_episodes_started_ = started;
   key_fixes_changed_ = fixes_changed;

@@ -98,6 +98,33 @@ TEST_CASE("BusyWindow: one burst is averaged, not read alone", "[aggregate][advi
   CHECK(w.Settled(At(35)));  // the 0.47 answer has left the window
 }
 
+// A hot key's fix went into force at 10.2 s (the kits took its reads off the shard): a change
+// the daemon knows of, so the first answer begun after it is the load from then on, settled
+// at once, where an unknown change waits for a second answer (above). An answer straddling
+// the change is judged as before.
+TEST_CASE("BusyWindow: after a known change the first answer begun since starts the window",
+          "[aggregate][advice]") {
+  BusyWindow w(absl::Seconds(10));
+  w.Add(Answer(5, 1.0));
+  w.Add(Answer(10, 1.0));
+  w.ChangeAt(At(10.2));
+  w.Add({At(10), At(10.5), 0.80});  // began before the change: a departure, unconfirmed
+  CHECK_FALSE(w.Settled(At(10.5)));
+  w.Add({At(10.5), At(11.5), 0.88});
+  std::optional<BusyWindow::Sample> m = w.Over(At(11.5));
+  REQUIRE(m);
+  CHECK(m->busy == Approx(0.88));
+  CHECK(m->start == At(10.5));
+  CHECK(w.Settled(At(11.5)));
+  CHECK(w.size() == 1);
+  // Later answers are judged against it as usual.
+  w.Add(Answer(16.5, 0.90));
+  m = w.Over(At(16.5));
+  REQUIRE(m);
+  CHECK(m->busy == Approx((0.88 + 0.90 * 5) / 6));
+  CHECK(w.Settled(At(16.5)));
+}
+
 TEST_CASE("BusyWindow: Over(since) reads only the answers begun since, as an episode's own",
           "[aggregate][advice]") {
   BusyWindow w(absl::Seconds(10));

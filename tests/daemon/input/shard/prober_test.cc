@@ -289,8 +289,9 @@ TEST_CASE("Prober: AskNow reads at once and starts the schedule again from there
   CHECK(next(6).time == at(20.5));
 }
 
-// A hot key's fix in force changed (the daemon calls AskNow(2 s)): a round at once, the next
-// 2 s later with the load over those 2 s, and the schedule from there.
+// A hot key's fix in force changed (the daemon calls AskNow(next), next shorter than the
+// interval): a round at once, the next one `next` later with the load over that time, and
+// the schedule from there. Such an ask is never refused, however soon after another.
 TEST_CASE("Prober: AskNow(next) reads at once and again `next` later", "[shard][redis]") {
   Scheduled p;
   auto at = [&](double seconds) { return p.start + absl::Seconds(seconds); };
@@ -306,20 +307,32 @@ TEST_CASE("Prober: AskNow(next) reads at once and again `next` later", "[shard][
   advance_to(7.75);
   CHECK(p.got.size() == 2);
   advance_to(8);
-  const Measurement& m = p.Next(3);
+  Measurement m = p.Next(3);
   CHECK(m.time == at(8));
   REQUIRE(m.load);
   CHECK(m.load->ops_per_second == Approx(0.5));  // one INFO over 6-8 s
-  advance_to(12.75);
-  CHECK(p.got.size() == 3);
-  advance_to(13);
-  CHECK(p.Next(4).time == at(13));
+  // Another change 0.5 s later: cut again (an ask for a whole interval would be refused
+  // here, 2.5 s after the last cut), and the load over the next second.
+  advance_to(8.5);
+  p.prober.AskNow(absl::Seconds(1));
+  CHECK_FALSE(p.Next(4).load);
+  advance_to(9.5);
+  m = p.Next(5);
+  CHECK(m.time == at(9.5));
+  REQUIRE(m.load);
+  CHECK(m.load->ops_per_second == Approx(1.0));  // one INFO over 8.5-9.5 s
+  advance_to(14.25);
+  CHECK(p.got.size() == 5);
+  advance_to(14.5);
+  CHECK(p.Next(6).time == at(14.5));
   // A `next` longer than the interval is the interval.
-  advance_to(16);
+  advance_to(17.5);
   p.prober.AskNow(absl::Hours(1));
-  CHECK(p.Next(5).time == at(16));
-  advance_to(21);
-  CHECK(p.Next(6).time == at(21));
+  m = p.Next(7);
+  CHECK(m.time == at(17.5));
+  REQUIRE(m.load);
+  advance_to(22.5);
+  CHECK(p.Next(8).time == at(22.5));
 }
 
 TEST_CASE("Prober: no callback after Stop(), even for a round in progress", "[shard]") {

@@ -11,9 +11,9 @@
 // the alerter, are passed over uncopied); and the shard model's projection and advice for
 // every hot key (hotkey::model), on its episode's own figures: the key's share and the
 // shard's load (busy_window.h) over the time since its onset, once an answer of the shard
-// covers it, and since the last change of its fix in force (the kits' new fix changes the
-// shard's load as an onset does) once an answer covers that, and held by hysteresis on the
-// projected loads (advice_hold.h). A key that is
+// covers it (a change of a hot key's fix in force changes the shard's load as an onset
+// does: the window starts afresh at the first answer after it, busy_window.h), and held by
+// hysteresis on the projected loads (advice_hold.h). A key that is
 // not hot gets no advice, and no key gets any while the shard's headroom is unknown. Labels
 // (key_label.h, an HMAC in the hash modes) are made for the exported keys and for the few keys the
 // alerter holds, not for every tracked key.
@@ -137,8 +137,8 @@ class Aggregator {
   // Hot key episodes started since construction: the daemon asks the shard at each onset
   // (shard::Prober::AskNow), so the episode's first advice comes one answer after it.
   uint64_t key_episodes_started() const { return alerter_.started(); }
-  // Changes of a hot or pending key's fix in force since construction: the daemon asks the
-  // shard at each, so the key's next advice reads the shard with the new fix.
+  // Changes of a hot key's fix in force since construction: the daemon asks the shard at
+  // each, so the key's next advice reads the shard with the new fix.
   uint64_t key_fixes_changed() const { return alerter_.fixes_changed(); }
   // On by default; off only to measure what recording costs (history_test.cc's benchmark).
   void SetHistoryEnabled(bool on) { history_enabled_ = on; }
@@ -202,11 +202,10 @@ class Aggregator {
   // ops/s over it.
   void WindowFigures(const HistoryPoint& point, const std::vector<Base>& bases, absl::Time now,
                      double shard_ops, KeySnapshot* k) const;
-  // The projection and the held fix of a hot key whose episode began at `onset` and whose
-  // fix in force last changed at `fix_changed`, on the figures since then (aggregator.h's
-  // opening); logs each change of fix.
-  void Advise(const HistoryPoint& point, absl::Time now, absl::Time onset, absl::Time fix_changed,
-              const std::string& label, KeySnapshot* k);
+  // The projection and the held fix of a hot key whose episode began at `onset`, on the
+  // figures since then (aggregator.h's opening); logs each change of fix.
+  void Advise(const HistoryPoint& point, absl::Time now, absl::Time onset, const std::string& label,
+              KeySnapshot* k);
 
   // The steps of Build(), in order.
   // The reports' trackers merged into tracker_ (or the only one read in place), and their

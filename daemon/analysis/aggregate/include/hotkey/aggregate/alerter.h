@@ -57,8 +57,6 @@ class Alerter {
     std::string label;     // for the episode-end log line
     std::string strategy;  // the last non-empty strategy observed
     std::string in_force;  // the last fix in force noted (NoteInForce)
-    // When `in_force` became the fix in force (monotonic); InfinitePast before any.
-    absl::Time in_force_since = absl::InfinitePast();
   };
 
   // One evaluation tick: call Observe() for every tracked key, then Finish(). The shard is
@@ -81,8 +79,8 @@ class Alerter {
   // neither hot nor pending is left alone.
   void NoteFix(uint64_t id, std::string_view strategy);
   // The fix the kits apply to key `id` ("" for none); the episode's lines name the last
-  // one noted, and a new one is a change (in_force_since, fixes_changed()). A key neither
-  // hot nor pending is left alone.
+  // one noted, and a new one noted while the key is hot is a change (fixes_changed()). A
+  // key neither hot nor pending is left alone.
   void NoteInForce(uint64_t id, std::string_view strategy);
   // Keys not observed this tick are treated as share 0: hot ones cool, pending ones reset.
   void Finish();
@@ -92,7 +90,7 @@ class Alerter {
   size_t hot_count() const;
   // Episodes started since construction.
   uint64_t started() const { return started_; }
-  // Changes of a key's fix in force (NoteInForce) since construction.
+  // Changes of a hot key's fix in force (NoteInForce) since construction.
   uint64_t fixes_changed() const { return fixes_changed_; }
 
  private:

@@ -12,7 +12,10 @@
 // first answer to differ may straddle the change; the second, wholly after it, is the load
 // from then on. An answer back within kLoadStep of the mean was a burst.
 // Settled(now) is false while an answer that departed and was not confirmed is within the
-// window: the read is a burst, or half of a change, and a fix held on it waits.
+// window: the read is a burst, or half of a change, and a fix held on it waits. A change the
+// daemon knows of (ChangeAt: a hot key's fix in force changed, so the kits took its load
+// off the shard or spread it) needs no confirming: the first answer begun after it starts
+// the window afresh.
 // Over(since) reads only the answers whose interval began at or after `since`: a hot key's
 // episode is advised on its own time, never on the quiet before its onset.
 //
@@ -25,6 +28,7 @@
 #ifndef HOTKEY_AGGREGATE_BUSY_WINDOW_H_
 #define HOTKEY_AGGREGATE_BUSY_WINDOW_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <optional>
@@ -60,6 +64,9 @@ class BusyWindow {
     samples_.clear();
     departed_ = 0;
   }
+  // The shard's load changed at `at`: the first answer begun at or after it starts the
+  // window afresh, settled, whatever the answers before it read.
+  void ChangeAt(absl::Time at) { change_at_ = std::max(change_at_, at); }
   // No answer within the window before `now` departed without being confirmed.
   bool Settled(absl::Time now) const;
   size_t size() const { return samples_.size(); }
@@ -75,6 +82,7 @@ class BusyWindow {
   // the mean before it (`reference_`); 0 when it did not.
   int departed_ = 0;
   double reference_ = 0;
+  absl::Time change_at_ = absl::InfinitePast();  // the last ChangeAt()
 };
 
 }  // namespace hotkey::aggregate

@@ -25,8 +25,8 @@
 //
 // Each round adds the prober's own commands to the shard's count: one INFO (and CLUSTER
 // NODES in a cluster; AUTH at each connect), so 0.2 ops/s outside a cluster at the default
-// 5 s interval (tests/daemon/input/shard/prober_test.cc), and one round more at each
-// AskNow().
+// 5 s interval (tests/daemon/input/shard/prober_test.cc), one round more at each AskNow(),
+// and up to two at an AskNow(next) with `next` shorter than the interval.
 //
 // Thread safety: Probe(), AskNow() and Stop() may be called from any thread; everything else runs
 // on the io_context's thread, where the callback is called. Destroy the prober on that thread or
@@ -142,8 +142,10 @@ class Prober {
   // force, with a shorter `next`, so that the key's next advice reads the shard with the
   // new fix within seconds. A reading less than half an interval after the last one only
   // starts the next interval (the load over so short a time is not reported), and at most
-  // one reading an interval is cut so, so onsets one after another never keep the load from
-  // being measured. Thread-safe.
+  // one reading an interval is cut so by asks for a whole interval, so onsets one after
+  // another never keep the load from being measured; an ask with a shorter `next` is never
+  // refused (a reading with a load follows within it). While a round is in progress, its
+  // reading is the one now, and a shorter `next` brings the next round forward. Thread-safe.
   void AskNow(absl::Duration next = absl::InfiniteDuration());
   // Closes the connection and ends a round in progress; no callback is called after it
   // returns on the io_context's thread. Thread-safe; idempotent.
