@@ -399,7 +399,12 @@ def main():
                     log(f"relief: the shard {s['shard_busy']} busy {s['t']:.1f} s after onset")
                 if "onset_busy" not in run and s["t"] >= PREMISE_SECONDS:
                     span = time.monotonic() - run["onset"]
-                    run["onset_busy"] = round((cpu() - c0) / span / cpus, 3)
+                    try:
+                        c = cpu()
+                    except (OSError, redis.RedisError):
+                        time.sleep(0.5)  # read at the next sample
+                        continue
+                    run["onset_busy"] = round((c - c0) / span / cpus, 3)
                     run["onset_hot_ops"] = round((hot.calls - calls0) / span)
                     run["onset_bg_ops"] = round((bg.sent.value - bg0) / span)
                     if run["fix"] is None and run["onset_busy"] < TARGET + MARGIN:
@@ -431,6 +436,12 @@ def main():
                                 "after a premature onset stopped")
                 return 1
         else:
+            # The kit's plain path (no fix yet) slower than the load needs is the kit's fault,
+            # not the neighbours': fail. Otherwise the host could not hold the load: skip.
+            if run["onset_hot_ops"] < 0.8 * a.hot_ops and run["onset_busy"] < TARGET:
+                failures.append(f"{HOT} through the kit ran at {run['onset_hot_ops']} of "
+                                f"{a.hot_ops:.0f} ops/s with the shard {run['onset_busy']} busy")
+                return 1
             print(f"SKIP: the drivers could not bring a load over {TARGET + MARGIN} busy in "
                   f"{PREMISE_TRIES} tries", file=sys.stderr)
             return SKIP
