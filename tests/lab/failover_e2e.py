@@ -7,7 +7,8 @@ On loopback it starts a Redis Cluster of 3 primaries with a replica each (`redis
 --cluster create ... --cluster-replicas 1`) and the layout docs/operations.md ships: a
 tapping hotkeyd beside every node, replicas included (--tap.interface=lo, --shard.address of
 its node, nothing else set: the shipped defaults). The hot key's primary and its replica
-each run under a CPU quota sized so that the primary would be about 90% busy with no fix.
+each run under a CPU quota sized so that the primary is about 90% busy with no fix (set from
+the CPU the load used, then again from the busy fraction read under it, until a fix comes).
 One driver thread sends pipelined background GETs to the primary's slots through a
 redis.RedisCluster; app threads read `user:42` (5% INCRs) through the kit (HotkeyClient
 around a redis.RedisCluster, following all six feeds).
@@ -264,6 +265,22 @@ def main():
             q.add(n.proc.pid)
             q.set(cpus)
         t_quota = time.monotonic()
+        # An op costs less under a quota (and the cost moves with what shares the CPU): read
+        # the primary's busy fraction under it and set it again until it is near 0.9, clearly
+        # over the advice's target, as long as no fix has reached the kit (a fix lowers it).
+        for _ in range(5):
+            time.sleep(1)
+            c0, t0 = primary.cpu(), time.monotonic()
+            time.sleep(5)
+            if fix():
+                break
+            busy = (primary.cpu() - c0) / (time.monotonic() - t0) / cpus
+            e2e.log(f"under {cpus:.4f} CPUs: {busy:.3f} busy")
+            if abs(busy - 0.9) <= 0.03 or busy >= 0.99:
+                break
+            cpus *= busy / 0.9
+            for q in quotas:
+                q.set(cpus)
         e2e.wait_until(fix, 90, "the fix in force at the kit", interval=0.25)
         t_fix = time.monotonic()
         e2e.log(f"fix {fix()} in force {t_fix - t_quota:.1f} s after the quota")
